@@ -1,0 +1,65 @@
+"""The append-only event ledger: engram's single source of truth.
+
+Open one with :meth:`Ledger.open` (a SQLite path or a PostgreSQL URL), append
+:class:`NewEvent` batches, read :class:`Event` s back in position order, verify the hash
+chain, and audit it in SQL with :func:`open_audit`.
+"""
+
+from ledger.backend import AuditTarget
+from ledger.catalog import default_registry
+from ledger.errors import (
+    AppendError,
+    AppendOnlyError,
+    AuditError,
+    AuditQueryError,
+    AuditUnavailableError,
+    AuditWriteError,
+    ConcurrencyError,
+    ConfigError,
+    EnvelopeError,
+    EventError,
+    IdempotencyError,
+    KindRegistryError,
+    LedgerClosedError,
+    LedgerError,
+    PayloadError,
+    StoreError,
+    UnknownKindError,
+)
+from ledger.events import ANY, NO_STREAM, Event, Expect, NewEvent
+from ledger.ids import new_id
+from ledger.kinds import KindRegistry, KindSpec
+from ledger.store import DEFAULT_MAX_PAYLOAD, Ledger, VerifyReport
+
+__all__ = [
+    "ANY",
+    "DEFAULT_MAX_PAYLOAD",
+    "NO_STREAM",
+    "AppendError",
+    "AppendOnlyError",
+    "AuditError",
+    "AuditQueryError",
+    "AuditTarget",
+    "AuditUnavailableError",
+    "AuditWriteError",
+    "ConcurrencyError",
+    "ConfigError",
+    "EnvelopeError",
+    "Event",
+    "EventError",
+    "Expect",
+    "IdempotencyError",
+    "KindRegistry",
+    "KindRegistryError",
+    "KindSpec",
+    "Ledger",
+    "LedgerClosedError",
+    "LedgerError",
+    "NewEvent",
+    "PayloadError",
+    "StoreError",
+    "UnknownKindError",
+    "VerifyReport",
+    "default_registry",
+    "new_id",
+]

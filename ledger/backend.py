@@ -1,0 +1,118 @@
+"""The storage port: what the store needs from a database. One adapter per backend.
+
+Backends speak rows — tuples in :data:`ledger.schema.COLUMNS` order — never events. A row
+read back carries ``at`` as an aware UTC datetime; a row written carries it as the canonical
+text produced by :func:`ledger.codec.format_at`.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal, NamedTuple
+
+Row = tuple[Any, ...]
+
+
+class StoredContent(NamedTuple):
+    """What an already-stored event is compared on when its id is appended again."""
+
+    position: int
+    stream: str
+    kind: str
+    schema: int
+    actor: str
+    payload: bytes
+    causation_id: str | None
+    correlation_id: str | None
+
+
+@dataclass(frozen=True)
+class AuditTarget:
+    """Where DuckDB finds the ledger for SQL audit."""
+
+    backend: Literal["sqlite", "postgresql"]
+    location: str
+    schema: str | None = None
+
+
+class WriteTransaction(abc.ABC):
+    """One exclusive write transaction: the only place positions are assigned."""
+
+    @abc.abstractmethod
+    def head(self) -> tuple[int, bytes]:
+        """Return the last position and its hash ((0, genesis) when empty)."""
+
+    @abc.abstractmethod
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        """Return the current version of each given stream that exists."""
+
+    @abc.abstractmethod
+    def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
+        """Return the stored content of each given id that exists."""
+
+    @abc.abstractmethod
+    def insert(self, rows: Sequence[Row]) -> None:
+        """Insert rows (``at`` as canonical text) in position order."""
+
+
+class Backend(abc.ABC):
+    """A database holding the ``events`` table."""
+
+    name: str
+
+    @abc.abstractmethod
+    def create(self) -> None:
+        """Create tables, indexes and append-only triggers if missing (idempotent)."""
+
+    @abc.abstractmethod
+    def write(self) -> AbstractContextManager[WriteTransaction]:
+        """Open the exclusive write transaction; commit on exit, roll back on error."""
+
+    @abc.abstractmethod
+    def read_rows(
+        self,
+        after: int,
+        upto: int | None,
+        kinds: Sequence[str] | None,
+        streams: Sequence[str] | None,
+        limit: int,
+    ) -> list[Row]:
+        """Return up to ``limit`` rows with ``after < position <= upto`` in position order."""
+
+    @abc.abstractmethod
+    def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
+        """Return up to ``limit`` rows of ``stream`` with version > ``after_version``."""
+
+    @abc.abstractmethod
+    def head(self) -> int:
+        """Return the last committed position (0 when empty)."""
+
+    @abc.abstractmethod
+    def wait(self, after: int, timeout: float) -> int:
+        """Block until the head passes ``after`` or ``timeout`` elapses; return the head."""
+
+    @abc.abstractmethod
+    def audit_target(self) -> AuditTarget:
+        """Say where DuckDB can attach this ledger read-only."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Release connections."""
+
+    def scan(self, after: int = 0, page: int = 5000) -> Iterator[Row]:
+        """Yield every row after ``after`` in position order, one page in memory at a time."""
+        while True:
+            rows = self.read_rows(after, None, None, None, page)
+            if not rows:
+                return
+            yield from rows
+            after = rows[-1][0]
+
+
+def as_utc(value: datetime) -> datetime:
+    """Return a datetime read from a backend as aware UTC."""
+    return value if value.tzinfo is UTC else value.astimezone(UTC)

@@ -1,0 +1,129 @@
+"""engram's own event kinds: the vocabulary every layer reads and writes (ADR 0007).
+
+Payloads are frozen msgspec Structs that refuse unknown fields. Weights and saliences are
+uint16 (0..65535). Add a kind here only with its schema number; change a kind's shape only
+by bumping its schema and registering an upcaster.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+import msgspec
+
+from ledger.kinds import KindRegistry
+
+UInt16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
+Name = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
+Text = Annotated[str, msgspec.Meta(min_length=1)]
+Strength = Annotated[float, msgspec.Meta(ge=0.0, le=1e6)]
+Importance = Annotated[int, msgspec.Meta(ge=1, le=10)]
+
+NeuronType = Literal["core", "contextual", "episodic", "semantic"]
+ConnectionType = Literal["feeds_into", "influences", "inhibits", "recalls", "triggers"]
+MemoryType = Literal["observation", "plan", "thought"]
+Visibility = Literal["public", "private"]
+
+
+class _Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class NeuronCreated(_Payload):
+    """A neuron came into being."""
+
+    id: Name
+    concept: Text
+    type: NeuronType
+
+
+class NeuronActivated(_Payload):
+    """A neuron fired with some strength, for a cause (a stimulus, a propagation wave)."""
+
+    id: Name
+    strength: Strength
+    cause: str = ""
+
+
+class NeuronArchived(_Payload):
+    """A neuron was retired from the live network."""
+
+    id: Name
+    reason: str = ""
+
+
+class ConnectionCreated(_Payload):
+    """A typed, weighted connection between two neurons was made."""
+
+    source: Name
+    target: Name
+    type: ConnectionType
+    weight: UInt16
+    reason: str = ""
+
+
+class ConnectionReweighted(_Payload):
+    """A connection's weight changed."""
+
+    source: Name
+    target: Name
+    type: ConnectionType
+    weight: UInt16
+    reason: str = ""
+
+
+class MemoryObserved(_Payload):
+    """An agent recorded an observation, a plan or a thought."""
+
+    agent: Name
+    text: Text
+    type: MemoryType = "observation"
+    importance: Importance | None = None
+    visibility: Visibility = "public"
+    source: str | None = None
+    tags: list[Name] = []
+
+
+class RecalledItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One item served by a recall, with its score."""
+
+    position: Annotated[int, msgspec.Meta(ge=1)]
+    score: float
+
+
+class MemoryRecalled(_Payload):
+    """An agent recalled memories for a query; the served items are audited."""
+
+    agent: Name
+    query: Text
+    items: list[RecalledItem]
+    as_of: datetime
+
+
+class SignalSent(_Payload):
+    """An agent signalled another agent (or ``*`` for everyone) through the ledger."""
+
+    to: Name
+    topic: Name
+    body: str = ""
+
+
+KINDS: dict[str, type[msgspec.Struct]] = {
+    "neuron.created": NeuronCreated,
+    "neuron.activated": NeuronActivated,
+    "neuron.archived": NeuronArchived,
+    "connection.created": ConnectionCreated,
+    "connection.reweighted": ConnectionReweighted,
+    "memory.observed": MemoryObserved,
+    "memory.recalled": MemoryRecalled,
+    "signal.sent": SignalSent,
+}
+
+
+def default_registry() -> KindRegistry:
+    """Return a new registry holding engram's own kinds, ready for user kinds."""
+    registry = KindRegistry()
+    for name, payload_type in KINDS.items():
+        registry.register(name, payload_type)
+    return registry

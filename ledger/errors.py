@@ -1,0 +1,103 @@
+"""Errors raised by the ledger.
+
+Every error derives from :class:`LedgerError`; backends translate driver errors into these.
+
+    LedgerError
+    ├── ConfigError                 bad location, option or URL
+    ├── EventError                  an event that cannot be appended (names event and field)
+    │   ├── UnknownKindError        kind not in the registry
+    │   ├── PayloadError            payload does not fit the kind's Struct, or is too large
+    │   └── EnvelopeError           malformed id, naive timestamp, bad stream/actor, ...
+    ├── AppendError                 a well-formed batch the ledger refuses
+    │   ├── ConcurrencyError        expected stream version does not match
+    │   └── IdempotencyError        an id already stored with other content, or a mixed retry
+    ├── KindRegistryError           a bad registration or upcaster chain
+    ├── StoreError                  the database failed or is unreachable (driver error inside)
+    │   └── AppendOnlyError         the database refused an UPDATE or DELETE
+    ├── LedgerClosedError           use after close()
+    └── AuditError                  (ledger.audit) SQL audit failures
+        ├── AuditWriteError         a statement that would write
+        ├── AuditQueryError         DuckDB rejected the query
+        └── AuditUnavailableError   missing extension or ledger file
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Root of every error the ledger raises."""
+
+
+class ConfigError(LedgerError):
+    """A location, URL or option is invalid."""
+
+
+class EventError(LedgerError):
+    """An event cannot be appended; the message names the event and the field."""
+
+    def __init__(self, message: str, *, index: int | None = None, field: str | None = None):
+        super().__init__(message)
+        self.index = index
+        self.field = field
+
+
+class UnknownKindError(EventError):
+    """The event's kind is not registered."""
+
+
+class PayloadError(EventError):
+    """The payload does not fit its kind's Struct, or exceeds the size limit."""
+
+
+class EnvelopeError(EventError):
+    """An envelope field (id, stream, actor, at, causation/correlation id) is malformed."""
+
+
+class AppendError(LedgerError):
+    """A well-formed batch that the ledger refuses to store."""
+
+
+class ConcurrencyError(AppendError):
+    """A stream's current version differs from the expected one."""
+
+    def __init__(self, message: str, *, stream: str, expected: object, actual: int):
+        super().__init__(message)
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+class IdempotencyError(AppendError):
+    """An event id is already stored with other content, or a retry is partial."""
+
+
+class KindRegistryError(LedgerError):
+    """A kind or upcaster registration is invalid."""
+
+
+class StoreError(LedgerError):
+    """The database failed or cannot be reached."""
+
+
+class AppendOnlyError(StoreError):
+    """The database refused to change or delete a stored event."""
+
+
+class LedgerClosedError(LedgerError):
+    """The ledger was used after it was closed."""
+
+
+class AuditError(LedgerError):
+    """SQL audit failed."""
+
+
+class AuditWriteError(AuditError):
+    """The audit statement would write; nothing was executed."""
+
+
+class AuditQueryError(AuditError):
+    """DuckDB rejected the audit query."""
+
+
+class AuditUnavailableError(AuditError):
+    """The audit cannot start: a scanner extension or the ledger file is missing."""

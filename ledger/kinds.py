@@ -1,0 +1,147 @@
+"""The kind registry: each event kind maps to a msgspec payload Struct and a schema number.
+
+A payload is validated against its kind's Struct on append and stored as canonical JSON.
+When a kind's Struct changes shape, bump its schema and register an upcaster from the old
+schema: stored bytes never change, old payloads are upcast (as dicts) when read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import msgspec
+
+from ledger.errors import KindRegistryError
+
+Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
+S = TypeVar("S", bound=type[msgspec.Struct])
+
+_KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+
+
+@dataclass
+class KindSpec:
+    """A registered kind: its payload type, current schema and upcasters from older ones."""
+
+    name: str
+    type: type[msgspec.Struct]
+    schema: int
+    upcasters: dict[int, Upcaster] = field(default_factory=dict)
+    decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.decoder = msgspec.json.Decoder(self.type)
+
+    def decode(self, data: bytes, schema: int) -> msgspec.Struct:
+        """Decode stored payload bytes written at ``schema`` into the current Struct."""
+        if schema == self.schema:
+            return self.decoder.decode(data)  # type: ignore[no-any-return]
+        if schema > self.schema:
+            raise KindRegistryError(
+                f"kind {self.name!r} was written at schema {schema}, newer than this "
+                f"program's schema {self.schema}: upgrade the program that reads it"
+            )
+        obj: dict[str, Any] = msgspec.json.decode(data)
+        for step in range(schema, self.schema):
+            upcast = self.upcasters.get(step)
+            if upcast is None:
+                raise KindRegistryError(
+                    f"cannot read kind {self.name!r} at schema {schema}: "
+                    f"no upcaster registered from schema {step}"
+                )
+            obj = upcast(obj)
+        return msgspec.convert(obj, self.type)
+
+
+class KindRegistry:
+    """Map event kinds to payload Structs; validate registrations.
+
+    Kind names are dotted lowercase past-tense facts such as ``neuron.activated``.
+    """
+
+    def __init__(self) -> None:
+        self._specs: dict[str, KindSpec] = {}
+
+    def register(self, name: str, payload_type: type[msgspec.Struct], *, schema: int = 1) -> None:
+        """Register ``payload_type`` as the payload of kind ``name`` at ``schema``.
+
+        Raises:
+            KindRegistryError: bad name or schema, not a Struct, or already registered
+                with another type.
+        """
+        if not isinstance(name, str) or not _KIND_RE.match(name):
+            raise KindRegistryError(
+                f"kind name {name!r} is invalid: use dotted lowercase words, e.g. 'neuron.activated'"
+            )
+        if not (isinstance(payload_type, type) and issubclass(payload_type, msgspec.Struct)):
+            raise KindRegistryError(f"kind {name!r}: payload type must be a msgspec.Struct subclass")
+        if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+            raise KindRegistryError(f"kind {name!r}: schema must be an int >= 1, got {schema!r}")
+        existing = self._specs.get(name)
+        if existing is not None:
+            if existing.type is payload_type and existing.schema == schema:
+                return
+            raise KindRegistryError(
+                f"kind {name!r} is already registered with {existing.type.__name__} "
+                f"at schema {existing.schema}"
+            )
+        self._specs[name] = KindSpec(name, payload_type, schema)
+
+    def kind(self, name: str, *, schema: int = 1) -> Callable[[S], S]:
+        """Register the decorated Struct as the payload of kind ``name``."""
+
+        def decorate(payload_type: S) -> S:
+            self.register(name, payload_type, schema=schema)
+            return payload_type
+
+        return decorate
+
+    def register_upcaster(self, name: str, from_schema: int, fn: Upcaster) -> None:
+        """Register ``fn`` turning a payload dict of ``from_schema`` into ``from_schema + 1``."""
+        spec = self._require(name)
+        if not (1 <= from_schema < spec.schema):
+            raise KindRegistryError(
+                f"kind {name!r}: an upcaster must start below the current schema "
+                f"{spec.schema}, got from_schema={from_schema}"
+            )
+        spec.upcasters[from_schema] = fn
+
+    def upcaster(self, name: str, from_schema: int) -> Callable[[Upcaster], Upcaster]:
+        """Register the decorated function as an upcaster (see :meth:`register_upcaster`)."""
+
+        def decorate(fn: Upcaster) -> Upcaster:
+            self.register_upcaster(name, from_schema, fn)
+            return fn
+
+        return decorate
+
+    def get(self, name: str) -> KindSpec | None:
+        """Return the spec of ``name``, or None when it is not registered."""
+        return self._specs.get(name)
+
+    def _require(self, name: str) -> KindSpec:
+        spec = self._specs.get(name)
+        if spec is None:
+            raise KindRegistryError(f"kind {name!r} is not registered")
+        return spec
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._specs
+
+    def __iter__(self) -> Iterator[KindSpec]:
+        return iter(sorted(self._specs.values(), key=lambda s: s.name))
+
+    def __len__(self) -> int:
+        return len(self._specs)
+
+    def copy(self) -> KindRegistry:
+        """Return an independent registry with the same kinds and upcasters."""
+        other = KindRegistry()
+        for spec in self._specs.values():
+            clone = KindSpec(spec.name, spec.type, spec.schema)
+            clone.upcasters.update(spec.upcasters)
+            other._specs[spec.name] = clone
+        return other

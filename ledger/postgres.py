@@ -1,0 +1,240 @@
+"""PostgreSQL adapter: the shared ledger for agents on many processes and machines.
+
+Every append transaction takes a transaction-scoped advisory lock before it reads the head
+and assigns positions, and holds it to commit: positions are gap-free and commit-ordered,
+so a reader that has seen position p never later finds an event below p (ADR 0004). New
+heads are announced with NOTIFY; followers LISTEN instead of polling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import select
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.engine import make_url
+
+from ledger.backend import AuditTarget, Backend, Row, StoredContent, WriteTransaction, as_utc
+from ledger.codec import GENESIS_HASH
+from ledger.errors import AppendOnlyError, ConfigError, StoreError
+from ledger.schema import APPEND_ONLY_MESSAGE, COLUMNS, FORMAT_VERSION, HASH_ALGORITHM, build_metadata
+
+_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
+_SELECT_COLUMNS = ", ".join(
+    f"{c}::text" if c in ("id", "causation_id", "correlation_id") else c for c in COLUMNS
+)
+_INSERT_VALUES = ", ".join(
+    "%s::uuid" if c in ("id", "causation_id", "correlation_id")
+    else "%s::timestamptz" if c == "at" else "%s"
+    for c in COLUMNS
+)
+
+
+@contextmanager
+def _translate(action: str) -> Iterator[None]:
+    try:
+        yield
+    except sa.exc.DBAPIError as exc:
+        text = str(exc.orig).strip()
+        if APPEND_ONLY_MESSAGE in text:
+            raise AppendOnlyError(f"{action}: {APPEND_ONLY_MESSAGE}") from None
+        raise StoreError(f"{action}: {text}") from exc
+    except psycopg.Error as exc:
+        raise StoreError(f"{action}: {str(exc).strip()}") from exc
+
+
+class _Tx(WriteTransaction):
+    def __init__(self, conn: sa.Connection, schema: str) -> None:
+        self._conn = conn
+        self._schema = schema
+        self.last: int | None = None
+
+    def head(self) -> tuple[int, bytes]:
+        row = self._conn.exec_driver_sql(
+            f"SELECT position, hash FROM {self._schema}.events ORDER BY position DESC LIMIT 1"
+        ).first()
+        return (0, GENESIS_HASH) if row is None else (row[0], bytes(row[1]))
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        # One indexed max() per stream: a GROUP BY would read every version of the stream.
+        rows = self._conn.exec_driver_sql(
+            f"SELECT s, (SELECT max(version) FROM {self._schema}.events WHERE stream = s) "
+            "FROM unnest(%s::text[]) AS s",
+            (list(streams),),
+        )
+        return {stream: version for stream, version in rows if version is not None}
+
+    def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
+        rows = self._conn.exec_driver_sql(
+            "SELECT id::text, position, stream, kind, schema, actor, payload, "
+            f"causation_id::text, correlation_id::text FROM {self._schema}.events "
+            "WHERE id = ANY(%s::uuid[])",
+            (list(ids),),
+        )
+        return {
+            r[0]: StoredContent(r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7], r[8]) for r in rows
+        }
+
+    def insert(self, rows: Sequence[Row]) -> None:
+        self._conn.exec_driver_sql(
+            f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) VALUES ({_INSERT_VALUES})",
+            list(rows),
+        )
+        self.last = rows[-1][0]
+
+
+class PostgresBackend(Backend):
+    """The ledger in a schema of a PostgreSQL database."""
+
+    name = "postgresql"
+
+    def __init__(
+        self, url: str, *, schema: str = "engram", durability: str = "full", busy_timeout: float = 30.0
+    ) -> None:
+        if durability not in ("full", "fast"):
+            raise ConfigError(f"durability must be 'full' or 'fast', got {durability!r}")
+        if not _SCHEMA_RE.match(schema):
+            raise ConfigError(
+                f"PostgreSQL schema {schema!r} is invalid: lowercase letters, digits and _, "
+                "at most 48 characters"
+            )
+        try:
+            parsed = make_url(url)
+        except sa.exc.ArgumentError as exc:
+            raise ConfigError(f"invalid PostgreSQL URL {url!r}: {exc}") from None
+        self.schema = schema
+        self._libpq = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._channel = f"engram_{schema}"
+        self._lock_key = int.from_bytes(hashlib.sha256(schema.encode()).digest()[:8], "big", signed=True)
+        lock_ms = int(busy_timeout * 1000)
+
+        def on_connect(dbapi_conn: Any, _record: Any) -> None:
+            with dbapi_conn.cursor() as cur:
+                cur.execute("SET TIME ZONE 'UTC'")
+                cur.execute(f"SET lock_timeout = {lock_ms}")
+                if durability == "fast":
+                    cur.execute("SET synchronous_commit = off")
+            dbapi_conn.commit()
+
+        self._engine = sa.create_engine(
+            parsed.set(drivername="postgresql+psycopg"), pool_size=4, max_overflow=8, pool_pre_ping=True
+        )
+        sa_event.listen(self._engine, "connect", on_connect)
+        self._listener: psycopg.Connection[Any] | None = None
+
+    def create(self) -> None:
+        s = self.schema
+        metadata = build_metadata(schema=s)
+        with _translate("create the ledger"), self._engine.begin() as conn:
+            # Serialise concurrent creators; DDL is transactional in PostgreSQL.
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {s}")
+            metadata.create_all(conn)
+            conn.exec_driver_sql(
+                f"""CREATE OR REPLACE FUNCTION {s}.refuse_change() RETURNS trigger
+                LANGUAGE plpgsql AS $$ BEGIN
+                RAISE EXCEPTION '{APPEND_ONLY_MESSAGE}' USING ERRCODE = 'restrict_violation';
+                END $$"""
+            )
+            for name, when in (
+                ("events_no_update", "BEFORE UPDATE ON {s}.events FOR EACH ROW"),
+                ("events_no_delete", "BEFORE DELETE ON {s}.events FOR EACH ROW"),
+                ("events_no_truncate", "BEFORE TRUNCATE ON {s}.events FOR EACH STATEMENT"),
+            ):
+                conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name} ON {s}.events")
+                conn.exec_driver_sql(
+                    f"CREATE TRIGGER {name} {when.format(s=s)} EXECUTE FUNCTION {s}.refuse_change()"
+                )
+            conn.exec_driver_sql(
+                f"INSERT INTO {s}.ledger_meta (key, value) VALUES (%s, %s), (%s, %s) "
+                "ON CONFLICT (key) DO NOTHING",
+                ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
+            )
+            stored = conn.exec_driver_sql(
+                f"SELECT value FROM {s}.ledger_meta WHERE key = 'format_version'"
+            ).scalar()
+        if stored != FORMAT_VERSION:
+            raise ConfigError(f"schema {s} holds ledger format {stored}, this program reads {FORMAT_VERSION}")
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTransaction]:
+        with _translate("append"), self._engine.connect() as conn:
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+            tx = _Tx(conn, self.schema)
+            try:
+                yield tx
+                if tx.last is not None:
+                    conn.exec_driver_sql("SELECT pg_notify(%s, %s)", (self._channel, str(tx.last)))
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    def read_rows(
+        self,
+        after: int,
+        upto: int | None,
+        kinds: Sequence[str] | None,
+        streams: Sequence[str] | None,
+        limit: int,
+    ) -> list[Row]:
+        sql = [f"SELECT {_SELECT_COLUMNS} FROM {self.schema}.events WHERE position > %s"]
+        params: list[Any] = [after]
+        if upto is not None:
+            sql.append(" AND position <= %s")
+            params.append(upto)
+        for column, values in (("kind", kinds), ("stream", streams)):
+            if values is not None:
+                sql.append(f" AND {column} = ANY(%s)")
+                params.append(list(values))
+        sql.append(" ORDER BY position LIMIT %s")
+        params.append(limit)
+        return self._fetch("".join(sql), params)
+
+    def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
+        return self._fetch(
+            f"SELECT {_SELECT_COLUMNS} FROM {self.schema}.events "
+            "WHERE stream = %s AND version > %s ORDER BY version LIMIT %s",
+            [stream, after_version, limit],
+        )
+
+    def _fetch(self, sql: str, params: list[Any]) -> list[Row]:
+        with _translate("read"), self._engine.connect() as conn:
+            rows = conn.exec_driver_sql(sql, tuple(params)).fetchall()
+        return [(*r[:7], as_utc(r[7]), bytes(r[8]), r[9], r[10], bytes(r[11])) for r in rows]
+
+    def head(self) -> int:
+        with _translate("read the head"), self._engine.connect() as conn:
+            value = conn.exec_driver_sql(f"SELECT max(position) FROM {self.schema}.events").scalar()
+        return int(value or 0)
+
+    def wait(self, after: int, timeout: float) -> int:
+        with _translate("follow"):
+            if self._listener is None or self._listener.closed:
+                self._listener = psycopg.connect(self._libpq, autocommit=True)
+                self._listener.execute(f"LISTEN {self._channel}")
+            deadline = time.monotonic() + timeout
+            while True:
+                # Drain, then look, then sleep on the socket: a commit after the look wakes us.
+                for _ in self._listener.notifies(timeout=0, stop_after=1000):
+                    pass
+                head = self.head()
+                remaining = deadline - time.monotonic()
+                if head > after or remaining <= 0:
+                    return head
+                select.select([self._listener.fileno()], [], [], min(remaining, 1.0))
+
+    def audit_target(self) -> AuditTarget:
+        return AuditTarget("postgresql", self._libpq, self.schema)
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+        self._engine.dispose()

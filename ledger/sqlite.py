@@ -1,0 +1,238 @@
+"""SQLite adapter: the embedded default. One file in WAL mode, one writer at a time.
+
+Writers take the database lock up front (``BEGIN IMMEDIATE``) and wait for it up to the busy
+timeout, so they never fail with "database is locked" mid-transaction. Readers never block
+writers (WAL).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.pool import QueuePool
+
+from ledger.backend import AuditTarget, Backend, Row, StoredContent, WriteTransaction
+from ledger.codec import GENESIS_HASH
+from ledger.errors import AppendOnlyError, ConfigError, StoreError
+from ledger.schema import APPEND_ONLY_MESSAGE, COLUMNS, FORMAT_VERSION, HASH_ALGORITHM, build_metadata
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM events"
+_INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events "
+    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END",
+    f"CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events "
+    f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END",
+)
+_CHUNK = 500  # bound on host parameters per IN (...) list
+
+
+@contextmanager
+def _translate(action: str) -> Iterator[None]:
+    try:
+        yield
+    except (sa.exc.DBAPIError, sqlite3.Error) as exc:
+        orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
+        text = str(orig)
+        if APPEND_ONLY_MESSAGE in text:
+            raise AppendOnlyError(f"{action}: {APPEND_ONLY_MESSAGE}") from None
+        if isinstance(orig, sqlite3.OperationalError) and "locked" in text:
+            raise StoreError(
+                f"{action}: the SQLite database stayed locked past the busy timeout ({text})"
+            ) from exc
+        raise StoreError(f"{action}: {text}") from exc
+
+
+class _Tx(WriteTransaction):
+    # The hot path speaks to the driver directly: SQLAlchemy's per-statement result setup
+    # costs more than SQLite itself spends on these indexed lookups.
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def head(self) -> tuple[int, bytes]:
+        row = self._conn.execute(
+            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+        ).fetchone()
+        return (0, GENESIS_HASH) if row is None else (row[0], row[1])
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        # One indexed max() per stream: a GROUP BY would read every version of the stream.
+        found: dict[str, int] = {}
+        for stream in streams:
+            version = self._conn.execute(
+                "SELECT max(version) FROM events WHERE stream = ?", (stream,)
+            ).fetchone()[0]
+            if version is not None:
+                found[stream] = version
+        return found
+
+    def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
+        found: dict[str, StoredContent] = {}
+        for i in range(0, len(ids), _CHUNK):
+            chunk = ids[i : i + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            for row in self._conn.execute(
+                "SELECT id, position, stream, kind, schema, actor, payload, causation_id, "
+                f"correlation_id FROM events WHERE id IN ({marks})",
+                chunk,
+            ):
+                found[row[0]] = StoredContent(*row[1:])
+        return found
+
+    def insert(self, rows: Sequence[Row]) -> None:
+        self._conn.executemany(_INSERT, rows)
+
+
+class SQLiteBackend(Backend):
+    """The ledger in one SQLite file."""
+
+    name = "sqlite"
+
+    def __init__(self, path: str, *, durability: str = "full", busy_timeout: float = 30.0) -> None:
+        if durability not in ("full", "fast"):
+            raise ConfigError(f"durability must be 'full' or 'fast', got {durability!r}")
+        self.path = os.path.abspath(os.path.expanduser(path))
+        parent = os.path.dirname(self.path)
+        if not os.path.isdir(parent):
+            try:
+                os.makedirs(parent, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the ledger directory {parent}: {exc}") from None
+        synchronous = "FULL" if durability == "full" else "NORMAL"
+        busy_ms = int(busy_timeout * 1000)
+
+        def on_connect(dbapi_conn: Any, _record: Any) -> None:
+            dbapi_conn.isolation_level = None  # transactions are begun explicitly
+            dbapi_conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            dbapi_conn.execute("PRAGMA journal_mode = WAL")
+            dbapi_conn.execute(f"PRAGMA synchronous = {synchronous}")
+
+        def engine(pool_size: int) -> sa.Engine:
+            eng = sa.create_engine(
+                f"sqlite:///{self.path}",
+                poolclass=QueuePool,
+                pool_size=pool_size,
+                max_overflow=8,
+                connect_args={"check_same_thread": False, "timeout": busy_timeout},
+            )
+            sa_event.listen(eng, "connect", on_connect)
+            return eng
+
+        self._writer = engine(1)
+        self._reader = engine(4)
+        self._write_conn: Any = None
+
+    @contextmanager
+    def _exclusive(self, action: str) -> Iterator[sa.Connection]:
+        with _translate(action), self._writer.connect() as conn:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    def create(self) -> None:
+        metadata = build_metadata()
+        with self._exclusive("create the ledger") as conn:
+            metadata.create_all(conn)
+            for ddl in _TRIGGERS:
+                conn.exec_driver_sql(ddl)
+            conn.exec_driver_sql(
+                "INSERT OR IGNORE INTO ledger_meta (key, value) VALUES (?, ?), (?, ?)",
+                ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
+            )
+            stored = conn.exec_driver_sql(
+                "SELECT value FROM ledger_meta WHERE key = 'format_version'"
+            ).scalar()
+        if stored != FORMAT_VERSION:
+            raise ConfigError(
+                f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
+            )
+
+    @contextmanager
+    def write(self) -> Iterator[WriteTransaction]:
+        # One write path per process: the store calls this under its write lock, so the
+        # writer keeps one connection checked out for its whole life.
+        if self._write_conn is None:
+            with _translate("open the writer"):
+                self._write_conn = self._writer.raw_connection()
+        conn = self._write_conn.driver_connection
+        with _translate("append"):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield _Tx(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+
+    def read_rows(
+        self,
+        after: int,
+        upto: int | None,
+        kinds: Sequence[str] | None,
+        streams: Sequence[str] | None,
+        limit: int,
+    ) -> list[Row]:
+        sql = [_SELECT, " WHERE position > ?"]
+        params: list[Any] = [after]
+        if upto is not None:
+            sql.append(" AND position <= ?")
+            params.append(upto)
+        for column, values in (("kind", kinds), ("stream", streams)):
+            if values is not None:
+                sql.append(f" AND {column} IN ({', '.join('?' * len(values))})")
+                params.extend(values)
+        sql.append(" ORDER BY position LIMIT ?")
+        params.append(limit)
+        return self._fetch("".join(sql), params)
+
+    def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
+        return self._fetch(
+            f"{_SELECT} WHERE stream = ? AND version > ? ORDER BY version LIMIT ?",
+            [stream, after_version, limit],
+        )
+
+    def _fetch(self, sql: str, params: list[Any]) -> list[Row]:
+        parse = datetime.fromisoformat
+        with _translate("read"), self._reader.connect() as conn:
+            cursor = conn.connection.driver_connection.execute(sql, params)  # type: ignore[union-attr]
+            rows = cursor.fetchall()
+        return [(*r[:7], parse(r[7]), *r[8:]) for r in rows]
+
+    def head(self) -> int:
+        with _translate("read the head"), self._reader.connect() as conn:
+            value = conn.exec_driver_sql("SELECT max(position) FROM events").scalar()
+        return int(value or 0)
+
+    def wait(self, after: int, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        delay = 0.001
+        while True:
+            head = self.head()
+            remaining = deadline - time.monotonic()
+            if head > after or remaining <= 0:
+                return head
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.05)
+
+    def audit_target(self) -> AuditTarget:
+        return AuditTarget("sqlite", self.path)
+
+    def close(self) -> None:
+        if self._write_conn is not None:
+            self._write_conn.close()
+            self._write_conn = None
+        self._writer.dispose()
+        self._reader.dispose()

@@ -1,0 +1,334 @@
+"""The ledger: append events, read them back in position order, follow, verify.
+
+A :class:`Ledger` speaks domain (events, streams, positions); a backend speaks storage. One
+write path per process: concurrent appends from many threads are grouped into one transaction
+and one fsync by whichever caller holds the write lock (leader/follower group commit), and
+every caller still gets its own positions or its own error (ADR 0006).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ledger.backend import AuditTarget, Backend, Row
+from ledger.codec import GENESIS_HASH, canonical, chain, decode_payload, format_at
+from ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
+from ledger.events import ANY, Event, Expectation, NewEvent
+from ledger.kinds import KindRegistry, KindSpec
+from ledger.planning import GroupPlan, Request, prepare
+
+DEFAULT_MAX_PAYLOAD = 1 << 20
+_PAGE = 2000
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """The result of :meth:`Ledger.verify`."""
+
+    ok: bool
+    checked: int
+    head: int
+    head_hash: str
+    first_bad: int | None = None
+    reason: str | None = None
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"ok: {self.checked} events, head {self.head}, hash {self.head_hash}"
+        return f"FAILED at position {self.first_bad}: {self.reason} ({self.checked} verified before it)"
+
+
+def _backend_for(
+    target: str, *, durability: str, busy_timeout: float, pg_schema: str
+) -> Backend:
+    if not isinstance(target, str) or not target.strip():
+        raise ConfigError(f"ledger location must be a path or URL, got {target!r}")
+    if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+        from ledger.postgres import PostgresBackend
+
+        url = target.replace("postgres://", "postgresql://", 1)
+        return PostgresBackend(url, schema=pg_schema, durability=durability, busy_timeout=busy_timeout)
+    from ledger.sqlite import SQLiteBackend
+
+    if target.startswith("sqlite:///"):
+        target = target[len("sqlite:///") :]
+    elif "://" in target:
+        raise ConfigError(
+            f"unsupported ledger URL {target!r}: use a file path, sqlite:///PATH or postgresql://..."
+        )
+    return SQLiteBackend(target, durability=durability, busy_timeout=busy_timeout)
+
+
+class Ledger:
+    """An append-only event ledger on SQLite or PostgreSQL.
+
+    Thread-safe: share one instance among the threads of a process.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        registry: KindRegistry | None = None,
+        *,
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+    ) -> None:
+        if registry is None:
+            from ledger.catalog import default_registry
+
+            registry = default_registry()
+        if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
+            raise ConfigError(f"max_payload_bytes must be a positive int, got {max_payload_bytes!r}")
+        self.backend = backend
+        self.registry = registry
+        self.max_payload_bytes = max_payload_bytes
+        self._queue: list[Request] = []
+        self._queue_lock = threading.Lock()
+        self._write_lock = threading.Lock()
+        self._closed = False
+        backend.create()
+
+    @classmethod
+    def open(
+        cls,
+        target: str,
+        registry: KindRegistry | None = None,
+        *,
+        durability: str = "full",
+        busy_timeout: float = 30.0,
+        pg_schema: str = "engram",
+        max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+    ) -> Ledger:
+        """Open (creating if needed) the ledger at a file path or database URL.
+
+        Args:
+            target: a SQLite file path (or ``sqlite:///PATH``), or ``postgresql://...``.
+            durability: ``"full"`` (acknowledged = on disk) or ``"fast"`` (ADR 0006).
+            busy_timeout: seconds a writer waits for another process's write lock.
+            pg_schema: the PostgreSQL schema holding the tables.
+        """
+        backend = _backend_for(
+            target, durability=durability, busy_timeout=busy_timeout, pg_schema=pg_schema
+        )
+        try:
+            return cls(backend, registry, max_payload_bytes=max_payload_bytes)
+        except BaseException:
+            backend.close()
+            raise
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def append(
+        self,
+        events: Sequence[NewEvent] | NewEvent,
+        expect: Expectation | Mapping[str, Expectation] = ANY,
+    ) -> list[int]:
+        """Append a batch atomically and return its positions.
+
+        ``expect`` is ANY, NO_STREAM, an exact version, or a mapping stream -> expectation.
+        Re-appending events whose ids are stored with the same content returns their
+        original positions, whatever ``expect`` says.
+
+        Raises:
+            EventError: a malformed event (names the event and the field); nothing written.
+            ConcurrencyError: a stream is not at the expected version; nothing written.
+            IdempotencyError: an id is stored with other content; nothing written.
+            StoreError: the database failed; nothing written.
+        """
+        self._check_open()
+        request = prepare(events, expect, self.registry, self.max_payload_bytes)  # type: ignore[arg-type]
+        with self._queue_lock:
+            self._queue.append(request)
+        with self._write_lock:
+            if not request.done:
+                with self._queue_lock:
+                    group, self._queue = self._queue, []
+                self._commit(group)
+        if request.error is not None:
+            raise request.error
+        assert request.positions is not None
+        return request.positions
+
+    def _commit(self, group: list[Request]) -> None:
+        try:
+            with self.backend.write() as tx:
+                plan = GroupPlan(tx, group)
+                plan.run()
+                if plan.rows:
+                    tx.insert(plan.rows)
+        except LedgerError as exc:
+            for request in group:
+                request.error, request.positions = exc, None
+        except BaseException as exc:  # an unexpected failure must not strand followers
+            for request in group:
+                request.error, request.positions = StoreError(f"append failed: {exc!r}"), None
+            if not isinstance(exc, Exception):
+                raise
+        finally:
+            for request in group:
+                request.done = True
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def head(self) -> int:
+        """Return the last committed position (0 when the ledger is empty)."""
+        self._check_open()
+        return self.backend.head()
+
+    def read(
+        self,
+        after: int = 0,
+        *,
+        kinds: Sequence[str] | None = None,
+        streams: Sequence[str] | None = None,
+        limit: int | None = None,
+        upto: int | None = None,
+    ) -> Iterator[Event]:
+        """Yield events with position > ``after`` in position order, a page at a time."""
+        self._check_open()
+        _check_position(after, "after")
+        kinds = _names(kinds, "kinds")
+        streams = _names(streams, "streams")
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = _PAGE if remaining is None else min(_PAGE, remaining)
+            rows = self.backend.read_rows(after, upto, kinds, streams, page)
+            if not rows:
+                return
+            yield from self._events(rows)
+            after = rows[-1][0]
+            if remaining is not None:
+                remaining -= len(rows)
+            if len(rows) < page:
+                return
+
+    def read_stream(self, stream: str, after_version: int = 0) -> Iterator[Event]:
+        """Yield the events of one stream in version order."""
+        self._check_open()
+        _check_position(after_version, "after_version")
+        while True:
+            rows = self.backend.read_stream_rows(stream, after_version, _PAGE)
+            if not rows:
+                return
+            yield from self._events(rows)
+            after_version = rows[-1][3]
+
+    def follow(
+        self,
+        after: int = 0,
+        *,
+        kinds: Sequence[str] | None = None,
+        streams: Sequence[str] | None = None,
+        timeout: float | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[Event]:
+        """Yield events after ``after`` as they are committed, blocking for new ones.
+
+        Stops when nothing new arrives for ``timeout`` seconds (None: never), or when
+        ``stop`` is set (checked at least once a second).
+        """
+        self._check_open()
+        _check_position(after, "after")
+        idle_since = time.monotonic()
+        seen = after
+        while stop is None or not stop.is_set():
+            head = self.backend.head()
+            if head > seen:
+                yield from self.read(seen, kinds=kinds, streams=streams, upto=head)
+                seen = head
+                idle_since = time.monotonic()
+                continue
+            if timeout is not None and time.monotonic() - idle_since >= timeout:
+                return
+            budget = 1.0 if timeout is None else min(1.0, timeout - (time.monotonic() - idle_since))
+            self.backend.wait(seen, max(budget, 0.0))
+
+    def _events(self, rows: list[Row]) -> Iterator[Event]:
+        specs: dict[str, KindSpec | None] = {}
+        registry = self.registry
+        for pos, id_, stream, version, kind, schema, actor, at, payload, caus, corr, h in rows:
+            try:
+                spec = specs[kind]
+            except KeyError:
+                spec = specs[kind] = registry.get(kind)
+            yield Event(
+                pos, id_, stream, version, kind, schema, actor, at,
+                decode_payload(spec, payload, schema), caus, corr, h,
+            )
+
+    # -- integrity -------------------------------------------------------------------------
+
+    def verify(self, *, progress: Any = None) -> VerifyReport:
+        """Recompute the hash chain and name the first position that is wrong.
+
+        Detects edited content, deleted rows (a gap) and swapped rows. ``progress`` is
+        called with the number of events checked, every 10,000 events.
+        """
+        self._check_open()
+        expected, previous = 1, GENESIS_HASH
+        for row in self.backend.scan():
+            pos, id_, stream, version, kind, schema, actor, at, payload, caus, corr, stored = row
+            if pos != expected:
+                reason = (
+                    f"position {expected} is missing (the next stored position is {pos})"
+                    if pos > expected
+                    else f"position {pos} appears out of order after {expected - 1}"
+                )
+                return VerifyReport(False, expected - 1, pos, previous.hex(), expected, reason)
+            computed = chain(
+                previous,
+                canonical(pos, id_, stream, version, kind, schema, actor, format_at(at),
+                          caus, corr, payload),
+            )
+            if computed != stored:
+                return VerifyReport(
+                    False, expected - 1, pos, previous.hex(), pos,
+                    f"hash mismatch: the content or order of event {id_} "
+                    f"({kind} on {stream}) was changed",
+                )
+            previous = computed
+            if progress is not None and pos % 10_000 == 0:
+                progress(pos)
+            expected += 1
+        return VerifyReport(True, expected - 1, expected - 1, previous.hex())
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    def audit_target(self) -> AuditTarget:
+        """Say where the SQL audit attaches this ledger."""
+        return self.backend.audit_target()
+
+    def close(self) -> None:
+        """Release connections; the ledger cannot be used afterwards."""
+        if not self._closed:
+            self._closed = True
+            self.backend.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LedgerClosedError("the ledger is closed")
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _check_position(value: object, name: str) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
+
+
+def _names(values: Sequence[str] | None, what: str) -> list[str] | None:
+    if values is None:
+        return None
+    if isinstance(values, str):
+        return [values]
+    out = list(values)
+    if not out or not all(isinstance(v, str) for v in out):
+        raise ConfigError(f"{what} must be a non-empty list of strings, got {values!r}")
+    return out

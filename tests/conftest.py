@@ -1,0 +1,89 @@
+"""Shared test configuration: Hypothesis profiles, the random seed, opt-in slow tests, databases."""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from hypothesis import settings
+from psycopg import sql
+
+settings.register_profile("default", max_examples=50, deadline=None)
+settings.register_profile("ci", max_examples=100, deadline=None, derandomize=False, print_blob=True)
+settings.register_profile("dev", max_examples=20)
+settings.load_profile(
+    "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "default")
+)
+
+_SEED = pytest.StashKey[int]()
+_DEFAULT_PG_DSN = "postgresql://127.0.0.1:5432/test"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-slow", action="store_true", default=False, help="run tests marked slow")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    seed = int(os.environ.get("ENGRAM_TEST_SEED") or time.time_ns() % 2**32)
+    config.stash[_SEED] = seed
+    random.seed(seed)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    seed = config.stash[_SEED]
+    return f"random seed: {seed} (rerun with ENGRAM_TEST_SEED={seed})"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--run-slow"):
+        return
+    skip_slow = pytest.mark.skip(reason="opt-in: pass --run-slow")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip_slow)
+
+
+@pytest.fixture(autouse=True)
+def _seed_random(request: pytest.FixtureRequest) -> None:
+    # Reseed per test so a single test reproduces alone, whatever ran before it.
+    random.seed(request.config.stash[_SEED])
+
+
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    """Return the DSN of the test PostgreSQL server; fail in CI, skip elsewhere, if unreachable."""
+    dsn = os.environ.get("ENGRAM_TEST_PG_DSN", _DEFAULT_PG_DSN)
+    try:
+        psycopg.connect(dsn, connect_timeout=3).close()
+    except psycopg.OperationalError as exc:
+        reason = (str(exc).strip() or type(exc).__name__).splitlines()[0]
+        message = f"PostgreSQL not reachable at {dsn} ({reason})"
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}\nCI runs every postgres test; .ci/run starts the server.")
+        pytest.skip(
+            f"{message}; start it with "
+            "pg_ctlcluster --skip-systemctl-redirect $(ls /etc/postgresql) main start"
+            " (or set ENGRAM_TEST_PG_DSN); CI never skips these"
+        )
+    return dsn
+
+
+@pytest.fixture
+def pg_schema(pg_dsn: str) -> Iterator[str]:
+    """Yield a fresh schema name; the code under test creates it. Dropped at teardown."""
+    name = f"engram_t_{uuid.uuid4().hex[:8]}"
+    yield name
+    with psycopg.connect(pg_dsn, autocommit=True, connect_timeout=3) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def tmp_ledger_path(tmp_path: Path) -> str:
+    """Return the path of a not-yet-created SQLite ledger file in a fresh directory."""
+    return str(tmp_path / "ledger.db")

@@ -1,0 +1,60 @@
+"""Keep each package's curated face honest and the layers pointing down."""
+
+import ast
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ["ledger", "projections", "agents", "jobs", "engram"]
+RANK = {name: rank for rank, name in enumerate(LAYERS)}
+
+
+@pytest.mark.parametrize("package", LAYERS)
+def test_all_lists_exactly_the_public_names(package: str) -> None:
+    if not (ROOT / package / "__init__.py").is_file():
+        pytest.skip(f"{package}/__init__.py does not exist yet")
+    module = importlib.import_module(package)
+    if not hasattr(module, "__all__"):
+        pytest.skip(f"{package} has no __all__ yet")
+    exported = list(module.__all__)
+
+    assert exported == sorted(set(exported)), f"{package}.__all__ is not sorted and unique"
+    missing = [name for name in exported if not hasattr(module, name)]
+    assert not missing, f"{package}.__all__ names undefined attributes: {missing}"
+    public = sorted(
+        name
+        for name, value in vars(module).items()
+        if not name.startswith("_")
+        and not inspect.ismodule(value)
+        and type(value).__module__ != "__future__"  # `from __future__ import ...`
+    )
+    unlisted = [name for name in public if name not in exported]
+    assert not unlisted, f"{package} defines public names missing from __all__: {unlisted}"
+
+
+def _upward_imports(path: Path, rank: int) -> list[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    violations = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            targets = [node.module]
+        else:
+            continue
+        for target in targets:
+            if RANK.get(target.partition(".")[0], -1) > rank:
+                where = f"{path.relative_to(ROOT)}:{node.lineno}"
+                violations.append(f"{where} imports {target}")
+    return violations
+
+
+def test_imports_point_down_the_layers() -> None:
+    files = [(path, RANK[layer]) for layer in LAYERS for path in (ROOT / layer).rglob("*.py")]
+    if not files:
+        pytest.skip("no package sources yet")
+    violations = [v for path, rank in files for v in _upward_imports(path, rank)]
+    assert not violations, "imports pointing up the layers:\n" + "\n".join(violations)
