@@ -26,7 +26,7 @@ from ledger.errors import (
     StoreError,
     UnknownKindError,
 )
-from ledger.events import ANY, NO_STREAM, Event, Expect, NewEvent
+from ledger.events import ANY, NO_STREAM, Event, Expect, Expectation, NewEvent
 from ledger.ids import new_id
 from ledger.kinds import KindRegistry, KindSpec
 from ledger.store import DEFAULT_MAX_PAYLOAD, Ledger, VerifyReport
@@ -48,6 +48,7 @@ __all__ = [
     "Event",
     "EventError",
     "Expect",
+    "Expectation",
     "IdempotencyError",
     "KindRegistry",
     "KindRegistryError",

@@ -58,6 +58,16 @@ class WriteTransaction(abc.ABC):
     def insert(self, rows: Sequence[Row]) -> None:
         """Insert rows (``at`` as canonical text) in position order."""
 
+    def state(
+        self, ids: Sequence[str], streams: Sequence[str]
+    ) -> tuple[int, bytes, dict[str, int], dict[str, StoredContent]]:
+        """Return head, head hash, stream versions and stored ids in one go.
+
+        Backends with network round trips override this to batch the three lookups.
+        """
+        head, last = self.head()
+        return head, last, self.stream_versions(streams), self.find(ids)
+
 
 class Backend(abc.ABC):
     """A database holding the ``events`` table."""

@@ -42,7 +42,7 @@ def new_id() -> str:
                 _counter = 0
         counter = _counter
     value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
-    h = f"{value:032x}"
+    h = value.to_bytes(16, "big").hex()
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 

@@ -65,7 +65,12 @@ class Request:
     done: bool = False
 
 
+_good_names: set[str] = set()  # streams and actors repeat: check each once
+
+
 def _name(value: object, field_name: str, index: int) -> str:
+    if type(value) is str and value in _good_names:
+        return value  # type: ignore[return-value]
     if not isinstance(value, str) or not value or len(value) > MAX_NAME or value != value.strip():
         raise EnvelopeError(
             f"event #{index}: field `{field_name}` must be a non-empty string of at most "
@@ -73,6 +78,9 @@ def _name(value: object, field_name: str, index: int) -> str:
             index=index,
             field=field_name,
         )
+    if len(_good_names) > 100_000:
+        _good_names.clear()
+    _good_names.add(value)
     return value
 
 
@@ -175,9 +183,7 @@ class GroupPlan:
         """Place every request that fits; mark the others with their error."""
         ids = [e.id for r in self.requests for e in r.events]
         streams = list(dict.fromkeys(e.stream for r in self.requests for e in r.events))
-        self._stored = self.tx.find(ids)
-        self._versions = self.tx.stream_versions(streams)
-        self._head, self._hash = self.tx.head()
+        self._head, self._hash, self._versions, self._stored = self.tx.state(ids, streams)
         self._pending: dict[str, tuple[int, tuple[object, ...]]] = {}
         for request in self.requests:
             try:

@@ -51,41 +51,70 @@ def _translate(action: str) -> Iterator[None]:
 
 
 class _Tx(WriteTransaction):
-    def __init__(self, conn: sa.Connection, schema: str) -> None:
+    # The hot path speaks to psycopg directly (executemany pipelines the inserts);
+    # SQLAlchemy's per-statement result setup would cost more than these lookups.
+    def __init__(self, conn: psycopg.Connection[Any], schema: str) -> None:
         self._conn = conn
+        self._cur = conn.cursor()
         self._schema = schema
         self.last: int | None = None
 
-    def head(self) -> tuple[int, bytes]:
-        row = self._conn.exec_driver_sql(
-            f"SELECT position, hash FROM {self._schema}.events ORDER BY position DESC LIMIT 1"
-        ).first()
-        return (0, GENESIS_HASH) if row is None else (row[0], bytes(row[1]))
+    def _head_sql(self) -> str:
+        return f"SELECT position, hash FROM {self._schema}.events ORDER BY position DESC LIMIT 1"
 
-    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+    def _versions_sql(self) -> str:
         # One indexed max() per stream: a GROUP BY would read every version of the stream.
-        rows = self._conn.exec_driver_sql(
+        return (
             f"SELECT s, (SELECT max(version) FROM {self._schema}.events WHERE stream = s) "
-            "FROM unnest(%s::text[]) AS s",
-            (list(streams),),
+            "FROM unnest(%s::text[]) AS s"
         )
-        return {stream: version for stream, version in rows if version is not None}
 
-    def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
-        rows = self._conn.exec_driver_sql(
+    def _find_sql(self) -> str:
+        return (
             "SELECT id::text, position, stream, kind, schema, actor, payload, "
             f"causation_id::text, correlation_id::text FROM {self._schema}.events "
-            "WHERE id = ANY(%s::uuid[])",
-            (list(ids),),
+            "WHERE id = ANY(%s::uuid[])"
         )
+
+    @staticmethod
+    def _head_of(row: Any) -> tuple[int, bytes]:
+        return (0, GENESIS_HASH) if row is None else (row[0], bytes(row[1]))
+
+    @staticmethod
+    def _versions_of(rows: list[Any]) -> dict[str, int]:
+        return {stream: version for stream, version in rows if version is not None}
+
+    @staticmethod
+    def _found_of(rows: list[Any]) -> dict[str, StoredContent]:
         return {
             r[0]: StoredContent(r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7], r[8]) for r in rows
         }
 
+    def head(self) -> tuple[int, bytes]:
+        return self._head_of(self._cur.execute(self._head_sql()).fetchone())
+
+    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
+        return self._versions_of(self._cur.execute(self._versions_sql(), (list(streams),)).fetchall())
+
+    def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
+        return self._found_of(self._cur.execute(self._find_sql(), (list(ids),)).fetchall())
+
+    def state(
+        self, ids: Sequence[str], streams: Sequence[str]
+    ) -> tuple[int, bytes, dict[str, int], dict[str, StoredContent]]:
+        # Pipelined: the three lookups cost one network round trip.
+        heads, versions, found = (self._conn.cursor() for _ in range(3))
+        with self._conn.pipeline():
+            heads.execute(self._head_sql())
+            versions.execute(self._versions_sql(), (list(streams),))
+            found.execute(self._find_sql(), (list(ids),))
+        head, last = self._head_of(heads.fetchone())
+        return head, last, self._versions_of(versions.fetchall()), self._found_of(found.fetchall())
+
     def insert(self, rows: Sequence[Row]) -> None:
-        self._conn.exec_driver_sql(
+        self._cur.executemany(
             f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) VALUES ({_INSERT_VALUES})",
-            list(rows),
+            rows,
         )
         self.last = rows[-1][0]
 
@@ -128,6 +157,7 @@ class PostgresBackend(Backend):
         )
         sa_event.listen(self._engine, "connect", on_connect)
         self._listener: psycopg.Connection[Any] | None = None
+        self._write_conn: Any = None
 
     def create(self) -> None:
         s = self.schema
@@ -165,17 +195,31 @@ class PostgresBackend(Backend):
 
     @contextmanager
     def write(self) -> Iterator[WriteTransaction]:
-        with _translate("append"), self._engine.connect() as conn:
-            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-            tx = _Tx(conn, self.schema)
+        # Called under the store's write lock: one held connection is the process's write path.
+        with _translate("append"):
+            if self._write_conn is None:
+                self._write_conn = self._engine.raw_connection()
+            conn: psycopg.Connection[Any] = self._write_conn.driver_connection
             try:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                tx = _Tx(conn, self.schema)
                 yield tx
-                if tx.last is not None:
-                    conn.exec_driver_sql("SELECT pg_notify(%s, %s)", (self._channel, str(tx.last)))
+                with conn.pipeline():
+                    if tx.last is not None:
+                        conn.execute("SELECT pg_notify(%s, %s)", (self._channel, str(tx.last)))
+                    conn.commit()
             except BaseException:
-                conn.rollback()
+                self._discard_writer(conn)
                 raise
-            conn.commit()
+
+    def _discard_writer(self, conn: psycopg.Connection[Any]) -> None:
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            pass
+        if conn.closed or conn.broken:
+            self._write_conn.invalidate()
+            self._write_conn = None
 
     def read_rows(
         self,
@@ -235,6 +279,9 @@ class PostgresBackend(Backend):
         return AuditTarget("postgresql", self._libpq, self.schema)
 
     def close(self) -> None:
+        if self._write_conn is not None:
+            self._write_conn.close()
+            self._write_conn = None
         if self._listener is not None:
             self._listener.close()
         self._engine.dispose()

@@ -1,0 +1,10 @@
+"""engram: a memory engine for multi-agent LLM systems, built as an event-sourced ledger.
+
+This package is the composition root (ADR 0002): it wires the layers together and holds the
+``engram`` command line. Start with :func:`open`.
+"""
+
+from engram.config import Settings, resolve_settings
+from engram.runtime import open
+
+__all__ = ["Settings", "open", "resolve_settings"]

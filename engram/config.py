@@ -1,0 +1,91 @@
+"""Where the ledger lives: an explicit option, then ``ENGRAM_LEDGER``, then a config file.
+
+Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.toml`` or
+``$XDG_CONFIG_HOME/engram/config.toml`` (first found)::
+
+    ledger = "postgresql://127.0.0.1:5432/engram"   # or a SQLite file path
+    pg_schema = "engram"
+    durability = "full"                              # or "fast"
+
+With none of them, the ledger is ``$XDG_DATA_HOME/engram/ledger.db``
+(``~/.local/share/engram/ledger.db``).
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ledger import ConfigError
+
+_KEYS = {"ledger": str, "pg_schema": str, "durability": str, "busy_timeout": (int, float)}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings: where the ledger is and how to open it."""
+
+    ledger: str
+    pg_schema: str = "engram"
+    durability: str = "full"
+    busy_timeout: float = 30.0
+    source: str = "default"
+
+
+def default_ledger_path() -> str:
+    """Return the default SQLite ledger path in the user's data directory."""
+    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+    return os.path.join(base, "engram", "ledger.db")
+
+
+def _config_candidates(explicit: str | None) -> list[tuple[Path, bool]]:
+    if explicit:
+        return [(Path(explicit), True)]
+    env = os.environ.get("ENGRAM_CONFIG")
+    if env:
+        return [(Path(env), True)]
+    xdg = os.environ.get("XDG_CONFIG_HOME") or os.path.join(Path.home(), ".config")
+    return [(Path("engram.toml"), False), (Path(xdg) / "engram" / "config.toml", False)]
+
+
+def _read_config(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    for key, value in data.items():
+        expected = _KEYS.get(key)
+        if expected is None:
+            raise ConfigError(
+                f"config file {path}: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})"
+            )
+        if not isinstance(value, expected) or isinstance(value, bool):
+            raise ConfigError(f"config file {path}: {key} has the wrong type ({value!r})")
+    return data
+
+
+def resolve_settings(
+    ledger: str | None = None, *, config: str | None = None, **overrides: Any
+) -> Settings:
+    """Resolve settings from an explicit value, the environment, a config file, defaults."""
+    values: dict[str, Any] = {}
+    source = "default"
+    for path, required in _config_candidates(config):
+        if path.is_file() or required:
+            values.update(_read_config(path))
+            source = f"config file {path}"
+            break
+    env = os.environ.get("ENGRAM_LEDGER")
+    if env:
+        values["ledger"], source = env, "ENGRAM_LEDGER"
+    if ledger:
+        values["ledger"], source = ledger, "--ledger"
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    values.setdefault("ledger", default_ledger_path())
+    known = {f.name for f in fields(Settings)}
+    return Settings(**{k: v for k, v in values.items() if k in known}, source=source)

@@ -1,0 +1,400 @@
+"""Run read-only SQL over the ledger with DuckDB.
+
+An :class:`AuditSession` opens an in-memory DuckDB, attaches the ledger as ``ledger`` (and
+extra SQLite files under their aliases) and creates views in DuckDB's own catalog:
+
+* ``events``: the ledger's columns up to the session's head, with ``"at"`` TIMESTAMPTZ,
+  payload JSON, ids VARCHAR and hash lowercase hex. ``at`` is a DuckDB keyword: quote it.
+* ``ledger_meta``: the ledger's key/value metadata.
+* one view per kind, named with ``.`` and ``-`` turned into ``_`` (``neuron_activated``):
+  position, id, stream, version, actor, ``"at"``, then one typed column per payload field,
+  read from the stored payload as is (no upcast); ``payload_<name>`` if the name clashes.
+
+Consistency: positions are assigned in commit order, gap-free, and never change, so the
+rows with ``position <= head`` are a consistent prefix of the ledger whatever is appended
+meanwhile. The head is fixed at open; :meth:`AuditSession.refresh` moves it to the end.
+
+Writes are refused in three layers:
+
+1. :meth:`AuditSession.query` checks every statement before running any: only SELECT and
+   EXPLAIN of a SELECT pass, and no scanner function (``sqlite_scan``, ``postgres_query``).
+2. The ledger and extra files are attached READ_ONLY (PostgreSQL: READ ONLY transactions).
+3. Then external access is disabled and the configuration locked: no COPY TO, file reads,
+   ATTACH, LOAD, or SET undoing this. The scanners open their databases outside DuckDB's
+   file system, so the attachments stay readable (and scanner functions are refused).
+
+TIMESTAMPTZ results come back as aware UTC datetimes (naive UTC inside lists and structs):
+DuckDB's own conversion needs pytz, which engram does not depend on. Not thread-safe.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import importlib.util
+import io
+import json
+import re
+import types
+import typing
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Literal
+
+import duckdb
+import msgspec
+
+from ledger.backend import AuditTarget
+from ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
+
+__all__ = ["AuditResult", "AuditSession", "AuditTarget", "open_audit"]
+
+DEFAULT_PG_SCHEMA = "engram"
+_TZ = "TIMESTAMP WITH TIME ZONE"
+_ENVELOPE = ("position", "id", "stream", "version", "actor", "at")
+_RESERVED_ALIASES = frozenset({"ledger", "main", "memory", "system", "temp"})
+_ALIAS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
+_SCALARS: tuple[tuple[object, str], ...] = ((bool, "BOOLEAN"), (int, "BIGINT"), (float, "DOUBLE"))
+_SCALARS += ((str, "VARCHAR"), (dt.datetime, "TIMESTAMPTZ"), (uuid.UUID, "VARCHAR"))
+_GAP = r"(?:\s+|--[^\n]*|/\*.*?\*/)*"
+_EXPLAIN = re.compile(
+    rf"\A{_GAP}EXPLAIN\b{_GAP}(?:ANALY[SZ]E\b|\((?:[^()'\"]|'[^']*')*\))?", re.I | re.S
+)
+# Table functions of the scanner extensions open any file or server named in their
+# arguments, bypassing the read-only attachments and the external-access lock.
+_SCANNER_CALL = re.compile(
+    r"\b(?:sqlite_(?:scan|query|attach)|\w*postgres_\w+|pg_clear_cache)\b", re.I
+)
+_SELECT, _EXPLAIN_TYPE = duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """Hold the columns and rows one audit query returned."""
+
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
+    types: list[str] = field(default_factory=list)
+
+    def to_table(self, max_width: int = 60) -> str:
+        """Render a plain-text grid, cutting cells longer than ``max_width`` with '…'."""
+        if max_width < 1:
+            raise ValueError("max_width must be at least 1")
+        header = [_clip(name, max_width) for name in self.columns]
+        body = [[_clip(_text(value, "NULL"), max_width) for value in row] for row in self.rows]
+        widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+        rule = "+" + "+".join("-" * (width + 2) for width in widths) + "+"
+
+        def line(cells: list[str]) -> str:
+            return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+        footer = f"({len(self.rows)} row{'' if len(self.rows) == 1 else 's'})"
+        return "\n".join([rule, line(header), rule, *map(line, body), rule, footer])
+
+    def to_csv(self) -> str:
+        """Render CSV with a header row; NULL is the empty field."""
+        out = io.StringIO()
+        rows = [[_text(value, "") for value in row] for row in self.rows]
+        csv.writer(out, lineterminator="\n").writerows([self.columns, *rows])
+        return out.getvalue()
+
+    def to_json(self) -> str:
+        """Render a JSON array of objects, one per row; JSON columns are embedded as JSON."""
+        parse = [kind == "JSON" for kind in self.types] or [False] * len(self.columns)
+        objects = [
+            {
+                n: json.loads(v) if p and isinstance(v, str) else v
+                for n, v, p in zip(self.columns, row, parse, strict=True)
+            }
+            for row in self.rows
+        ]
+        return json.dumps(objects, default=_json_default, ensure_ascii=False)
+
+
+class AuditSession:
+    """Query a read-only, head-fixed view of the ledger with DuckDB SQL."""
+
+    def __init__(
+        self,
+        target: AuditTarget,
+        kinds: Mapping[str, type[msgspec.Struct]] | None = None,
+        *,
+        extra_attachments: Mapping[str, str] = {},
+    ) -> None:
+        """Attach the ledger (and ``extra_attachments``: alias -> SQLite path) read-only."""
+        pg = f"schema {target.schema or DEFAULT_PG_SCHEMA!r} of the PostgreSQL ledger"
+        self._where = pg if target.backend == "postgresql" else repr(target.location)
+        self._kinds = {
+            k.replace(".", "_").replace("-", "_"): (k, s) for k, s in (kinds or {}).items()
+        }
+        if len(self._kinds) < len(kinds or {}) or {"events", "ledger_meta"} & self._kinds.keys():
+            raise AuditError(f"kind view names clash: {sorted(self._kinds)}")
+        self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(
+            ":memory:",
+            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+        )
+        try:
+            self._attach(target, extra_attachments)
+            self._run("SET TimeZone = 'UTC'")
+            self._run("SET enable_external_access = false")
+            self._run("SET lock_configuration = true")
+            self._head = self._read_head()
+            self._create_views()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def head(self) -> int:
+        """Return the last position this session sees (0 for an empty ledger)."""
+        return self._head
+
+    def refresh(self) -> int:
+        """Move the session to the ledger's current head and return it."""
+        self._head = self._read_head()
+        self._run(self._events_view_sql())
+        return self._head
+
+    def query(self, sql: str, params: Sequence[object] | None = None) -> AuditResult:
+        """Run read-only SQL and return the last statement's result (``params`` bind to it).
+
+        Raises AuditWriteError, running nothing, if any statement could write.
+        """
+        con = self._connection()
+        try:
+            statements = duckdb.extract_statements(sql)
+        except duckdb.Error as exc:
+            raise AuditQueryError(str(exc)) from exc
+        if not statements:
+            raise AuditQueryError("no SQL statement to run")
+        for index, statement in enumerate(statements, 1):
+            _check_read_only(index, statement)
+        try:
+            for statement in statements[:-1]:
+                con.execute(statement.query)
+            return _fetch(con.sql(statements[-1].query, params=params))
+        except duckdb.Error as exc:
+            raise AuditQueryError(str(exc)) from exc
+
+    def close(self) -> None:
+        """Close the DuckDB connection; the session cannot be used afterwards."""
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+    def __enter__(self) -> AuditSession:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            raise AuditError("the audit session is closed")
+        return self._con
+
+    def _run(self, sql: str) -> list[tuple[Any, ...]]:
+        return self._connection().execute(sql).fetchall()
+
+    def _attach(self, target: AuditTarget, extra: Mapping[str, str]) -> None:
+        bad = [a for a in extra if not _ALIAS.match(a) or a.lower() in _RESERVED_ALIASES]
+        if bad:
+            raise AuditError(f"bad attachment alias {bad[0]!r}: use a plain, unreserved name")
+        files = dict(extra)
+        if target.backend == "sqlite":
+            files = {"ledger": target.location, **extra}
+        elif target.backend == "postgresql":
+            self._run(f"LOAD {_literal(_extension_path('postgres_scanner'))}")
+            schema = _literal(target.schema or DEFAULT_PG_SCHEMA)
+            self._attach_one(
+                "ledger", target.location, f"TYPE postgres, READ_ONLY, SCHEMA {schema}"
+            )
+        else:
+            raise AuditUnavailableError(f"unknown ledger backend {target.backend!r}")
+        if files:
+            self._run(f"LOAD {_literal(_extension_path('sqlite_scanner'))}")
+        for alias, path in files.items():
+            # DuckDB attaches a missing file read-only without complaint, then fails obscurely.
+            if not Path(path).is_file():
+                raise AuditUnavailableError(f"no SQLite database file at {path!r}")
+            self._attach_one(alias, path, "TYPE sqlite, READ_ONLY")
+
+    def _attach_one(self, alias: str, location: str, options: str) -> None:
+        try:
+            self._run(f"ATTACH {_literal(location)} AS {_ident(alias)} ({options})")
+        except duckdb.Error as exc:
+            shown = _PASSWORD.sub(r"\1***@", location)
+            message = str(exc).replace(location, shown)
+            raise AuditUnavailableError(f"cannot attach {shown} as {alias}: {message}") from exc
+
+    def _read_head(self) -> int:
+        try:
+            (head,) = self._run("SELECT coalesce(max(position), 0) FROM ledger.events")[0]
+        except duckdb.CatalogException as exc:
+            raise AuditUnavailableError(f"no ledger events table in {self._where}") from exc
+        except duckdb.Error as exc:
+            raise AuditUnavailableError(f"cannot read {self._where}: {exc}") from exc
+        return int(head)
+
+    def _events_view_sql(self) -> str:
+        return f"""CREATE OR REPLACE VIEW main.events AS SELECT
+            CAST(position AS BIGINT) AS position, CAST(id AS VARCHAR) AS id, stream,
+            CAST(version AS BIGINT) AS version, kind, CAST("schema" AS INTEGER) AS "schema",
+            actor, CAST("at" AS TIMESTAMPTZ) AS "at", CAST(decode(payload) AS JSON) AS payload,
+            CAST(causation_id AS VARCHAR) AS causation_id,
+            CAST(correlation_id AS VARCHAR) AS correlation_id, lower(hex(hash)) AS hash
+            FROM ledger.events WHERE position <= {self._head:d}"""
+
+    def _create_views(self) -> None:
+        self._run(self._events_view_sql())
+        try:
+            self._run("CREATE VIEW main.ledger_meta AS SELECT key, value FROM ledger.ledger_meta")
+        except duckdb.CatalogException as exc:
+            raise AuditUnavailableError(f"no ledger_meta table in {self._where}") from exc
+        for view, (kind, struct) in self._kinds.items():
+            self._run(_kind_view_sql(view, kind, struct))
+
+
+def open_audit(
+    target: AuditTarget, kinds: Mapping[str, type[msgspec.Struct]] | None = None
+) -> AuditSession:
+    """Open an audit session over ``target`` with one view per kind in ``kinds``."""
+    return AuditSession(target, kinds)
+
+
+def _extension_path(name: str) -> str:
+    wanted = f"duckdb-extension-{name.replace('_', '-')}=={duckdb.__version__}"
+    spec = importlib.util.find_spec(f"duckdb_extension_{name}")
+    if spec is None or not spec.submodule_search_locations:
+        raise AuditUnavailableError(f"the DuckDB {name} extension is missing: install {wanted}")
+    root = Path(next(iter(spec.submodule_search_locations))) / "extensions"
+    path = root / f"v{duckdb.__version__}" / f"{name}.duckdb_extension"
+    if not path.is_file():
+        built = sorted(p.parent.name for p in root.glob(f"v*/{name}.duckdb_extension"))
+        raise AuditUnavailableError(
+            f"the DuckDB {name} extension wheel is built for {', '.join(built) or 'nothing'}, "
+            f"but DuckDB is v{duckdb.__version__}: install {wanted}"
+        )
+    return str(path)
+
+
+def _check_read_only(index: int, statement: duckdb.Statement) -> None:
+    kind = statement.type
+    if kind == _EXPLAIN_TYPE:
+        # EXPLAIN ANALYZE runs its statement, so judge the statement explained.
+        prefix = _EXPLAIN.match(statement.query)
+        try:
+            inner = duckdb.extract_statements(statement.query[prefix.end() :]) if prefix else []
+        except duckdb.Error:
+            inner = []
+        if len(inner) != 1 or inner[0].type != _SELECT:
+            what = inner[0].type.name if len(inner) == 1 else "an unrecognised statement"
+            raise AuditWriteError(
+                f"audit is read-only: statement {index} is EXPLAIN of {what}; "
+                "only SELECT and EXPLAIN SELECT are allowed"
+            )
+    elif kind != _SELECT:
+        raise AuditWriteError(
+            f"audit is read-only: statement {index} is {kind.name}; "
+            "only SELECT and EXPLAIN are allowed"
+        )
+    call = _SCANNER_CALL.search(statement.query)
+    if call:
+        raise AuditWriteError(
+            f"audit is read-only: statement {index} calls {call.group(0)}, which reaches past "
+            "the read-only attachments; query the views or ledger.* instead"
+        )
+
+
+def _fetch(relation: duckdb.DuckDBPyRelation) -> AuditResult:
+    columns = list(relation.columns)
+    kinds = [str(t) for t in relation.types]
+    aware = {i for i, kind in enumerate(kinds) if kind == _TZ}
+    if any(_TZ in kind for kind in kinds):
+        relation = relation.project(
+            ", ".join(
+                f"CAST(#{i} AS {kind.replace(_TZ, 'TIMESTAMP')}) AS {_ident(name)}"
+                if _TZ in kind
+                else f"#{i}"
+                for i, (name, kind) in enumerate(zip(columns, kinds, strict=True), 1)
+            )
+        )
+    rows = relation.fetchall()
+    if aware:
+        rows = [tuple(_utc(v) if i in aware else v for i, v in enumerate(row)) for row in rows]
+    return AuditResult(columns, rows, kinds)
+
+
+def _utc(value: object) -> object:
+    return value.replace(tzinfo=dt.UTC) if isinstance(value, dt.datetime) else value
+
+
+def _kind_view_sql(view: str, kind: str, struct: type[msgspec.Struct]) -> str:
+    columns = ["position", "id", "stream", "version", "actor", '"at"']
+    for info in msgspec.structs.fields(struct):
+        name = info.encode_name
+        column = f"payload_{name}" if name in _ENVELOPE else name
+        pointer = _literal("/" + name.replace("~", "~0").replace("/", "~1"))
+        sql_type = _duckdb_type(info.type)
+        value = f"json_extract{'' if sql_type == 'JSON' else '_string'}(payload, {pointer})"
+        if sql_type not in ("JSON", "VARCHAR"):
+            value = f"CAST({value} AS {sql_type})"
+        columns.append(f"{value} AS {_ident(column)}")
+    return (
+        f"CREATE OR REPLACE VIEW main.{_ident(view)} AS SELECT {', '.join(columns)} "
+        f"FROM main.events WHERE kind = {_literal(kind)}"
+    )
+
+
+def _duckdb_type(annotation: object) -> str:
+    """Map a payload field's Python type to a DuckDB type; JSON when nothing fits better."""
+    while typing.get_origin(annotation) is typing.Annotated:
+        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Union or origin is types.UnionType:
+        present = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _duckdb_type(present[0]) if len(present) == 1 else "JSON"
+    if origin is Literal and all(isinstance(v, str) for v in typing.get_args(annotation)):
+        return "VARCHAR"
+    return next((sql for python, sql in _SCALARS if annotation is python), "JSON")
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _text(value: object, null: str) -> str:
+    if value is None:
+        return null
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list | dict | tuple):
+        return json.dumps(value, default=_json_default, ensure_ascii=False)
+    return str(_json_default(value) if isinstance(value, _CONVERTED) else value)
+
+
+def _clip(text: str, width: int) -> str:
+    text = text.replace("\r", "\\r").replace("\n", "\\n").replace("\t", " ")
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+_CONVERTED = (dt.date, dt.time, bytes, bytearray, memoryview, uuid.UUID, Decimal, dt.timedelta)
+
+
+def _json_default(value: object) -> object:
+    """Return a JSON-ready stand-in for a date, time, bytes, UUID, Decimal or interval."""
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).hex()
+    if isinstance(value, uuid.UUID | Decimal | dt.timedelta):
+        return str(value)
+    raise TypeError(f"cannot render {type(value).__name__} as JSON")
