@@ -178,7 +178,7 @@ def cmd_sql(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args) as ledger, open_audit(ledger.audit_target(), _kinds(ledger)) as session:
         result = session.query(args.query)
     text = {"table": result.to_table, "csv": result.to_csv, "json": result.to_json}[args.format]()
-    print(text, file=out)
+    out.write(text if text.endswith("\n") else text + "\n")
     return 0
 
 

@@ -21,7 +21,12 @@ from typing import Any
 
 from ledger import ConfigError
 
-_KEYS = {"ledger": str, "pg_schema": str, "durability": str, "busy_timeout": (int, float)}
+_KEYS: dict[str, type | tuple[type, ...]] = {
+    "ledger": str,
+    "pg_schema": str,
+    "durability": str,
+    "busy_timeout": (int, float),
+}
 
 
 @dataclass(frozen=True)

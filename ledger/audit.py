@@ -53,6 +53,7 @@ from ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, Au
 __all__ = ["AuditResult", "AuditSession", "AuditTarget", "open_audit"]
 
 DEFAULT_PG_SCHEMA = "engram"
+_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
 _TZ = "TIMESTAMP WITH TIME ZONE"
 _ENVELOPE = ("position", "id", "stream", "version", "actor", "at")
 _RESERVED_ALIASES = frozenset({"ledger", "main", "memory", "system", "temp"})
@@ -133,10 +134,7 @@ class AuditSession:
         }
         if len(self._kinds) < len(kinds or {}) or {"events", "ledger_meta"} & self._kinds.keys():
             raise AuditError(f"kind view names clash: {sorted(self._kinds)}")
-        self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(
-            ":memory:",
-            config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
-        )
+        self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:", config=_CONFIG)
         try:
             self._attach(target, extra_attachments)
             self._run("SET TimeZone = 'UTC'")

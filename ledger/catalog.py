@@ -30,7 +30,7 @@ class _Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     pass
 
 
-class NeuronCreated(_Payload):
+class NeuronCreated(_Payload, frozen=True):
     """A neuron came into being."""
 
     id: Name
@@ -38,7 +38,7 @@ class NeuronCreated(_Payload):
     type: NeuronType
 
 
-class NeuronActivated(_Payload):
+class NeuronActivated(_Payload, frozen=True):
     """A neuron fired with some strength, for a cause (a stimulus, a propagation wave)."""
 
     id: Name
@@ -46,14 +46,14 @@ class NeuronActivated(_Payload):
     cause: str = ""
 
 
-class NeuronArchived(_Payload):
+class NeuronArchived(_Payload, frozen=True):
     """A neuron was retired from the live network."""
 
     id: Name
     reason: str = ""
 
 
-class ConnectionCreated(_Payload):
+class ConnectionCreated(_Payload, frozen=True):
     """A typed, weighted connection between two neurons was made."""
 
     source: Name
@@ -63,7 +63,7 @@ class ConnectionCreated(_Payload):
     reason: str = ""
 
 
-class ConnectionReweighted(_Payload):
+class ConnectionReweighted(_Payload, frozen=True):
     """A connection's weight changed."""
 
     source: Name
@@ -73,7 +73,7 @@ class ConnectionReweighted(_Payload):
     reason: str = ""
 
 
-class MemoryObserved(_Payload):
+class MemoryObserved(_Payload, frozen=True):
     """An agent recorded an observation, a plan or a thought."""
 
     agent: Name
@@ -92,7 +92,7 @@ class RecalledItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     score: float
 
 
-class MemoryRecalled(_Payload):
+class MemoryRecalled(_Payload, frozen=True):
     """An agent recalled memories for a query; the served items are audited."""
 
     agent: Name
@@ -101,7 +101,7 @@ class MemoryRecalled(_Payload):
     as_of: datetime
 
 
-class SignalSent(_Payload):
+class SignalSent(_Payload, frozen=True):
     """An agent signalled another agent (or ``*`` for everyone) through the ledger."""
 
     to: Name

@@ -1,4 +1,4 @@
-"""The event envelope: what a caller appends (:class:`NewEvent`) and what it reads (:class:`Event`)."""
+"""The event envelope: what a caller appends (:class:`NewEvent`) and reads (:class:`Event`)."""
 
 from __future__ import annotations
 

@@ -74,10 +74,13 @@ class KindRegistry:
         """
         if not isinstance(name, str) or not _KIND_RE.match(name):
             raise KindRegistryError(
-                f"kind name {name!r} is invalid: use dotted lowercase words, e.g. 'neuron.activated'"
+                f"kind name {name!r} is invalid: "
+                "use dotted lowercase words, e.g. 'neuron.activated'"
             )
         if not (isinstance(payload_type, type) and issubclass(payload_type, msgspec.Struct)):
-            raise KindRegistryError(f"kind {name!r}: payload type must be a msgspec.Struct subclass")
+            raise KindRegistryError(
+                f"kind {name!r}: payload type must be a msgspec.Struct subclass"
+            )
         if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
             raise KindRegistryError(f"kind {name!r}: schema must be an int >= 1, got {schema!r}")
         existing = self._specs.get(name)

@@ -70,7 +70,7 @@ _good_names: set[str] = set()  # streams and actors repeat: check each once
 
 def _name(value: object, field_name: str, index: int) -> str:
     if type(value) is str and value in _good_names:
-        return value  # type: ignore[return-value]
+        return value
     if not isinstance(value, str) or not value or len(value) > MAX_NAME or value != value.strip():
         raise EnvelopeError(
             f"event #{index}: field `{field_name}` must be a non-empty string of at most "
@@ -100,7 +100,9 @@ def prepare(
     seen: set[str] = set()
     for i, ev in enumerate(events):
         if not isinstance(ev, NewEvent):
-            raise EnvelopeError(f"event #{i}: expected a NewEvent, got {type(ev).__name__}", index=i)
+            raise EnvelopeError(
+                f"event #{i}: expected a NewEvent, got {type(ev).__name__}", index=i
+            )
         spec = registry.get(ev.kind)
         if spec is None:
             raise UnknownKindError(
@@ -127,9 +129,11 @@ def prepare(
                 _name(ev.actor, "actor", i),
                 at,
                 encode_payload(spec, ev.payload, index=i, max_bytes=max_payload_bytes),
-                None if ev.causation_id is None
+                None
+                if ev.causation_id is None
                 else normalize_id(ev.causation_id, field="causation_id", index=i),
-                None if ev.correlation_id is None
+                None
+                if ev.correlation_id is None
                 else normalize_id(ev.correlation_id, field="correlation_id", index=i),
             )
         )
@@ -215,12 +219,16 @@ class GroupPlan:
             if expected is Expect.NO_STREAM and actual != 0:
                 raise ConcurrencyError(
                     f"stream {stream!r} was expected not to exist, but is at version {actual}",
-                    stream=stream, expected=expected, actual=actual,
+                    stream=stream,
+                    expected=expected,
+                    actual=actual,
                 )
             if isinstance(expected, int) and actual != expected:
                 raise ConcurrencyError(
                     f"stream {stream!r} was expected at version {expected}, but is at {actual}",
-                    stream=stream, expected=expected, actual=actual,
+                    stream=stream,
+                    expected=expected,
+                    actual=actual,
                 )
         head, last = self._head, self._hash
         rows: list[Row] = []
@@ -233,13 +241,34 @@ class GroupPlan:
             last = chain(
                 last,
                 canonical(
-                    head, e.id, e.stream, version, e.kind, e.schema, e.actor, e.at,
-                    e.causation_id, e.correlation_id, e.payload,
+                    head,
+                    e.id,
+                    e.stream,
+                    version,
+                    e.kind,
+                    e.schema,
+                    e.actor,
+                    e.at,
+                    e.causation_id,
+                    e.correlation_id,
+                    e.payload,
                 ),
             )
             rows.append(
-                (head, e.id, e.stream, version, e.kind, e.schema, e.actor, e.at, e.payload,
-                 e.causation_id, e.correlation_id, last)
+                (
+                    head,
+                    e.id,
+                    e.stream,
+                    version,
+                    e.kind,
+                    e.schema,
+                    e.actor,
+                    e.at,
+                    e.payload,
+                    e.causation_id,
+                    e.correlation_id,
+                    last,
+                )
             )
             positions.append(head)
         # The request fits: only now does it change the group's state.
@@ -262,8 +291,7 @@ class GroupPlan:
                 )
             if k[1] != e.content():
                 raise IdempotencyError(
-                    f"event #{i}: id {e.id} is already stored at position {k[0]} "
-                    "with other content"
+                    f"event #{i}: id {e.id} is already stored at position {k[0]} with other content"
                 )
             positions.append(k[0])
         return positions

@@ -13,7 +13,7 @@ import re
 import select
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
@@ -24,15 +24,24 @@ from sqlalchemy.engine import make_url
 from ledger.backend import AuditTarget, Backend, Row, StoredContent, WriteTransaction, as_utc
 from ledger.codec import GENESIS_HASH
 from ledger.errors import AppendOnlyError, ConfigError, StoreError
-from ledger.schema import APPEND_ONLY_MESSAGE, COLUMNS, FORMAT_VERSION, HASH_ALGORITHM, build_metadata
+from ledger.schema import (
+    APPEND_ONLY_MESSAGE,
+    COLUMNS,
+    FORMAT_VERSION,
+    HASH_ALGORITHM,
+    build_metadata,
+)
 
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SELECT_COLUMNS = ", ".join(
     f"{c}::text" if c in ("id", "causation_id", "correlation_id") else c for c in COLUMNS
 )
 _INSERT_VALUES = ", ".join(
-    "%s::uuid" if c in ("id", "causation_id", "correlation_id")
-    else "%s::timestamptz" if c == "at" else "%s"
+    "%s::uuid"
+    if c in ("id", "causation_id", "correlation_id")
+    else "%s::timestamptz"
+    if c == "at"
+    else "%s"
     for c in COLUMNS
 )
 
@@ -94,7 +103,9 @@ class _Tx(WriteTransaction):
         return self._head_of(self._cur.execute(self._head_sql()).fetchone())
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
-        return self._versions_of(self._cur.execute(self._versions_sql(), (list(streams),)).fetchall())
+        return self._versions_of(
+            self._cur.execute(self._versions_sql(), (list(streams),)).fetchall()
+        )
 
     def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
         return self._found_of(self._cur.execute(self._find_sql(), (list(ids),)).fetchall())
@@ -125,7 +136,12 @@ class PostgresBackend(Backend):
     name = "postgresql"
 
     def __init__(
-        self, url: str, *, schema: str = "engram", durability: str = "full", busy_timeout: float = 30.0
+        self,
+        url: str,
+        *,
+        schema: str = "engram",
+        durability: str = "full",
+        busy_timeout: float = 30.0,
     ) -> None:
         if durability not in ("full", "fast"):
             raise ConfigError(f"durability must be 'full' or 'fast', got {durability!r}")
@@ -141,7 +157,9 @@ class PostgresBackend(Backend):
         self.schema = schema
         self._libpq = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         self._channel = f"engram_{schema}"
-        self._lock_key = int.from_bytes(hashlib.sha256(schema.encode()).digest()[:8], "big", signed=True)
+        self._lock_key = int.from_bytes(
+            hashlib.sha256(schema.encode()).digest()[:8], "big", signed=True
+        )
         lock_ms = int(busy_timeout * 1000)
 
         def on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -153,7 +171,10 @@ class PostgresBackend(Backend):
             dbapi_conn.commit()
 
         self._engine = sa.create_engine(
-            parsed.set(drivername="postgresql+psycopg"), pool_size=4, max_overflow=8, pool_pre_ping=True
+            parsed.set(drivername="postgresql+psycopg"),
+            pool_size=4,
+            max_overflow=8,
+            pool_pre_ping=True,
         )
         sa_event.listen(self._engine, "connect", on_connect)
         self._listener: psycopg.Connection[Any] | None = None
@@ -191,7 +212,9 @@ class PostgresBackend(Backend):
                 f"SELECT value FROM {s}.ledger_meta WHERE key = 'format_version'"
             ).scalar()
         if stored != FORMAT_VERSION:
-            raise ConfigError(f"schema {s} holds ledger format {stored}, this program reads {FORMAT_VERSION}")
+            raise ConfigError(
+                f"schema {s} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
+            )
 
     @contextmanager
     def write(self) -> Iterator[WriteTransaction]:
@@ -213,10 +236,8 @@ class PostgresBackend(Backend):
                 raise
 
     def _discard_writer(self, conn: psycopg.Connection[Any]) -> None:
-        try:
+        with suppress(psycopg.Error):
             conn.rollback()
-        except psycopg.Error:
-            pass
         if conn.closed or conn.broken:
             self._write_conn.invalidate()
             self._write_conn = None

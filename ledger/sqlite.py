@@ -22,7 +22,13 @@ from sqlalchemy.pool import QueuePool
 from ledger.backend import AuditTarget, Backend, Row, StoredContent, WriteTransaction
 from ledger.codec import GENESIS_HASH
 from ledger.errors import AppendOnlyError, ConfigError, StoreError
-from ledger.schema import APPEND_ONLY_MESSAGE, COLUMNS, FORMAT_VERSION, HASH_ALGORITHM, build_metadata
+from ledger.schema import (
+    APPEND_ONLY_MESSAGE,
+    COLUMNS,
+    FORMAT_VERSION,
+    HASH_ALGORITHM,
+    build_metadata,
+)
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM events"
 _INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"

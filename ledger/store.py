@@ -39,19 +39,22 @@ class VerifyReport:
     def __str__(self) -> str:
         if self.ok:
             return f"ok: {self.checked} events, head {self.head}, hash {self.head_hash}"
-        return f"FAILED at position {self.first_bad}: {self.reason} ({self.checked} verified before it)"
+        return (
+            f"FAILED at position {self.first_bad}: {self.reason} "
+            f"({self.checked} verified before it)"
+        )
 
 
-def _backend_for(
-    target: str, *, durability: str, busy_timeout: float, pg_schema: str
-) -> Backend:
+def _backend_for(target: str, *, durability: str, busy_timeout: float, pg_schema: str) -> Backend:
     if not isinstance(target, str) or not target.strip():
         raise ConfigError(f"ledger location must be a path or URL, got {target!r}")
     if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
         from ledger.postgres import PostgresBackend
 
         url = target.replace("postgres://", "postgresql://", 1)
-        return PostgresBackend(url, schema=pg_schema, durability=durability, busy_timeout=busy_timeout)
+        return PostgresBackend(
+            url, schema=pg_schema, durability=durability, busy_timeout=busy_timeout
+        )
     from ledger.sqlite import SQLiteBackend
 
     if target.startswith("sqlite:///"):
@@ -81,7 +84,9 @@ class Ledger:
 
             registry = default_registry()
         if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:
-            raise ConfigError(f"max_payload_bytes must be a positive int, got {max_payload_bytes!r}")
+            raise ConfigError(
+                f"max_payload_bytes must be a positive int, got {max_payload_bytes!r}"
+            )
         self.backend = backend
         self.registry = registry
         self.max_payload_bytes = max_payload_bytes
@@ -255,8 +260,18 @@ class Ledger:
             except KeyError:
                 spec = specs[kind] = registry.get(kind)
             yield Event(
-                pos, id_, stream, version, kind, schema, actor, at,
-                decode_payload(spec, payload, schema), caus, corr, h,
+                pos,
+                id_,
+                stream,
+                version,
+                kind,
+                schema,
+                actor,
+                at,
+                decode_payload(spec, payload, schema),
+                caus,
+                corr,
+                h,
             )
 
     # -- integrity -------------------------------------------------------------------------
@@ -280,12 +295,27 @@ class Ledger:
                 return VerifyReport(False, expected - 1, pos, previous.hex(), expected, reason)
             computed = chain(
                 previous,
-                canonical(pos, id_, stream, version, kind, schema, actor, format_at(at),
-                          caus, corr, payload),
+                canonical(
+                    pos,
+                    id_,
+                    stream,
+                    version,
+                    kind,
+                    schema,
+                    actor,
+                    format_at(at),
+                    caus,
+                    corr,
+                    payload,
+                ),
             )
             if computed != stored:
                 return VerifyReport(
-                    False, expected - 1, pos, previous.hex(), pos,
+                    False,
+                    expected - 1,
+                    pos,
+                    previous.hex(),
+                    pos,
                     f"hash mismatch: the content or order of event {id_} "
                     f"({kind} on {stream}) was changed",
                 )
