@@ -44,7 +44,8 @@ def test_init_creates_the_ledger_and_reports_where(
 ) -> None:
     code, out, _ = run(capsys, "--ledger", db, "init")
     assert code == 0
-    assert db in out and "head: 0" in out
+    assert db in out
+    assert "head: 0" in out
     assert Path(db).exists()
 
 
@@ -60,8 +61,10 @@ def test_append_file_then_log_json(
     )
     assert code == 0
     [event] = [json.loads(x) for x in out.splitlines()]
-    assert event["position"] == 2 and event["payload"] == {"cause": "", "id": "n1", "strength": 0.5}
-    assert event["actor"] == "cli" and event["version"] == 2
+    assert event["position"] == 2
+    assert event["payload"] == {"cause": "", "id": "n1", "strength": 0.5}
+    assert event["actor"] == "cli"
+    assert event["version"] == 2
 
 
 def test_append_reports_the_bad_line_and_writes_nothing(
@@ -76,7 +79,8 @@ def test_append_reports_the_bad_line_and_writes_nothing(
     src.write_text(lines(GOOD, ACT) + "\n" + lines(bad))  # the blank line keeps numbering honest
     code, _, err = run(capsys, "--ledger", db, "append", str(src))
     assert code == 2
-    assert "line 4" in err and "$.strength" in err
+    assert "line 4" in err
+    assert "$.strength" in err
     with Ledger.open(db) as ledger:
         assert ledger.head() == 0
 
@@ -112,7 +116,8 @@ def test_append_expectation_conflict_is_an_error(
     assert run(capsys, "--ledger", db, "append", str(src))[0] == 0
     src.write_text(lines(ACT))
     code, _, err = run(capsys, "--ledger", db, "append", str(src), "--expect", "5")
-    assert code == 2 and "expected at version 5, but is at 1" in err
+    assert code == 2
+    assert "expected at version 5, but is at 1" in err
 
 
 def test_verify_passes_then_names_the_tampered_position(
@@ -122,7 +127,8 @@ def test_verify_passes_then_names_the_tampered_position(
     src.write_text(lines(GOOD, ACT, ACT))
     run(capsys, "--ledger", db, "append", str(src))
     code, out, _ = run(capsys, "--ledger", db, "verify")
-    assert code == 0 and out.startswith("ok: 3 events")
+    assert code == 0
+    assert out.startswith("ok: 3 events")
     con = sqlite3.connect(db)
     con.execute("DROP TRIGGER events_no_update")
     con.execute(
@@ -132,7 +138,8 @@ def test_verify_passes_then_names_the_tampered_position(
     con.commit()
     con.close()
     code, out, _ = run(capsys, "--ledger", db, "verify")
-    assert code == 1 and "FAILED at position 2" in out
+    assert code == 1
+    assert "FAILED at position 2" in out
 
 
 def test_sql_formats_and_refuses_writes(
@@ -154,9 +161,11 @@ def test_sql_formats_and_refuses_writes(
         "--format",
         "json",
     )
-    assert code == 0 and json.loads(out) == [{"s": 1.0}]
+    assert code == 0
+    assert json.loads(out) == [{"s": 1.0}]
     code, _, err = run(capsys, "--ledger", db, "sql", "DELETE FROM events")
-    assert code == 2 and "read-only" in err
+    assert code == 2
+    assert "read-only" in err
     with Ledger.open(db) as ledger:
         assert ledger.head() == 3
 
@@ -173,7 +182,8 @@ def test_ledger_location_from_environment_and_config(
     assert (tmp_path / "from-env.db").exists()
     (tmp_path / "engram.toml").write_text('ledgr = "typo"\n')
     code, _, err = run(capsys, "init")
-    assert code == 2 and "unknown key 'ledgr'" in err
+    assert code == 2
+    assert "unknown key 'ledgr'" in err
 
 
 def test_demo_runs_as_a_real_process(tmp_path: Path) -> None:
@@ -191,4 +201,5 @@ def test_demo_runs_as_a_real_process(tmp_path: Path) -> None:
     assert "verify: ok" in proc.stdout
     assert "memory.observed" in proc.stdout
     with Ledger.open(str(tmp_path / "demo" / "ledger.db")) as ledger:
-        assert ledger.verify().ok and ledger.head() > 10
+        assert ledger.verify().ok
+        assert ledger.head() > 10
