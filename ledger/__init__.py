@@ -5,6 +5,7 @@ Open one with :meth:`Ledger.open` (a SQLite path or a PostgreSQL URL), append
 chain, and audit it in SQL with :func:`open_audit`.
 """
 
+from ledger.audit import AuditResult, AuditSession, open_audit
 from ledger.backend import AuditTarget
 from ledger.catalog import default_registry
 from ledger.errors import (
@@ -39,6 +40,8 @@ __all__ = [
     "AppendOnlyError",
     "AuditError",
     "AuditQueryError",
+    "AuditResult",
+    "AuditSession",
     "AuditTarget",
     "AuditUnavailableError",
     "AuditWriteError",
@@ -63,4 +66,5 @@ __all__ = [
     "VerifyReport",
     "default_registry",
     "new_id",
+    "open_audit",
 ]

@@ -7,8 +7,9 @@ extra SQLite files under their aliases) and creates views in DuckDB's own catalo
   payload JSON, ids VARCHAR and hash lowercase hex. ``at`` is a DuckDB keyword: quote it.
 * ``ledger_meta``: the ledger's key/value metadata.
 * one view per kind, named with ``.`` and ``-`` turned into ``_`` (``neuron_activated``):
-  position, id, stream, version, actor, ``"at"``, then one typed column per payload field,
-  read from the stored payload as is (no upcast); ``payload_<name>`` if the name clashes.
+  position, event_id, stream, version, actor, ``"at"``, then one typed column per payload
+  field, read from the stored payload as is (no upcast); ``payload_<name>`` if the name
+  clashes with an envelope column (a payload ``id`` stays ``id``: the event's is ``event_id``).
 
 Consistency: positions are assigned in commit order, gap-free, and never change, so the
 rows with ``position <= head`` are a consistent prefix of the ledger whatever is appended
@@ -53,9 +54,9 @@ from ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, Au
 __all__ = ["AuditResult", "AuditSession", "AuditTarget", "open_audit"]
 
 DEFAULT_PG_SCHEMA = "engram"
-_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_CONFIG = dict[str, Any](autoinstall_known_extensions=False, autoload_known_extensions=False)
 _TZ = "TIMESTAMP WITH TIME ZONE"
-_ENVELOPE = ("position", "id", "stream", "version", "actor", "at")
+_ENVELOPE = ("position", "event_id", "stream", "version", "actor", "at")
 _RESERVED_ALIASES = frozenset({"ledger", "main", "memory", "system", "temp"})
 _ALIAS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
@@ -332,7 +333,7 @@ def _utc(value: object) -> object:
 
 
 def _kind_view_sql(view: str, kind: str, struct: type[msgspec.Struct]) -> str:
-    columns = ["position", "id", "stream", "version", "actor", '"at"']
+    columns = ["position", "id AS event_id", "stream", "version", "actor", '"at"']
     for info in msgspec.structs.fields(struct):
         name = info.encode_name
         column = f"payload_{name}" if name in _ENVELOPE else name
