@@ -26,6 +26,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "pg_schema": str,
     "durability": str,
     "busy_timeout": (int, float),
+    "max_payload_bytes": int,
 }
 
 
@@ -37,6 +38,7 @@ class Settings:
     pg_schema: str = "engram"
     durability: str = "full"
     busy_timeout: float = 30.0
+    max_payload_bytes: int = 1 << 20
     source: str = "default"
 
 
@@ -90,7 +92,15 @@ def resolve_settings(
         values["ledger"], source = env, "ENGRAM_LEDGER"
     if ledger:
         values["ledger"], source = ledger, "--ledger"
+    unknown = sorted(set(overrides) - set(_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"unknown option {', '.join(map(repr, unknown))} (known: {', '.join(sorted(_KEYS))})"
+        )
     values.update({k: v for k, v in overrides.items() if v is not None})
     values.setdefault("ledger", default_ledger_path())
+    timeout = values.get("busy_timeout", 30.0)
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
+        raise ConfigError(f"busy_timeout must be a number of seconds >= 0, got {timeout!r}")
     known = {f.name for f in fields(Settings)}
     return Settings(**{k: v for k, v in values.items() if k in known}, source=source)

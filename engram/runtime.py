@@ -27,4 +27,5 @@ def open(
         durability=settings.durability,
         busy_timeout=settings.busy_timeout,
         pg_schema=settings.pg_schema,
+        max_payload_bytes=settings.max_payload_bytes,
     )

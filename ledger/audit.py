@@ -66,11 +66,10 @@ _GAP = r"(?:\s+|--[^\n]*|/\*.*?\*/)*"
 _EXPLAIN = re.compile(
     rf"\A{_GAP}EXPLAIN\b{_GAP}(?:ANALY[SZ]E\b|\((?:[^()'\"]|'[^']*')*\))?", re.I | re.S
 )
-# Table functions of the scanner extensions open any file or server named in their
-# arguments, bypassing the read-only attachments and the external-access lock.
-_SCANNER_CALL = re.compile(
-    r"\b(?:sqlite_(?:scan|query|attach)|\w*postgres_\w+|pg_clear_cache)\b", re.I
-)
+# Table functions may open any file or server named in their arguments (the scanners'
+# sqlite_scan/postgres_query/postgres_execute, or query() running SQL built from strings),
+# bypassing the read-only attachments and the external-access lock. Only these pass.
+_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "json_each", "json_tree"})
 _SELECT, _EXPLAIN_TYPE = duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN
 
 
@@ -283,6 +282,7 @@ def _extension_path(name: str) -> str:
 
 def _check_read_only(index: int, statement: duckdb.Statement) -> None:
     kind = statement.type
+    prefix = None
     if kind == _EXPLAIN_TYPE:
         # EXPLAIN ANALYZE runs its statement, so judge the statement explained.
         prefix = _EXPLAIN.match(statement.query)
@@ -301,12 +301,39 @@ def _check_read_only(index: int, statement: duckdb.Statement) -> None:
             f"audit is read-only: statement {index} is {kind.name}; "
             "only SELECT and EXPLAIN are allowed"
         )
-    call = _SCANNER_CALL.search(statement.query)
-    if call:
+    sql = statement.query
+    if kind == _EXPLAIN_TYPE and prefix:
+        sql = sql[prefix.end() :]
+    for name in _table_functions(index, sql):
+        if name.lower() not in _TABLE_FUNCTIONS:
+            raise AuditWriteError(
+                f"audit is read-only: statement {index} calls the table function {name}(), "
+                "which can reach past the read-only attachments; query the views or "
+                f"ledger.* instead (allowed: {', '.join(sorted(_TABLE_FUNCTIONS))})"
+            )
+
+
+def _table_functions(index: int, sql: str) -> list[str]:
+    """Return the table functions a SELECT calls, read from DuckDB's own parse tree."""
+    with duckdb.connect() as parser:  # a private connection: the session's is locked down
+        row = parser.execute("SELECT json_serialize_sql(?)", [sql]).fetchone()
+    tree = json.loads(row[0]) if row else {"error": True}
+    if tree.get("error"):
         raise AuditWriteError(
-            f"audit is read-only: statement {index} calls {call.group(0)}, which reaches past "
-            "the read-only attachments; query the views or ledger.* instead"
+            f"audit is read-only: statement {index} could not be checked "
+            f"({tree.get('error_message', 'unparseable')})"
         )
+    names: list[str] = []
+    stack: list[object] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "TABLE_FUNCTION":
+                names.append(str(node.get("function", {}).get("function_name", "?")))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return names
 
 
 def _fetch(relation: duckdb.DuckDBPyRelation) -> AuditResult:

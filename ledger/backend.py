@@ -90,8 +90,17 @@ class Backend(abc.ABC):
         kinds: Sequence[str] | None,
         streams: Sequence[str] | None,
         limit: int,
+        *,
+        raw: bool = False,
     ) -> list[Row]:
-        """Return up to ``limit`` rows with ``after < position <= upto`` in position order."""
+        """Return up to ``limit`` rows with ``after < position <= upto`` in position order.
+
+        With ``raw``, ``at`` is left as the driver returned it (for :meth:`at_text`).
+        """
+
+    @abc.abstractmethod
+    def at_text(self, value: Any) -> str:
+        """Return the canonical text of a raw stored ``at`` (what the hash covers)."""
 
     @abc.abstractmethod
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
@@ -113,10 +122,10 @@ class Backend(abc.ABC):
     def close(self) -> None:
         """Release connections."""
 
-    def scan(self, after: int = 0, page: int = 5000) -> Iterator[Row]:
+    def scan(self, after: int = 0, page: int = 5000, *, raw: bool = False) -> Iterator[Row]:
         """Yield every row after ``after`` in position order, one page in memory at a time."""
         while True:
-            rows = self.read_rows(after, None, None, None, page)
+            rows = self.read_rows(after, None, None, None, page, raw=raw)
             if not rows:
                 return
             yield from rows

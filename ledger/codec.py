@@ -9,6 +9,8 @@ keys — and those bytes are never rewritten. The chain is
 from __future__ import annotations
 
 import hashlib
+import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -28,13 +30,13 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
     """Validate ``payload`` against ``spec`` and return its canonical JSON bytes.
 
     Raises:
-        PayloadError: wrong type, a field that does not fit, or larger than ``max_bytes``.
+        PayloadError: wrong type, a field that does not fit, a value JSON cannot hold
+            (NaN, infinity, invalid unicode), or larger than ``max_bytes``.
     """
     where = f"event #{index} ({spec.name})"
     try:
         if isinstance(payload, spec.type):
-            # Structs are not validated at construction: round-trip through the decoder.
-            value = spec.decoder.decode(_encoder.encode(payload))
+            value: Any = payload
         elif isinstance(payload, Mapping):
             value = msgspec.convert(dict(payload), spec.type, str_keys=True)
         else:
@@ -44,10 +46,31 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
                 index=index,
                 field="payload",
             )
+        data = _encoder.encode(value)
+        if b"null" in data and _has_non_finite(msgspec.to_builtins(value)):
+            raise PayloadError(
+                f"{where}: payload holds NaN or infinity, which JSON cannot store",
+                index=index,
+                field="payload",
+            )
+        # Structs are not validated at construction, and the stored bytes must read back:
+        # round-trip through the kind's decoder, then encode the value it gives.
+        decoded = spec.decoder.decode(data)
+        if spec.compare and decoded != value:
+            raise PayloadError(
+                f"{where}: payload does not read back as written (e.g. a datetime whose UTC "
+                "offset has seconds): store such values in UTC",
+                index=index,
+                field="payload",
+            )
+        data = _encoder.encode(decoded)
     except msgspec.ValidationError as exc:
         path = _field_of(str(exc))
         raise PayloadError(f"{where}: payload {exc}", index=index, field=path) from None
-    data = _encoder.encode(value)
+    except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
+        raise PayloadError(
+            f"{where}: payload cannot be stored as JSON: {exc}", index=index, field="payload"
+        ) from None
     if len(data) > max_bytes:
         raise PayloadError(
             f"{where}: payload is {len(data)} bytes, over the limit of {max_bytes}",
@@ -57,13 +80,20 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
     return data
 
 
+def _has_non_finite(value: object) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_has_non_finite(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_non_finite(v) for v in value)
+    return False
+
+
 def _field_of(message: str) -> str:
-    # msgspec ends its messages with "- at `$.field`"
-    marker = "at `"
-    at = message.rfind(marker)
-    if at < 0:
-        return "payload"
-    return "payload" + message[at + len(marker) + 1 : message.rfind("`")]
+    # msgspec ends its messages with "- at `$.field`" (or "... at `key` in `$`")
+    found = re.search(r" - at `\$([^`]*)`$", message)
+    return "payload" + found.group(1) if found else "payload"
 
 
 def format_at(at: datetime, *, index: int | None = None) -> str:
@@ -86,7 +116,14 @@ def format_at(at: datetime, *, index: int | None = None) -> str:
             field="at",
         )
     if at.tzinfo is not UTC:
-        at = at.astimezone(UTC)
+        try:
+            at = at.astimezone(UTC)
+        except OverflowError:
+            raise EnvelopeError(
+                f"event #{index}: field `at` ({at.isoformat()}) is out of range in UTC",
+                index=index,
+                field="at",
+            ) from None
     return at.isoformat(timespec="microseconds")
 
 

@@ -55,13 +55,13 @@ def normalize_id(value: object, *, field: str = "id", index: int | None = None) 
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, str):
-        if len(value) == 36 and value.islower() and value[8] == "-":
+        if len(value) == 36 and value[8] == value[13] == value[18] == value[23] == "-":
             try:
-                uuid.UUID(value)
+                canonical = str(uuid.UUID(value))
             except ValueError:
                 pass
             else:
-                return value
+                return canonical
         try:
             return str(uuid.UUID(value))
         except ValueError:

@@ -31,9 +31,12 @@ class KindSpec:
     schema: int
     upcasters: dict[int, Upcaster] = field(default_factory=dict)
     decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False)
+    #: Whether payloads can be compared after a round trip (Structs with eq=False cannot).
+    compare: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.decoder = msgspec.json.Decoder(self.type)
+        self.compare = bool(self.type.__struct_config__.eq)
 
     def decode(self, data: bytes, schema: int) -> msgspec.Struct:
         """Decode stored payload bytes written at ``schema`` into the current Struct."""
@@ -105,7 +108,11 @@ class KindRegistry:
     def register_upcaster(self, name: str, from_schema: int, fn: Upcaster) -> None:
         """Register ``fn`` turning a payload dict of ``from_schema`` into ``from_schema + 1``."""
         spec = self._require(name)
-        if not (1 <= from_schema < spec.schema):
+        if (
+            not isinstance(from_schema, int)
+            or isinstance(from_schema, bool)
+            or not (1 <= from_schema < spec.schema)
+        ):
             raise KindRegistryError(
                 f"kind {name!r}: an upcaster must start below the current schema "
                 f"{spec.schema}, got from_schema={from_schema}"

@@ -65,16 +65,32 @@ class Request:
     done: bool = False
 
 
+def _encodable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 _good_names: set[str] = set()  # streams and actors repeat: check each once
 
 
 def _name(value: object, field_name: str, index: int) -> str:
     if type(value) is str and value in _good_names:
         return value
-    if not isinstance(value, str) or not value or len(value) > MAX_NAME or value != value.strip():
+    if (
+        not isinstance(value, str)
+        or not value
+        or len(value) > MAX_NAME
+        or value != value.strip()
+        or "\x00" in value
+        or not _encodable(value)
+    ):
         raise EnvelopeError(
             f"event #{index}: field `{field_name}` must be a non-empty string of at most "
-            f"{MAX_NAME} characters without surrounding spaces, got {value!r}",
+            f"{MAX_NAME} characters without surrounding spaces, NUL or invalid unicode, "
+            f"got {value!r}",
             index=index,
             field=field_name,
         )
@@ -103,7 +119,7 @@ def prepare(
             raise EnvelopeError(
                 f"event #{i}: expected a NewEvent, got {type(ev).__name__}", index=i
             )
-        spec = registry.get(ev.kind)
+        spec = registry.get(ev.kind) if type(ev.kind) is str else None
         if spec is None:
             raise UnknownKindError(
                 f"event #{i}: kind {ev.kind!r} is not registered; register its payload Struct "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import select
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -22,7 +23,7 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.engine import make_url
 
 from ledger.backend import AuditTarget, Backend, Row, StoredContent, WriteTransaction, as_utc
-from ledger.codec import GENESIS_HASH
+from ledger.codec import GENESIS_HASH, format_at
 from ledger.errors import AppendOnlyError, ConfigError, StoreError
 from ledger.schema import (
     APPEND_ONLY_MESSAGE,
@@ -177,54 +178,73 @@ class PostgresBackend(Backend):
             pool_pre_ping=True,
         )
         sa_event.listen(self._engine, "connect", on_connect)
-        self._listener: psycopg.Connection[Any] | None = None
+        self._local = threading.local()
+        self._listeners: list[psycopg.Connection[Any]] = []
+        self._listeners_lock = threading.Lock()
         self._write_conn: Any = None
+
+    _TRIGGERS = (
+        ("events_no_update", "BEFORE UPDATE ON {s}.events FOR EACH ROW"),
+        ("events_no_delete", "BEFORE DELETE ON {s}.events FOR EACH ROW"),
+        ("events_no_truncate", "BEFORE TRUNCATE ON {s}.events FOR EACH STATEMENT"),
+    )
+
+    def _triggers(self, conn: sa.Connection) -> set[str]:
+        rows = conn.exec_driver_sql(
+            "SELECT t.tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'events'",
+            (self.schema,),
+        )
+        return {name for (name,) in rows}
 
     def create(self) -> None:
         s = self.schema
-        metadata = build_metadata(schema=s)
         with _translate("create the ledger"), self._engine.begin() as conn:
-            # Serialise concurrent creators; DDL is transactional in PostgreSQL.
-            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-            conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {s}")
-            metadata.create_all(conn)
-            conn.exec_driver_sql(
-                f"""CREATE OR REPLACE FUNCTION {s}.refuse_change() RETURNS trigger
-                LANGUAGE plpgsql AS $$ BEGIN
-                RAISE EXCEPTION '{APPEND_ONLY_MESSAGE}' USING ERRCODE = 'restrict_violation';
-                END $$"""
-            )
-            for name, when in (
-                ("events_no_update", "BEFORE UPDATE ON {s}.events FOR EACH ROW"),
-                ("events_no_delete", "BEFORE DELETE ON {s}.events FOR EACH ROW"),
-                ("events_no_truncate", "BEFORE TRUNCATE ON {s}.events FOR EACH STATEMENT"),
-            ):
-                conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name} ON {s}.events")
+            # Fast path, no locks: an existing ledger is only checked. Creating a trigger
+            # locks the table against readers, so it happens only when one is missing.
+            if {name for name, _ in self._TRIGGERS} <= self._triggers(conn):
+                stored = self._format(conn)
+            else:
+                # Serialise concurrent creators; DDL is transactional in PostgreSQL.
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {s}")
+                build_metadata(schema=s).create_all(conn)
                 conn.exec_driver_sql(
-                    f"CREATE TRIGGER {name} {when.format(s=s)} EXECUTE FUNCTION {s}.refuse_change()"
+                    f"""CREATE OR REPLACE FUNCTION {s}.refuse_change() RETURNS trigger
+                    LANGUAGE plpgsql AS $$ BEGIN
+                    RAISE EXCEPTION '{APPEND_ONLY_MESSAGE}' USING ERRCODE = 'restrict_violation';
+                    END $$"""
                 )
-            conn.exec_driver_sql(
-                f"INSERT INTO {s}.ledger_meta (key, value) VALUES (%s, %s), (%s, %s) "
-                "ON CONFLICT (key) DO NOTHING",
-                ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
-            )
-            stored = conn.exec_driver_sql(
-                f"SELECT value FROM {s}.ledger_meta WHERE key = 'format_version'"
-            ).scalar()
+                present = self._triggers(conn)
+                for name, when in self._TRIGGERS:
+                    if name not in present:
+                        conn.exec_driver_sql(
+                            f"CREATE TRIGGER {name} {when.format(s=s)} "
+                            f"EXECUTE FUNCTION {s}.refuse_change()"
+                        )
+                conn.exec_driver_sql(
+                    f"INSERT INTO {s}.ledger_meta (key, value) VALUES (%s, %s), (%s, %s) "
+                    "ON CONFLICT (key) DO NOTHING",
+                    ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
+                )
+                stored = self._format(conn)
         if stored != FORMAT_VERSION:
             raise ConfigError(
                 f"schema {s} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
             )
 
+    def _format(self, conn: sa.Connection) -> object:
+        return conn.exec_driver_sql(
+            f"SELECT value FROM {self.schema}.ledger_meta WHERE key = 'format_version'"
+        ).scalar()
+
     @contextmanager
     def write(self) -> Iterator[WriteTransaction]:
         # Called under the store's write lock: one held connection is the process's write path.
         with _translate("append"):
-            if self._write_conn is None:
-                self._write_conn = self._engine.raw_connection()
-            conn: psycopg.Connection[Any] = self._write_conn.driver_connection
+            conn = self._locked_writer()
             try:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
                 tx = _Tx(conn, self.schema)
                 yield tx
                 with conn.pipeline():
@@ -234,6 +254,22 @@ class PostgresBackend(Backend):
             except BaseException:
                 self._discard_writer(conn)
                 raise
+
+    def _locked_writer(self) -> psycopg.Connection[Any]:
+        """Return the write connection holding the position lock, reconnecting once."""
+        for attempt in (1, 2):
+            if self._write_conn is None:
+                self._write_conn = self._engine.raw_connection()
+            conn: psycopg.Connection[Any] = self._write_conn.driver_connection
+            try:
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                return conn
+            except psycopg.OperationalError:
+                # A connection the server dropped while idle: nothing was sent yet, retry.
+                self._discard_writer(conn)
+                if attempt == 2 or self._write_conn is not None:
+                    raise
+        raise AssertionError("unreachable")
 
     def _discard_writer(self, conn: psycopg.Connection[Any]) -> None:
         with suppress(psycopg.Error):
@@ -249,6 +285,8 @@ class PostgresBackend(Backend):
         kinds: Sequence[str] | None,
         streams: Sequence[str] | None,
         limit: int,
+        *,
+        raw: bool = False,
     ) -> list[Row]:
         sql = [f"SELECT {_SELECT_COLUMNS} FROM {self.schema}.events WHERE position > %s"]
         params: list[Any] = [after]
@@ -270,6 +308,9 @@ class PostgresBackend(Backend):
             [stream, after_version, limit],
         )
 
+    def at_text(self, value: Any) -> str:
+        return format_at(value)
+
     def _fetch(self, sql: str, params: list[Any]) -> list[Row]:
         with _translate("read"), self._engine.connect() as conn:
             rows = conn.exec_driver_sql(sql, tuple(params)).fetchall()
@@ -280,21 +321,31 @@ class PostgresBackend(Backend):
             value = conn.exec_driver_sql(f"SELECT max(position) FROM {self.schema}.events").scalar()
         return int(value or 0)
 
+    def _listening(self) -> psycopg.Connection[Any]:
+        # One LISTEN connection per thread: a notification drained by one follower must not
+        # leave another asleep.
+        conn: psycopg.Connection[Any] | None = getattr(self._local, "listener", None)
+        if conn is None or conn.closed:
+            conn = psycopg.connect(self._libpq, autocommit=True)
+            conn.execute(f"LISTEN {self._channel}")
+            self._local.listener = conn
+            with self._listeners_lock:
+                self._listeners.append(conn)
+        return conn
+
     def wait(self, after: int, timeout: float) -> int:
         with _translate("follow"):
-            if self._listener is None or self._listener.closed:
-                self._listener = psycopg.connect(self._libpq, autocommit=True)
-                self._listener.execute(f"LISTEN {self._channel}")
+            listener = self._listening()
             deadline = time.monotonic() + timeout
             while True:
                 # Drain, then look, then sleep on the socket: a commit after the look wakes us.
-                for _ in self._listener.notifies(timeout=0, stop_after=1000):
+                for _ in listener.notifies(timeout=0, stop_after=1000):
                     pass
                 head = self.head()
                 remaining = deadline - time.monotonic()
                 if head > after or remaining <= 0:
                     return head
-                select.select([self._listener.fileno()], [], [], min(remaining, 1.0))
+                select.select([listener.fileno()], [], [], min(remaining, 1.0))
 
     def audit_target(self) -> AuditTarget:
         return AuditTarget("postgresql", self._libpq, self.schema)
@@ -303,6 +354,8 @@ class PostgresBackend(Backend):
         if self._write_conn is not None:
             self._write_conn.close()
             self._write_conn = None
-        if self._listener is not None:
-            self._listener.close()
+        with self._listeners_lock:
+            for listener in self._listeners:
+                listener.close()
+            self._listeners.clear()
         self._engine.dispose()

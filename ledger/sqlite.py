@@ -190,6 +190,8 @@ class SQLiteBackend(Backend):
         kinds: Sequence[str] | None,
         streams: Sequence[str] | None,
         limit: int,
+        *,
+        raw: bool = False,
     ) -> list[Row]:
         sql = [_SELECT, " WHERE position > ?"]
         params: list[Any] = [after]
@@ -202,7 +204,7 @@ class SQLiteBackend(Backend):
                 params.extend(values)
         sql.append(" ORDER BY position LIMIT ?")
         params.append(limit)
-        return self._fetch("".join(sql), params)
+        return self._fetch("".join(sql), params, raw=raw)
 
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
         return self._fetch(
@@ -210,12 +212,20 @@ class SQLiteBackend(Backend):
             [stream, after_version, limit],
         )
 
-    def _fetch(self, sql: str, params: list[Any]) -> list[Row]:
+    def _fetch(self, sql: str, params: list[Any], *, raw: bool = False) -> list[Row]:
         parse = datetime.fromisoformat
         with _translate("read"), self._reader.connect() as conn:
             cursor = conn.connection.driver_connection.execute(sql, params)  # type: ignore[union-attr]
             rows = cursor.fetchall()
+        if raw:
+            return rows  # type: ignore[no-any-return]
         return [(*r[:7], parse(r[7]), *r[8:]) for r in rows]
+
+    def at_text(self, value: Any) -> str:
+        # The stored text is what was hashed; a cell that is not text was tampered with.
+        if not isinstance(value, str):
+            raise TypeError(f"`at` holds {type(value).__name__}, not text")
+        return value
 
     def head(self) -> int:
         with _translate("read the head"), self._reader.connect() as conn:

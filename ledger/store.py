@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledger.backend import AuditTarget, Backend, Row
-from ledger.codec import GENESIS_HASH, canonical, chain, decode_payload, format_at
+from ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
 from ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
 from ledger.events import ANY, Event, Expectation, NewEvent
 from ledger.kinds import KindRegistry, KindSpec
@@ -147,11 +147,27 @@ class Ledger:
         request = prepare(events, expect, self.registry, self.max_payload_bytes)  # type: ignore[arg-type]
         with self._queue_lock:
             self._queue.append(request)
-        with self._write_lock:
+        try:
+            self._write_lock.acquire()
+        except BaseException:
+            # Interrupted while waiting: withdraw the request unless a leader already took it.
+            with self._queue_lock:
+                if request in self._queue:
+                    self._queue.remove(request)
+                    raise
+            self._write_lock.acquire()  # a leader has it: wait for the outcome, then report
+        try:
             if not request.done:
                 with self._queue_lock:
                     group, self._queue = self._queue, []
-                self._commit(group)
+                if self._closed:
+                    for queued in group:
+                        queued.error = LedgerClosedError("the ledger was closed before this append")
+                        queued.done = True
+                else:
+                    self._commit(group)
+        finally:
+            self._write_lock.release()
         if request.error is not None:
             raise request.error
         assert request.positions is not None
@@ -195,6 +211,10 @@ class Ledger:
         """Yield events with position > ``after`` in position order, a page at a time."""
         self._check_open()
         _check_position(after, "after")
+        if limit is not None:
+            _check_position(limit, "limit")
+        if upto is not None:
+            _check_position(upto, "upto")
         kinds = _names(kinds, "kinds")
         streams = _names(streams, "streams")
         remaining = limit
@@ -214,6 +234,8 @@ class Ledger:
         """Yield the events of one stream in version order."""
         self._check_open()
         _check_position(after_version, "after_version")
+        if not isinstance(stream, str):
+            raise ConfigError(f"stream must be a string, got {stream!r}")
         while True:
             rows = self.backend.read_stream_rows(stream, after_version, _PAGE)
             if not rows:
@@ -242,9 +264,10 @@ class Ledger:
         while stop is None or not stop.is_set():
             head = self.backend.head()
             if head > seen:
-                yield from self.read(seen, kinds=kinds, streams=streams, upto=head)
+                for event in self.read(seen, kinds=kinds, streams=streams, upto=head):
+                    yield event
+                    idle_since = time.monotonic()
                 seen = head
-                idle_since = time.monotonic()
                 continue
             if timeout is not None and time.monotonic() - idle_since >= timeout:
                 return
@@ -276,16 +299,28 @@ class Ledger:
 
     # -- integrity -------------------------------------------------------------------------
 
-    def verify(self, *, progress: Any = None) -> VerifyReport:
+    def verify(
+        self,
+        *,
+        expect_head: int | None = None,
+        expect_hash: str | None = None,
+        progress: Any = None,
+    ) -> VerifyReport:
         """Recompute the hash chain and name the first position that is wrong.
 
-        Detects edited content, deleted rows (a gap) and swapped rows. ``progress`` is
+        Detects edited content, deleted rows (a gap) and swapped rows. Rows removed from the
+        tail leave a shorter, valid chain: pass a head position and its hash recorded
+        elsewhere (``expect_head``, ``expect_hash``) to detect that too. ``progress`` is
         called with the number of events checked, every 10,000 events.
         """
         self._check_open()
-        expected, previous = 1, GENESIS_HASH
-        for row in self.backend.scan():
-            pos, id_, stream, version, kind, schema, actor, at, payload, caus, corr, stored = row
+        if expect_head is not None:
+            _check_position(expect_head, "expect_head")
+        elif expect_hash is not None:
+            raise ConfigError("expect_hash needs expect_head: the position that hash belongs to")
+        expected, previous, anchor = 1, GENESIS_HASH, None
+        for row in self.backend.scan(raw=True):
+            pos = row[0]
             if pos != expected:
                 reason = (
                     f"position {expected} is missing (the next stored position is {pos})"
@@ -293,37 +328,65 @@ class Ledger:
                     else f"position {pos} appears out of order after {expected - 1}"
                 )
                 return VerifyReport(False, expected - 1, pos, previous.hex(), expected, reason)
-            computed = chain(
-                previous,
-                canonical(
-                    pos,
-                    id_,
-                    stream,
-                    version,
-                    kind,
-                    schema,
-                    actor,
-                    format_at(at),
-                    caus,
-                    corr,
-                    payload,
-                ),
-            )
-            if computed != stored:
+            try:
+                computed = chain(previous, self._canonical_row(row))
+            except Exception as exc:  # a tampered cell may not even parse
+                return VerifyReport(
+                    False, expected - 1, pos, previous.hex(), pos, f"unreadable row: {exc}"
+                )
+            if computed != row[11]:
                 return VerifyReport(
                     False,
                     expected - 1,
                     pos,
                     previous.hex(),
                     pos,
-                    f"hash mismatch: the content or order of event {id_} "
-                    f"({kind} on {stream}) was changed",
+                    f"hash mismatch: the content or order of event {row[1]} "
+                    f"({row[4]} on {row[2]}) was changed",
                 )
             previous = computed
+            if pos == expect_head:
+                anchor = computed.hex()
             if progress is not None and pos % 10_000 == 0:
                 progress(pos)
             expected += 1
-        return VerifyReport(True, expected - 1, expected - 1, previous.hex())
+        head = expected - 1
+        if expect_head is not None and anchor is None:
+            return VerifyReport(
+                False,
+                head,
+                head,
+                previous.hex(),
+                head + 1,
+                f"the ledger ends at {head}, but position {expect_head} was expected: "
+                "events were removed from the tail",
+            )
+        if expect_hash is not None and anchor != expect_hash.lower():
+            return VerifyReport(
+                False,
+                head,
+                head,
+                previous.hex(),
+                expect_head,
+                f"position {expect_head} has hash {anchor}, not the expected {expect_hash}",
+            )
+        return VerifyReport(True, head, head, previous.hex())
+
+    def _canonical_row(self, row: Row) -> bytes:
+        pos, id_, stream, version, kind, schema, actor, at, payload, caus, corr, _ = row
+        return canonical(
+            pos,
+            id_,
+            stream,
+            version,
+            kind,
+            schema,
+            actor,
+            self.backend.at_text(at),
+            caus,
+            corr,
+            bytes(payload),
+        )
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -332,8 +395,10 @@ class Ledger:
         return self.backend.audit_target()
 
     def close(self) -> None:
-        """Release connections; the ledger cannot be used afterwards."""
-        if not self._closed:
+        """Wait for appends in progress, then release connections; no use afterwards."""
+        with self._write_lock:
+            if self._closed:
+                return
             self._closed = True
             self.backend.close()
 

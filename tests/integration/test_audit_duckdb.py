@@ -242,9 +242,7 @@ def test_kind_view_types_payload_fields(session: AuditSession) -> None:
 
 
 def test_kind_view_quotes_names_renames_clashes_and_keeps_json(session: AuditSession) -> None:
-    result = session.query(
-        'SELECT "order", flag, seen, tags, id, note FROM agent_probe_noted'
-    )
+    result = session.query('SELECT "order", flag, seen, tags, id, note FROM agent_probe_noted')
 
     assert result.types == [
         "BIGINT",
@@ -294,8 +292,19 @@ def test_empty_ledger_has_head_zero(tmp_path: Path) -> None:
         ("LOAD sqlite_scanner", "statement 1 is LOAD"),
         ("CALL postgres_execute('ledger', 'DELETE FROM events')", "statement 1 is CALL"),
         ("EXPLAIN ANALYZE DELETE FROM ledger.events", "statement 1 is EXPLAIN of DELETE"),
-        ("SELECT * FROM sqlite_scan('{out}', 'events')", "statement 1 calls sqlite_scan"),
-        ("SELECT * FROM postgres_query('ledger', 'SELECT 1')", "statement 1 calls postgres_query"),
+        (
+            "SELECT * FROM sqlite_scan('{out}', 'events')",
+            "statement 1 calls the table function sqlite_scan",
+        ),
+        (
+            "SELECT * FROM postgres_query('ledger', 'SELECT 1')",
+            "statement 1 calls the table function postgres_query",
+        ),
+        (
+            "SELECT * FROM query('SELECT * FROM postgres_' || 'execute(''ledger'', ''DELETE'')')",
+            "statement 1 calls the table function query",
+        ),
+        ("SELECT * FROM \"query\"/**/('SELECT 1')", "statement 1 calls the table function query"),
         ("SELECT 1; DELETE FROM ledger.events", "statement 2 is DELETE"),
     ],
 )
@@ -336,8 +345,11 @@ def test_lower_layers_refuse_writes_without_the_statement_check(
     ],
 )
 def test_refuses_to_read_files(session: AuditSession, statement: str) -> None:
-    with pytest.raises(AuditQueryError, match="disabled by configuration"):
+    # Refused by the table-function check; the external-access lock would refuse it too.
+    with pytest.raises(AuditWriteError, match="calls the table function"):
         session.query(statement)
+    with pytest.raises(duckdb.Error, match="disabled by configuration"):
+        session._connection().execute(statement)
 
 
 def test_missing_sqlite_file_is_unavailable_and_not_created(tmp_path: Path) -> None:

@@ -1,0 +1,244 @@
+"""Hypothesis strategies shared by the property tests.
+
+Everything generated here is *valid* input: payloads fit their kind's Struct, stream and actor
+names pass the envelope checks, datetimes are aware. Invalid input is written out by hand in
+the unit and contract tests, where each case names the error it expects.
+
+Import with ``from strategies import ...`` (pytest puts ``tests/`` on ``sys.path`` because the
+root conftest lives there).
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
+
+import msgspec
+from hypothesis import strategies as st
+
+from ledger.catalog import (
+    ConnectionCreated,
+    ConnectionReweighted,
+    MemoryObserved,
+    MemoryRecalled,
+    NeuronActivated,
+    NeuronArchived,
+    NeuronCreated,
+    RecalledItem,
+    SignalSent,
+)
+from ledger.events import NewEvent
+
+# -- text ------------------------------------------------------------------------------------
+
+#: Unicode text as agents write it: any letters, marks, numbers, punctuation, symbols and
+#: spaces, plus emoji and a few control characters JSON must escape. Surrogates are excluded:
+#: a Python str holding a lone surrogate cannot be encoded (see the codec unit tests).
+unicode_text = st.text(
+    alphabet=st.characters(exclude_categories=("Cs",)),
+    min_size=1,
+    max_size=60,
+)
+
+#: A ``Name`` field (1..512 characters); kept short so examples stay fast.
+names = st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=1, max_size=24)
+
+_ident = st.text(alphabet=string.ascii_lowercase + string.digits + "_-", min_size=1, max_size=10)
+_word = st.text(
+    alphabet=st.characters(categories=("L", "N"), exclude_characters="\x00"),
+    min_size=1,
+    max_size=10,
+)
+
+
+def stream_names() -> st.SearchStrategy[str]:
+    """Stream names like ``neuron:n_001`` or ``agent:inner``, some with non-ASCII letters."""
+    return st.builds(
+        "{}:{}".format,
+        st.sampled_from(["neuron", "agent", "memory", "connection"]),
+        st.one_of(_ident, _word),
+    )
+
+
+def stream_pools(min_size: int = 1, max_size: int = 4) -> st.SearchStrategy[list[str]]:
+    """A small set of distinct streams, so that batches collide on streams often."""
+    return st.lists(stream_names(), min_size=min_size, max_size=max_size, unique=True)
+
+
+actors = st.sampled_from(["system", "agent:inner", "agent:outer", "job:decay", "ünïcödé"])
+
+# -- time ------------------------------------------------------------------------------------
+
+#: Offsets in whole minutes. msgspec encodes a datetime's UTC offset to the minute only, so a
+#: payload datetime whose offset has seconds does not round-trip; that case is a separate,
+#: explicit test (tests/unit/test_codec_and_kinds.py), not a property.
+minute_offsets = st.integers(min_value=-(14 * 60), max_value=14 * 60).map(
+    lambda m: UTC if m == 0 else timezone(timedelta(minutes=m))
+)
+
+#: Any fixed offset, seconds included: fine for the envelope ``at``, which is converted to UTC.
+any_offsets = st.integers(min_value=-(86_399), max_value=86_399).map(
+    lambda s: timezone(timedelta(seconds=s))
+)
+
+
+def aware_datetimes(
+    timezones: st.SearchStrategy[Any] = minute_offsets,
+    min_year: int = 1900,
+    max_year: int = 2200,
+) -> st.SearchStrategy[datetime]:
+    """Timezone-aware datetimes, microseconds included."""
+    return st.datetimes(
+        min_value=datetime(min_year, 1, 2),
+        max_value=datetime(max_year, 12, 30),
+        timezones=timezones,
+    )
+
+
+# -- payloads --------------------------------------------------------------------------------
+
+uint16 = st.integers(min_value=0, max_value=65535)
+strengths = st.floats(min_value=0.0, max_value=1e6, allow_nan=False, allow_infinity=False)
+connection_types = st.sampled_from(["feeds_into", "influences", "inhibits", "recalls", "triggers"])
+
+PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
+    "neuron.created": st.builds(
+        NeuronCreated,
+        id=names,
+        concept=unicode_text,
+        type=st.sampled_from(["core", "contextual", "episodic", "semantic"]),
+    ),
+    "neuron.activated": st.builds(
+        NeuronActivated, id=names, strength=strengths, cause=st.text(max_size=20)
+    ),
+    "neuron.archived": st.builds(NeuronArchived, id=names, reason=st.text(max_size=20)),
+    "connection.created": st.builds(
+        ConnectionCreated,
+        source=names,
+        target=names,
+        type=connection_types,
+        weight=uint16,
+        reason=st.text(max_size=20),
+    ),
+    "connection.reweighted": st.builds(
+        ConnectionReweighted,
+        source=names,
+        target=names,
+        type=connection_types,
+        weight=uint16,
+        reason=st.text(max_size=20),
+    ),
+    "memory.observed": st.builds(
+        MemoryObserved,
+        agent=names,
+        text=unicode_text,
+        type=st.sampled_from(["observation", "plan", "thought"]),
+        importance=st.none() | st.integers(min_value=1, max_value=10),
+        visibility=st.sampled_from(["public", "private"]),
+        source=st.none() | st.text(max_size=20),
+        tags=st.lists(names, max_size=4),
+    ),
+    "memory.recalled": st.builds(
+        MemoryRecalled,
+        agent=names,
+        query=unicode_text,
+        items=st.lists(
+            st.builds(
+                RecalledItem,
+                position=st.integers(min_value=1, max_value=2**63 - 1),
+                score=st.floats(allow_nan=False, allow_infinity=False),
+            ),
+            max_size=4,
+        ),
+        as_of=aware_datetimes(min_year=1, max_year=9999)
+        | st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    ),
+    "signal.sent": st.builds(SignalSent, to=names, topic=names, body=st.text(max_size=40)),
+}
+
+#: ``(kind, payload Struct)`` for every catalog kind.
+kind_payloads: st.SearchStrategy[tuple[str, msgspec.Struct]] = st.one_of(
+    [strategy.map(lambda p, k=kind: (k, p)) for kind, strategy in PAYLOADS.items()]
+)
+
+# -- events ----------------------------------------------------------------------------------
+
+event_ids = st.uuids().map(str)
+
+
+@st.composite
+def new_events(
+    draw: st.DrawFn,
+    streams: Sequence[str] | None = None,
+    *,
+    with_ids: bool = True,
+    with_at: bool | None = None,
+) -> NewEvent:
+    """One valid NewEvent on one of ``streams`` (or any stream name).
+
+    ``with_ids``: give every event an explicit id (needed to retry it). ``with_at``: always
+    (True), never (False) or sometimes (None) give an explicit, non-UTC aware ``at``.
+    """
+    stream = draw(st.sampled_from(list(streams)) if streams else stream_names())
+    kind, payload = draw(kind_payloads)
+    give_at = draw(st.booleans()) if with_at is None else with_at
+    return NewEvent(
+        stream=stream,
+        kind=kind,
+        payload=payload,
+        actor=draw(actors),
+        id=draw(event_ids) if with_ids else None,
+        at=draw(aware_datetimes(any_offsets)) if give_at else None,
+        causation_id=draw(st.none() | event_ids),
+        correlation_id=draw(st.none() | event_ids),
+    )
+
+
+@st.composite
+def partitions(draw: st.DrawFn, n: int, max_part: int | None = None) -> list[int]:
+    """Positive batch sizes summing to ``n`` (empty when ``n`` is 0)."""
+    sizes: list[int] = []
+    remaining = n
+    while remaining:
+        size = draw(st.integers(min_value=1, max_value=min(remaining, max_part or remaining)))
+        sizes.append(size)
+        remaining -= size
+    return sizes
+
+
+def split(items: Sequence[Any], sizes: Sequence[int]) -> list[list[Any]]:
+    """Cut ``items`` into consecutive runs of the given sizes."""
+    out, start = [], 0
+    for size in sizes:
+        out.append(list(items[start : start + size]))
+        start += size
+    assert start == len(items), "sizes must sum to len(items)"
+    return out
+
+
+@st.composite
+def event_sequences(
+    draw: st.DrawFn, max_events: int = 40, *, with_at: bool | None = None
+) -> list[NewEvent]:
+    """Up to ``max_events`` valid events with unique ids over a small pool of streams."""
+    pool = draw(stream_pools())
+    events = draw(
+        st.lists(
+            new_events(pool, with_at=with_at),
+            min_size=1,
+            max_size=max_events,
+            unique_by=lambda e: e.id,
+        )
+    )
+    return events
+
+
+@st.composite
+def batch_sequences(
+    draw: st.DrawFn, max_events: int = 40, max_batch: int = 8
+) -> list[list[NewEvent]]:
+    """Events over a small pool of streams, cut into batches of random sizes."""
+    events = draw(event_sequences(max_events))
+    return split(events, draw(partitions(len(events), max_batch)))
