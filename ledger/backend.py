@@ -14,7 +14,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
+from ledger.errors import StoreError
+
 Row = tuple[Any, ...]
+
+
+class InsertConflictError(StoreError):
+    """A unique index refused an insert: a stored id or a stale stream version.
+
+    Raised by :meth:`WriteTransaction.insert`; the store plans the group again carefully.
+    """
 
 
 class StoredContent(NamedTuple):
@@ -56,7 +65,11 @@ class WriteTransaction(abc.ABC):
 
     @abc.abstractmethod
     def insert(self, rows: Sequence[Row]) -> None:
-        """Insert rows (``at`` as canonical text) in position order."""
+        """Insert rows (``at`` as canonical text) in position order.
+
+        Raises:
+            InsertConflictError: a unique index (id, or stream and version) refused a row.
+        """
 
     def state(
         self, ids: Sequence[str], streams: Sequence[str]

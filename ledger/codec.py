@@ -34,6 +34,7 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
             (NaN, infinity, invalid unicode), or larger than ``max_bytes``.
     """
     where = f"event #{index} ({spec.name})"
+    data = b""
     try:
         if isinstance(payload, spec.type):
             value: Any = payload
@@ -47,24 +48,14 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
                 field="payload",
             )
         data = _encoder.encode(value)
-        if b"null" in data and _has_non_finite(msgspec.to_builtins(value)):
-            raise PayloadError(
-                f"{where}: payload holds NaN or infinity, which JSON cannot store",
-                index=index,
-                field="payload",
-            )
-        # Structs are not validated at construction, and the stored bytes must read back:
-        # round-trip through the kind's decoder, then encode the value it gives.
+        # Structs are not validated at construction, and the stored bytes must read back as
+        # the value given: round-trip through the kind's decoder and compare.
         decoded = spec.decoder.decode(data)
         if spec.compare and decoded != value:
-            raise PayloadError(
-                f"{where}: payload does not read back as written (e.g. a datetime whose UTC "
-                "offset has seconds): store such values in UTC",
-                index=index,
-                field="payload",
-            )
-        data = _encoder.encode(decoded)
+            raise _unfaithful(where, index, value)
     except msgspec.ValidationError as exc:
+        if b"null" in data and _has_non_finite(msgspec.to_builtins(value)):
+            raise _unfaithful(where, index, value) from None
         path = _field_of(str(exc))
         raise PayloadError(f"{where}: payload {exc}", index=index, field=path) from None
     except (TypeError, ValueError, OverflowError, msgspec.EncodeError) as exc:
@@ -78,6 +69,16 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
             field="payload",
         )
     return data
+
+
+def _unfaithful(where: str, index: int, value: object) -> PayloadError:
+    if _has_non_finite(msgspec.to_builtins(value)):
+        reason = "it holds NaN or infinity, which JSON cannot store"
+    else:
+        reason = "e.g. a datetime whose UTC offset has seconds; store such values in UTC"
+    return PayloadError(
+        f"{where}: payload does not read back as written: {reason}", index=index, field="payload"
+    )
 
 
 def _has_non_finite(value: object) -> bool:

@@ -26,24 +26,36 @@ def new_id() -> str:
     Time-ordered ids keep the unique index on ``id`` append-mostly; random UUIDv4 ids make
     inserts several times slower once the index outgrows the cache.
     """
+    return new_ids(1)[0]
+
+
+def new_ids(n: int) -> list[str]:
+    """Return ``n`` new UUIDv7 strings, in increasing order (one clock read for all)."""
     global _last_ms, _counter
+    out: list[str] = []
     with _lock:
-        rand = _random.getrandbits(80)
         ms = time.time_ns() // 1_000_000
         if ms > _last_ms:
             _last_ms = ms
-            _counter = rand >> 68  # 12 random bits seed the counter
+            _counter = _random.getrandbits(11)  # random start, room to count up
         else:
             ms = _last_ms
+        for _ in range(n):
             _counter += 1
             if _counter > 0xFFF:  # counter exhausted: borrow the next millisecond
                 _last_ms += 1
                 ms = _last_ms
                 _counter = 0
-        counter = _counter
-    value = (ms << 80) | (0x7 << 76) | (counter << 64) | (0b10 << 62) | (rand & ((1 << 62) - 1))
-    h = value.to_bytes(16, "big").hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+            value = (
+                (ms << 80)
+                | (0x7 << 76)
+                | (_counter << 64)
+                | (0b10 << 62)
+                | _random.getrandbits(62)
+            )
+            h = value.to_bytes(16, "big").hex()
+            out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+    return out
 
 
 def normalize_id(value: object, *, field: str = "id", index: int | None = None) -> str:

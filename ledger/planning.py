@@ -23,7 +23,7 @@ from ledger.errors import (
     UnknownKindError,
 )
 from ledger.events import Expect, Expectation, NewEvent
-from ledger.ids import new_id, normalize_id
+from ledger.ids import new_ids, normalize_id
 from ledger.kinds import KindRegistry
 
 MAX_NAME = 512
@@ -114,6 +114,7 @@ def prepare(
     now: str | None = None
     out: list[Prepared] = []
     seen: set[str] = set()
+    fresh = iter(new_ids(sum(1 for ev in events if getattr(ev, "id", 0) is None)))
     for i, ev in enumerate(events):
         if not isinstance(ev, NewEvent):
             raise EnvelopeError(
@@ -127,7 +128,7 @@ def prepare(
                 index=i,
                 field="kind",
             )
-        event_id = new_id() if ev.id is None else normalize_id(ev.id, index=i)
+        event_id = next(fresh) if ev.id is None else normalize_id(ev.id, index=i)
         if event_id in seen:
             raise IdempotencyError(f"event #{i}: id {event_id} appears twice in the batch")
         seen.add(event_id)
@@ -192,24 +193,81 @@ def _expectations(
 
 
 @dataclass
+class VersionCache:
+    """Stream versions as of a head this process left; valid while the head is unchanged.
+
+    With one write path per process, the head read under the write lock tells whether
+    another writer appended since our last commit; if not, every cached version is exact
+    and the append needs no version lookups.
+    """
+
+    head: int = -1
+    versions: dict[str, int] = field(default_factory=dict)
+    limit: int = 100_000
+
+    def reset(self) -> None:
+        self.head = -1
+        self.versions.clear()
+
+    def remember(self, head: int, versions: dict[str, int]) -> None:
+        if len(self.versions) + len(versions) > self.limit:
+            self.versions.clear()
+        self.versions.update(versions)
+        self.head = head
+
+
+@dataclass
 class GroupPlan:
-    """Decide every request of a commit group inside one write transaction."""
+    """Decide every request of a commit group inside one write transaction.
+
+    Optimistic (``careful=False``): stream versions come from the cache and ids are not
+    looked up — the unique indexes catch a stored id or a stale version, and the store then
+    rolls back and plans the group again carefully, looking everything up.
+    """
 
     tx: WriteTransaction
     requests: list[Request]
+    cache: VersionCache
+    careful: bool = False
     rows: list[Row] = field(default_factory=list)
 
     def run(self) -> None:
         """Place every request that fits; mark the others with their error."""
         ids = [e.id for r in self.requests for e in r.events]
         streams = list(dict.fromkeys(e.stream for r in self.requests for e in r.events))
-        self._head, self._hash, self._versions, self._stored = self.tx.state(ids, streams)
+        if self.careful:
+            self._head, self._hash, versions, self._stored = self.tx.state(ids, streams)
+            self._versions = {s: versions.get(s, 0) for s in streams}
+        else:
+            self._head, self._hash = self.tx.head()
+            cache = self.cache
+            if cache.head != self._head:
+                cache.reset()
+            missing = [s for s in streams if s not in cache.versions]
+            found = self.tx.stream_versions(missing) if missing else {}
+            self._versions = {s: found.get(s, 0) for s in missing}
+            self._versions.update((s, cache.versions[s]) for s in streams if s in cache.versions)
+            self._stored = {}
         self._pending: dict[str, tuple[int, tuple[object, ...]]] = {}
         for request in self.requests:
             try:
-                request.positions = self._place(request)
+                try:
+                    request.positions = self._place(request)
+                except ConcurrencyError:
+                    if self.careful:
+                        raise
+                    # A retry of stored events is no conflict: look its ids up, then decide.
+                    stored = self.tx.find([e.id for e in request.events])
+                    if not stored:
+                        raise
+                    self._stored.update(stored)
+                    request.positions = self._place(request)
             except AppendError as exc:
                 request.error = exc
+
+    def remember(self) -> None:
+        """Tell the cache the state this plan committed."""
+        self.cache.remember(self._head, self._versions)
 
     def _known(self, event_id: str) -> tuple[int, tuple[object, ...]] | None:
         stored: StoredContent | None = self._stored.get(event_id)

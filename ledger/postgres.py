@@ -18,11 +18,20 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
+import psycopg.errors
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.engine import make_url
 
-from ledger.backend import AuditTarget, Backend, Row, StoredContent, WriteTransaction, as_utc
+from ledger.backend import (
+    AuditTarget,
+    Backend,
+    InsertConflictError,
+    Row,
+    StoredContent,
+    WriteTransaction,
+    as_utc,
+)
 from ledger.codec import GENESIS_HASH, format_at
 from ledger.errors import AppendOnlyError, ConfigError, StoreError
 from ledger.schema import (
@@ -124,6 +133,12 @@ class _Tx(WriteTransaction):
         return head, last, self._versions_of(versions.fetchall()), self._found_of(found.fetchall())
 
     def insert(self, rows: Sequence[Row]) -> None:
+        try:
+            self._insert(rows)
+        except psycopg.errors.UniqueViolation as exc:
+            raise InsertConflictError(str(exc).strip()) from None
+
+    def _insert(self, rows: Sequence[Row]) -> None:
         self._cur.executemany(
             f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) VALUES ({_INSERT_VALUES})",
             rows,

@@ -19,7 +19,14 @@ import sqlalchemy as sa
 from sqlalchemy import event as sa_event
 from sqlalchemy.pool import QueuePool
 
-from ledger.backend import AuditTarget, Backend, Row, StoredContent, WriteTransaction
+from ledger.backend import (
+    AuditTarget,
+    Backend,
+    InsertConflictError,
+    Row,
+    StoredContent,
+    WriteTransaction,
+)
 from ledger.codec import GENESIS_HASH
 from ledger.errors import AppendOnlyError, ConfigError, StoreError
 from ledger.schema import (
@@ -94,7 +101,12 @@ class _Tx(WriteTransaction):
         return found
 
     def insert(self, rows: Sequence[Row]) -> None:
-        self._conn.executemany(_INSERT, rows)
+        try:
+            self._conn.executemany(_INSERT, rows)
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE" in str(exc):
+                raise InsertConflictError(str(exc)) from None
+            raise
 
 
 class SQLiteBackend(Backend):

@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.backend import AuditTarget, Backend, Row
+from ledger.backend import AuditTarget, Backend, InsertConflictError, Row
 from ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
 from ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
 from ledger.events import ANY, Event, Expectation, NewEvent
 from ledger.kinds import KindRegistry, KindSpec
-from ledger.planning import GroupPlan, Request, prepare
+from ledger.planning import GroupPlan, Request, VersionCache, prepare
 
 DEFAULT_MAX_PAYLOAD = 1 << 20
 _PAGE = 2000
@@ -93,6 +93,7 @@ class Ledger:
         self._queue: list[Request] = []
         self._queue_lock = threading.Lock()
         self._write_lock = threading.Lock()
+        self._versions = VersionCache()
         self._closed = False
         backend.create()
 
@@ -175,15 +176,20 @@ class Ledger:
 
     def _commit(self, group: list[Request]) -> None:
         try:
-            with self.backend.write() as tx:
-                plan = GroupPlan(tx, group)
-                plan.run()
-                if plan.rows:
-                    tx.insert(plan.rows)
+            try:
+                self._place(group, careful=False)
+            except InsertConflictError:
+                # A stored id (a retry) or a stale cached version: look everything up.
+                self._versions.reset()
+                for request in group:
+                    request.error, request.positions = None, None
+                self._place(group, careful=True)
         except LedgerError as exc:
+            self._versions.reset()
             for request in group:
                 request.error, request.positions = exc, None
         except BaseException as exc:  # an unexpected failure must not strand followers
+            self._versions.reset()
             for request in group:
                 request.error, request.positions = StoreError(f"append failed: {exc!r}"), None
             if not isinstance(exc, Exception):
@@ -191,6 +197,14 @@ class Ledger:
         finally:
             for request in group:
                 request.done = True
+
+    def _place(self, group: list[Request], *, careful: bool) -> None:
+        with self.backend.write() as tx:
+            plan = GroupPlan(tx, group, self._versions, careful)
+            plan.run()
+            if plan.rows:
+                tx.insert(plan.rows)
+        plan.remember()
 
     # -- reading ---------------------------------------------------------------------------
 
