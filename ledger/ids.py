@@ -47,11 +47,7 @@ def new_ids(n: int) -> list[str]:
                 ms = _last_ms
                 _counter = 0
             value = (
-                (ms << 80)
-                | (0x7 << 76)
-                | (_counter << 64)
-                | (0b10 << 62)
-                | _random.getrandbits(62)
+                (ms << 80) | (0x7 << 76) | (_counter << 64) | (0b10 << 62) | _random.getrandbits(62)
             )
             h = value.to_bytes(16, "big").hex()
             out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")

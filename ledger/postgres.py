@@ -353,14 +353,28 @@ class PostgresBackend(Backend):
             listener = self._listening()
             deadline = time.monotonic() + timeout
             while True:
-                # Drain, then look, then sleep on the socket: a commit after the look wakes us.
-                for _ in listener.notifies(timeout=0, stop_after=1000):
-                    pass
-                head = self.head()
-                remaining = deadline - time.monotonic()
-                if head > after or remaining <= 0:
-                    return head
-                select.select([listener.fileno()], [], [], min(remaining, 1.0))
+                try:
+                    # Drain, look, then sleep on the socket: a commit after the look wakes us.
+                    for _ in listener.notifies(timeout=0, stop_after=1000):
+                        pass
+                    head = self.head()
+                    remaining = deadline - time.monotonic()
+                    if head > after or remaining <= 0:
+                        return head
+                    select.select([listener.fileno()], [], [], min(remaining, 1.0))
+                except psycopg.OperationalError:
+                    # The server dropped the listener (restart, failover, idle timeout): the
+                    # next call listens again and re-reads the head, so nothing is missed.
+                    self._drop_listener(listener)
+                    return self.head()
+
+    def _drop_listener(self, listener: psycopg.Connection[Any]) -> None:
+        with suppress(psycopg.Error):
+            listener.close()
+        with self._listeners_lock:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+        self._local.listener = None
 
     def audit_target(self) -> AuditTarget:
         return AuditTarget("postgresql", self._libpq, self.schema)
