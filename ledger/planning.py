@@ -8,6 +8,7 @@ nothing is inserted before every request has been decided.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -63,6 +64,9 @@ class Request:
     positions: list[int] | None = None
     error: BaseException | None = None
     done: bool = False
+    #: Set when the request is decided, or when its caller is handed the leadership.
+    wake: threading.Event = field(default_factory=threading.Event, repr=False)
+    lead: bool = False
 
 
 def _encodable(value: str) -> bool:

@@ -18,6 +18,7 @@ from ledger.backend import AuditTarget, Backend, InsertConflictError, Row
 from ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
 from ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
 from ledger.events import ANY, Event, Expectation, NewEvent
+from ledger.groupcommit import GroupCommitter
 from ledger.kinds import KindRegistry, KindSpec
 from ledger.planning import GroupPlan, Request, VersionCache, prepare
 
@@ -90,9 +91,7 @@ class Ledger:
         self.backend = backend
         self.registry = registry
         self.max_payload_bytes = max_payload_bytes
-        self._queue: list[Request] = []
-        self._queue_lock = threading.Lock()
-        self._write_lock = threading.Lock()
+        self._committer = GroupCommitter(self._commit)
         self._versions = VersionCache()
         self._closed = False
         backend.create()
@@ -146,29 +145,7 @@ class Ledger:
         """
         self._check_open()
         request = prepare(events, expect, self.registry, self.max_payload_bytes)  # type: ignore[arg-type]
-        with self._queue_lock:
-            self._queue.append(request)
-        try:
-            self._write_lock.acquire()
-        except BaseException:
-            # Interrupted while waiting: withdraw the request unless a leader already took it.
-            with self._queue_lock:
-                if request in self._queue:
-                    self._queue.remove(request)
-                    raise
-            self._write_lock.acquire()  # a leader has it: wait for the outcome, then report
-        try:
-            if not request.done:
-                with self._queue_lock:
-                    group, self._queue = self._queue, []
-                if self._closed:
-                    for queued in group:
-                        queued.error = LedgerClosedError("the ledger was closed before this append")
-                        queued.done = True
-                else:
-                    self._commit(group)
-        finally:
-            self._write_lock.release()
+        self._committer.submit(request)
         if request.error is not None:
             raise request.error
         assert request.positions is not None
@@ -194,9 +171,6 @@ class Ledger:
                 request.error, request.positions = StoreError(f"append failed: {exc!r}"), None
             if not isinstance(exc, Exception):
                 raise
-        finally:
-            for request in group:
-                request.done = True
 
     def _place(self, group: list[Request], *, careful: bool) -> None:
         with self.backend.write() as tx:
@@ -410,11 +384,11 @@ class Ledger:
 
     def close(self) -> None:
         """Wait for appends in progress, then release connections; no use afterwards."""
-        with self._write_lock:
-            if self._closed:
-                return
-            self._closed = True
-            self.backend.close()
+        if self._closed:
+            return
+        self._closed = True
+        self._committer.close()
+        self.backend.close()
 
     def _check_open(self) -> None:
         if self._closed:

@@ -158,13 +158,13 @@ def test_group_commit_gives_each_caller_its_own_outcome(
     monkeypatch.setattr(ledger.backend, "write", counting_write)
 
     groups: list[list[tuple[str, bool]]] = []
-    real_commit: Callable[[list[Request]], None] = ledger._commit
+    real_commit: Callable[[list[Request]], None] = ledger._committer._commit
 
     def recording_commit(group: list[Request]) -> None:
         real_commit(group)
         groups.append([(r.events[0].id, r.error is None) for r in group])
 
-    monkeypatch.setattr(ledger, "_commit", recording_commit)
+    monkeypatch.setattr(ledger._committer, "_commit", recording_commit)
 
     start = threading.Barrier(threads_n)
     callers = [_Caller(k, ledger, seed * 31 + k, appends) for k in range(threads_n)]
