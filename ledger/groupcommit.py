@@ -36,11 +36,13 @@ class GroupCommitter:
             self._queue.append(request)
             lead = not self._leading
             self._leading = True
+            if not lead:
+                request.wake = wake = threading.Event()
         if not lead:
             try:
-                request.wake.wait()
+                wake.wait()
             except BaseException:
-                self._withdraw(request)
+                self._withdraw(request, wake)
                 raise
             if not request.lead:
                 return
@@ -75,7 +77,7 @@ class GroupCommitter:
                 finally:
                     for queued in group:
                         queued.done = True
-                        if queued is not own:
+                        if queued.wake is not None:
                             queued.wake.set()
                 if own.done:
                     rounds += 1
@@ -91,9 +93,10 @@ class GroupCommitter:
         # Called with self._lock held and a non-empty queue; leadership stays taken.
         successor = self._queue[0]
         successor.lead = True
+        assert successor.wake is not None  # queued behind a leader, so it waits
         successor.wake.set()
 
-    def _withdraw(self, request: Request) -> None:
+    def _withdraw(self, request: Request, wake: threading.Event) -> None:
         # The caller was interrupted while waiting. If its request is still queued, take it
         # out (passing on leadership if it was just handed over); if a leader has taken it,
         # wait for the outcome so that nothing commits after the caller has given up.
@@ -107,4 +110,4 @@ class GroupCommitter:
                         self._leading = False
                 return
         while not request.done:
-            request.wake.wait(0.1)
+            wake.wait(0.1)

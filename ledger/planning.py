@@ -65,7 +65,8 @@ class Request:
     error: BaseException | None = None
     done: bool = False
     #: Set when the request is decided, or when its caller is handed the leadership.
-    wake: threading.Event = field(default_factory=threading.Event, repr=False)
+    #: Created only for a caller that waits (a leader never does).
+    wake: threading.Event | None = field(default=None, repr=False)
     lead: bool = False
 
 
