@@ -167,7 +167,11 @@ def cmd_log(args: argparse.Namespace, out: IO[str]) -> int:
 
 def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
     with _open(args) as ledger:
-        report = ledger.verify(progress=lambda n: print(f"verified {n:,}…", file=sys.stderr))
+        report = ledger.verify(
+            expect_head=args.head,
+            expect_hash=args.hash,
+            progress=lambda n: print(f"verified {n:,}…", file=sys.stderr),
+        )
     print(report, file=out)
     return 0 if report.ok else 1
 
@@ -222,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, help="with --follow: stop after this idle time (s)")
     p.add_argument("--format", choices=["table", "json"], default="table")
 
-    sub.add_parser("verify", help="recompute the hash chain; exit 1 naming the first bad position")
+    p = sub.add_parser(
+        "verify", help="recompute the hash chain; exit 1 naming the first bad position"
+    )
+    p.add_argument("--head", type=int, help="a head position recorded earlier (detects truncation)")
+    p.add_argument("--hash", help="the hash recorded with --head")
 
     p = sub.add_parser("sql", help="run a read-only SQL audit query (DuckDB)")
     p.add_argument("query", help='e.g. "SELECT kind, count(*) FROM events GROUP BY kind"')

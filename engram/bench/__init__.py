@@ -25,23 +25,49 @@ SEED = 20250101
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of `engram bench` to ``parser``."""
-    parser.add_argument("--suite", choices=("ledger", "audit", "all"), default="all",
-                        help="which figures to measure (default: all)")
-    parser.add_argument("--quick", action="store_true",
-                        help="small sizes for a smoke run (under a minute)")
-    parser.add_argument("--repeat", type=_positive, default=5, metavar="N",
-                        help="repetitions per figure; the report gives medians (default: 5)")
-    parser.add_argument("--json", dest="json_path", metavar="PATH",
-                        help="also write the results, samples included, as JSON")
-    parser.add_argument("--pg", dest="pg_url", metavar="URL",
-                        default=os.environ.get("ENGRAM_BENCH_PG", DEFAULT_PG),
-                        help="PostgreSQL for the PostgreSQL figure (default: $ENGRAM_BENCH_PG "
-                        f"or {DEFAULT_PG}); skipped when unreachable")
-    parser.add_argument("--dir", dest="scratch_dir", metavar="DIR",
-                        help="scratch directory for the databases (default: a temporary "
-                        "directory, removed afterwards)")
-    parser.add_argument("--events", type=_positive, metavar="N",
-                        help="events in the audit ledger (default: 1,000,000; 30,000 with --quick)")
+    parser.add_argument(
+        "--suite",
+        choices=("ledger", "audit", "all"),
+        default="all",
+        help="which figures to measure (default: all)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="small sizes for a smoke run (under a minute)"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=_positive,
+        default=5,
+        metavar="N",
+        help="repetitions per figure; the report gives medians (default: 5)",
+    )
+    parser.add_argument(
+        "--json",
+        dest="json_path",
+        metavar="PATH",
+        help="also write the results, samples included, as JSON",
+    )
+    parser.add_argument(
+        "--pg",
+        dest="pg_url",
+        metavar="URL",
+        default=os.environ.get("ENGRAM_BENCH_PG", DEFAULT_PG),
+        help="PostgreSQL for the PostgreSQL figure (default: $ENGRAM_BENCH_PG "
+        f"or {DEFAULT_PG}); skipped when unreachable",
+    )
+    parser.add_argument(
+        "--dir",
+        dest="scratch_dir",
+        metavar="DIR",
+        help="scratch directory for the databases (default: a temporary "
+        "directory, removed afterwards)",
+    )
+    parser.add_argument(
+        "--events",
+        type=_positive,
+        metavar="N",
+        help="events in the audit ledger (default: 1,000,000; 30,000 with --quick)",
+    )
 
 
 def _positive(text: str) -> int:
@@ -61,8 +87,9 @@ def run(args: argparse.Namespace) -> int:
     if args.scratch_dir:
         os.makedirs(args.scratch_dir, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="engram-bench-", dir=args.scratch_dir or None)
-    config = Config(args.suite, args.quick, args.repeat, args.json_path, args.pg_url, scratch,
-                    sizes, SEED)
+    config = Config(
+        args.suite, args.quick, args.repeat, args.json_path, args.pg_url, scratch, sizes, SEED
+    )
     steps: list[tuple[str, Callable[[Config], list[Figure]]]] = []
     if config.suite in ("ledger", "all"):
         steps += [

@@ -98,7 +98,10 @@ def run(config: Config) -> list[Figure]:
             got = native.execute(sql).fetchall()
             same = _same(expected, got)
             figure = Figure(
-                f"audit {n:,} events: {name}", "s", "DuckDB native table", None,
+                f"audit {n:,} events: {name}",
+                "s",
+                "DuckDB native table",
+                None,
                 note=f"{sql}; engram via open_audit (sqlite scanner, session open "
                 f"{opened:.2f} s); native copy took {copied:.1f} s"
                 + ("" if same else "; RESULTS DIFFER"),

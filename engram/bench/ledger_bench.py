@@ -100,7 +100,10 @@ def batched(config: Config) -> list[Figure]:
     log(f"SQLite, batches of {BATCH}, durable: {n:,} events per repetition")
     events = Workload(config.seed).events(n)
     vs_raw = Figure(
-        f"SQLite append, batches of {BATCH}, durable", "events/s", "raw sqlite3", 0.5,
+        f"SQLite append, batches of {BATCH}, durable",
+        "events/s",
+        "raw sqlite3",
+        0.5,
         note="raw: WAL, synchronous=FULL, executemany of 100 rows per transaction, same schema",
     )
     vs_peer = Figure(
@@ -208,12 +211,18 @@ def single_and_threads(config: Config) -> list[Figure]:
     singles = workload.activations(n)
     threaded = workload.activations(threaded_n)
     one = Figure(
-        "SQLite append, 1 event per call, durable", "events/s", "raw sqlite3", 0.7,
+        "SQLite append, 1 event per call, durable",
+        "events/s",
+        "raw sqlite3",
+        0.7,
         note="raw: one INSERT per BEGIN IMMEDIATE..COMMIT, WAL, synchronous=FULL",
     )
     group = Figure(
-        f"SQLite append, {THREADS} threads × 1 event, durable", "events/s",
-        "engram, 1 thread", 3.0, note="one shared Ledger (group commit) vs row above's engram",
+        f"SQLite append, {THREADS} threads × 1 event, durable",
+        "events/s",
+        "engram, 1 thread",
+        3.0,
+        note="one shared Ledger (group commit) vs row above's engram",
     )
 
     def one_repetition() -> dict[str, float]:
@@ -272,12 +281,18 @@ def replay(config: Config) -> list[Figure]:
     n = config.sizes.replay_events // chunks * chunks
     per_chunk = n // chunks
     vs_raw = Figure(
-        "SQLite replay into Event objects", "events/s", "raw sqlite3 + msgspec", 0.5,
+        "SQLite replay into Event objects",
+        "events/s",
+        "raw sqlite3 + msgspec",
+        0.5,
         note="engram: sum(1 for _ in ledger.read(...)); raw: SELECT * ORDER BY position, "
         "each payload decoded into its kind's Struct",
     )
     vs_peer = Figure(
-        "SQLite replay, decoded, vs eventsourcing", "events/s", _peer_name(), 1.0,
+        "SQLite replay, decoded, vs eventsourcing",
+        "events/s",
+        _peer_name(),
+        1.0,
         note="select_notifications in pages of 2000, each state decoded into its kind's Struct",
     )
     path = os.path.join(config.scratch, "replay.db")

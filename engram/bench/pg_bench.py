@@ -83,7 +83,10 @@ def run(config: Config) -> list[Figure]:
     per_chunk = config.sizes.pg_events // (chunks * BATCH) * BATCH
     n = chunks * per_chunk
     figure = Figure(
-        f"PostgreSQL append, batches of {BATCH}, durable", "events/s", "raw psycopg", 0.5,
+        f"PostgreSQL append, batches of {BATCH}, durable",
+        "events/s",
+        "raw psycopg",
+        0.5,
         note="raw: executemany of the same rows, one transaction per 100, identical table in "
         "a fresh schema; synchronous_commit=on on both",
     )

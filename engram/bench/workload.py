@@ -160,8 +160,20 @@ class RawRows:
             self._position += 1
             version = versions[stream] = versions.get(stream, 0) + 1
             rows.append(
-                (self._position, new_id(), stream, version, kind, schema, actor, at, payload,
-                 None, None, self._hash)
+                (
+                    self._position,
+                    new_id(),
+                    stream,
+                    version,
+                    kind,
+                    schema,
+                    actor,
+                    at,
+                    payload,
+                    None,
+                    None,
+                    self._hash,
+                )
             )
         return rows
 

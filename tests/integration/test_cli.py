@@ -203,3 +203,25 @@ def test_demo_runs_as_a_real_process(tmp_path: Path) -> None:
     with Ledger.open(str(tmp_path / "demo" / "ledger.db")) as ledger:
         assert ledger.verify().ok
         assert ledger.head() > 10
+
+
+def test_verify_against_a_recorded_head_detects_a_truncated_tail(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "e.jsonl"
+    src.write_text(lines(GOOD, ACT, ACT))
+    run(capsys, "--ledger", db, "append", str(src))
+    code, out, _ = run(capsys, "--ledger", db, "verify")
+    recorded = out.split("hash ")[1].strip()
+    code, out, _ = run(capsys, "--ledger", db, "verify", "--head", "3", "--hash", recorded)
+    assert code == 0
+    con = sqlite3.connect(db)
+    con.execute("DROP TRIGGER events_no_delete")
+    con.execute("DELETE FROM events WHERE position = 3")
+    con.commit()
+    con.close()
+    code, out, _ = run(capsys, "--ledger", db, "verify")
+    assert code == 0  # a shorter chain is still a valid chain...
+    code, out, _ = run(capsys, "--ledger", db, "verify", "--head", "3", "--hash", recorded)
+    assert code == 1  # ...but not the one recorded
+    assert "removed from the tail" in out
