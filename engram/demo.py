@@ -134,37 +134,22 @@ def _session(ledger: Ledger, start: datetime, out: IO[str]) -> None:
         )
     # Two agents read the memory neuron at the same version and both try to activate it.
     stream = "neuron:n_memory_001"
-    seen = max(e.version for e in ledger.read_stream(stream))
-    ledger.append(
-        NewEvent(
-            stream=stream,
-            kind="neuron.activated",
-            actor="planner",
-            payload=NeuronActivated(id="n_memory_001", strength=0.5, cause="recall plan"),
-        ),
-        expect=seen,
-    )
-    try:
+
+    def activate(actor: str, strength: float, cause: str, expect: int) -> None:
+        payload = NeuronActivated(id="n_memory_001", strength=strength, cause=cause)
         ledger.append(
-            NewEvent(
-                stream=stream,
-                kind="neuron.activated",
-                actor="critic",
-                payload=NeuronActivated(id="n_memory_001", strength=0.4, cause="recall critique"),
-            ),
-            expect=seen,
+            NewEvent(stream=stream, kind="neuron.activated", actor=actor, payload=payload),
+            expect=expect,
         )
+
+    seen = max(e.version for e in ledger.read_stream(stream))
+    activate("planner", 0.5, "recall plan", seen)
+    try:
+        activate("critic", 0.4, "recall critique", seen)
     except ConcurrencyError as exc:
         print(f"  critic met optimistic concurrency: {exc}; retrying on fresh state", file=out)
-        fresh = max(e.version for e in ledger.read_stream(stream))
-        ledger.append(
-            NewEvent(
-                stream=stream,
-                kind="neuron.activated",
-                actor="critic",
-                payload=NeuronActivated(id="n_memory_001", strength=0.4, cause="recall critique"),
-            ),
-            expect=fresh,
+        activate(
+            "critic", 0.4, "recall critique", max(e.version for e in ledger.read_stream(stream))
         )
 
 

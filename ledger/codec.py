@@ -133,24 +133,15 @@ def parse_at(text: str) -> datetime:
     return datetime.fromisoformat(text)
 
 
-def canonical(
-    position: int,
-    id: str,
-    stream: str,
-    version: int,
-    kind: str,
-    schema: int,
-    actor: str,
-    at: str,
-    causation_id: str | None,
-    correlation_id: str | None,
-    payload: bytes,
-) -> bytes:
-    """Return the bytes an event's hash covers."""
-    header = _encode_header(
-        [position, id, stream, version, kind, schema, actor, at, causation_id, correlation_id]
-    )
-    return header + b"\n" + payload
+def canonical(fields: tuple[Any, ...]) -> bytes:
+    """Return the bytes an event's hash covers.
+
+    ``fields`` is a storage row without its hash: position, id, stream, version, kind,
+    schema, actor, at (canonical text), payload, causation_id, correlation_id.
+    """
+    pos, id_, stream, version, kind, schema, actor, at, payload, caus, corr = fields
+    header = _encode_header([pos, id_, stream, version, kind, schema, actor, at, caus, corr])
+    return header + b"\n" + bytes(payload)
 
 
 def chain(previous: bytes, canonical_bytes: bytes) -> bytes:

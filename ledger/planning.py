@@ -317,38 +317,12 @@ class GroupPlan:
             version += 1
             versions[e.stream] = version
             head += 1
-            last = chain(
-                last,
-                canonical(
-                    head,
-                    e.id,
-                    e.stream,
-                    version,
-                    e.kind,
-                    e.schema,
-                    e.actor,
-                    e.at,
-                    e.causation_id,
-                    e.correlation_id,
-                    e.payload,
-                ),
-            )
-            rows.append(
-                (
-                    head,
-                    e.id,
-                    e.stream,
-                    version,
-                    e.kind,
-                    e.schema,
-                    e.actor,
-                    e.at,
-                    e.payload,
-                    e.causation_id,
-                    e.correlation_id,
-                    last,
-                )
-            )
+            fields = (
+                head, e.id, e.stream, version, e.kind, e.schema, e.actor, e.at, e.payload,
+                e.causation_id, e.correlation_id,
+            )  # fmt: skip
+            last = chain(last, canonical(fields))
+            rows.append((*fields, last))
             positions.append(head)
         # The request fits: only now does it change the group's state.
         self._head, self._hash = head, last

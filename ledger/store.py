@@ -361,20 +361,7 @@ class Ledger:
         return VerifyReport(True, head, head, previous.hex())
 
     def _canonical_row(self, row: Row) -> bytes:
-        pos, id_, stream, version, kind, schema, actor, at, payload, caus, corr, _ = row
-        return canonical(
-            pos,
-            id_,
-            stream,
-            version,
-            kind,
-            schema,
-            actor,
-            self.backend.at_text(at),
-            caus,
-            corr,
-            bytes(payload),
-        )
+        return canonical((*row[:7], self.backend.at_text(row[7]), bytes(row[8]), *row[9:11]))
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -216,7 +216,8 @@ def test_encode_payload_keeps_unicode_and_decode_gives_back_the_struct() -> None
 
 def test_canonical_bytes_are_the_envelope_header_then_the_payload() -> None:
     header = [1, "id", "s", 1, "k.k", 1, "a", "2024-01-01T00:00:00.000000+00:00", None, None]
-    assert canonical(*header, payload=b'{"x":1}') == msgspec.json.encode(header) + b'\n{"x":1}'
+    fields = (*header[:8], b'{"x":1}', *header[8:])
+    assert canonical(fields) == msgspec.json.encode(header) + b'\n{"x":1}'
 
 
 @pytest.mark.parametrize(
