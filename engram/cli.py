@@ -12,6 +12,7 @@ from typing import IO, Any
 import msgspec
 
 from engram.config import Settings, resolve_settings
+from engram.runtime import open_settings
 from ledger import (
     ANY,
     NO_STREAM,
@@ -21,7 +22,6 @@ from ledger import (
     Ledger,
     LedgerError,
     NewEvent,
-    default_registry,
 )
 
 
@@ -49,14 +49,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _open(args: argparse.Namespace) -> Ledger:
-    s = _settings(args)
-    return Ledger.open(
-        s.ledger,
-        default_registry(),
-        durability=s.durability,
-        busy_timeout=s.busy_timeout,
-        pg_schema=s.pg_schema,
-    )
+    return open_settings(_settings(args))
 
 
 def _expectation(text: str) -> Expectation:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.config import resolve_settings
+from engram.config import Settings, resolve_settings
 from ledger import KindRegistry, Ledger, default_registry
 
 
@@ -20,7 +20,11 @@ def open(
     ``ledger`` is a SQLite path or a PostgreSQL URL; when omitted it comes from
     ``ENGRAM_LEDGER``, a config file, or the default data directory (see engram.config).
     """
-    settings = resolve_settings(ledger, config=config, **options)
+    return open_settings(resolve_settings(ledger, config=config, **options), registry)
+
+
+def open_settings(settings: Settings, registry: KindRegistry | None = None) -> Ledger:
+    """Open the ledger that resolved ``settings`` describe, with engram's kinds by default."""
     return Ledger.open(
         settings.ledger,
         registry if registry is not None else default_registry(),

@@ -128,11 +128,6 @@ def format_at(at: datetime, *, index: int | None = None) -> str:
     return at.isoformat(timespec="microseconds")
 
 
-def parse_at(text: str) -> datetime:
-    """Parse stored event time text back into an aware datetime."""
-    return datetime.fromisoformat(text)
-
-
 def canonical(fields: tuple[Any, ...]) -> bytes:
     """Return the bytes an event's hash covers.
 
