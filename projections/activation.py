@@ -1,0 +1,212 @@
+"""Spreading activation over the neuron graph: a query that writes nothing (ADR 0011).
+
+From seed neurons and strengths a breadth-first wave runs hop by hop. Each hop carries::
+
+    strength * weight / 65535 * max(salience(target), floor) / 65535 * decay
+
+to each target over the source's outgoing connections; ``inhibits`` connections subtract.
+Each neuron is expanded at most once per wave; what reaches an already-expanded neuron
+(a reentrant loop) counts at ``reentry`` (half) strength and goes no further. Only targets
+whose gain in a hop reaches ``min_strength`` are expanded next; the wave stops at
+``max_depth``. Archived neurons neither receive nor pass on activation.
+
+The wave runs on a :class:`GraphSnapshot`: the live graph and neuron saliences loaded into
+compressed sparse rows (numpy), reloaded only when a projection's checkpoint moves.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from projections.errors import QueryError
+from projections.queries import check_as_of
+from projections.salience import DEFAULT_RATE, MAX
+
+#: Below this salience a target still receives activation as if it had this much (~10%),
+#: so a network of quiet neurons can wake up (ADR 0011).
+SALIENCE_FLOOR = 6554
+DEFAULT_DECAY = 0.9
+DEFAULT_DEPTH = 3
+DEFAULT_MIN_STRENGTH = 0.01
+REENTRY = 0.5
+
+
+@dataclass(frozen=True)
+class Activation:
+    """The result of one wave: activation per neuron and the hop that first reached it."""
+
+    levels: dict[str, float]
+    hops: dict[str, int]
+
+    def strongest(self, n: int = 10) -> list[tuple[str, float]]:
+        """Return the ``n`` most activated neurons, strongest first."""
+        return sorted(self.levels.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+
+
+class GraphSnapshot:
+    """The live neuron graph in compressed sparse rows, with neuron saliences."""
+
+    def __init__(self, conn: sqlite3.Connection, key: tuple[int, ...] = ()) -> None:
+        self.key = key
+        ids = [
+            r[0]
+            for r in conn.execute("SELECT id FROM neurons WHERE archived_at IS NULL ORDER BY id")
+        ]
+        self.ids = ids
+        self.index = {id_: i for i, id_ in enumerate(ids)}
+        n = len(ids)
+        sources: list[int] = []
+        targets: list[int] = []
+        weights: list[float] = []
+        index = self.index
+        for source, target, kind, weight in conn.execute(
+            "SELECT source, target, type, weight FROM connections"
+        ):
+            s, t = index.get(source), index.get(target)
+            if s is None or t is None:
+                continue
+            sources.append(s)
+            targets.append(t)
+            weights.append(-weight if kind == "inhibits" else weight)
+        src = np.asarray(sources, dtype=np.int64)
+        order = np.argsort(src, kind="stable")
+        self.targets = np.asarray(targets, dtype=np.int64)[order]
+        self.weights = np.asarray(weights, dtype=np.float64)[order] / MAX
+        self.indptr = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(src, minlength=n), out=self.indptr[1:])
+        self.stored = np.zeros(n, dtype=np.float64)
+        self.updated_us = np.zeros(n, dtype=np.int64)
+        for item_id, stored, updated in conn.execute(
+            "SELECT item_id, salience, updated_us FROM salience"
+            " WHERE item_kind = 'neuron' AND archived = 0"
+        ):
+            i = index.get(item_id)
+            if i is not None:
+                self.stored[i] = stored
+                self.updated_us[i] = updated
+
+    def salience(
+        self, nodes: npt.NDArray[np.int64], as_of_us: int, rate: float
+    ) -> npt.NDArray[np.float64]:
+        """Return the decayed salience of ``nodes`` as of a time (floats, before flooring)."""
+        hours = np.maximum(as_of_us - self.updated_us[nodes], 0) / 3_600_000_000
+        return np.floor(self.stored[nodes] * np.power(rate, hours))
+
+    def propagate(
+        self,
+        seeds: Mapping[str, float],
+        as_of: datetime,
+        *,
+        max_depth: int = DEFAULT_DEPTH,
+        decay: float = DEFAULT_DECAY,
+        min_strength: float = DEFAULT_MIN_STRENGTH,
+        salience_floor: int = SALIENCE_FLOOR,
+        reentry: float = REENTRY,
+        rate: float = DEFAULT_RATE,
+    ) -> Activation:
+        """Run one wave from ``seeds`` (neuron id -> strength) and return the activation map."""
+        at = check_as_of(as_of)
+        _check_params(max_depth, decay, min_strength, salience_floor, reentry)
+        start, strength = self._seeds(seeds)
+        n = len(self.ids)
+        level = np.zeros(n, dtype=np.float64)
+        hop_of = np.full(n, -1, dtype=np.int64)
+        expanded = np.zeros(n, dtype=bool)
+        np.add.at(level, start, strength)
+        hop_of[start] = 0
+        expanded[start] = True
+        frontier, carried = start, strength
+        for hop in range(1, max_depth + 1):
+            begin, end = self.indptr[frontier], self.indptr[frontier + 1]
+            counts = end - begin
+            total = int(counts.sum())
+            if total == 0:
+                break
+            # Edge offsets of every frontier node, laid end to end.
+            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+            edges = offsets + np.repeat(begin, counts)
+            target = self.targets[edges]
+            factor = np.maximum(self.salience(target, at, rate), salience_floor) / MAX
+            gain = np.repeat(carried, counts) * self.weights[edges] * factor * decay
+            gain[expanded[target]] *= reentry
+            touched, inverse = np.unique(target, return_inverse=True)
+            received = np.bincount(inverse, weights=gain, minlength=len(touched))
+            level[touched] += received
+            fresh = hop_of[touched] < 0
+            hop_of[touched[fresh]] = hop
+            grow = (received >= min_strength) & ~expanded[touched]
+            frontier, carried = touched[grow], received[grow]
+            expanded[frontier] = True
+            if len(frontier) == 0:
+                break
+        reached = np.flatnonzero(hop_of >= 0)
+        ids = self.ids
+        return Activation(
+            {ids[i]: float(level[i]) for i in reached.tolist()},
+            {ids[i]: int(hop_of[i]) for i in reached.tolist()},
+        )
+
+    def _seeds(
+        self, seeds: Mapping[str, float]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        if not isinstance(seeds, Mapping) or not seeds:
+            raise QueryError("seeds must be a non-empty mapping of neuron id -> strength")
+        nodes, strengths = [], []
+        for neuron, value in seeds.items():
+            i = self.index.get(neuron)
+            if i is None:
+                raise QueryError(f"seed neuron {neuron!r} does not exist (or is archived)")
+            if (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not 0 < value <= 1e6
+            ):
+                raise QueryError(f"seed strength for {neuron!r} must be in (0, 1e6], got {value!r}")
+            nodes.append(i)
+            strengths.append(float(value))
+        return np.asarray(nodes, dtype=np.int64), np.asarray(strengths, dtype=np.float64)
+
+
+def _check_params(
+    max_depth: int, decay: float, min_strength: float, floor: int, reentry: float
+) -> None:
+    if not isinstance(max_depth, int) or isinstance(max_depth, bool) or not 0 <= max_depth <= 64:
+        raise QueryError(f"max_depth must be an int in 0..64, got {max_depth!r}")
+    if not isinstance(decay, int | float) or not 0.0 < decay <= 1.0:
+        raise QueryError(f"decay must be in (0, 1], got {decay!r}")
+    if not isinstance(min_strength, int | float) or not min_strength > 0:
+        raise QueryError(f"min_strength must be > 0, got {min_strength!r}")
+    if not isinstance(floor, int) or isinstance(floor, bool) or not 0 <= floor <= MAX:
+        raise QueryError(f"salience_floor must be an int in 0..65535, got {floor!r}")
+    if not isinstance(reentry, int | float) or not 0.0 <= reentry <= 1.0:
+        raise QueryError(f"reentry must be in [0, 1], got {reentry!r}")
+
+
+class SnapshotCache:
+    """Hands out a :class:`GraphSnapshot`, reloading it only when the graph has moved."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._snapshot: GraphSnapshot | None = None
+
+    def get(self, conn: sqlite3.Connection) -> GraphSnapshot:
+        """Return a snapshot matching the live generations' checkpoints seen by ``conn``."""
+        key = tuple(
+            v
+            for row in conn.execute(
+                "SELECT generation, checkpoint FROM engram_generations WHERE state = 'live'"
+                " AND name IN ('neuron_graph', 'salience') ORDER BY name"
+            )
+            for v in row
+        )
+        with self._lock:
+            if self._snapshot is None or self._snapshot.key != key:
+                self._snapshot = GraphSnapshot(conn, key)
+            return self._snapshot

@@ -1,0 +1,71 @@
+"""Errors raised by the projection engine and the projections.
+
+Every error derives from :class:`ProjectionError`.
+
+    ProjectionError
+    ├── ProjectionConfigError       a bad projection definition, option or store location
+    ├── UnknownProjectionError      a name no registered projection has
+    ├── ProjectionStoreError        the projection store is unusable (other ledger, corrupt)
+    ├── HandlerError                a projection's handler raised; names projection/position/kind
+    │   └── CatchUpError            one or more projections stopped during a catch-up
+    ├── WaitTimeoutError            wait_for() ran out of time
+    └── QueryError                  a projection query got bad arguments (names the argument)
+"""
+
+from __future__ import annotations
+
+
+class ProjectionError(Exception):
+    """Root of every error the projection layer raises."""
+
+
+class ProjectionConfigError(ProjectionError):
+    """A projection definition, option or store location is invalid."""
+
+
+class UnknownProjectionError(ProjectionError):
+    """No registered projection has this name."""
+
+
+class ProjectionStoreError(ProjectionError):
+    """The projection store cannot be used as it is (belongs to another ledger, damaged)."""
+
+
+class HandlerError(ProjectionError):
+    """A projection's handler raised while applying an event.
+
+    The projection stopped just before ``position``: everything before it is applied and
+    committed, nothing of the failing event remains.
+    """
+
+    def __init__(self, projection: str, position: int, kind: str, cause: str) -> None:
+        super().__init__(
+            f"projection {projection!r} failed at position {position} ({kind}): {cause}"
+        )
+        self.projection = projection
+        self.position = position
+        self.kind = kind
+        self.cause = cause
+
+
+class CatchUpError(HandlerError):
+    """One or more projections stopped during a catch-up; the others went on.
+
+    Behaves as the first failure; ``failures`` lists them all.
+    """
+
+    def __init__(self, failures: list[HandlerError]) -> None:
+        first = failures[0]
+        super().__init__(first.projection, first.position, first.kind, first.cause)
+        self.failures = failures
+        if len(failures) > 1:
+            others = ", ".join(f"{f.projection!r} at {f.position}" for f in failures[1:])
+            self.args = (f"{self.args[0]} (also failed: {others})",)
+
+
+class WaitTimeoutError(ProjectionError):
+    """The projections did not reach the wanted position in time."""
+
+
+class QueryError(ProjectionError):
+    """A query got an argument it cannot use; the message names it."""

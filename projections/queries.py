@@ -1,0 +1,268 @@
+"""Read-side queries over the live salience index and neuron graph.
+
+Every function takes a connection from :meth:`ProjectionEngine.read` (a consistent
+snapshot) and evaluates salience ``as_of`` a timezone-aware time; nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any, NamedTuple
+
+from projections.errors import QueryError
+from projections.salience import DEFAULT_RATE, MAX, decayed, micros
+
+ITEM_KINDS = ("neuron", "memory")
+
+
+class Item(NamedTuple):
+    """A rememberable item and its salience evaluated at a time."""
+
+    kind: str
+    id: str
+    salience: int
+    stored: int
+    updated_us: int
+    importance: int | None
+    last_recalled_us: int | None
+    recall_count: int
+    position: int
+
+
+class Vitality(NamedTuple):
+    """How alive the remembered items are at a time."""
+
+    items: int
+    alive: int
+    mean_salience: float
+    by_kind: dict[str, int]
+
+
+_COLUMNS = (
+    "item_kind, item_id, salience, updated_us, importance, last_recalled_us, recall_count, position"
+)
+
+
+def check_as_of(as_of: Any, argument: str = "as_of") -> int:
+    """Return ``as_of`` as epoch microseconds, refusing naive or non-datetime values."""
+    if not isinstance(as_of, datetime) or as_of.tzinfo is None or as_of.utcoffset() is None:
+        raise QueryError(f"{argument} must be a timezone-aware datetime, got {as_of!r}")
+    return micros(as_of)
+
+
+def _kinds(kinds: Sequence[str] | None) -> list[str]:
+    if kinds is None:
+        return list(ITEM_KINDS)
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    unknown = [k for k in kinds if k not in ITEM_KINDS]
+    if unknown:
+        raise QueryError(f"kinds: unknown item kind(s) {unknown} (known: {list(ITEM_KINDS)})")
+    return list(dict.fromkeys(kinds))
+
+
+def _item(row: Sequence[Any], as_of_us: int, rate: float) -> Item:
+    kind, id_, stored, updated, importance, recalled, count, position = row
+    return Item(
+        kind,
+        id_,
+        decayed(stored, updated, as_of_us, rate),
+        stored,
+        updated,
+        importance,
+        recalled,
+        count,
+        position,
+    )
+
+
+def salience_of(
+    conn: sqlite3.Connection,
+    kind: str,
+    item_id: str,
+    as_of: datetime,
+    *,
+    rate: float = DEFAULT_RATE,
+) -> Item | None:
+    """Return one item with its salience as of a time (None if unknown or archived)."""
+    at = check_as_of(as_of)
+    _kinds([kind])
+    row = conn.execute(
+        f"SELECT {_COLUMNS} FROM salience WHERE item_kind = ? AND item_id = ? AND archived = 0",
+        (kind, item_id),
+    ).fetchone()
+    return None if row is None else _item(row, at, rate)
+
+
+def top(
+    conn: sqlite3.Connection,
+    as_of: datetime,
+    k: int = 10,
+    kinds: Sequence[str] | None = None,
+    *,
+    rate: float = DEFAULT_RATE,
+) -> list[Item]:
+    """Return the ``k`` most salient live items of the given kinds as of a time.
+
+    Ties are broken by kind and id, so the answer is deterministic.
+    """
+    at = check_as_of(as_of)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise QueryError(f"k must be a positive int, got {k!r}")
+    candidates: list[Item] = []
+    for kind in _kinds(kinds):
+        # Items updated after as_of do not decay back in time; take them all (rare).
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
+            " AND updated_us > ?",
+            (kind, at),
+        ).fetchall()
+        head = conn.execute(
+            f"SELECT {_COLUMNS}, rank FROM salience WHERE item_kind = ? AND archived = 0"
+            " AND updated_us <= ? ORDER BY rank DESC LIMIT ?",
+            (kind, at, k),
+        ).fetchall()
+        if head:
+            # Everything whose floor could tie with the k-th item is fetched too.
+            kth = _item(head[-1][:-1], at, rate).salience
+            floor_rank = _threshold_rank(kth, at, rate)
+            rows += conn.execute(
+                f"SELECT {_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
+                " AND updated_us <= ? AND rank >= ?",
+                (kind, at, floor_rank),
+            ).fetchall()
+        candidates += (_item(r, at, rate) for r in rows)
+    candidates.sort(key=lambda i: (-i.salience, i.kind, i.id))
+    return candidates[:k]
+
+
+def above(
+    conn: sqlite3.Connection,
+    threshold: int,
+    as_of: datetime,
+    kinds: Sequence[str] | None = None,
+    *,
+    rate: float = DEFAULT_RATE,
+) -> list[Item]:
+    """Return live items whose salience as of a time is above ``threshold``, most first."""
+    at = check_as_of(as_of)
+    if not isinstance(threshold, int) or isinstance(threshold, bool) or not 0 <= threshold <= MAX:
+        raise QueryError(f"threshold must be an int in 0..65535, got {threshold!r}")
+    found: list[Item] = []
+    bound = _threshold_rank(threshold + 1, at, rate) if threshold < MAX else math.inf
+    for kind in _kinds(kinds):
+        rows = conn.execute(
+            f"SELECT {_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
+            " AND (updated_us > ? OR rank >= ?)",
+            (kind, at, bound),
+        ).fetchall()
+        found += (i for r in rows if (i := _item(r, at, rate)).salience > threshold)
+    found.sort(key=lambda i: (-i.salience, i.kind, i.id))
+    return found
+
+
+def vitality(
+    conn: sqlite3.Connection,
+    as_of: datetime,
+    *,
+    alive_at: int = 655,
+    rate: float = DEFAULT_RATE,
+) -> Vitality:
+    """Count live items, those at or above ``alive_at`` (1% by default), and mean salience."""
+    at = check_as_of(as_of)
+    total = alive = 0
+    acc = 0
+    by_kind: dict[str, int] = {}
+    for stored, updated, kind in conn.execute(
+        "SELECT salience, updated_us, item_kind FROM salience WHERE archived = 0"
+    ):
+        value = decayed(stored, updated, at, rate)
+        total += 1
+        acc += value
+        if value >= alive_at:
+            alive += 1
+            by_kind[kind] = by_kind.get(kind, 0) + 1
+    return Vitality(total, alive, acc / total if total else 0.0, by_kind)
+
+
+def _threshold_rank(value: int, as_of_us: int, rate: float) -> float:
+    """The rank at or above which an item's decayed value may reach ``value`` at as_of."""
+    if value <= 0:
+        return -math.inf
+    # stored * rate**((T-u)/H) >= value  <=>  rank >= ln(value) - (T/H) * ln(rate)
+    return math.log(value) - (as_of_us / 3_600_000_000) * math.log(rate) - 1e-9
+
+
+EXPORT_FORMAT = "1.0"
+
+
+def export_graph(
+    conn: sqlite3.Connection, as_of: datetime, *, rate: float = DEFAULT_RATE
+) -> dict[str, Any]:
+    """Return the live graph in the agents' readable JSON shape, salience as of a time.
+
+    ``{"neurons": [{id, concept, type, salience, last_salience_update, connections:
+    [{target, weight, type}]}], "metadata": {version, last_modified, active_agents,
+    ledger_position, as_of}}``; archived neurons and their connections are left out.
+    """
+    at = check_as_of(as_of)
+    saliences = {
+        item_id: (stored, updated)
+        for item_id, stored, updated in conn.execute(
+            "SELECT item_id, salience, updated_us FROM salience"
+            " WHERE item_kind = 'neuron' AND archived = 0"
+        )
+    }
+    links: dict[str, list[dict[str, Any]]] = {}
+    for source, target, kind, weight in conn.execute(
+        "SELECT c.source, c.target, c.type, c.weight FROM connections c"
+        " JOIN neurons n ON n.id = c.target AND n.archived_at IS NULL"
+        " ORDER BY c.source, c.target, c.type"
+    ):
+        links.setdefault(source, []).append({"target": target, "weight": weight, "type": kind})
+    neurons = []
+    for id_, concept, kind in conn.execute(
+        "SELECT id, concept, type FROM neurons WHERE archived_at IS NULL ORDER BY id"
+    ):
+        stored, updated = saliences.get(id_, (0, 0))
+        neurons.append(
+            {
+                "id": id_,
+                "concept": concept,
+                "type": kind,
+                "salience": decayed(stored, updated, at, rate),
+                "last_salience_update": _iso(updated) if updated else None,
+                "connections": links.get(id_, []),
+            }
+        )
+    last, agents = conn.execute(
+        "SELECT max(last_at), json_group_array(actor) FROM"
+        " (SELECT actor, last_at FROM graph_actors ORDER BY actor)"
+    ).fetchone()
+    position = conn.execute(
+        "SELECT checkpoint FROM engram_generations WHERE state = 'live' AND name = 'neuron_graph'"
+    ).fetchone()
+    return {
+        "neurons": neurons,
+        "metadata": {
+            "version": EXPORT_FORMAT,
+            "last_modified": last,
+            "active_agents": [] if agents is None else _json_list(agents),
+            "ledger_position": None if position is None else position[0],
+            "as_of": as_of.isoformat(),
+        },
+    }
+
+
+def _iso(us: int) -> str:
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).isoformat(
+        timespec="microseconds"
+    )
+
+
+def _json_list(text: str) -> list[str]:
+    return [str(v) for v in json.loads(text)]

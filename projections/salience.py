@@ -1,0 +1,235 @@
+"""The salience index: one salience model for every item that can be remembered.
+
+Each item (a neuron now; memories here too; scars and reflections later) has a stored uint16
+salience, the time it was last updated, an importance, a last-recalled time and a recall
+count. Salience decays lazily (ADR 0011)::
+
+    salience(as_of) = floor(stored * rate ** hours(as_of - updated))      rate = 0.99
+
+evaluated when read and never written back by a read. Stored values change only when an
+event arrives, computed from the event's time: the decayed value at that time, then
+
+- ``neuron.created``: an item at ``INITIAL`` (half scale);
+- ``neuron.activated``: reinforcement closes ``ACTIVATION_GAIN * min(strength, 1)`` of the gap
+  to 65535, so salience never leaves uint16 and saturates instead of wrapping;
+- ``memory.observed``: an item at ``importance / 10`` of full scale (``INITIAL`` without one);
+- ``memory.recalled``: each served memory gets a recall (count, time) and a reinforcement of
+  ``RECALL_GAIN``;
+- ``neuron.archived``: the item is marked archived and leaves every query.
+
+Events about unknown items are ignored (the graph records them as anomalies). An event whose
+time is before the item's last update counts as happening at that update (no negative decay).
+
+Each row also keeps ``rank = ln(stored) - hours(updated) * ln(rate)``: since
+``stored * rate ** (T - u)`` orders like ``rank`` for any fixed ``T``, one index answers
+"top-K as of T" for every T.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ledger import Event
+from projections.base import Projection, Tables
+
+MAX = 65535
+INITIAL = 32768
+ACTIVATION_GAIN = 0.25
+RECALL_GAIN = 0.125
+DEFAULT_RATE = 0.99
+_US_PER_HOUR = 3_600_000_000
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NO_RANK = -1e300  # rank of a zero salience: below every positive one
+
+# Columns of the in-memory rows used while a batch is applied.
+_POS, _SAL, _UPD, _IMP, _RECALLED, _COUNT, _ARCH = range(7)
+
+
+def micros(at: datetime) -> int:
+    """Return a timezone-aware datetime as integer microseconds since the Unix epoch."""
+    delta = at - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def decayed(stored: int, updated_us: int, as_of_us: int, rate: float = DEFAULT_RATE) -> int:
+    """Return the salience of an item stored at ``updated_us``, evaluated at ``as_of_us``."""
+    if as_of_us <= updated_us or stored == 0:
+        return stored
+    return math.floor(stored * rate ** ((as_of_us - updated_us) / _US_PER_HOUR))
+
+
+def reinforced(current: int, strength: float, gain: float) -> int:
+    """Return ``current`` moved toward 65535 by ``gain * min(strength, 1)`` of the gap."""
+    step = math.floor((MAX - current) * min(max(strength, 0.0), 1.0) * gain)
+    return min(MAX, current + step)
+
+
+def rank(stored: int, updated_us: int, rate: float = DEFAULT_RATE) -> float:
+    """Return the as-of-independent ordering key of an item (see the module docstring)."""
+    if stored <= 0:
+        return _NO_RANK
+    return math.log(stored) - (updated_us / _US_PER_HOUR) * math.log(rate)
+
+
+class SalienceIndex(Projection):
+    """Stored salience, importance and recall history of every rememberable item."""
+
+    name = "salience"
+    version = 1
+    kinds = (
+        "neuron.created",
+        "neuron.activated",
+        "neuron.archived",
+        "memory.observed",
+        "memory.recalled",
+    )
+    tables = ("salience",)
+
+    def __init__(self, rate: float = DEFAULT_RATE) -> None:
+        if not isinstance(rate, float | int) or not 0.0 < rate <= 1.0:
+            from projections.errors import ProjectionConfigError
+
+            raise ProjectionConfigError(f"decay rate must be in (0, 1], got {rate!r}")
+        self.rate = float(rate)
+
+    def config(self) -> str:
+        """The decay rate shapes stored values and ranks, so it is part of the identity."""
+        return f"rate={self.rate!r}"
+
+    def create(self, db: Tables) -> None:
+        """Create the salience table and its indexes."""
+        table = db["salience"]
+        db.conn.execute(
+            f"""CREATE TABLE {table} (
+                item_kind     TEXT NOT NULL,
+                item_id       TEXT NOT NULL,
+                position      INTEGER NOT NULL,
+                salience      INTEGER NOT NULL CHECK (salience BETWEEN 0 AND 65535),
+                updated_us    INTEGER NOT NULL,
+                rank          REAL NOT NULL,
+                importance    INTEGER,
+                last_recalled_us INTEGER,
+                recall_count  INTEGER NOT NULL DEFAULT 0,
+                archived      INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (item_kind, item_id)
+            ) WITHOUT ROWID"""
+        )
+        name = table.strip('"')
+        db.conn.execute(f'CREATE INDEX "{name}_rank" ON {table} (item_kind, archived, rank)')
+        db.conn.execute(f'CREATE INDEX "{name}_position" ON {table} (position)')
+
+    def apply(self, db: Tables, events: Sequence[Event]) -> None:
+        """Apply a batch: load the items it touches, update them in memory, write back."""
+        table = db["salience"]
+        conn = db.conn
+        rows: dict[tuple[str, str], list[Any] | None] = {}
+        by_position: dict[int, tuple[str, str]] = {}
+        neuron_ids = {e.payload.id for e in events if e.kind.startswith("neuron.")}
+        recalled = {
+            item.position for e in events if e.kind == "memory.recalled" for item in e.payload.items
+        }
+        self._load(conn, table, "neuron", sorted(neuron_ids), "item_id", rows, by_position)
+        self._load(conn, table, "memory", sorted(recalled), "position", rows, by_position)
+        new: set[tuple[str, str]] = set()
+        dirty: set[tuple[str, str]] = set()
+        rate = self.rate
+        for e in events:
+            kind, p = e.kind, e.payload
+            at = micros(e.at)
+            if kind == "neuron.activated":
+                key = ("neuron", p.id)
+                row = rows.get(key)
+                if row is None or row[_ARCH]:
+                    continue
+                at = max(at, row[_UPD])
+                row[_SAL] = reinforced(
+                    decayed(row[_SAL], row[_UPD], at, rate), p.strength, ACTIVATION_GAIN
+                )
+                row[_UPD] = at
+                dirty.add(key)
+            elif kind == "memory.recalled":
+                at = max(at, 0)
+                for item in p.items:
+                    mkey = by_position.get(item.position)
+                    row = None if mkey is None else rows.get(mkey)
+                    if row is None or row[_ARCH] or mkey is None:
+                        continue
+                    when = max(at, row[_UPD])
+                    row[_SAL] = reinforced(
+                        decayed(row[_SAL], row[_UPD], when, rate), 1.0, RECALL_GAIN
+                    )
+                    row[_UPD] = when
+                    row[_RECALLED] = when
+                    row[_COUNT] += 1
+                    dirty.add(mkey)
+            elif kind == "neuron.created":
+                key = ("neuron", p.id)
+                if rows.get(key) is None:
+                    rows[key] = [e.position, INITIAL, at, None, None, 0, 0]
+                    new.add(key)
+            elif kind == "memory.observed":
+                key = ("memory", e.id)
+                importance = p.importance
+                start = INITIAL if importance is None else MAX * importance // 10
+                rows[key] = [e.position, start, at, importance, None, 0, 0]
+                by_position[e.position] = key
+                new.add(key)
+            else:  # neuron.archived
+                key = ("neuron", p.id)
+                row = rows.get(key)
+                if row is not None and not row[_ARCH]:
+                    row[_ARCH] = 1
+                    dirty.add(key)
+        conn.executemany(
+            f"INSERT INTO {table} (position, salience, updated_us, importance, last_recalled_us,"
+            " recall_count, archived, rank, item_kind, item_id)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (*row, rank(row[_SAL], row[_UPD], rate), *key)
+                for key in sorted(new)
+                if (row := rows[key]) is not None
+            ],
+        )
+        conn.executemany(
+            f"UPDATE {table} SET salience = ?, updated_us = ?, last_recalled_us = ?,"
+            " recall_count = ?, archived = ?, rank = ? WHERE item_kind = ? AND item_id = ?",
+            [
+                (
+                    row[_SAL],
+                    row[_UPD],
+                    row[_RECALLED],
+                    row[_COUNT],
+                    row[_ARCH],
+                    rank(row[_SAL], row[_UPD], rate),
+                    *key,
+                )
+                for key in sorted(dirty - new)
+                if (row := rows[key]) is not None
+            ],
+        )
+
+    @staticmethod
+    def _load(
+        conn: Any,
+        table: str,
+        item_kind: str,
+        wanted: list[Any],
+        column: str,
+        rows: dict[tuple[str, str], list[Any] | None],
+        by_position: dict[int, tuple[str, str]],
+    ) -> None:
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for found in conn.execute(
+                f"SELECT item_id, position, salience, updated_us, importance, last_recalled_us,"
+                f" recall_count, archived FROM {table}"
+                f" WHERE item_kind = ? AND {column} IN ({marks})",
+                [item_kind, *chunk],
+            ):
+                key = (item_kind, found[0])
+                rows[key] = list(found[1:])
+                by_position[found[1]] = key

@@ -1,0 +1,247 @@
+"""The local projection store: one SQLite file, its catalog of generations, and views.
+
+Every projection's state lives in generation-prefixed tables (``_g7__neurons``). The catalog
+row of a generation holds its identity (code version and config), its state (``live`` or
+``building``) and its checkpoint, so state and checkpoint commit in one transaction. Readers
+query stable views (``neurons``) that point at the live generation; a swap re-points the
+views and drops the old tables in one transaction (ADR 0010).
+
+Projections are caches of the ledger, so the file runs with ``synchronous=NORMAL``: a power
+loss may lose the last batches, but never splits a batch from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from projections.base import Projection, Tables
+from projections.errors import ProjectionConfigError, ProjectionStoreError
+
+STORE_FILE = "projections.db"
+
+_CATALOG = """
+CREATE TABLE IF NOT EXISTS engram_generations (
+    generation      INTEGER PRIMARY KEY AUTOINCREMENT,
+    name            TEXT NOT NULL,
+    identity        TEXT NOT NULL,
+    state           TEXT NOT NULL CHECK (state IN ('live', 'building')),
+    checkpoint      INTEGER NOT NULL DEFAULT 0,
+    failed_position INTEGER,
+    failed_kind     TEXT,
+    error           TEXT
+);
+CREATE UNIQUE INDEX IF NOT EXISTS engram_generations_live
+    ON engram_generations (name) WHERE state = 'live';
+CREATE TABLE IF NOT EXISTS engram_store (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class Generation(NamedTuple):
+    """One catalog row: a generation of a projection's tables."""
+
+    generation: int
+    name: str
+    identity: str
+    state: str
+    checkpoint: int
+    failed_position: int | None
+    failed_kind: str | None
+    error: str | None
+
+
+def physical(generation: int, table: str) -> str:
+    """Return the quoted physical name of a projection table in a generation."""
+    return f'"_g{generation}__{table}"'
+
+
+class ProjectionStore:
+    """The projection store directory: ``projections.db`` plus per-projection index files."""
+
+    def __init__(self, directory: str | Path, *, busy_timeout: float = 30.0) -> None:
+        if not isinstance(directory, str | Path) or not str(directory):
+            raise ProjectionConfigError(f"store must be a directory path, got {directory!r}")
+        self.directory = Path(directory)
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ProjectionConfigError(f"store {self.directory} exists and is not a directory")
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ProjectionConfigError(f"cannot create store {self.directory}: {exc}") from exc
+        self.path = self.directory / STORE_FILE
+        self.busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._conn = self._connect()
+        self._readers = threading.local()
+        with self.transaction() as conn:
+            for statement in _CATALOG.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+
+    def _connect(self, *, readonly: bool = False) -> sqlite3.Connection:
+        try:
+            if readonly:
+                conn = sqlite3.connect(
+                    f"file:{self.path}?mode=ro",
+                    uri=True,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=self.busy_timeout,
+                )
+            else:
+                conn = sqlite3.connect(
+                    self.path,
+                    isolation_level=None,
+                    check_same_thread=False,
+                    timeout=self.busy_timeout,
+                )
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+        except sqlite3.DatabaseError as exc:
+            raise ProjectionStoreError(f"cannot open projection store {self.path}: {exc}") from exc
+        return conn
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """Hold the store's write lock (BEGIN IMMEDIATE) for a block; commit or roll back."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise ProjectionStoreError(
+                    f"projection store {self.path} is busy or unusable: {exc}"
+                ) from exc
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """Yield a read-only connection inside one read transaction (a consistent view)."""
+        conn = getattr(self._readers, "conn", None)
+        if conn is None:
+            conn = self._readers.conn = self._connect(readonly=True)
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")
+
+    # -- catalog ---------------------------------------------------------------------------
+
+    @staticmethod
+    def generations(conn: sqlite3.Connection) -> list[Generation]:
+        """Return every catalog row, oldest generation first."""
+        rows = conn.execute(
+            "SELECT generation, name, identity, state, checkpoint, failed_position,"
+            " failed_kind, error FROM engram_generations ORDER BY generation"
+        ).fetchall()
+        return [Generation(*row) for row in rows]
+
+    @staticmethod
+    def tables(conn: sqlite3.Connection, projection: Projection, generation: int) -> Tables:
+        """Return the handler's view of a generation's tables."""
+        return Tables(conn, {t: physical(generation, t) for t in projection.tables})
+
+    def create_generation(
+        self, conn: sqlite3.Connection, projection: Projection, state: str
+    ) -> Generation:
+        """Create an empty generation of ``projection`` (its tables and its catalog row)."""
+        cursor = conn.execute(
+            "INSERT INTO engram_generations (name, identity, state) VALUES (?, ?, ?)",
+            (projection.name, projection.identity(), state),
+        )
+        generation = cursor.lastrowid
+        assert generation is not None
+        projection.create(self.tables(conn, projection, generation))
+        if state == "live":
+            self._point_views(conn, projection, generation)
+        return Generation(generation, projection.name, projection.identity(), state, 0, *[None] * 3)
+
+    @staticmethod
+    def set_checkpoint(conn: sqlite3.Connection, generation: int, checkpoint: int) -> None:
+        """Record that a generation has applied everything up to ``checkpoint``."""
+        conn.execute(
+            "UPDATE engram_generations SET checkpoint = ?, failed_position = NULL,"
+            " failed_kind = NULL, error = NULL WHERE generation = ?",
+            (checkpoint, generation),
+        )
+
+    @staticmethod
+    def set_failure(
+        conn: sqlite3.Connection,
+        generation: int,
+        checkpoint: int,
+        position: int,
+        kind: str,
+        error: str,
+    ) -> None:
+        """Record that a generation stopped at a failing event."""
+        conn.execute(
+            "UPDATE engram_generations SET checkpoint = ?, failed_position = ?,"
+            " failed_kind = ?, error = ? WHERE generation = ?",
+            (checkpoint, position, kind, error, generation),
+        )
+
+    def promote(self, conn: sqlite3.Connection, projection: Projection, generation: int) -> None:
+        """Make a built generation live: re-point the views, drop every other generation."""
+        for old in self.generations(conn):
+            if old.name == projection.name and old.generation != generation:
+                self.drop_generation(conn, projection, old.generation)
+        conn.execute(
+            "UPDATE engram_generations SET state = 'live' WHERE generation = ?", (generation,)
+        )
+        self._point_views(conn, projection, generation)
+
+    def drop_generation(
+        self, conn: sqlite3.Connection, projection: Projection, generation: int
+    ) -> None:
+        """Drop a generation's tables and catalog row."""
+        for table in self._generation_tables(conn, generation):
+            conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+        conn.execute("DELETE FROM engram_generations WHERE generation = ?", (generation,))
+
+    @staticmethod
+    def _generation_tables(conn: sqlite3.Connection, generation: int) -> list[str]:
+        prefix = f"_g{generation}__"
+        return [
+            name
+            for (name,) in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ?) = ?",
+                (len(prefix), prefix),
+            )
+        ]
+
+    @staticmethod
+    def _point_views(conn: sqlite3.Connection, projection: Projection, generation: int) -> None:
+        for table in projection.tables:
+            conn.execute(f'DROP VIEW IF EXISTS "{table}"')
+            conn.execute(f'CREATE VIEW "{table}" AS SELECT * FROM {physical(generation, table)}')
+
+    @staticmethod
+    def get(conn: sqlite3.Connection, key: str) -> str | None:
+        """Return a store-level setting (such as the ledger this store was built from)."""
+        row = conn.execute("SELECT value FROM engram_store WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    @staticmethod
+    def put(conn: sqlite3.Connection, key: str, value: str) -> None:
+        """Set a store-level setting."""
+        conn.execute("INSERT OR REPLACE INTO engram_store (key, value) VALUES (?, ?)", (key, value))
+
+    def close(self) -> None:
+        """Close the store's connections (this thread's reader and the writer)."""
+        reader = getattr(self._readers, "conn", None)
+        if reader is not None:
+            reader.close()
+            self._readers.conn = None
+        with self._lock:
+            self._conn.close()
