@@ -5,6 +5,6 @@ This package is the composition root (ADR 0002): it wires the layers together an
 """
 
 from engram.config import Settings, resolve_settings
-from engram.runtime import open
+from engram.runtime import Memory, open, open_memory
 
-__all__ = ["Settings", "open", "resolve_settings"]
+__all__ = ["Memory", "Settings", "open", "open_memory", "resolve_settings"]

@@ -11,6 +11,8 @@ from typing import IO, Any
 
 import msgspec
 
+from agents.errors import AgentError
+from engram import cli_memory
 from engram.config import Settings, resolve_settings
 from engram.runtime import open_settings
 from ledger import (
@@ -23,6 +25,7 @@ from ledger import (
     LedgerError,
     NewEvent,
 )
+from projections.errors import ProjectionError
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -88,8 +91,18 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[NewEvent], list[int]]:
 
 def cmd_init(args: argparse.Namespace, out: IO[str]) -> int:
     s = _settings(args)
-    with _open(args) as ledger:
+    with cli_memory.opened(s, catch_up=False) as memory:
+        ledger = memory.ledger
         print(f"ledger ready at {s.ledger} ({ledger.backend.name}, from {s.source})", file=out)
+        print(f"projections at {s.projection_store}", file=out)
+        positions = memory.network.bootstrap()
+        if positions:
+            print(
+                f"bootstrapped the core network: positions {positions[0]}..{positions[-1]}",
+                file=out,
+            )
+        else:
+            print("core network already present: nothing appended", file=out)
         print(f"head: {ledger.head()}", file=out)
     return 0
 
@@ -204,7 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--durability", choices=["full", "fast"], help="default full")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    sub.add_parser("init", help="create the ledger if needed and say where it is")
+    sub.add_parser("init", help="create the ledger if needed and bootstrap the core network")
 
     p = sub.add_parser("append", help="append JSON lines as one atomic batch")
     p.add_argument("file", nargs="?", default="-", help="JSON lines file, or - for stdin")
@@ -236,7 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="run a multi-agent session on a fresh SQLite ledger")
     p.add_argument("--dir", help="directory for the demo ledger (default: a new temp dir)")
+    _MEMORY_COMMANDS.update(cli_memory.add_commands(sub))
     return parser
+
+
+_MEMORY_COMMANDS: dict[str, cli_memory.Command] = {}
 
 
 _COMMANDS = {
@@ -253,10 +270,13 @@ _COMMANDS = {
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
     """Run the ``engram`` command; return its exit code."""
     args = build_parser().parse_args(argv)
+    name = " ".join(filter(None, [args.command, getattr(args, "graph_command", None)]))
     try:
+        if name in _MEMORY_COMMANDS:
+            return _MEMORY_COMMANDS[name](_settings(args), args, out or sys.stdout)
         return _COMMANDS[args.command](args, out or sys.stdout)
-    except (CliError, LedgerError, OSError) as exc:
-        print(f"engram {args.command}: error: {exc}", file=sys.stderr)
+    except (CliError, LedgerError, ProjectionError, AgentError, OSError) as exc:
+        print(f"engram {name}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -6,18 +6,24 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     ledger = "postgresql://127.0.0.1:5432/engram"   # or a SQLite file path
     pg_schema = "engram"
     durability = "full"                              # or "fast"
+    projections = "/var/lib/engram/projections"      # the local projection store
+    decay_rate = 0.99                                # salience kept per hour
 
 With none of them, the ledger is ``$XDG_DATA_HOME/engram/ledger.db``
-(``~/.local/share/engram/ledger.db``).
+(``~/.local/share/engram/ledger.db``). The projection store defaults to a directory beside
+a SQLite ledger (``ledger.db.projections``), or, for a PostgreSQL ledger, to one per
+database and schema under ``$XDG_DATA_HOME/engram/projections``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from ledger import ConfigError
 
@@ -27,6 +33,8 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "durability": str,
     "busy_timeout": (int, float),
     "max_payload_bytes": int,
+    "projections": str,
+    "decay_rate": (int, float),
 }
 
 
@@ -39,13 +47,36 @@ class Settings:
     durability: str = "full"
     busy_timeout: float = 30.0
     max_payload_bytes: int = 1 << 20
+    projections: str = ""
+    decay_rate: float = 0.99
     source: str = "default"
+
+    @property
+    def projection_store(self) -> str:
+        """Return the projection store directory: the setting, or beside the ledger."""
+        if self.projections:
+            return self.projections
+        if "://" not in self.ledger or self.ledger.startswith("sqlite:///"):
+            return self.ledger.removeprefix("sqlite:///") + ".projections"
+        digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
+        return os.path.join(_data_home(), "engram", "projections", digest.hexdigest()[:16])
+
+
+def _data_home() -> str:
+    return os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", "@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def default_ledger_path() -> str:
     """Return the default SQLite ledger path in the user's data directory."""
-    base = os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
-    return os.path.join(base, "engram", "ledger.db")
+    return os.path.join(_data_home(), "engram", "ledger.db")
 
 
 def _config_candidates(explicit: str | None) -> list[tuple[Path, bool]]:
@@ -102,5 +133,8 @@ def resolve_settings(
     timeout = values.get("busy_timeout", 30.0)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
         raise ConfigError(f"busy_timeout must be a number of seconds >= 0, got {timeout!r}")
+    rate = values.get("decay_rate", 0.99)
+    if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 < rate <= 1:
+        raise ConfigError(f"decay_rate must be a number in (0, 1], got {rate!r}")
     known = {f.name for f in fields(Settings)}
     return Settings(**{k: v for k, v in values.items() if k in known}, source=source)

@@ -39,14 +39,20 @@ def db(tmp_path: Path) -> str:
     return str(tmp_path / "cli.db")
 
 
-def test_init_creates_the_ledger_and_reports_where(
+def test_init_creates_the_ledger_and_bootstraps_the_network_once(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, _ = run(capsys, "--ledger", db, "init")
     assert code == 0
     assert db in out
-    assert "head: 0" in out
+    assert "bootstrapped the core network: positions 1..7" in out
+    assert "head: 7" in out
     assert Path(db).exists()
+    assert Path(db + ".projections", "projections.db").exists()
+    code, out, _ = run(capsys, "--ledger", db, "init")
+    assert code == 0
+    assert "nothing appended" in out
+    assert "head: 7" in out
 
 
 def test_append_file_then_log_json(

@@ -1,0 +1,27 @@
+"""Errors raised by the agents layer.
+
+Every error derives from :class:`AgentError`.
+
+    AgentError
+    ├── UnknownNeuronError      a neuron that does not exist (or is archived) was named
+    ├── NeuronExistsError       creating a neuron whose id is taken
+    └── ConnectionStateError    creating a connection that exists, reweighting one that does not
+"""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Root of every error the agents layer raises."""
+
+
+class UnknownNeuronError(AgentError):
+    """A neuron that does not exist, or is archived, was named."""
+
+
+class NeuronExistsError(AgentError):
+    """A neuron with this id exists already."""
+
+
+class ConnectionStateError(AgentError):
+    """A connection exists when it should not, or does not when it should."""

@@ -1,0 +1,264 @@
+"""The neuron network as an agent uses it: bootstrap, grow, stimulate, inspect.
+
+Every change is an appended event; reads go through the projections after waiting for the
+agent's own writes (read-your-writes). Writes are checked against the live graph first, so a
+neuron activated before it exists or a connection to an unknown neuron is refused here with
+a clear error; events appended around this API follow the graph's documented rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, NamedTuple
+
+from agents.errors import ConnectionStateError, NeuronExistsError, UnknownNeuronError
+from ledger import NO_STREAM, ConcurrencyError, Expectation, Ledger, NewEvent, new_id
+from ledger.catalog import (
+    ConnectionCreated,
+    ConnectionReweighted,
+    ConnectionType,
+    NeuronActivated,
+    NeuronArchived,
+    NeuronCreated,
+    NeuronType,
+)
+from projections import queries
+from projections.activation import (
+    DEFAULT_DECAY,
+    DEFAULT_DEPTH,
+    DEFAULT_MIN_STRENGTH,
+    Activation,
+    SnapshotCache,
+)
+from projections.engine import ProjectionEngine
+
+#: The minimal network ``engram init`` appends once: core perception, memory and decision.
+CORE_NEURONS: list[tuple[str, str, NeuronType]] = [
+    ("n_perception_001", "perception", "core"),
+    ("n_memory_001", "memory", "core"),
+    ("n_decision_001", "decision", "core"),
+]
+CORE_CONNECTIONS: list[tuple[str, str, ConnectionType, int]] = [
+    ("n_perception_001", "n_memory_001", "feeds_into", 52000),
+    ("n_memory_001", "n_decision_001", "influences", 45000),
+    ("n_perception_001", "n_decision_001", "triggers", 30000),
+    ("n_decision_001", "n_perception_001", "recalls", 20000),
+]
+_MAX_STRENGTH = 1e6
+
+
+def stream_of(neuron: str) -> str:
+    """Return the ledger stream of a neuron (its connections live in its source's stream)."""
+    return f"neuron:{neuron}"
+
+
+class Stimulation(NamedTuple):
+    """What a stimulus did: the wave's activation map and the events it appended."""
+
+    activation: Activation
+    positions: list[int]
+    correlation_id: str
+
+
+class NeuronNetwork:
+    """An agent's handle on the neuron network: the ledger plus the caught-up projections."""
+
+    def __init__(self, ledger: Ledger, engine: ProjectionEngine, *, actor: str = "agent") -> None:
+        self.ledger = ledger
+        self.engine = engine
+        self.actor = actor
+        self._snapshots = SnapshotCache()
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def bootstrap(self, at: datetime | None = None) -> list[int]:
+        """Append the minimal core network once; return its positions ([] if it exists)."""
+        if any(True for _ in self.ledger.read_stream(stream_of(CORE_NEURONS[0][0]))):
+            return []
+        when = at or datetime.now(UTC)
+        events = [
+            NewEvent(
+                stream=stream_of(n),
+                kind="neuron.created",
+                actor="engram",
+                at=when,
+                payload=NeuronCreated(id=n, concept=concept, type=kind),
+            )
+            for n, concept, kind in CORE_NEURONS
+        ] + [
+            NewEvent(
+                stream=stream_of(s),
+                kind="connection.created",
+                actor="engram",
+                at=when,
+                payload=ConnectionCreated(source=s, target=t, type=c, weight=w, reason="bootstrap"),
+            )
+            for s, t, c, w in CORE_CONNECTIONS
+        ]
+        expect: dict[str, Expectation] = {stream_of(n): NO_STREAM for n, _, _ in CORE_NEURONS}
+        try:
+            return self.ledger.append(events, expect=expect)
+        except ConcurrencyError:  # another process bootstrapped at the same moment
+            return []
+
+    def create_neuron(
+        self,
+        neuron: str,
+        concept: str,
+        type: NeuronType = "contextual",
+        *,
+        at: datetime | None = None,
+    ) -> int:
+        """Create a neuron; refuse an id that exists. Returns the event's position."""
+        event = NewEvent(
+            stream=stream_of(neuron),
+            kind="neuron.created",
+            actor=self.actor,
+            at=at,
+            payload=NeuronCreated(id=neuron, concept=concept, type=type),
+        )
+        try:
+            return self.ledger.append(event, expect=NO_STREAM)[0]
+        except ConcurrencyError:
+            raise NeuronExistsError(f"neuron {neuron!r} exists already") from None
+
+    def connect(
+        self,
+        source: str,
+        target: str,
+        type: ConnectionType,
+        weight: int,
+        *,
+        reason: str = "",
+        at: datetime | None = None,
+    ) -> int:
+        """Create a connection between two live neurons; refuse one that exists."""
+        with self._fresh() as conn:
+            self._require(conn, source, target)
+            if self._weight(conn, source, target, type) is not None:
+                raise ConnectionStateError(
+                    f"connection {source!r} -[{type}]-> {target!r} exists; reweight it instead"
+                )
+        payload = ConnectionCreated(
+            source=source, target=target, type=type, weight=weight, reason=reason
+        )
+        return self._append_one(stream_of(source), "connection.created", payload, at)
+
+    def reweight(
+        self,
+        source: str,
+        target: str,
+        type: ConnectionType,
+        weight: int,
+        *,
+        reason: str = "",
+        at: datetime | None = None,
+    ) -> int:
+        """Change an existing connection's weight."""
+        with self._fresh() as conn:
+            self._require(conn, source, target)
+            if self._weight(conn, source, target, type) is None:
+                raise ConnectionStateError(
+                    f"connection {source!r} -[{type}]-> {target!r} does not exist"
+                )
+        payload = ConnectionReweighted(
+            source=source, target=target, type=type, weight=weight, reason=reason
+        )
+        return self._append_one(stream_of(source), "connection.reweighted", payload, at)
+
+    def archive(self, neuron: str, *, reason: str = "", at: datetime | None = None) -> int:
+        """Retire a live neuron from the network."""
+        with self._fresh() as conn:
+            self._require(conn, neuron)
+        payload = NeuronArchived(id=neuron, reason=reason)
+        return self._append_one(stream_of(neuron), "neuron.archived", payload, at)
+
+    def stimulate(
+        self,
+        seeds: Mapping[str, float],
+        *,
+        cause: str = "stimulus",
+        at: datetime | None = None,
+        max_depth: int = DEFAULT_DEPTH,
+        decay: float = DEFAULT_DECAY,
+        min_strength: float = DEFAULT_MIN_STRENGTH,
+    ) -> Stimulation:
+        """Run a wave from ``seeds`` and append its activations as one correlated batch.
+
+        Seeds are activated with ``cause``; every neuron the wave reached with at least
+        ``min_strength`` is activated with ``propagation:<cause>``. The batch shares one
+        correlation id, so the wave can be found and replayed in the ledger.
+        """
+        when = at or datetime.now(UTC)
+        activation = self.propagate(
+            seeds, as_of=when, max_depth=max_depth, decay=decay, min_strength=min_strength
+        )
+        correlation = new_id()
+        events = [
+            NewEvent(
+                stream=stream_of(neuron),
+                kind="neuron.activated",
+                actor=self.actor,
+                at=when,
+                correlation_id=correlation,
+                payload=NeuronActivated(
+                    id=neuron,
+                    strength=min(level, _MAX_STRENGTH),
+                    cause=cause if neuron in seeds else f"propagation:{cause}",
+                ),
+            )
+            for neuron, level in sorted(activation.levels.items())
+            if level >= min_strength
+        ]
+        positions = self.ledger.append(events) if events else []
+        return Stimulation(activation, positions, correlation)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def propagate(
+        self, seeds: Mapping[str, float], *, as_of: datetime | None = None, **options: Any
+    ) -> Activation:
+        """Compute a wave without appending anything (see projections.activation)."""
+        with self._fresh() as conn:
+            snapshot = self._snapshots.get(conn)
+        return snapshot.propagate(seeds, as_of or datetime.now(UTC), **options)
+
+    def top(
+        self, k: int = 10, *, as_of: datetime | None = None, kinds: Sequence[str] = ("neuron",)
+    ) -> list[queries.Item]:
+        """Return the ``k`` most salient items as of a time (default: now)."""
+        with self._fresh() as conn:
+            return queries.top(conn, as_of or datetime.now(UTC), k, kinds)
+
+    def export(self, *, as_of: datetime | None = None) -> dict[str, Any]:
+        """Return the graph in the agents' JSON shape, salience as of a time (default: now)."""
+        with self._fresh() as conn:
+            return queries.export_graph(conn, as_of or datetime.now(UTC))
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _fresh(self) -> Any:
+        self.engine.wait_for(self.ledger.head())
+        return self.engine.read()
+
+    def _append_one(self, stream: str, kind: str, payload: Any, at: datetime | None) -> int:
+        event = NewEvent(stream=stream, kind=kind, payload=payload, actor=self.actor, at=at)
+        return self.ledger.append(event)[0]
+
+    @staticmethod
+    def _require(conn: Any, *neurons: str) -> None:
+        for neuron in neurons:
+            row = conn.execute("SELECT archived_at FROM neurons WHERE id = ?", (neuron,)).fetchone()
+            if row is None:
+                raise UnknownNeuronError(f"neuron {neuron!r} does not exist")
+            if row[0] is not None:
+                raise UnknownNeuronError(f"neuron {neuron!r} is archived")
+
+    @staticmethod
+    def _weight(conn: Any, source: str, target: str, type: str) -> int | None:
+        row = conn.execute(
+            "SELECT weight FROM connections WHERE source = ? AND target = ? AND type = ?",
+            (source, target, type),
+        ).fetchone()
+        return None if row is None else int(row[0])

@@ -1,0 +1,157 @@
+"""The ``engram`` commands over projections: rebuild, status, graph export/propagate/top."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import IO
+
+from agents.network import NeuronNetwork
+from engram.config import Settings
+from engram.progress import ProgressBar
+from engram.runtime import Memory, open_engine, open_settings
+from projections.engine import ProjectionStatus
+
+
+def parse_as_of(text: str) -> datetime:
+    """Parse ``now`` or an ISO-8601 time with a timezone (``Z`` allowed)."""
+    if text.strip().lower() == "now":
+        return datetime.now(UTC)
+    try:
+        value = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {text!r}") from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no timezone; add one, e.g. {text}Z or {text}+00:00"
+        )
+    return value
+
+
+@contextmanager
+def opened(settings: Settings, *, actor: str = "cli", catch_up: bool = True) -> Iterator[Memory]:
+    """Open the ledger and the projections for one command, caught up unless told not to."""
+    ledger = open_settings(settings)
+    try:
+        engine = open_engine(ledger, settings)
+        try:
+            if catch_up:
+                engine.catch_up(progress=ProgressBar())
+            yield Memory(settings, ledger, engine, NeuronNetwork(ledger, engine, actor=actor))
+        finally:
+            engine.close()
+    finally:
+        ledger.close()
+
+
+def cmd_rebuild(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings, catch_up=False) as memory:
+        memory.engine.rebuild(args.names or None, progress=ProgressBar())
+        _print_status(memory.engine.status(digest=True), "table", out)
+    return 0
+
+
+def cmd_status(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings, catch_up=False) as memory:
+        _print_status(memory.engine.status(digest=args.digest), args.format, out)
+    return 0
+
+
+def _print_status(rows: list[ProjectionStatus], fmt: str, out: IO[str]) -> None:
+    if fmt == "json":
+        print(json.dumps([r._asdict() for r in rows], indent=2), file=out)
+        return
+    print(f"{'projection':<14} {'version':>7} {'checkpoint':>10} {'lag':>8}  state", file=out)
+    for r in rows:
+        print(f"{r.name:<14} {r.version:>7} {r.checkpoint:>10} {r.lag:>8}  {r.state}", file=out)
+        if r.error:
+            print(f"{'':<14} error: {r.error}", file=out)
+        if r.digest:
+            print(f"{'':<14} digest: {r.digest}", file=out)
+
+
+def cmd_graph_export(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings) as memory:
+        graph = memory.network.export(as_of=args.as_of)
+    text = json.dumps(graph, indent=2, ensure_ascii=False)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        print(f"wrote {len(graph['neurons'])} neurons to {args.out}", file=out)
+    else:
+        print(text, file=out)
+    return 0
+
+
+def cmd_graph_propagate(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings) as memory:
+        seeds = dict.fromkeys(args.neurons, args.strength)
+        options = {"max_depth": args.depth, "decay": args.decay, "min_strength": args.min_strength}
+        if args.append:
+            result = memory.network.stimulate(seeds, cause=args.cause, at=args.as_of, **options)
+            activation = result.activation
+            print(
+                f"appended {len(result.positions)} activations"
+                f" (correlation {result.correlation_id})",
+                file=out,
+            )
+        else:
+            activation = memory.network.propagate(seeds, as_of=args.as_of, **options)
+    print(f"{'neuron':<32} {'hop':>3} {'activation':>12}", file=out)
+    for neuron, level in activation.strongest(args.limit):
+        print(f"{neuron:<32} {activation.hops[neuron]:>3} {level:>12.6f}", file=out)
+    return 0
+
+
+def cmd_graph_top(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings) as memory:
+        items = memory.network.top(args.k, as_of=args.as_of, kinds=args.kind or ("neuron",))
+    print(f"{'kind':<8} {'id':<40} {'salience':>8} {'stored':>8}", file=out)
+    for item in items:
+        print(f"{item.kind:<8} {item.id:<40} {item.salience:>8} {item.stored:>8}", file=out)
+    return 0
+
+
+Command = Callable[[Settings, argparse.Namespace, IO[str]], int]
+
+
+def add_commands(sub: argparse._SubParsersAction) -> dict[str, Command]:  # type: ignore[type-arg]
+    """Register the projection and graph commands; return name -> handler."""
+    p = sub.add_parser("rebuild", help="rebuild projections from the ledger and swap them in")
+    p.add_argument("names", nargs="*", metavar="NAME", help="projections (default: all)")
+
+    p = sub.add_parser("status", help="show each projection's checkpoint, lag and state")
+    p.add_argument("--digest", action="store_true", help="also compute each state digest")
+    p.add_argument("--format", choices=["table", "json"], default="table")
+
+    graph = sub.add_parser("graph", help="inspect the neuron graph")
+    gsub = graph.add_subparsers(dest="graph_command", required=True, metavar="GRAPH_COMMAND")
+    p = gsub.add_parser("export", help="print the graph as JSON in the agents' format")
+    p.add_argument("--as-of", type=parse_as_of, default=None, help="ISO time with zone or now")
+    p.add_argument("--out", help="write to this file instead of stdout")
+
+    p = gsub.add_parser("propagate", help="run a spreading-activation wave (writes nothing)")
+    p.add_argument("neurons", nargs="+", metavar="NEURON", help="seed neuron ids")
+    p.add_argument("--strength", type=float, default=1.0, help="seed strength (default 1.0)")
+    p.add_argument("--depth", type=int, default=3, help="maximum hops (default 3)")
+    p.add_argument("--decay", type=float, default=0.9, help="per-hop decay (default 0.9)")
+    p.add_argument("--min-strength", type=float, default=0.01, help="default 0.01")
+    p.add_argument("--as-of", type=parse_as_of, default=None, help="ISO time with zone or now")
+    p.add_argument("--limit", type=int, default=20, help="rows to print (default 20)")
+    p.add_argument("--append", action="store_true", help="append the wave's activations")
+    p.add_argument("--cause", default="cli stimulus", help="cause recorded with --append")
+
+    p = gsub.add_parser("top", help="the most salient items as of a time")
+    p.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    p.add_argument("--as-of", type=parse_as_of, default=None, help="ISO time with zone or now")
+    p.add_argument("--kind", action="append", choices=["neuron", "memory"], help="item kind")
+    return {
+        "rebuild": cmd_rebuild,
+        "status": cmd_status,
+        "graph export": cmd_graph_export,
+        "graph propagate": cmd_graph_propagate,
+        "graph top": cmd_graph_top,
+    }
