@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import IO, Any
 
 import msgspec
@@ -184,8 +185,14 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
 
 def cmd_sql(args: argparse.Namespace, out: IO[str]) -> int:
     from ledger.audit import open_audit
+    from projections.store import STORE_FILE
 
-    with _open(args) as ledger, open_audit(ledger.audit_target(), _kinds(ledger)) as session:
+    store = Path(_settings(args).projection_store, STORE_FILE)
+    extra = {"projections": str(store)} if store.is_file() else {}
+    with (
+        _open(args) as ledger,
+        open_audit(ledger.audit_target(), _kinds(ledger), extra_attachments=extra) as session,
+    ):
         result = session.query(args.query)
     text = {"table": result.to_table, "csv": result.to_csv, "json": result.to_json}[args.format]()
     out.write(text if text.endswith("\n") else text + "\n")
@@ -238,7 +245,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--head", type=int, help="a head position recorded earlier (detects truncation)")
     p.add_argument("--hash", help="the hash recorded with --head")
 
-    p = sub.add_parser("sql", help="run a read-only SQL audit query (DuckDB)")
+    p = sub.add_parser(
+        "sql",
+        help="run a read-only SQL audit query (DuckDB) over the ledger and, as"
+        " projections.<table>, the projection store",
+    )
     p.add_argument("query", help='e.g. "SELECT kind, count(*) FROM events GROUP BY kind"')
     p.add_argument("--format", choices=["table", "csv", "json"], default="table")
 

@@ -12,51 +12,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent, default_registry, new_id
+from agents.network import CORE_CONNECTIONS, CORE_NEURONS
+from engram.runtime import open_memory
+from ledger import ConcurrencyError, Ledger, NewEvent, new_id
 from ledger.audit import open_audit
-from ledger.catalog import (
-    ConnectionCreated,
-    ConnectionType,
-    MemoryObserved,
-    NeuronActivated,
-    NeuronCreated,
-    NeuronType,
-    SignalSent,
-)
-
-NETWORK: list[tuple[str, str, NeuronType]] = [
-    ("n_perception_001", "perception", "core"),
-    ("n_memory_001", "memory", "core"),
-    ("n_decision_001", "decision", "core"),
-]
-LINKS: list[tuple[str, str, ConnectionType, int]] = [
-    ("n_perception_001", "n_memory_001", "feeds_into", 52000),
-    ("n_memory_001", "n_decision_001", "influences", 45000),
-    ("n_decision_001", "n_perception_001", "recalls", 20000),
-]
-
-
-def _bootstrap(ledger: Ledger, at: datetime) -> None:
-    for neuron, concept, kind in NETWORK:
-        links = [
-            NewEvent(
-                stream=f"neuron:{neuron}",
-                kind="connection.created",
-                payload=ConnectionCreated(source=s, target=t, type=c, weight=w, reason="bootstrap"),
-                actor="engram",
-                at=at,
-            )
-            for s, t, c, w in LINKS
-            if s == neuron
-        ]
-        created = NewEvent(
-            stream=f"neuron:{neuron}",
-            kind="neuron.created",
-            payload=NeuronCreated(id=neuron, concept=concept, type=kind),
-            actor="engram",
-            at=at,
-        )
-        ledger.append([created, *links], expect=NO_STREAM)
+from ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
+from projections.store import STORE_FILE
 
 
 def _session(ledger: Ledger, start: datetime, out: IO[str]) -> None:
@@ -160,19 +121,43 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
     if path.exists():
         print(f"{path} exists: the demo needs a fresh directory", file=out)
         return 2
-    registry = default_registry()
     now = datetime.now(UTC)
     print(f"engram demo — ledger at {path}", file=out)
-    with Ledger.open(str(path), registry) as ledger:
-        _bootstrap(ledger, now)
-        print(f"  bootstrapped {len(NETWORK)} core neurons and {len(LINKS)} connections", file=out)
+    with open_memory(str(path), actor="demo") as memory:
+        ledger, network = memory.ledger, memory.network
+        network.bootstrap(now)
+        print(
+            f"  bootstrapped {len(CORE_NEURONS)} core neurons and {len(CORE_CONNECTIONS)}"
+            " connections",
+            file=out,
+        )
         _session(ledger, now + timedelta(seconds=1), out)
         print(
             f"  agents perception, planner and critic appended; head is {ledger.head()}", file=out
         )
+        for seconds, seed, strength, cause in (
+            (60, "n_perception_001", 1.0, "new task arrived"),
+            (120, "n_memory_001", 0.7, "recalled the last outage"),
+            (180, "n_perception_001", 0.9, "follow-up question"),
+        ):
+            wave = network.stimulate(
+                {seed: strength}, cause=cause, at=now + timedelta(seconds=seconds)
+            )
+            reached = ", ".join(f"{n} {v:.2f}" for n, v in wave.activation.strongest(3))
+            print(
+                f"  stimulus {cause!r} on {seed}: {len(wave.positions)} activations ({reached})",
+                file=out,
+            )
+        as_of = now + timedelta(hours=1)
+        print(f"\nmost salient neurons as of {as_of:%H:%M} UTC (lazy decay 0.99/h):", file=out)
+        for item in network.top(5, as_of=as_of):
+            print(f"  {item.id:<18} salience {item.salience:>5}  (stored {item.stored})", file=out)
         print(f"  verify: {ledger.verify()}", file=out)
-        kinds = {spec.name: spec.type for spec in registry}
-        with open_audit(ledger.audit_target(), kinds) as audit:
+        kinds = {spec.name: spec.type for spec in ledger.registry}
+        store = str(Path(memory.settings.projection_store, STORE_FILE))
+        with open_audit(
+            ledger.audit_target(), kinds, extra_attachments={"projections": store}
+        ) as audit:
             for title, sql in (
                 (
                     "events by kind",
@@ -184,13 +169,19 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
                     "FROM memory_observed ORDER BY position",
                 ),
                 (
-                    "activations per neuron",
-                    "SELECT id AS neuron, count(*) AS activations, "
-                    "round(sum(strength), 2) AS total_strength, string_agg(actor, ', ') AS by "
-                    "FROM neuron_activated GROUP BY id ORDER BY id",
+                    "activations per neuron: ledger against the neuron graph projection",
+                    "SELECT a.id AS neuron, count(*) AS activations, "
+                    "any_value(n.activation_count) AS projected, "
+                    "round(sum(a.strength), 2) AS total_strength "
+                    "FROM neuron_activated a JOIN projections.neurons n ON n.id = a.id "
+                    "GROUP BY a.id ORDER BY a.id",
                 ),
             ):
                 print(f"\n{title}:", file=out)
                 print(audit.query(sql).to_table(), file=out)
-    print(f'\nexplore it: engram --ledger {path} log | sql "SELECT ..." | verify', file=out)
+    print(
+        f"\nexplore it: engram --ledger {path} log | graph top | graph export"
+        ' | sql "SELECT ... FROM projections.neurons"',
+        file=out,
+    )
     return 0

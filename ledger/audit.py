@@ -258,10 +258,17 @@ class AuditSession:
 
 
 def open_audit(
-    target: AuditTarget, kinds: Mapping[str, type[msgspec.Struct]] | None = None
+    target: AuditTarget,
+    kinds: Mapping[str, type[msgspec.Struct]] | None = None,
+    *,
+    extra_attachments: Mapping[str, str] = {},
 ) -> AuditSession:
-    """Open an audit session over ``target`` with one view per kind in ``kinds``."""
-    return AuditSession(target, kinds)
+    """Open an audit session over ``target`` with one view per kind in ``kinds``.
+
+    ``extra_attachments`` (alias -> SQLite file) are attached read-only beside the ledger,
+    e.g. the projection store as ``projections``.
+    """
+    return AuditSession(target, kinds, extra_attachments=extra_attachments)
 
 
 def _extension_path(name: str) -> str:
