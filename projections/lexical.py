@@ -1,0 +1,135 @@
+"""The lexical index: SQLite FTS5 with BM25 over every text-bearing event.
+
+One row per ``memory.observed`` event, keyed by its ledger position (the FTS5 rowid), with
+the author, visibility and type kept beside the text so every search filters visibility in
+the same statement that ranks: an agent finds its own items and public items, never another
+agent's private ones. It is the other half of hybrid recall and the fallback when vectors are
+unavailable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import msgspec
+
+from ledger import Event
+from projections.base import Projection, Tables
+from projections.errors import QueryError, UnknownProjectionError
+from projections.store import physical
+
+#: Texts longer than this are indexed up to it (the same cap the embedder applies).
+MAX_TEXT = 16_000
+TOKENIZER = "unicode61 remove_diacritics 2"
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def tokens(text: str) -> list[str]:
+    """Split text the way the index does (lowercased unicode words); for references too."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+class Hit(NamedTuple):
+    """A lexical match: the event position and its BM25 score (higher is better)."""
+
+    position: int
+    score: float
+    agent: str
+    type: str
+    visibility: str
+    text: str
+
+
+class LexicalIndex(Projection):
+    """Full-text index of observations, ranked by BM25."""
+
+    name = "lexical"
+    version = 1
+    kinds = ("memory.observed",)
+    tables = ("lexical",)
+
+    def create(self, db: Tables) -> None:
+        """Create the FTS5 table."""
+        db.conn.execute(
+            f"CREATE VIRTUAL TABLE {db['lexical']} USING fts5(text, agent UNINDEXED,"
+            f" visibility UNINDEXED, type UNINDEXED, tokenize = '{TOKENIZER}')"
+        )
+
+    def apply(self, db: Tables, events: Sequence[Event]) -> None:
+        """Index the text of each observation under its ledger position."""
+        db.conn.executemany(
+            f"INSERT INTO {db['lexical']} (rowid, text, agent, visibility, type)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [
+                (
+                    e.position,
+                    e.payload.text[:MAX_TEXT],
+                    e.payload.agent,
+                    e.payload.visibility,
+                    e.payload.type,
+                )
+                for e in events
+            ],
+        )
+
+    def digest(self, db: Tables) -> str:
+        """Digest the indexed rows (rowid included), not FTS5's internal segments."""
+        h = hashlib.sha256()
+        for row in db.conn.execute(
+            f"SELECT rowid, text, agent, visibility, type FROM {db['lexical']} ORDER BY rowid"
+        ):
+            h.update(msgspec.json.encode(row))
+        return h.hexdigest()
+
+
+def match_expression(query: str) -> str | None:
+    """Turn free text into a safe FTS5 expression: every word quoted, OR-ed (None if empty)."""
+    words = list(dict.fromkeys(tokens(query)))
+    if not words:
+        return None
+    return " OR ".join(f'"{w}"' for w in words)
+
+
+def search(
+    conn: sqlite3.Connection,
+    query: str,
+    k: int,
+    *,
+    agent: str,
+    types: Sequence[str] | None = None,
+) -> list[Hit]:
+    """Return the ``k`` best BM25 matches ``agent`` may see (its own and public items)."""
+    if not isinstance(query, str):
+        raise QueryError(f"query must be a string, got {type(query).__name__}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise QueryError(f"k must be a positive int, got {k!r}")
+    expression = match_expression(query)
+    if expression is None:
+        return []
+    table = live_table(conn, "lexical", "lexical")
+    sql = (
+        f"SELECT rowid, -bm25({table}), agent, type, visibility, text FROM {table}"
+        f" WHERE {table} MATCH ? AND (visibility = 'public' OR agent = ?)"
+    )
+    params: list[object] = [expression, agent]
+    if types:
+        sql += f" AND type IN ({','.join('?' * len(types))})"
+        params += list(types)
+    sql += f" ORDER BY bm25({table}), rowid LIMIT ?"
+    params.append(k)
+    return [Hit(*row) for row in conn.execute(sql, params)]
+
+
+def live_table(conn: sqlite3.Connection, projection: str, table: str) -> str:
+    """Return the physical name of a live projection table (for FTS5 MATCH, not a view)."""
+    row = conn.execute(
+        "SELECT generation FROM engram_generations WHERE name = ? AND state = 'live'",
+        (projection,),
+    ).fetchone()
+    if row is None:
+        raise UnknownProjectionError(f"projection {projection!r} is not in this store")
+    return physical(int(row[0]), table)
