@@ -38,12 +38,12 @@ class Embedder(Protocol):
     """What the semantic index needs from the embedder façade."""
 
     @property
-    def fingerprint(self) -> str: ...  # noqa: D102
+    def fingerprint(self) -> str: ...
 
     @property
-    def dimension(self) -> int: ...  # noqa: D102
+    def dimension(self) -> int: ...
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...  # noqa: D102
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
 class IndexFileWarning(UserWarning):
