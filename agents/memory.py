@@ -27,8 +27,10 @@ from projections.queries import check_as_of
 from projections.salience import DEFAULT_RATE
 from projections.semantic import Embedder, VectorSearcher
 
-#: Component weights of the final score; see the LoCoMo figures in the README.
-DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.1, "importance": 0.1}
+#: Component weights of the final score. Min-max normalisation stretches small recency and
+#: importance differences among candidates to the full 0..1 range, so they get a light touch
+#: until the LoCoMo benchmark settles them; pass ``weights=`` to change them per recall.
+DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.05, "importance": 0.05}
 RRF_K = 60
 FALLBACK_WINDOW = 5000
 

@@ -1,0 +1,272 @@
+"""The recall path end to end: lexical and semantic projections, the memory stream."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agents.memory import AgentMemory
+from ledger import Ledger, PayloadError
+from projections.engine import ProjectionEngine
+from projections.errors import QueryError
+from projections.lexical import LexicalIndex, search
+from projections.salience import SalienceIndex
+from projections.semantic import IndexFileWarning, SemanticIndex, VectorSearcher
+
+T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+WORDS = ["database", "outage", "lunch", "carol", "plan", "deploy", "rollback", "coffee"]
+
+
+class BagOfWords:
+    """A tiny deterministic embedder: one dimension per known word, normalised."""
+
+    fingerprint = "test-bag-of-words:8"
+    dimension = 8
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls.append(len(texts))
+        out = np.zeros((len(texts), 8), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().split():
+                if word.strip(".,") in WORDS:
+                    out[i, WORDS.index(word.strip(".,"))] += 1.0
+            digest = hashlib.sha256(text.encode()).digest()
+            out[i] += np.frombuffer(digest[:8], dtype=np.uint8).astype(np.float32) / 2550.0
+            out[i] /= np.linalg.norm(out[i])
+        return out
+
+
+class Memory:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.ledger = Ledger.open(str(root / "ledger.db"), durability="fast")
+        self.embedder = BagOfWords()
+        self.engine = ProjectionEngine(
+            self.ledger,
+            root / "store",
+            [SalienceIndex(), LexicalIndex(), SemanticIndex(self.embedder)],
+        )
+
+    def agent(self, name: str, *, vectors: bool = True) -> AgentMemory:
+        searcher = VectorSearcher(self.root / "store", 8, self.embedder.fingerprint)
+        return AgentMemory(
+            name,
+            self.ledger,
+            self.engine,
+            embedder=self.embedder if vectors else None,
+            searcher=searcher if vectors else None,
+        )
+
+    def close(self) -> None:
+        self.engine.close()
+        self.ledger.close()
+
+
+def break_lexical_index(memory: Memory) -> None:
+    """Take the live FTS5 table away behind the engine's back: recall must degrade, not fail."""
+    memory.engine.catch_up()
+    with memory.engine.store.transaction() as conn:
+        (generation,) = conn.execute(
+            "SELECT generation FROM engram_generations WHERE name = 'lexical'"
+        ).fetchone()
+        conn.execute(f'DROP TABLE "_g{generation}__lexical"')
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    m = Memory(tmp_path)
+    yield m
+    m.close()
+
+
+def test_recall_ranks_relevant_items_and_records_the_recall(memory: Memory) -> None:
+    alice, bob = memory.agent("alice"), memory.agent("bob")
+    p1 = alice.observe("The database outage lasted two hours", at=T0)
+    alice.observe("Coffee with the team", at=T0)
+    p3 = bob.observe("Plan the database rollback", at=T0 + timedelta(hours=1))
+    result = bob.recall("database outage", 2, as_of=T0 + timedelta(hours=2))
+    assert [r.event.position for r in result.items] == [p1, p3]
+    assert result.fallback is None
+    assert set(result.items[0].via) == {"lexical", "semantic"}
+    assert result.recorded_at is not None
+    recalled = next(memory.ledger.read(result.recorded_at - 1, limit=1))
+    assert recalled.kind == "memory.recalled"
+    assert [i.position for i in recalled.payload.items] == [p1, p3]
+    memory.engine.catch_up()
+    with memory.engine.read() as conn:
+        counts = dict(conn.execute("SELECT position, recall_count FROM salience").fetchall())
+    assert counts == {p1: 1, 2: 0, p3: 1}
+
+
+def test_recall_without_record_appends_nothing(memory: Memory) -> None:
+    alice = memory.agent("alice")
+    alice.observe("database outage", at=T0)
+    head = memory.ledger.head()
+    result = alice.recall("database", 5, record=False)
+    assert result.recorded_at is None
+    assert memory.ledger.head() == head
+
+
+def test_recall_falls_back_to_keywords_when_no_index_answers(memory: Memory) -> None:
+    alice = memory.agent("alice", vectors=False)
+    p1 = alice.observe("The database outage lasted two hours", at=T0)
+    break_lexical_index(memory)
+    result = alice.recall("outage", 3, record=False)
+    assert result.fallback is not None and "keyword overlap" in result.fallback
+    assert [r.event.position for r in result.items] == [p1]
+    assert result.items[0].via == ("fallback",)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"text": ""}, "text"),
+        ({"text": "x", "importance": 11}, "importance"),
+        ({"text": "x", "importance": 0}, "importance"),
+        ({"text": "x", "visibility": "secret"}, "visibility"),
+        ({"text": "x", "type": "dream"}, "type"),
+    ],
+)
+def test_bad_observations_are_refused_and_write_nothing(
+    memory: Memory, kwargs: dict[str, object], field: str
+) -> None:
+    alice = memory.agent("alice")
+    with pytest.raises(PayloadError, match=field):
+        alice.observe(**kwargs)  # type: ignore[arg-type]
+    assert memory.ledger.head() == 0
+
+
+@pytest.mark.parametrize(
+    ("query", "k", "weights"),
+    [("", 5, None), ("x", 0, None), ("x", 5, {"novelty": 1.0}), ("x", 5, {"recency": -1})],
+)
+def test_bad_recall_arguments_are_refused(
+    memory: Memory, query: str, k: int, weights: dict[str, float] | None
+) -> None:
+    with pytest.raises(QueryError):
+        memory.agent("alice").recall(query, k, weights=weights)
+
+
+def test_importance_is_scored_once_and_stored_in_the_event(memory: Memory) -> None:
+    alice = memory.agent("alice")
+    position = alice.observe("Critical outage: the deploy failed and we lost data")
+    event = next(memory.ledger.read(position - 1, limit=1))
+    assert event.payload.importance is not None and event.payload.importance >= 7
+    calm = alice.observe("Coffee")
+    assert next(memory.ledger.read(calm - 1, limit=1)).payload.importance == 2
+
+
+def test_semantic_index_file_damage_is_repaired_with_a_warning(memory: Memory) -> None:
+    alice = memory.agent("alice")
+    for i in range(20):
+        alice.observe(f"note {i} about the database", at=T0)
+    memory.engine.catch_up()
+    searcher = VectorSearcher(memory.root / "store", 8, memory.embedder.fingerprint)
+    with memory.engine.read() as conn:
+        searcher.sync(conn)
+    searcher.save()
+    files = list((memory.root / "store").glob("semantic.g*.faiss"))
+    assert len(files) == 1
+    files[0].write_bytes(files[0].read_bytes()[:100])  # truncated
+    fresh = VectorSearcher(memory.root / "store", 8, memory.embedder.fingerprint)
+    with pytest.warns(IndexFileWarning, match="unreadable|holds"), memory.engine.read() as conn:
+        fresh.sync(conn)
+    assert fresh.size == 20
+    query = memory.embedder.embed(["note 3 about the database"])[0]
+    assert fresh.search(query, 1, agent="alice")[0].position == 4
+
+
+def test_a_changed_embedder_fingerprint_rebuilds_the_semantic_index(memory: Memory) -> None:
+    alice = memory.agent("alice")
+    alice.observe("database outage", at=T0)
+    memory.engine.catch_up()
+    calls_before = sum(memory.embedder.calls)
+
+    class Other(BagOfWords):
+        fingerprint = "test-bag-of-words:8:v2"
+
+    other = Other()
+    engine = ProjectionEngine(
+        memory.ledger,
+        memory.root / "store",
+        [SalienceIndex(), LexicalIndex(), SemanticIndex(other)],
+    )
+    try:
+        engine.catch_up()
+        status = {s.name: s for s in engine.status()}
+        assert status["semantic"].stored_identity == "v1;embedder=test-bag-of-words:8:v2"
+        assert sum(other.calls) == 1
+    finally:
+        engine.close()
+    assert sum(memory.embedder.calls) == calls_before
+
+
+def test_lexical_rebuild_equals_incremental(memory: Memory) -> None:
+    alice = memory.agent("alice")
+    for i in range(30):
+        alice.observe(f"entry {i} " + WORDS[i % len(WORDS)], at=T0 + timedelta(minutes=i))
+        if i % 7 == 0:
+            memory.engine.catch_up()
+    memory.engine.catch_up()
+    before = {n: memory.engine.digest(n) for n in ("lexical", "semantic")}
+    memory.engine.rebuild(["lexical", "semantic"])
+    assert {n: memory.engine.digest(n) for n in ("lexical", "semantic")} == before
+    with memory.engine.read() as conn:
+        assert len(search(conn, "rollback", 10, agent="alice")) == 3  # i = 6, 14, 22
+
+
+agents_st = st.sampled_from(["ann", "ben", "cat"])
+
+
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    notes=st.lists(
+        st.tuples(agents_st, st.sampled_from(["public", "private"]), st.sampled_from(WORDS)),
+        min_size=1,
+        max_size=25,
+    ),
+    reader=agents_st,
+    query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+    vectors=st.booleans(),
+    break_lexical=st.booleans(),
+)
+def test_no_path_ever_serves_another_agents_private_items(
+    tmp_path_factory: pytest.TempPathFactory,
+    notes: list[tuple[str, str, str]],
+    reader: str,
+    query: list[str],
+    vectors: bool,
+    break_lexical: bool,
+) -> None:
+    memory = Memory(tmp_path_factory.mktemp("vis"))
+    try:
+        private_of_others = set()
+        for agent, visibility, word in notes:
+            position = memory.agent(agent).observe(
+                f"{word} note",
+                visibility=visibility,
+                at=T0,  # type: ignore[arg-type]
+            )
+            if visibility == "private" and agent != reader:
+                private_of_others.add(position)
+        if break_lexical:
+            break_lexical_index(memory)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IndexFileWarning)
+            result = memory.agent(reader, vectors=vectors).recall(" ".join(query), 50, record=False)
+        served = {r.event.position for r in result.items}
+        assert not served & private_of_others
+    finally:
+        memory.close()
