@@ -124,7 +124,8 @@ def test_recall_falls_back_to_keywords_when_no_index_answers(memory: Memory) -> 
     p1 = alice.observe("The database outage lasted two hours", at=T0)
     break_lexical_index(memory)
     result = alice.recall("outage", 3, record=False)
-    assert result.fallback is not None and "keyword overlap" in result.fallback
+    assert result.fallback is not None
+    assert "keyword overlap" in result.fallback
     assert [r.event.position for r in result.items] == [p1]
     assert result.items[0].via == ("fallback",)
 
@@ -163,7 +164,8 @@ def test_importance_is_scored_once_and_stored_in_the_event(memory: Memory) -> No
     alice = memory.agent("alice")
     position = alice.observe("Critical outage: the deploy failed and we lost data")
     event = next(memory.ledger.read(position - 1, limit=1))
-    assert event.payload.importance is not None and event.payload.importance >= 7
+    assert event.payload.importance is not None
+    assert event.payload.importance >= 7
     calm = alice.observe("Coffee")
     assert next(memory.ledger.read(calm - 1, limit=1)).payload.importance == 2
 
