@@ -7,12 +7,12 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import IO
+from typing import IO, Any
 
-from agents.network import NeuronNetwork
+from agents.memory import RecallResult
 from engram.config import Settings
 from engram.progress import ProgressBar
-from engram.runtime import Memory, open_engine, open_settings
+from engram.runtime import Memory, open_parts
 from projections.engine import ProjectionStatus
 
 
@@ -34,17 +34,10 @@ def parse_as_of(text: str) -> datetime:
 @contextmanager
 def opened(settings: Settings, *, actor: str = "cli", catch_up: bool = True) -> Iterator[Memory]:
     """Open the ledger and the projections for one command, caught up unless told not to."""
-    ledger = open_settings(settings)
-    try:
-        engine = open_engine(ledger, settings)
-        try:
-            if catch_up:
-                engine.catch_up(progress=ProgressBar())
-            yield Memory(settings, ledger, engine, NeuronNetwork(ledger, engine, actor=actor))
-        finally:
-            engine.close()
-    finally:
-        ledger.close()
+    with open_parts(settings, actor=actor) as memory:
+        if catch_up:
+            memory.engine.catch_up(progress=ProgressBar())
+        yield memory
 
 
 def cmd_rebuild(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
@@ -115,6 +108,72 @@ def cmd_graph_top(settings: Settings, args: argparse.Namespace, out: IO[str]) ->
     return 0
 
 
+def cmd_observe(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings, actor=args.agent, catch_up=False) as memory:
+        position = memory.agent(args.agent).observe(
+            args.text,
+            type=args.type,
+            importance=args.importance,
+            visibility=args.visibility,
+            source=args.source,
+            tags=args.tag or (),
+            at=args.at,
+        )
+        event = next(memory.ledger.read(position - 1, limit=1))
+    print(f"observed at position {position} (importance {event.payload.importance})", file=out)
+    return 0
+
+
+def cmd_recall(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings, actor=args.agent) as memory:
+        result = memory.agent(args.agent).recall(
+            args.query, args.k, as_of=args.as_of, types=args.type, record=not args.no_record
+        )
+    if args.format == "json":
+        print(json.dumps(_recall_json(result), indent=2, ensure_ascii=False), file=out)
+        return 0
+    if result.fallback:
+        print(f"note: {result.fallback}", file=out)
+    print(f"{'pos':>6} {'score':>6} {'rel':>5} {'rec':>5} {'imp':>5}  agent: text", file=out)
+    for r in result.items:
+        text = r.event.payload.text.replace("\n", " ")
+        text = text if len(text) <= 70 else text[:69] + "…"
+        print(
+            f"{r.event.position:>6} {r.score:>6.3f} {r.relevance:>5.2f} {r.recency:>5.2f}"
+            f" {r.importance:>5.2f}  {r.event.payload.agent}: {text}",
+            file=out,
+        )
+    if result.recorded_at is not None:
+        print(f"recorded as memory.recalled at position {result.recorded_at}", file=out)
+    return 0
+
+
+def _recall_json(result: RecallResult) -> dict[str, Any]:
+    return {
+        "query": result.query,
+        "as_of": result.as_of.isoformat(),
+        "fallback": result.fallback,
+        "recorded_at": result.recorded_at,
+        "items": [
+            {
+                "position": r.event.position,
+                "id": r.event.id,
+                "at": r.event.at.isoformat(),
+                "agent": r.event.payload.agent,
+                "type": r.event.payload.type,
+                "text": r.event.payload.text,
+                "source": r.event.payload.source,
+                "score": r.score,
+                "relevance": r.relevance,
+                "recency": r.recency,
+                "importance": r.importance,
+                "via": list(r.via),
+            }
+            for r in result.items
+        ],
+    }
+
+
 Command = Callable[[Settings, argparse.Namespace, IO[str]], int]
 
 
@@ -148,7 +207,27 @@ def add_commands(sub: argparse._SubParsersAction) -> dict[str, Command]:  # type
     p.add_argument("-k", type=int, default=10, help="how many (default 10)")
     p.add_argument("--as-of", type=parse_as_of, default=None, help="ISO time with zone or now")
     p.add_argument("--kind", action="append", choices=["neuron", "memory"], help="item kind")
+    p = sub.add_parser("observe", help="append an agent's observation, plan or thought")
+    p.add_argument("agent", help="the observing agent")
+    p.add_argument("text", help="what was observed")
+    p.add_argument("--type", choices=["observation", "plan", "thought"], default="observation")
+    p.add_argument("--importance", type=int, help="1..10 (default: scored by the heuristic)")
+    p.add_argument("--visibility", choices=["public", "private"], default="public")
+    p.add_argument("--source", help="a reference to where it came from")
+    p.add_argument("--tag", action="append", help="a tag (repeatable)")
+    p.add_argument("--at", type=parse_as_of, default=None, help="event time (default now)")
+
+    p = sub.add_parser("recall", help="recall what matters to an agent for a query")
+    p.add_argument("agent", help="the recalling agent (sees its own and public items)")
+    p.add_argument("query", help="what to recall")
+    p.add_argument("-k", type=int, default=10, help="how many (default 10)")
+    p.add_argument("--as-of", type=parse_as_of, default=None, help="ISO time with zone or now")
+    p.add_argument("--type", action="append", choices=["observation", "plan", "thought"])
+    p.add_argument("--no-record", action="store_true", help="do not append memory.recalled")
+    p.add_argument("--format", choices=["table", "json"], default="table")
     return {
+        "observe": cmd_observe,
+        "recall": cmd_recall,
         "rebuild": cmd_rebuild,
         "status": cmd_status,
         "graph export": cmd_graph_export,

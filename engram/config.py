@@ -8,6 +8,7 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     durability = "full"                              # or "fast"
     projections = "/var/lib/engram/projections"      # the local projection store
     decay_rate = 0.99                                # salience kept per hour
+    routing = "~/.config/engram/routing.toml"        # embedders by use (default: hash)
 
 With none of them, the ledger is ``$XDG_DATA_HOME/engram/ledger.db``
 (``~/.local/share/engram/ledger.db``). The projection store defaults to a directory beside
@@ -35,6 +36,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "max_payload_bytes": int,
     "projections": str,
     "decay_rate": (int, float),
+    "routing": str,
 }
 
 
@@ -49,6 +51,7 @@ class Settings:
     max_payload_bytes: int = 1 << 20
     projections: str = ""
     decay_rate: float = 0.99
+    routing: str = ""
     source: str = "default"
 
     @property

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from agents.memory import AgentMemory
 from agents.network import NeuronNetwork
 from engram.config import Settings, resolve_settings
 from ledger import KindRegistry, Ledger, default_registry
 from projections.base import Projection
+from projections.embedding import Embedder, EmbeddingCache, embedder_for, load_routing
 from projections.engine import ProjectionEngine
 from projections.graph import NeuronGraph
+from projections.lexical import LexicalIndex
 from projections.salience import SalienceIndex
+from projections.semantic import SemanticIndex, VectorSearcher
+
+EMBEDDING_CACHE = "embeddings.db"
 
 
 def open(
@@ -43,17 +51,36 @@ def open_settings(settings: Settings, registry: KindRegistry | None = None) -> L
     )
 
 
-def default_projections(settings: Settings) -> list[Projection]:
+def open_embedder(settings: Settings, use: str = "recall") -> Embedder:
+    """Return the embedder the routing file assigns to ``use``, cached beside the store.
+
+    The cache is its own SQLite file, so embedding inside a projection batch never waits on
+    the store's write lock.
+    """
+    routing = load_routing(os.path.expanduser(settings.routing) if settings.routing else None)
+    Path(settings.projection_store).mkdir(parents=True, exist_ok=True)
+    cache = EmbeddingCache(Path(settings.projection_store, EMBEDDING_CACHE))
+    return embedder_for(use, routing, cache=cache)
+
+
+def default_projections(settings: Settings, embedder: Embedder) -> list[Projection]:
     """Return engram's projections, configured from ``settings``."""
-    return [NeuronGraph(), SalienceIndex(settings.decay_rate)]
+    return [
+        NeuronGraph(),
+        SalienceIndex(settings.decay_rate),
+        LexicalIndex(),
+        SemanticIndex(embedder),
+    ]
 
 
-def open_engine(ledger: Ledger, settings: Settings, **options: Any) -> ProjectionEngine:
+def open_engine(
+    ledger: Ledger, settings: Settings, embedder: Embedder | None = None, **options: Any
+) -> ProjectionEngine:
     """Open the projection engine over ``ledger`` in the settings' projection store."""
     return ProjectionEngine(
         ledger,
         settings.projection_store,
-        default_projections(settings),
+        default_projections(settings, embedder or open_embedder(settings)),
         busy_timeout=settings.busy_timeout,
         **options,
     )
@@ -61,12 +88,46 @@ def open_engine(ledger: Ledger, settings: Settings, **options: Any) -> Projectio
 
 @dataclass
 class Memory:
-    """An opened engram: the ledger, its caught-up projections, and the neuron network."""
+    """An opened engram: the ledger, its caught-up projections, the network, recall."""
 
     settings: Settings
     ledger: Ledger
     engine: ProjectionEngine
     network: NeuronNetwork
+    embedder: Embedder
+    searcher: VectorSearcher
+
+    def agent(self, name: str) -> AgentMemory:
+        """Return ``name``'s memory stream (observe, recall)."""
+        return AgentMemory(
+            name,
+            self.ledger,
+            self.engine,
+            embedder=self.embedder,
+            searcher=self.searcher,
+            rate=self.settings.decay_rate,
+        )
+
+
+@contextmanager
+def open_parts(settings: Settings, *, actor: str = "agent") -> Iterator[Memory]:
+    """Open the ledger, the embedder and the projections that ``settings`` describe."""
+    led = open_settings(settings)
+    try:
+        embedder = open_embedder(settings)
+        engine = open_engine(led, settings, embedder)
+        searcher = VectorSearcher(
+            settings.projection_store, embedder.dimension, str(embedder.fingerprint)
+        )
+        try:
+            yield Memory(
+                settings, led, engine, NeuronNetwork(led, engine, actor=actor), embedder, searcher
+            )
+            searcher.save()
+        finally:
+            engine.close()
+    finally:
+        led.close()
 
 
 @contextmanager
@@ -74,13 +135,5 @@ def open_memory(
     ledger: str | None = None, *, actor: str = "agent", config: str | None = None, **options: Any
 ) -> Iterator[Memory]:
     """Open the ledger and its projections for a block; close both after it."""
-    settings = resolve_settings(ledger, config=config, **options)
-    led = open_settings(settings)
-    try:
-        engine = open_engine(led, settings)
-        try:
-            yield Memory(settings, led, engine, NeuronNetwork(led, engine, actor=actor))
-        finally:
-            engine.close()
-    finally:
-        led.close()
+    with open_parts(resolve_settings(ledger, config=config, **options), actor=actor) as memory:
+        yield memory

@@ -1,0 +1,165 @@
+"""The embedding cache: vectors keyed by SHA-256 of (fingerprint, text), in a SQLite table.
+
+A rebuild of the semantic index then never embeds the same text twice: :class:`CachedEmbedder`
+looks every text up and sends only the misses to the model. The table lives in the projection
+store file; it is a cache, so losing it costs time, never truth.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+from projections.embedder import Embedder, Fingerprint, FloatArray, check_texts, truncate
+from projections.errors import EmbeddingConfigError, EmbeddingProviderError
+
+TABLE = "embedding_cache"
+_CHUNK = 500  # keys per SELECT: well under SQLite's bound-parameter limit
+
+_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    key BLOB PRIMARY KEY,
+    fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL
+)
+"""
+
+
+def cache_key(fingerprint: Fingerprint | str, text: str) -> bytes:
+    """Return the 32-byte key of ``text`` embedded under ``fingerprint``."""
+    canonical = fingerprint.text if isinstance(fingerprint, Fingerprint) else fingerprint
+    # The canonical fingerprint is JSON, which never holds a raw NUL: the split is unambiguous.
+    return hashlib.sha256(
+        canonical.encode() + b"\0" + text.encode("utf-8", "surrogatepass")
+    ).digest()
+
+
+class EmbeddingCache:
+    """Float32 vectors by cache key, in the ``embedding_cache`` table of a SQLite database.
+
+    Takes an open connection (the projection store's) or a path to open. With a connection
+    it does not own, writes join the transaction in progress and the caller commits; a
+    :meth:`put_many` outside any transaction commits itself. The table is created if missing.
+    """
+
+    def __init__(self, conn_or_path: sqlite3.Connection | str | os.PathLike[str]) -> None:
+        if isinstance(conn_or_path, sqlite3.Connection):
+            self.conn, self._owned = conn_or_path, False
+        elif isinstance(conn_or_path, str | os.PathLike):
+            self.conn, self._owned = sqlite3.connect(conn_or_path), True
+        else:
+            raise EmbeddingConfigError(
+                f"EmbeddingCache takes a sqlite3.Connection or a path, "
+                f"got {type(conn_or_path).__name__}"
+            )
+        self.conn.execute(_SCHEMA)
+
+    def close(self) -> None:
+        """Close the connection if this cache opened it."""
+        if self._owned:
+            self.conn.close()
+
+    def __enter__(self) -> EmbeddingCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        (count,) = self.conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()
+        return int(count)
+
+    def get_many(self, keys: Sequence[bytes]) -> dict[bytes, FloatArray]:
+        """Return the cached vectors of those ``keys`` that are present."""
+        found: dict[bytes, FloatArray] = {}
+        unique = list(dict.fromkeys(keys))
+        for start in range(0, len(unique), _CHUNK):
+            chunk = unique[start : start + _CHUNK]
+            marks = ", ".join("?" * len(chunk))
+            rows = self.conn.execute(
+                f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", chunk
+            )
+            for key, blob in rows:
+                found[bytes(key)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        return found
+
+    def put_many(
+        self, fingerprint: Fingerprint | str, items: Iterable[tuple[bytes, FloatArray]]
+    ) -> None:
+        """Store ``(key, vector)`` pairs embedded under ``fingerprint``, replacing those keys."""
+        canonical = fingerprint.text if isinstance(fingerprint, Fingerprint) else fingerprint
+        rows = [
+            (key, canonical, np.ascontiguousarray(vector, dtype="<f4").tobytes())
+            for key, vector in items
+        ]
+        started = not self.conn.in_transaction
+        self.conn.executemany(
+            f"INSERT OR REPLACE INTO {TABLE} (key, fingerprint, vector) VALUES (?, ?, ?)", rows
+        )
+        if started:
+            self.conn.commit()
+
+
+class CachedEmbedder(Embedder):
+    """Wrap an embedder so that only texts missing from the cache reach it.
+
+    Same fingerprint, dimension and vectors as the wrapped embedder. ``misses`` counts the
+    distinct texts sent to the wrapped embedder over this wrapper's life, ``hits`` all other
+    texts (a text repeated within one call is embedded once).
+    """
+
+    provider: ClassVar[str] = "cached"
+
+    def __init__(self, embedder: Embedder, cache: EmbeddingCache) -> None:
+        super().__init__(batch_size=embedder.batch_size)
+        self.embedder = embedder
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return self.embedder.fingerprint
+
+    @property
+    def dimension(self) -> int:
+        return self.embedder.dimension
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.embedder!r})"
+
+    def _embed_batch(self, texts: list[str]) -> FloatArray:
+        return self.embedder.embed(texts)
+
+    def embed(self, texts: Sequence[str]) -> FloatArray:
+        """Embed ``texts``, taking what the cache has and storing what it had not."""
+        items = truncate(check_texts(texts))
+        fingerprint = self.fingerprint
+        dimension = self.dimension
+        keys = [cache_key(fingerprint, text) for text in items]
+        vectors: dict[bytes, Any] = {
+            key: vector
+            for key, vector in self.cache.get_many(keys).items()
+            if vector.shape == (dimension,)
+        }
+        missing = {key: text for key, text in zip(keys, items, strict=True) if key not in vectors}
+        if missing:
+            fresh = self.embedder.embed(list(missing.values()))
+            if fresh.shape != (len(missing), dimension):
+                raise EmbeddingProviderError(
+                    f"{self.embedder.provider} provider returned shape {fresh.shape} "
+                    f"for {len(missing)} texts of dimension {dimension}"
+                )
+            vectors.update(zip(missing, fresh, strict=True))
+            self.cache.put_many(fingerprint, zip(missing, fresh, strict=True))
+        self.misses += len(missing)
+        self.hits += len(items) - len(missing)
+        out = np.empty((len(items), dimension), dtype=np.float32)
+        for row, key in enumerate(keys):
+            out[row] = vectors[key]
+        return out
