@@ -9,7 +9,12 @@ Every error derives from :class:`ProjectionError`.
     ├── HandlerError                a projection's handler raised; names projection/position/kind
     │   └── CatchUpError            one or more projections stopped during a catch-up
     ├── WaitTimeoutError            wait_for() ran out of time
-    └── QueryError                  a projection query got bad arguments (names the argument)
+    ├── QueryError                  a projection query got bad arguments (names the argument)
+    └── EmbeddingError              an embedder could not turn texts into vectors
+        ├── EmbeddingConfigError    a bad embedder option or route; an unset API key variable
+        ├── EmbeddingInputError     embed() got no list of str (names the offending index)
+        ├── EmbeddingProviderError  the provider failed or answered nonsense (``.status``)
+        └── EmbeddingUnavailableError   an optional extra is not installed (names it)
 """
 
 from __future__ import annotations
@@ -69,3 +74,30 @@ class WaitTimeoutError(ProjectionError):
 
 class QueryError(ProjectionError):
     """A query got an argument it cannot use; the message names it."""
+
+
+class EmbeddingError(ProjectionError):
+    """Root of every error an embedder raises."""
+
+
+class EmbeddingConfigError(EmbeddingError):
+    """An embedder option or route is invalid, or its API key variable is not set."""
+
+
+class EmbeddingInputError(EmbeddingError):
+    """``embed()`` got something other than a list of str; the message names the index."""
+
+
+class EmbeddingProviderError(EmbeddingError):
+    """The embedding provider failed, or answered with something that is not embeddings.
+
+    ``status`` is the HTTP status of the last attempt when there was one, else None.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class EmbeddingUnavailableError(EmbeddingError):
+    """A provider needs an optional extra that is not installed; the message names it."""
