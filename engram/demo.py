@@ -148,6 +148,20 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
                 f"  stimulus {cause!r} on {seed}: {len(wave.positions)} activations ({reached})",
                 file=out,
             )
+        planner, critic = memory.agent("planner"), memory.agent("critic")
+        planner.observe(
+            "Root cause of the Q3 outage: a failed database failover during the deploy.",
+            at=now + timedelta(seconds=200),
+        )
+        for agent in (planner, critic):
+            result = agent.recall(
+                "customer impact of the outage", 3, as_of=now + timedelta(seconds=240)
+            )
+            print(f"\n{agent.agent} recalls 'customer impact of the outage':", file=out)
+            for r in result.items:
+                who = f"{r.event.payload.agent}/{r.event.payload.visibility}"
+                print(f"  {r.score:5.2f}  [{who}] {r.event.payload.text}", file=out)
+        print("  (the critic's private thought reaches only the critic)", file=out)
         as_of = now + timedelta(hours=1)
         print(f"\nmost salient neurons as of {as_of:%H:%M} UTC (lazy decay 0.99/h):", file=out)
         for item in network.top(5, as_of=as_of):
