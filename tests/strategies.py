@@ -242,3 +242,187 @@ def batch_sequences(
     """Events over a small pool of streams, cut into batches of random sizes."""
     events = draw(event_sequences(max_events))
     return split(events, draw(partitions(len(events), max_batch)))
+
+
+# -- projection histories --------------------------------------------------------------------
+#
+# Histories for the neuron graph and the salience index: a few neurons, so that events collide
+# on them, including events the graph's anomaly rules ignore (activation before creation,
+# connections to unknown neurons, duplicate creations, reweights of missing connections), with
+# event times that sometimes go back. Every event has an explicit id and ``at``; appended in
+# order to a fresh ledger, event ``i`` of a history lands at position ``i + 1``.
+
+#: The first event time of every generated history (whole hours keep hand arithmetic easy).
+HISTORY_START = datetime(2030, 1, 1, tzinfo=UTC)
+
+neuron_ids = st.sampled_from(["n0", "n1", "n2", "n3", "n4", "n5"])
+neuron_types = st.sampled_from(["core", "contextual", "episodic", "semantic"])
+activation_strengths = st.one_of(
+    st.floats(min_value=0.0, max_value=2.0, allow_nan=False),
+    st.sampled_from([0.0, 1.0, 1e6]),
+)
+
+GRAPH_KINDS = (
+    "neuron.created",
+    "neuron.activated",
+    "neuron.archived",
+    "connection.created",
+    "connection.reweighted",
+)
+MEMORY_KINDS = ("memory.observed", "memory.recalled")
+
+
+def neuron_created(
+    neuron: str, at: datetime, *, concept: str = "concept", type: str = "contextual"
+) -> NewEvent:
+    """A ``neuron.created`` on the neuron's stream."""
+    return NewEvent(
+        stream=f"neuron:{neuron}",
+        kind="neuron.created",
+        payload=NeuronCreated(id=neuron, concept=concept, type=type),
+        at=at,
+    )
+
+
+def neuron_activated(
+    neuron: str, at: datetime, strength: float = 1.0, *, actor: str = "system", cause: str = ""
+) -> NewEvent:
+    """A ``neuron.activated`` on the neuron's stream."""
+    return NewEvent(
+        stream=f"neuron:{neuron}",
+        kind="neuron.activated",
+        payload=NeuronActivated(id=neuron, strength=strength, cause=cause),
+        actor=actor,
+        at=at,
+    )
+
+
+def neuron_archived(neuron: str, at: datetime, reason: str = "") -> NewEvent:
+    """A ``neuron.archived`` on the neuron's stream."""
+    return NewEvent(
+        stream=f"neuron:{neuron}",
+        kind="neuron.archived",
+        payload=NeuronArchived(id=neuron, reason=reason),
+        at=at,
+    )
+
+
+def connection_created(
+    source: str, target: str, weight: int, at: datetime, *, type: str = "feeds_into"
+) -> NewEvent:
+    """A ``connection.created`` on the source neuron's stream."""
+    return NewEvent(
+        stream=f"neuron:{source}",
+        kind="connection.created",
+        payload=ConnectionCreated(source=source, target=target, type=type, weight=weight),
+        at=at,
+    )
+
+
+def connection_reweighted(
+    source: str, target: str, weight: int, at: datetime, *, type: str = "feeds_into"
+) -> NewEvent:
+    """A ``connection.reweighted`` on the source neuron's stream."""
+    return NewEvent(
+        stream=f"neuron:{source}",
+        kind="connection.reweighted",
+        payload=ConnectionReweighted(source=source, target=target, type=type, weight=weight),
+        at=at,
+    )
+
+
+def memory_observed(
+    text: str, at: datetime, importance: int | None = None, *, agent: str = "inner"
+) -> NewEvent:
+    """A ``memory.observed`` on the agent's stream."""
+    return NewEvent(
+        stream=f"agent:{agent}",
+        kind="memory.observed",
+        payload=MemoryObserved(agent=agent, text=text, importance=importance),
+        at=at,
+    )
+
+
+def memory_recalled(positions: Sequence[int], at: datetime, *, agent: str = "inner") -> NewEvent:
+    """A ``memory.recalled`` serving the memories at ``positions``."""
+    return NewEvent(
+        stream=f"agent:{agent}",
+        kind="memory.recalled",
+        payload=MemoryRecalled(
+            agent=agent,
+            query="what happened?",
+            items=[RecalledItem(position=p, score=1.0) for p in positions],
+            as_of=at,
+        ),
+        at=at,
+    )
+
+
+@st.composite
+def graph_histories(
+    draw: st.DrawFn,
+    max_events: int = 40,
+    *,
+    memories: bool = True,
+    recall_neuron_positions: bool = True,
+) -> list[NewEvent]:
+    """A history of graph (and, with ``memories``, memory) events with explicit ids and times.
+
+    Times mostly move forward by 0-30 hours, sometimes back (events may be older than an
+    item's last update). Recalls serve earlier memories, unknown positions and, with
+    ``recall_neuron_positions``, positions of neuron events (which are not memories).
+    """
+    kinds = GRAPH_KINDS + (MEMORY_KINDS if memories else ())
+    n = draw(st.integers(min_value=1, max_value=max_events))
+    offset = 0  # minutes after HISTORY_START
+    events: list[NewEvent] = []
+    memory_positions: list[int] = []
+    neuron_positions: list[int] = []
+    for i in range(n):
+        step = draw(st.one_of(st.integers(0, 30 * 60), st.integers(-10 * 60, 0)))
+        offset = max(0, offset + step)
+        at = HISTORY_START + timedelta(minutes=offset)
+        kind = draw(st.sampled_from(kinds))
+        actor = draw(actors)
+        if kind == "neuron.created":
+            e = neuron_created(draw(neuron_ids), at, type=draw(neuron_types))
+        elif kind == "neuron.activated":
+            e = neuron_activated(draw(neuron_ids), at, draw(activation_strengths))
+        elif kind == "neuron.archived":
+            e = neuron_archived(draw(neuron_ids), at)
+        elif kind in ("connection.created", "connection.reweighted"):
+            build = connection_created if kind == "connection.created" else connection_reweighted
+            e = build(
+                draw(neuron_ids), draw(neuron_ids), draw(uint16), at, type=draw(connection_types)
+            )
+        elif kind == "memory.observed":
+            importance = draw(st.none() | st.integers(min_value=1, max_value=10))
+            e = memory_observed(f"memory {i}", at, importance)
+        else:
+            pool = [*memory_positions, 10**9]
+            if recall_neuron_positions:
+                pool += neuron_positions
+            e = memory_recalled(draw(st.lists(st.sampled_from(pool), max_size=4)), at)
+        if kind == "memory.observed":
+            memory_positions.append(i + 1)
+        elif kind.startswith("neuron."):
+            neuron_positions.append(i + 1)
+        events.append(msgspec.structs.replace(e, id=draw(event_ids), actor=actor))
+    return events
+
+
+@st.composite
+def cyclic_graphs(
+    draw: st.DrawFn, max_neurons: int = 8, max_edges: int = 24
+) -> tuple[list[str], list[tuple[str, str, str, int]]]:
+    """Neuron ids and random connections among them: cycles, self-loops and inhibits likely."""
+    count = draw(st.integers(min_value=1, max_value=max_neurons))
+    ids = [f"v{i}" for i in range(count)]
+    edges = draw(
+        st.lists(
+            st.tuples(st.sampled_from(ids), st.sampled_from(ids), connection_types, uint16),
+            max_size=max_edges,
+            unique_by=lambda e: (e[0], e[1], e[2]),
+        )
+    )
+    return ids, edges
