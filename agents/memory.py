@@ -21,11 +21,12 @@ from agents.importance import HeuristicScorer, ImportanceScorer
 from ledger import Event, Ledger, NewEvent
 from ledger.catalog import MemoryObserved, MemoryRecalled, MemoryType, RecalledItem, Visibility
 from projections import lexical
+from projections.embedder import Embedder
 from projections.engine import ProjectionEngine
 from projections.errors import ProjectionError, QueryError
 from projections.queries import check_as_of
 from projections.salience import DEFAULT_RATE
-from projections.semantic import Embedder, VectorSearcher
+from projections.semantic import VectorSearcher
 
 #: Component weights of the final score. Min-max normalisation stretches small recency and
 #: importance differences among candidates to the full 0..1 range, so they get a light touch

@@ -20,30 +20,19 @@ import threading
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from ledger import Event
 from projections.base import Projection, Tables
+from projections.embedder import Embedder
 from projections.errors import QueryError
 from projections.lexical import live_table
 
 MAX_TEXT = 16_000
 DEFAULT_EXACT_LIMIT = 20_000
-
-
-class Embedder(Protocol):
-    """What the semantic index needs from the embedder façade."""
-
-    @property
-    def fingerprint(self) -> str: ...
-
-    @property
-    def dimension(self) -> int: ...
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]: ...
 
 
 class IndexFileWarning(UserWarning):
@@ -63,7 +52,7 @@ class SemanticIndex(Projection):
 
     def config(self) -> str:
         """The embedder's fingerprint: another model means other vectors."""
-        return f"embedder={self.embedder.fingerprint}"
+        return f"embedder={self.embedder.fingerprint!s}"
 
     def create(self, db: Tables) -> None:
         """Create the vectors table."""
