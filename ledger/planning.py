@@ -11,11 +11,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import NamedTuple
 
 from ledger.backend import Row, StoredContent, WriteTransaction
-from ledger.codec import canonical, chain, encode_payload, format_at
+from ledger.codec import encode_payload, format_at, link, utc_now_text
 from ledger.errors import (
     AppendError,
     ConcurrencyError,
@@ -25,7 +24,7 @@ from ledger.errors import (
 )
 from ledger.events import Expect, Expectation, NewEvent
 from ledger.ids import new_ids, normalize_id
-from ledger.kinds import KindRegistry
+from ledger.kinds import KindRegistry, KindSpec
 
 MAX_NAME = 512
 
@@ -55,7 +54,7 @@ class Prepared(NamedTuple):
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class Request:
     """One caller's append: its events, its expectations, and (once committed) its result."""
 
@@ -64,9 +63,10 @@ class Request:
     positions: list[int] | None = None
     error: BaseException | None = None
     done: bool = False
-    #: Set when the request is decided, or when its caller is handed the leadership.
-    #: Created only for a caller that waits (a leader never does).
-    wake: threading.Event | None = field(default=None, repr=False)
+    #: A lock taken on creation and released when the request is decided, or when its
+    #: caller is handed the leadership; the caller sleeps acquiring it. Created only for a
+    #: caller that waits (a leader never does).
+    wake: threading.Lock | None = field(default=None, repr=False)
     lead: bool = False
 
 
@@ -79,6 +79,7 @@ def _encodable(value: str) -> bool:
 
 
 _good_names: set[str] = set()  # streams and actors repeat: check each once
+_new_tuple = tuple.__new__  # builds a Prepared without the Python-level NamedTuple.__new__
 
 
 def _name(value: object, field_name: str, index: int) -> str:
@@ -106,60 +107,67 @@ def _name(value: object, field_name: str, index: int) -> str:
 
 
 def prepare(
-    events: Sequence[NewEvent],
+    events: Sequence[NewEvent] | NewEvent,
     expect: Expectation | Mapping[str, Expectation],
     registry: KindRegistry,
     max_payload_bytes: int,
 ) -> Request:
     """Validate a batch and its expectations; raise an EventError naming event and field."""
     if isinstance(events, NewEvent):
-        events = [events]
-    if not isinstance(events, Sequence) or not events:
+        events = (events,)
+    elif type(events) is not list and not isinstance(events, Sequence):
+        raise EnvelopeError("append needs a non-empty sequence of NewEvent")
+    if not events:
         raise EnvelopeError("append needs a non-empty sequence of NewEvent")
     now: str | None = None
     out: list[Prepared] = []
     seen: set[str] = set()
+    good = _good_names
+    specs: dict[str, KindSpec] = {}
     fresh = iter(new_ids(sum(1 for ev in events if getattr(ev, "id", 0) is None)))
     for i, ev in enumerate(events):
         if not isinstance(ev, NewEvent):
             raise EnvelopeError(
                 f"event #{i}: expected a NewEvent, got {type(ev).__name__}", index=i
             )
-        spec = registry.get(ev.kind) if type(ev.kind) is str else None
+        kind = ev.kind
+        spec = specs.get(kind) if type(kind) is str else None
         if spec is None:
-            raise UnknownKindError(
-                f"event #{i}: kind {ev.kind!r} is not registered; register its payload Struct "
-                "with KindRegistry.register()",
-                index=i,
-                field="kind",
-            )
+            spec = registry.get(kind) if type(kind) is str else None
+            if spec is None:
+                raise UnknownKindError(
+                    f"event #{i}: kind {kind!r} is not registered; register its payload "
+                    "Struct with KindRegistry.register()",
+                    index=i,
+                    field="kind",
+                )
+            specs[kind] = spec
         event_id = next(fresh) if ev.id is None else normalize_id(ev.id, index=i)
         if event_id in seen:
             raise IdempotencyError(f"event #{i}: id {event_id} appears twice in the batch")
         seen.add(event_id)
         if ev.at is None:
-            now = now or datetime.now(UTC).isoformat(timespec="microseconds")
-            at = now
+            at = now = now or utc_now_text()
         else:
             at = format_at(ev.at, index=i)
+        stream, actor = ev.stream, ev.actor
+        if type(stream) is not str or stream not in good:
+            stream = _name(stream, "stream", i)
+        if type(actor) is not str or actor not in good:
+            actor = _name(actor, "actor", i)
+        payload = encode_payload(spec, ev.payload, index=i, max_bytes=max_payload_bytes)
+        causation, correlation = ev.causation_id, ev.correlation_id
+        if causation is not None:
+            causation = normalize_id(causation, field="causation_id", index=i)
+        if correlation is not None:
+            correlation = normalize_id(correlation, field="correlation_id", index=i)
         out.append(
-            Prepared(
-                event_id,
-                _name(ev.stream, "stream", i),
-                ev.kind,
-                spec.schema,
-                _name(ev.actor, "actor", i),
-                at,
-                encode_payload(spec, ev.payload, index=i, max_bytes=max_payload_bytes),
-                None
-                if ev.causation_id is None
-                else normalize_id(ev.causation_id, field="causation_id", index=i),
-                None
-                if ev.correlation_id is None
-                else normalize_id(ev.correlation_id, field="correlation_id", index=i),
+            _new_tuple(
+                Prepared,
+                (event_id, stream, kind, spec.schema, actor, at, payload, causation, correlation),
             )
         )
-    return Request(out, _expectations(expect, out))
+    return Request(out, {} if expect is Expect.ANY else _expectations(expect, out))
 
 
 def _check_expectation(value: object, where: str) -> Expectation:
@@ -203,25 +211,30 @@ class VersionCache:
 
     With one write path per process, the head read under the write lock tells whether
     another writer appended since our last commit; if not, every cached version is exact
-    and the append needs no version lookups.
+    and the append needs no version lookups. ``complete`` says the cache holds every stream
+    of the ledger (it was started on an empty ledger and never trimmed): then a stream
+    missing from it does not exist, and needs no lookup either.
     """
 
     head: int = -1
     versions: dict[str, int] = field(default_factory=dict)
     limit: int = 100_000
+    complete: bool = False
 
-    def reset(self) -> None:
-        self.head = -1
+    def reset(self, head: int = -1) -> None:
+        """Forget every version; ``head`` is the head the cache now starts from (-1: none)."""
+        self.head = head
         self.versions.clear()
+        self.complete = head == 0
 
     def remember(self, head: int, versions: dict[str, int]) -> None:
         if len(self.versions) + len(versions) > self.limit:
             self.versions.clear()
+            self.complete = False
         self.versions.update(versions)
         self.head = head
 
 
-@dataclass
 class GroupPlan:
     """Decide every request of a commit group inside one write transaction.
 
@@ -230,34 +243,57 @@ class GroupPlan:
     rolls back and plans the group again carefully, looking everything up.
     """
 
-    tx: WriteTransaction
-    requests: list[Request]
-    cache: VersionCache
-    careful: bool = False
-    rows: list[Row] = field(default_factory=list)
+    __slots__ = (
+        "_hash",
+        "_head",
+        "_pending",
+        "_stored",
+        "_versions",
+        "cache",
+        "careful",
+        "requests",
+        "rows",
+        "tx",
+    )
+
+    def __init__(
+        self,
+        tx: WriteTransaction,
+        requests: list[Request],
+        cache: VersionCache,
+        careful: bool = False,
+    ) -> None:
+        self.tx = tx
+        self.requests = requests
+        self.cache = cache
+        self.careful = careful
+        self.rows: list[Row] = []
+        self._stored: dict[str, StoredContent] = {}
+        #: Events placed by earlier requests of this group: id -> (position, event).
+        self._pending: dict[str, tuple[int, Prepared]] = {}
 
     def run(self) -> None:
         """Place every request that fits; mark the others with their error."""
-        ids = [e.id for r in self.requests for e in r.events]
-        streams = list(dict.fromkeys(e.stream for r in self.requests for e in r.events))
+        requests = self.requests
+        if len(requests) == 1 and len(requests[0].events) == 1:
+            streams = [requests[0].events[0].stream]
+        else:
+            streams = list(dict.fromkeys(e.stream for r in requests for e in r.events))
         if self.careful:
+            ids = [e.id for r in requests for e in r.events]
             self._head, self._hash, versions, self._stored = self.tx.state(ids, streams)
             self._versions = {s: versions.get(s, 0) for s in streams}
         else:
             self._head, self._hash = self.tx.head()
-            cache = self.cache
-            if cache.head != self._head:
-                cache.reset()
-            missing = [s for s in streams if s not in cache.versions]
-            found = self.tx.stream_versions(missing) if missing else {}
-            self._versions = {s: found.get(s, 0) for s in missing}
-            self._versions.update((s, cache.versions[s]) for s in streams if s in cache.versions)
-            self._stored = {}
-        self._pending: dict[str, tuple[int, tuple[object, ...]]] = {}
-        for request in self.requests:
+            self._versions = self._cached_versions(streams)
+        last = requests[-1]
+        for request in requests:
             try:
                 try:
                     request.positions = self._place(request)
+                    if request is not last:  # later requests may retry these ids
+                        for e, position in zip(request.events, request.positions, strict=True):
+                            self._pending[e.id] = (position, e)
                 except ConcurrencyError:
                     if self.careful:
                         raise
@@ -269,6 +305,25 @@ class GroupPlan:
                     request.positions = self._place(request)
             except AppendError as exc:
                 request.error = exc
+
+    def _cached_versions(self, streams: list[str]) -> dict[str, int]:
+        cache = self.cache
+        if cache.head != self._head:
+            cache.reset(self._head)
+        cached = cache.versions
+        versions: dict[str, int] = {}
+        missing: list[str] = []
+        for stream in streams:
+            version = cached.get(stream)
+            if version is None:
+                missing.append(stream)
+            else:
+                versions[stream] = version
+        if missing:
+            found = {} if cache.complete else self.tx.stream_versions(missing)
+            for stream in missing:
+                versions[stream] = found.get(stream, 0)
+        return versions
 
     def remember(self) -> None:
         """Tell the cache the state this plan committed."""
@@ -286,15 +341,18 @@ class GroupPlan:
                 stored.causation_id,
                 stored.correlation_id,
             )
-        return self._pending.get(event_id)
+        pending = self._pending.get(event_id)
+        return None if pending is None else (pending[0], pending[1].content())
 
     def _place(self, request: Request) -> list[int]:
-        known = [self._known(e.id) for e in request.events]
-        if any(k is not None for k in known):
-            return self._retry(request, known)
-        versions: dict[str, int] = {}
+        events = request.events
+        if self._stored or self._pending:
+            known = [self._known(e.id) for e in events]
+            if any(k is not None for k in known):
+                return self._retry(request, known)
+        group_versions = self._versions
         for stream, expected in request.expect.items():
-            actual = self._versions.get(stream, 0)
+            actual = group_versions.get(stream, 0)
             if expected is Expect.NO_STREAM and actual != 0:
                 raise ConcurrencyError(
                     f"stream {stream!r} was expected not to exist, but is at version {actual}",
@@ -309,27 +367,26 @@ class GroupPlan:
                     expected=expected,
                     actual=actual,
                 )
+        # The request fits: from here on it changes the group's state.
         head, last = self._head, self._hash
         rows: list[Row] = []
         positions: list[int] = []
-        for e in request.events:
-            version = versions.get(e.stream) or self._versions.get(e.stream, 0)
-            version += 1
-            versions[e.stream] = version
+        for event_id, stream, kind, schema, actor, at, payload, causation, correlation in events:
+            version = group_versions.get(stream, 0) + 1
+            group_versions[stream] = version
             head += 1
             fields = (
-                head, e.id, e.stream, version, e.kind, e.schema, e.actor, e.at, e.payload,
-                e.causation_id, e.correlation_id,
+                head, event_id, stream, version, kind, schema, actor, at, payload, causation,
+                correlation,
             )  # fmt: skip
-            last = chain(last, canonical(fields))
+            last = link(last, fields)
             rows.append((*fields, last))
             positions.append(head)
-        # The request fits: only now does it change the group's state.
         self._head, self._hash = head, last
-        self._versions.update(versions)
-        for e, position in zip(request.events, positions, strict=True):
-            self._pending[e.id] = (position, e.content())
-        self.rows.extend(rows)
+        if self.rows:
+            self.rows.extend(rows)
+        else:
+            self.rows = rows
         return positions
 
     @staticmethod

@@ -48,39 +48,83 @@ _TRIGGERS = (
 _CHUNK = 500  # bound on host parameters per IN (...) list
 
 
+_HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
+
+
+def _store_error(action: str, exc: sqlite3.Error) -> StoreError:
+    text = str(exc)
+    if APPEND_ONLY_MESSAGE in text:
+        return AppendOnlyError(f"{action}: {APPEND_ONLY_MESSAGE}")
+    if isinstance(exc, sqlite3.OperationalError) and "locked" in text:
+        return StoreError(
+            f"{action}: the SQLite database stayed locked past the busy timeout ({text})"
+        )
+    return StoreError(f"{action}: {text}")
+
+
 @contextmanager
 def _translate(action: str) -> Iterator[None]:
     try:
         yield
     except (sa.exc.DBAPIError, sqlite3.Error) as exc:
         orig = exc.orig if isinstance(exc, sa.exc.DBAPIError) else exc
-        text = str(orig)
-        if APPEND_ONLY_MESSAGE in text:
-            raise AppendOnlyError(f"{action}: {APPEND_ONLY_MESSAGE}") from None
-        if isinstance(orig, sqlite3.OperationalError) and "locked" in text:
-            raise StoreError(
-                f"{action}: the SQLite database stayed locked past the busy timeout ({text})"
-            ) from exc
-        raise StoreError(f"{action}: {text}") from exc
+        if not isinstance(orig, sqlite3.Error):
+            raise StoreError(f"{action}: {exc}") from exc
+        error = _store_error(action, orig)
+        if isinstance(error, AppendOnlyError):
+            raise error from None
+        raise error from exc
 
 
 class _Tx(WriteTransaction):
-    # The hot path speaks to the driver directly: SQLAlchemy's per-statement result setup
-    # costs more than SQLite itself spends on these indexed lookups.
+    """The writer's connection as one reusable context manager: BEGIN IMMEDIATE .. COMMIT.
+
+    The hot path speaks to the driver directly, through one cursor kept for the writer's
+    life: SQLAlchemy's per-statement result setup, a generator-based context manager and a
+    new cursor per statement cost more than SQLite itself spends on a one-row append.
+    """
+
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+        self._cur = conn.cursor()
+
+    def __enter__(self) -> _Tx:
+        try:
+            self._cur.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _store_error("append", exc) from exc
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: object
+    ) -> None:
+        if kind is None:
+            try:
+                self._cur.execute("COMMIT")
+                return
+            except sqlite3.Error as error:
+                exc = error
+        try:
+            if self._conn.in_transaction:
+                self._cur.execute("ROLLBACK")
+        except sqlite3.Error as error:
+            raise _store_error("roll back an append", error) from exc
+        if isinstance(exc, sqlite3.Error):
+            raise _store_error("append", exc) from exc
+
+    def close(self) -> None:
+        self._cur.close()
 
     def head(self) -> tuple[int, bytes]:
-        row = self._conn.execute(
-            "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
-        ).fetchone()
+        row = self._cur.execute(_HEAD).fetchone()
         return (0, GENESIS_HASH) if row is None else (row[0], row[1])
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         # One indexed max() per stream: a GROUP BY would read every version of the stream.
         found: dict[str, int] = {}
+        cur = self._cur
         for stream in streams:
-            version = self._conn.execute(
+            version = cur.execute(
                 "SELECT max(version) FROM events WHERE stream = ?", (stream,)
             ).fetchone()[0]
             if version is not None:
@@ -102,7 +146,10 @@ class _Tx(WriteTransaction):
 
     def insert(self, rows: Sequence[Row]) -> None:
         try:
-            self._conn.executemany(_INSERT, rows)
+            if len(rows) == 1:
+                self._cur.execute(_INSERT, rows[0])
+            else:
+                self._cur.executemany(_INSERT, rows)
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" in str(exc):
                 raise InsertConflictError(str(exc)) from None
@@ -147,6 +194,7 @@ class SQLiteBackend(Backend):
         self._writer = engine(1)
         self._reader = engine(4)
         self._write_conn: Any = None
+        self._tx: _Tx | None = None
 
     @contextmanager
     def _exclusive(self, action: str) -> Iterator[sa.Connection]:
@@ -177,23 +225,15 @@ class SQLiteBackend(Backend):
                 f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
             )
 
-    @contextmanager
-    def write(self) -> Iterator[WriteTransaction]:
+    def write(self) -> _Tx:
         # One write path per process: the store calls this under its write lock, so the
-        # writer keeps one connection checked out for its whole life.
-        if self._write_conn is None:
+        # writer keeps one connection (and one cursor) checked out for its whole life.
+        tx = self._tx
+        if tx is None:
             with _translate("open the writer"):
                 self._write_conn = self._writer.raw_connection()
-        conn = self._write_conn.driver_connection
-        with _translate("append"):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield _Tx(conn)
-                conn.execute("COMMIT")
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
-                raise
+                tx = self._tx = _Tx(self._write_conn.driver_connection)
+        return tx
 
     def read_rows(
         self,
@@ -259,6 +299,9 @@ class SQLiteBackend(Backend):
         return AuditTarget("sqlite", self.path)
 
     def close(self) -> None:
+        if self._tx is not None:
+            self._tx.close()
+            self._tx = None
         if self._write_conn is not None:
             self._write_conn.close()
             self._write_conn = None

@@ -144,8 +144,13 @@ class Ledger:
             StoreError: the database failed; nothing written.
         """
         self._check_open()
-        request = prepare(events, expect, self.registry, self.max_payload_bytes)  # type: ignore[arg-type]
-        self._committer.submit(request)
+        committer = self._committer
+        committer.enter()
+        try:
+            request = prepare(events, expect, self.registry, self.max_payload_bytes)
+            committer.submit(request)
+        finally:
+            committer.leave()
         if request.error is not None:
             raise request.error
         assert request.positions is not None

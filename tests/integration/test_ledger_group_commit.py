@@ -3,7 +3,8 @@
 Each thread mixes appends that must succeed (exact expectations on its own stream), appends
 that must fail (a wrong expected version; an id reused with other content; a half-retried
 batch), exact retries (must return the original positions), and races on a shared stream
-(either outcome, checked afterwards against the stored versions).
+(either outcome, checked afterwards against the stored versions). Last, two write paths on
+one file: the versions one of them caches never hide what the other appended.
 """
 
 from __future__ import annotations
@@ -222,3 +223,21 @@ def test_group_commit_gives_each_caller_its_own_outcome(
     assert sum(sizes) == appends_total
     mixed = [g for g in groups if any(ok for _, ok in g) and not all(ok for _, ok in g)]
     assert mixed, "no group mixed a refused request with a committed one"
+
+
+def test_a_ledger_begun_empty_still_sees_what_another_write_path_appends(
+    tmp_ledger_path: str,
+) -> None:
+    # The first ledger's version cache starts on an empty file, where a stream it has not
+    # seen needs no lookup (ADR 0010); another write path's appends must end that.
+    rng = random.Random(7)
+    with Ledger.open(tmp_ledger_path) as first, Ledger.open(tmp_ledger_path) as second:
+        assert first.append(_note("own:first", rng, "a", 0)) == [1]
+        assert second.append(_note(SHARED, rng, "b", 1), expect=NO_STREAM) == [2]
+        with pytest.raises(ConcurrencyError) as refused:
+            first.append(_note(SHARED, rng, "c", 0), expect=NO_STREAM)
+        assert refused.value.actual == 1
+        assert first.append(_note(SHARED, rng, "d", 0), expect=1) == [3]
+        assert second.append(_note(SHARED, rng, "e", 1)) == [4]
+        assert [e.version for e in first.read_stream(SHARED)] == [1, 2, 3]
+        assert first.verify().ok

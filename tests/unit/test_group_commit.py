@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 import time
 
+import pytest
+
+from ledger import groupcommit
 from ledger.errors import LedgerClosedError
 from ledger.groupcommit import ROUNDS_AFTER_OWN, GroupCommitter
 from ledger.planning import Request
@@ -99,3 +102,58 @@ def test_close_waits_for_the_group_in_flight_and_refuses_later_ones() -> None:
     late = _request()
     committer.submit(late)
     assert isinstance(late.error, LedgerClosedError)
+
+
+def _append(committer: GroupCommitter, request: Request, go: threading.Event | None = None) -> None:
+    """What Ledger.append does around a request: enter, prepare (here: wait), submit, leave."""
+    committer.enter()
+    try:
+        if go is not None:
+            go.wait(5)
+        committer.submit(request)
+    finally:
+        committer.leave()
+
+
+def test_a_leader_waits_for_callers_still_preparing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(groupcommit, "GATHER_WAIT", 10.0)
+    groups: list[int] = []
+    committer = GroupCommitter(lambda group: groups.append(len(group)))
+    go = threading.Event()
+    slow = [threading.Thread(target=_append, args=(committer, _request(), go)) for _ in range(3)]
+    for t in slow:
+        t.start()
+    deadline = time.monotonic() + 5
+    while committer._active < 3 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    leader = threading.Thread(target=_append, args=(committer, _request()))
+    leader.start()
+    time.sleep(0.05)
+    assert groups == [], "the leader committed while callers were still preparing"
+    go.set()
+    for t in [leader, *slow]:
+        t.join(5)
+        assert not t.is_alive()
+    assert groups == [4]
+
+
+def test_the_wait_for_preparing_callers_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(groupcommit, "GATHER_WAIT", 0.05)
+    groups: list[int] = []
+    committer = GroupCommitter(lambda group: groups.append(len(group)))
+    committer.enter()  # a caller that prepares for ever
+    start = time.monotonic()
+    _append(committer, _request())
+    assert groups == [1]
+    assert 0.04 <= time.monotonic() - start < 5
+
+
+def test_a_lone_caller_never_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(groupcommit, "GATHER_WAIT", 10.0)
+    committer = GroupCommitter(lambda group: None)
+    start = time.monotonic()
+    for _ in range(100):
+        request = _request()
+        _append(committer, request)
+        assert request.done
+    assert time.monotonic() - start < 5
