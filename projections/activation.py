@@ -1,4 +1,4 @@
-"""Spreading activation over the neuron graph: a query that writes nothing (ADR 0011).
+"""Spreading activation over the neuron graph: a query that writes nothing (ADR 0012).
 
 From seed neurons and strengths a breadth-first wave runs hop by hop. Each hop carries::
 
@@ -21,6 +21,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -30,7 +31,7 @@ from projections.queries import check_as_of
 from projections.salience import DEFAULT_RATE, MAX
 
 #: Below this salience a target still receives activation as if it had this much (~10%),
-#: so a network of quiet neurons can wake up (ADR 0011).
+#: so a network of quiet neurons can wake up (ADR 0012).
 SALIENCE_FLOOR = 6554
 DEFAULT_DECAY = 0.9
 DEFAULT_DEPTH = 3
@@ -60,6 +61,7 @@ class GraphSnapshot:
             for r in conn.execute("SELECT id FROM neurons WHERE archived_at IS NULL ORDER BY id")
         ]
         self.ids = ids
+        self._names = np.array(ids, dtype=object)
         self.index = {id_: i for i, id_ in enumerate(ids)}
         n = len(ids)
         sources: list[int] = []
@@ -116,41 +118,50 @@ class GraphSnapshot:
         _check_params(max_depth, decay, min_strength, salience_floor, reentry)
         start, strength = self._seeds(seeds)
         n = len(self.ids)
+        # Zeroed arrays cost nothing until touched, and every step below touches only the
+        # neurons the wave reaches, so a query costs what it reaches, not the graph's size.
         level = np.zeros(n, dtype=np.float64)
-        hop_of = np.full(n, -1, dtype=np.int64)
+        first_hop = np.zeros(n, dtype=np.int64)  # hop + 1 of the first arrival; 0: not reached
         expanded = np.zeros(n, dtype=bool)
         np.add.at(level, start, strength)
-        hop_of[start] = 0
+        first_hop[start] = 1
         expanded[start] = True
+        arrivals = [start]
         frontier, carried = start, strength
+        indptr, targets, weights = self.indptr, self.targets, self.weights
         for hop in range(1, max_depth + 1):
-            begin, end = self.indptr[frontier], self.indptr[frontier + 1]
-            counts = end - begin
-            total = int(counts.sum())
+            begin = indptr[frontier]
+            counts = indptr[frontier + 1] - begin
+            ends = np.cumsum(counts)
+            total = int(ends[-1]) if len(ends) else 0
             if total == 0:
                 break
             # Edge offsets of every frontier node, laid end to end.
-            offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
-            edges = offsets + np.repeat(begin, counts)
-            target = self.targets[edges]
+            edges = np.arange(total) + np.repeat(begin - (ends - counts), counts)
+            target = targets[edges]
             factor = np.maximum(self.salience(target, at, rate), salience_floor) / MAX
-            gain = np.repeat(carried, counts) * self.weights[edges] * factor * decay
+            gain = np.repeat(carried, counts) * weights[edges] * factor * decay
             gain[expanded[target]] *= reentry
-            touched, inverse = np.unique(target, return_inverse=True)
-            received = np.bincount(inverse, weights=gain, minlength=len(touched))
+            touched, inverse = _unique(target)
+            # Weighted, so float64 (the stubs say int).
+            received = cast(
+                "npt.NDArray[np.float64]",
+                np.bincount(inverse, weights=gain, minlength=len(touched)),
+            )
             level[touched] += received
-            fresh = hop_of[touched] < 0
-            hop_of[touched[fresh]] = hop
+            fresh = touched[first_hop[touched] == 0]
+            first_hop[fresh] = hop + 1
+            arrivals.append(fresh)
             grow = (received >= min_strength) & ~expanded[touched]
             frontier, carried = touched[grow], received[grow]
             expanded[frontier] = True
             if len(frontier) == 0:
                 break
-        reached = np.flatnonzero(hop_of >= 0)
-        ids = self.ids
+        reached = np.sort(np.concatenate(arrivals))  # disjoint arrivals: ascending ids
+        names = self._names[reached].tolist()
         return Activation(
-            {ids[i]: float(level[i]) for i in reached.tolist()},
-            {ids[i]: int(hop_of[i]) for i in reached.tolist()},
+            dict(zip(names, level[reached].tolist(), strict=True)),
+            dict(zip(names, (first_hop[reached] - 1).tolist(), strict=True)),
         )
 
     def _seeds(
@@ -172,6 +183,21 @@ class GraphSnapshot:
             nodes.append(i)
             strengths.append(float(value))
         return np.asarray(nodes, dtype=np.int64), np.asarray(strengths, dtype=np.float64)
+
+
+def _unique(
+    values: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.intp]]:
+    """``np.unique(values, return_inverse=True)`` for a non-empty 1-D array, without the
+    wrapper's overhead (it dominates on the few hundred edges of a hop)."""
+    order = values.argsort()
+    ordered = values[order]
+    first = np.empty(len(ordered), dtype=bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(len(ordered), dtype=np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return ordered[first], inverse
 
 
 def _check_params(

@@ -1,7 +1,7 @@
 """The neuron graph projection: neurons and typed, uint16-weighted connections.
 
 Built from ``neuron.*`` and ``connection.*`` events. Events that do not fit the graph as it
-stands are never a crash of the projector; they follow documented rules (ADR 0011) and are
+stands are never a crash of the projector; they follow documented rules (ADR 0012) and are
 recorded, with their position and the reason, in ``graph_anomalies``:
 
 - activating or archiving a neuron that does not exist (or is archived) is ignored;
@@ -15,7 +15,9 @@ constraints as a second line.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from ledger import Event
@@ -23,8 +25,11 @@ from projections.base import Projection, Tables
 
 _CHUNK = 500
 
-# Column order of the in-memory neuron rows used while a batch is applied.
-_CONCEPT, _TYPE, _CREATED, _CREATED_POS, _LAST, _COUNT, _ARCHIVED, _REASON = range(8)
+_NEURON_KINDS = frozenset(("neuron.created", "neuron.activated", "neuron.archived"))
+
+# Column order of the in-memory neuron rows used while a batch is applied; _LATEST, not a
+# column, holds the latest UTC activation time of the batch until flush.
+_CONCEPT, _TYPE, _CREATED, _CREATED_POS, _LAST, _COUNT, _ARCHIVED, _REASON, _LATEST = range(9)
 
 
 class NeuronGraph(Projection):
@@ -86,8 +91,7 @@ class NeuronGraph(Projection):
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
         """Apply a batch: load the rows it touches, update them in memory, write them back."""
         batch = _Batch(db, events)
-        for event in events:
-            batch.apply(event)
+        batch.run(events)
         batch.flush()
 
 
@@ -104,20 +108,17 @@ class _Batch:
         self.new_connections: set[tuple[str, str, str]] = set()
         self.dirty_connections: set[tuple[str, str, str]] = set()
         self.anomalies: list[tuple[int, str, str]] = []
-        self.actors: dict[str, list[Any]] = {}
+        self.actor_counts: Counter[str] = Counter()  # events per actor in this batch
+        self.actor_latest: dict[str, datetime | None] = {}  # latest UTC time per actor
+        self.actor_texts: dict[str, str] = {}  # latest other-offset time per actor, as text
         self._load(events)
 
     def _load(self, events: Sequence[Event]) -> None:
-        ids: set[str] = set()
-        keys: set[tuple[str, str, str]] = set()
-        for e in events:
-            p = e.payload
-            if e.kind.startswith("neuron."):
-                ids.add(p.id)
-            else:
-                ids.add(p.source)
-                ids.add(p.target)
-                keys.add((p.source, p.target, p.type))
+        ids = {e.payload.id for e in events if e.kind in _NEURON_KINDS}
+        links = [e.payload for e in events if e.kind not in _NEURON_KINDS]
+        ids.update([p.source for p in links])
+        ids.update([p.target for p in links])
+        keys = {(p.source, p.target, p.type) for p in links}
         table = self.db["neurons"]
         wanted = sorted(ids)
         for start in range(0, len(wanted), _CHUNK):
@@ -129,7 +130,7 @@ class _Batch:
                 f" WHERE id IN ({marks})",
                 chunk,
             ):
-                self.neurons[row[0]] = list(row[1:])
+                self.neurons[row[0]] = [*row[1:], None]
         for id_ in wanted:
             self.neurons.setdefault(id_, None)
         conn_table = self.db["connections"]
@@ -141,27 +142,67 @@ class _Batch:
             ).fetchone()
             self.connections[key] = None if row is None else list(row)
 
-    def apply(self, e: Event) -> None:
-        p = e.payload
+    def run(self, events: Sequence[Event]) -> None:
+        """Apply the batch's events in order.
+
+        The ledger's own times are UTC, whose ISO text orders like the times themselves:
+        for them the latest activation of each neuron and the latest event of each actor are
+        kept as datetimes and formatted once, at flush. A time with any other offset is
+        formatted and compared as text, event by event, as stored.
+        """
+        neurons = self.neurons
+        latest = self.actor_latest
+        actor, actor_seen = None, None  # the current run of one actor's events
+        for e in events:
+            at = e.at
+            if at.tzinfo is not UTC:
+                self._apply_text(e)
+                continue
+            if e.actor != actor:
+                if actor is not None:
+                    latest[actor] = actor_seen
+                actor = e.actor
+                actor_seen = latest.get(actor)
+            if actor_seen is None or at > actor_seen:
+                actor_seen = at
+            if e.kind == "neuron.activated":
+                neuron = e.payload.id
+                row = neurons[neuron]
+                if row is None or row[_ARCHIVED] is not None:
+                    self._live(neuron, e)
+                    continue
+                row[_COUNT] += 1
+                seen = row[_LATEST]
+                if seen is None or at > seen:
+                    row[_LATEST] = at
+            else:
+                self._apply_other(e, at.isoformat(timespec="microseconds"))
+        if actor is not None:
+            latest[actor] = actor_seen
+        self.actor_counts.update(e.actor for e in events)
+
+    def _apply_text(self, e: Event) -> None:
+        """Apply one event whose time is not UTC, comparing times as their stored text."""
         at = e.at.isoformat(timespec="microseconds")
-        kind = e.kind
-        actor = self.actors.get(e.actor)
-        if actor is None:
-            self.actors[e.actor] = [1, at]
-        else:
-            actor[0] += 1
-            actor[1] = max(actor[1], at)
-        if kind == "neuron.activated":
-            row = self._live(p.id, e)
+        texts = self.actor_texts
+        texts[e.actor] = at if e.actor not in texts else max(texts[e.actor], at)
+        if e.kind == "neuron.activated":
+            row = self._live(e.payload.id, e)
             if row is not None:
                 row[_COUNT] += 1
                 row[_LAST] = at if row[_LAST] is None else max(row[_LAST], at)
-                self.dirty_neurons.add(p.id)
-        elif kind == "neuron.created":
+                self.dirty_neurons.add(e.payload.id)
+        else:
+            self._apply_other(e, at)
+
+    def _apply_other(self, e: Event, at: str) -> None:
+        p = e.payload
+        kind = e.kind
+        if kind == "neuron.created":
             if self.neurons[p.id] is not None:
                 self._anomaly(e, f"neuron {p.id!r} already exists")
             else:
-                self.neurons[p.id] = [p.concept, p.type, at, e.position, None, 0, None, None]
+                self.neurons[p.id] = [p.concept, p.type, at, e.position, None, 0, None, None, None]
                 self.new_neurons.add(p.id)
         elif kind == "neuron.archived":
             row = self._live(p.id, e)
@@ -205,11 +246,25 @@ class _Batch:
     def flush(self) -> None:
         db, conn = self.db, self.conn
         neurons = self.neurons
+        dirty = self.dirty_neurons
+        for neuron, row in neurons.items():
+            if row is not None and (when := row[_LATEST]) is not None:
+                text = when.isoformat(timespec="microseconds")
+                row[_LAST] = text if row[_LAST] is None else max(row[_LAST], text)
+                dirty.add(neuron)
+        actors = []
+        for name, count in sorted(self.actor_counts.items()):
+            latest = self.actor_texts.get(name)
+            utc = self.actor_latest.get(name)
+            if utc is not None:
+                text = utc.isoformat(timespec="microseconds")
+                latest = text if latest is None else max(latest, text)
+            actors.append((name, count, latest))
         conn.executemany(
             f"INSERT INTO {db['neurons']} (concept, type, created_at, created_position,"
             " last_activated, activation_count, archived_at, archive_reason, id)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(*neurons[i], i) for i in sorted(self.new_neurons)],  # type: ignore[misc]
+            [(*neurons[i][:_LATEST], i) for i in sorted(self.new_neurons)],  # type: ignore[index]
         )
         conn.executemany(
             f"UPDATE {db['neurons']} SET last_activated = ?, activation_count = ?,"
@@ -243,7 +298,7 @@ class _Batch:
             f"INSERT INTO {db['graph_actors']} (actor, events, last_at) VALUES (?, ?, ?)"
             " ON CONFLICT (actor) DO UPDATE SET events = events + excluded.events,"
             " last_at = max(last_at, excluded.last_at)",
-            [(a, n, last) for a, (n, last) in sorted(self.actors.items())],
+            actors,
         )
 
 

@@ -2,7 +2,7 @@
 
 Each item (a neuron now; memories here too; scars and reflections later) has a stored uint16
 salience, the time it was last updated, an importance, a last-recalled time and a recall
-count. Salience decays lazily (ADR 0011)::
+count. Salience decays lazily (ADR 0012)::
 
     salience(as_of) = floor(stored * rate ** hours(as_of - updated))      rate = 0.99
 
@@ -44,6 +44,8 @@ _US_PER_HOUR = 3_600_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NO_RANK = -1e300  # rank of a zero salience: below every positive one
 
+_NEURON_KINDS = frozenset(("neuron.created", "neuron.activated", "neuron.archived"))
+
 # Columns of the in-memory rows used while a batch is applied.
 _POS, _SAL, _UPD, _IMP, _RECALLED, _COUNT, _ARCH = range(7)
 
@@ -58,7 +60,8 @@ def decayed(stored: int, updated_us: int, as_of_us: int, rate: float = DEFAULT_R
     """Return the salience of an item stored at ``updated_us``, evaluated at ``as_of_us``."""
     if as_of_us <= updated_us or stored == 0:
         return stored
-    return math.floor(stored * rate ** ((as_of_us - updated_us) / _US_PER_HOUR))
+    factor: float = rate ** ((as_of_us - updated_us) / _US_PER_HOUR)
+    return math.floor(stored * factor)
 
 
 def reinforced(current: int, strength: float, gain: float) -> int:
@@ -127,7 +130,7 @@ class SalienceIndex(Projection):
         conn = db.conn
         rows: dict[tuple[str, str], list[Any] | None] = {}
         by_position: dict[int, tuple[str, str]] = {}
-        neuron_ids = {e.payload.id for e in events if e.kind.startswith("neuron.")}
+        neuron_ids = {e.payload.id for e in events if e.kind in _NEURON_KINDS}
         recalled = {
             item.position for e in events if e.kind == "memory.recalled" for item in e.payload.items
         }
@@ -136,21 +139,41 @@ class SalienceIndex(Projection):
         new: set[tuple[str, str]] = set()
         dirty: set[tuple[str, str]] = set()
         rate = self.rate
+        # Neuron rows by id (the same lists as in ``rows``), for the hot path: activations.
+        neurons = {key[1]: row for key, row in rows.items() if key[0] == "neuron"}
+        activated: set[str] = set()
+        floor = math.floor
+        touch = activated.add
+        get = neurons.get
         for e in events:
             kind, p = e.kind, e.payload
-            at = micros(e.at)
             if kind == "neuron.activated":
-                key = ("neuron", p.id)
-                row = rows.get(key)
+                row = get(p.id)
                 if row is None or row[_ARCH]:
                     continue
-                at = max(at, row[_UPD])
-                row[_SAL] = reinforced(
-                    decayed(row[_SAL], row[_UPD], at, rate), p.strength, ACTIVATION_GAIN
-                )
+                # micros(), decayed() and reinforced() inlined: the same arithmetic in the same
+                # order, so the same values to the last bit.
+                delta = e.at - _EPOCH
+                at = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+                updated = row[_UPD]
+                current = row[_SAL]
+                if at > updated:
+                    if current != 0:
+                        current = floor(current * rate ** ((at - updated) / _US_PER_HOUR))
+                else:
+                    at = updated
+                strength = p.strength
+                if strength > 1.0:
+                    strength = 1.0
+                elif not strength >= 0.0:  # min(max(strength, 0.0), 1.0), NaN included
+                    strength = min(max(strength, 0.0), 1.0)
+                current += floor((MAX - current) * strength * ACTIVATION_GAIN)
+                row[_SAL] = current if current < MAX else MAX
                 row[_UPD] = at
-                dirty.add(key)
-            elif kind == "memory.recalled":
+                touch(p.id)
+                continue
+            at = micros(e.at)
+            if kind == "memory.recalled":
                 at = max(at, 0)
                 for item in p.items:
                     mkey = by_position.get(item.position)
@@ -168,7 +191,7 @@ class SalienceIndex(Projection):
             elif kind == "neuron.created":
                 key = ("neuron", p.id)
                 if rows.get(key) is None:
-                    rows[key] = [e.position, INITIAL, at, None, None, 0, 0]
+                    rows[key] = neurons[p.id] = [e.position, INITIAL, at, None, None, 0, 0]
                     new.add(key)
             elif kind == "memory.observed":
                 key = ("memory", e.id)
@@ -183,6 +206,7 @@ class SalienceIndex(Projection):
                 if row is not None and not row[_ARCH]:
                     row[_ARCH] = 1
                     dirty.add(key)
+        dirty.update(("neuron", neuron) for neuron in activated)
         conn.executemany(
             f"INSERT INTO {table} (position, salience, updated_us, importance, last_recalled_us,"
             " recall_count, archived, rank, item_kind, item_id)"
@@ -232,4 +256,5 @@ class SalienceIndex(Projection):
             ):
                 key = (item_kind, found[0])
                 rows[key] = list(found[1:])
-                by_position[found[1]] = key
+                if item_kind == "memory":  # recalls name memories only
+                    by_position[found[1]] = key

@@ -4,7 +4,7 @@ Every projection's state lives in generation-prefixed tables (``_g7__neurons``).
 row of a generation holds its identity (code version and config), its state (``live`` or
 ``building``) and its checkpoint, so state and checkpoint commit in one transaction. Readers
 query stable views (``neurons``) that point at the live generation; a swap re-points the
-views and drops the old tables in one transaction (ADR 0010).
+views and drops the old tables in one transaction (ADR 0011).
 
 Projections are caches of the ledger, so the file runs with ``synchronous=NORMAL``: a power
 loss may lose the last batches, but never splits a batch from its checkpoint.
@@ -101,6 +101,7 @@ class ProjectionStore:
                 )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA cache_size=-65536")
         except sqlite3.DatabaseError as exc:
             raise ProjectionStoreError(f"cannot open projection store {self.path}: {exc}") from exc
         return conn
@@ -129,6 +130,9 @@ class ProjectionStore:
         conn = getattr(self._readers, "conn", None)
         if conn is None:
             conn = self._readers.conn = self._connect(readonly=True)
+        if conn.in_transaction:  # nested in this thread's snapshot: share it
+            yield conn
+            return
         conn.execute("BEGIN")
         try:
             yield conn
@@ -215,7 +219,9 @@ class ProjectionStore:
         return [
             name
             for (name,) in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ?) = ?",
+                # Virtual tables first: dropping one drops its shadow tables with it.
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND substr(name, 1, ?) = ?"
+                " ORDER BY coalesce(sql, '') LIKE 'CREATE VIRTUAL TABLE%' DESC, name",
                 (len(prefix), prefix),
             )
         ]

@@ -1,8 +1,10 @@
 """`engram bench`: engram's performance figures, each measured against a reference in the same run.
 
 Suites: ``ledger`` (SQLite appends and replay against raw sqlite3 and eventsourcing, and
-PostgreSQL appends against raw psycopg) and ``audit`` (SQL over a large ledger through the
-audit session, beside DuckDB on a native table). Engram and its reference alternate within
+PostgreSQL appends against raw psycopg), ``audit`` (SQL over a large ledger through the
+audit session, beside DuckDB on a native table) and ``projections`` (rebuild, spreading
+activation and catch-up lag of the neuron graph and salience index, beside hand-written
+sqlite3 + msgspec, scipy.sparse and a latency budget). Engram and its reference alternate within
 each repetition; the report gives medians. A missed target is reported, not an error.
 """
 
@@ -27,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of `engram bench` to ``parser``."""
     parser.add_argument(
         "--suite",
-        choices=("ledger", "audit", "all"),
+        choices=("ledger", "audit", "projections", "all"),
         default="all",
         help="which figures to measure (default: all)",
     )
@@ -79,7 +81,7 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen suites, print the table and return the exit code (1 if a step failed)."""
-    from engram.bench import audit_bench, ledger_bench, pg_bench, report
+    from engram.bench import audit_bench, ledger_bench, pg_bench, projection_bench, report
 
     sizes = QUICK if args.quick else FULL
     if args.events is not None:
@@ -100,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
         ]
     if config.suite in ("audit", "all"):
         steps.append(("audit", audit_bench.run))
+    if config.suite in ("projections", "all"):
+        steps += [
+            ("projection rebuild", projection_bench.rebuild),
+            ("spreading activation", projection_bench.activation),
+            ("catch-up lag", projection_bench.lag),
+        ]
     env = report.environment(config)
     log(
         f"engram bench: suite={config.suite} repeat={config.repeat} seed={config.seed} "

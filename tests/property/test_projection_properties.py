@@ -211,7 +211,7 @@ def _check_against_models(engine: ProjectionEngine, history: Sequence[NewEvent])
 
 # -- rebuild equals catch-up ----------------------------------------------------------------
 
-# The example is the minimal repro of the bug that this test's xfail names.
+# A recall that names a neuron event's position must be ignored in every batching.
 _NEURON_POSITION_RECALL = [
     neuron_created("n1", HISTORY_START),
     neuron_activated("n1", HISTORY_START, 0.5),
@@ -252,11 +252,6 @@ def test_incremental_catch_up_equals_full_rebuild(
     _incremental_equals_rebuild(plan)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: salience.py registers loaded neuron rows in by_position, so a recall of a"
-    " neuron event's position reinforces that neuron only when the same batch also touches it",
-)
 @given(_plans(recall_neuron_positions=True))
 @example((_NEURON_POSITION_RECALL, [1, 2], [5000, 5000]))  # the minimal repro
 def test_incremental_equals_rebuild_when_recalls_name_neuron_positions(

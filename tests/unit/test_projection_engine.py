@@ -227,12 +227,6 @@ def _interrupt(label: str, done: int, total: int) -> None:
         raise _Interrupted
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: engine.catch_up() never resumes a rebuild interrupted between its batches"
-    " (it only rebuilds on an identity change), so the building generation stays and"
-    " status() says 'rebuilding' forever, against ProjectionEngine.rebuild's docstring",
-)
 def test_an_interrupted_rebuild_is_resumed_by_the_next_catch_up(
     ledger: Ledger, tmp_path: Path
 ) -> None:
@@ -341,12 +335,6 @@ def test_wait_for_a_position_never_reached_times_out(ledger: Ledger, tmp_path: P
             engine.wait_for(-1)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: ProjectionStore.snapshot() reuses one reader connection per thread and"
-    " runs BEGIN on it again, so status()/digest()/read() inside engine.read() raise a raw"
-    " sqlite3.OperationalError ('cannot start a transaction within a transaction')",
-)
 def test_status_can_be_read_inside_a_read_snapshot(ledger: Ledger, tmp_path: Path) -> None:
     _history(ledger, 3)
     with ProjectionEngine(ledger, tmp_path / "store", [NeuronGraph()]) as engine:
