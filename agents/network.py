@@ -134,16 +134,10 @@ class NeuronNetwork:
         at: datetime | None = None,
     ) -> int:
         """Create a connection between two live neurons; refuse one that exists."""
-        with self._fresh() as conn:
-            self._require(conn, source, target)
-            if self._weight(conn, source, target, type) is not None:
-                raise ConnectionStateError(
-                    f"connection {source!r} -[{type}]-> {target!r} exists; reweight it instead"
-                )
         payload = ConnectionCreated(
             source=source, target=target, type=type, weight=weight, reason=reason
         )
-        return self._append_one(stream_of(source), "connection.created", payload, at)
+        return self._change_connection("connection.created", payload, at, exists=False)
 
     def reweight(
         self,
@@ -156,16 +150,30 @@ class NeuronNetwork:
         at: datetime | None = None,
     ) -> int:
         """Change an existing connection's weight."""
-        with self._fresh() as conn:
-            self._require(conn, source, target)
-            if self._weight(conn, source, target, type) is None:
-                raise ConnectionStateError(
-                    f"connection {source!r} -[{type}]-> {target!r} does not exist"
-                )
         payload = ConnectionReweighted(
             source=source, target=target, type=type, weight=weight, reason=reason
         )
-        return self._append_one(stream_of(source), "connection.reweighted", payload, at)
+        return self._change_connection("connection.reweighted", payload, at, exists=True)
+
+    def _change_connection(
+        self,
+        kind: str,
+        payload: ConnectionCreated | ConnectionReweighted,
+        at: datetime | None,
+        *,
+        exists: bool,
+    ) -> int:
+        """Append a connection event after checking its neurons and whether it exists."""
+        source, target, type = payload.source, payload.target, payload.type
+        with self._fresh() as conn:
+            self._require(conn, source, target)
+            found = self._weight(conn, source, target, type) is not None
+        if found != exists:
+            label = f"connection {source!r} -[{type}]-> {target!r}"
+            raise ConnectionStateError(
+                f"{label} does not exist" if exists else f"{label} exists; reweight it instead"
+            )
+        return self._append_one(stream_of(source), kind, payload, at)
 
     def archive(self, neuron: str, *, reason: str = "", at: datetime | None = None) -> int:
         """Retire a live neuron from the network."""
