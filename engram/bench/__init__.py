@@ -81,7 +81,14 @@ def _positive(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the chosen suites, print the table and return the exit code (1 if a step failed)."""
-    from engram.bench import audit_bench, ledger_bench, pg_bench, projection_bench, report
+    from engram.bench import (
+        audit_bench,
+        lag_bench,
+        ledger_bench,
+        pg_bench,
+        projection_bench,
+        report,
+    )
 
     sizes = QUICK if args.quick else FULL
     if args.events is not None:
@@ -106,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         steps += [
             ("projection rebuild", projection_bench.rebuild),
             ("spreading activation", projection_bench.activation),
-            ("catch-up lag", projection_bench.lag),
+            ("catch-up lag", lag_bench.lag),
         ]
     env = report.environment(config)
     log(
