@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,13 @@ from agents.network import NeuronNetwork
 from engram.config import Settings, resolve_settings
 from ledger import KindRegistry, Ledger, default_registry
 from projections.base import Projection
-from projections.embedding import Embedder, EmbeddingCache, embedder_for, load_routing
+from projections.embedding import (
+    CachedEmbedder,
+    Embedder,
+    EmbeddingCache,
+    embedder_for,
+    load_routing,
+)
 from projections.engine import ProjectionEngine
 from projections.graph import NeuronGraph
 from projections.lexical import LexicalIndex
@@ -74,13 +80,13 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
 
 
 def open_engine(
-    ledger: Ledger, settings: Settings, embedder: Embedder | None = None, **options: Any
+    ledger: Ledger, settings: Settings, embedder: Embedder, **options: Any
 ) -> ProjectionEngine:
     """Open the projection engine over ``ledger`` in the settings' projection store."""
     return ProjectionEngine(
         ledger,
         settings.projection_store,
-        default_projections(settings, embedder or open_embedder(settings)),
+        default_projections(settings, embedder),
         busy_timeout=settings.busy_timeout,
         **options,
     )
@@ -112,22 +118,19 @@ class Memory:
 @contextmanager
 def open_parts(settings: Settings, *, actor: str = "agent") -> Iterator[Memory]:
     """Open the ledger, the embedder and the projections that ``settings`` describe."""
-    led = open_settings(settings)
-    try:
+    with ExitStack() as stack:
+        led = stack.enter_context(open_settings(settings))
         embedder = open_embedder(settings)
-        engine = open_engine(led, settings, embedder)
+        if isinstance(embedder, CachedEmbedder):
+            stack.callback(embedder.cache.close)
+        engine = stack.enter_context(open_engine(led, settings, embedder))
         searcher = VectorSearcher(
             settings.projection_store, embedder.dimension, str(embedder.fingerprint)
         )
-        try:
-            yield Memory(
-                settings, led, engine, NeuronNetwork(led, engine, actor=actor), embedder, searcher
-            )
-            searcher.save()
-        finally:
-            engine.close()
-    finally:
-        led.close()
+        yield Memory(
+            settings, led, engine, NeuronNetwork(led, engine, actor=actor), embedder, searcher
+        )
+        searcher.save()
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import abc
 import hashlib
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import msgspec
@@ -120,9 +120,3 @@ def check_projection(projection: Any) -> Projection:
     if len(set(tables)) != len(tables):
         raise ProjectionConfigError(f"{label}.tables has duplicates: {tables}")
     return projection
-
-
-def iter_batches(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    """Yield consecutive slices of at most ``size`` items."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -149,7 +149,7 @@ class ProjectionEngine:
         """
         selected = self._select(names)
         head = self._head(upto)
-        stale = [p.name for p in selected if self._needs_rebuild(p)]
+        stale = self._needing_rebuild(selected)
         failures: list[HandlerError] = []
         if stale:
             failures.extend(self._rebuild(stale, progress))
@@ -368,7 +368,9 @@ class ProjectionEngine:
                     f" (head {self.ledger.head()})"
                 )
             self.ledger.backend.wait(position - 1, min(remaining, 0.5))
-        if min(s.checkpoint for s in self.status()) < position:
+        with self.store.snapshot() as conn:
+            live = {g.name: g.checkpoint for g in self.store.generations(conn) if g.state == "live"}
+        if min(live.get(name, 0) for name in self.projections) < position:
             self.catch_up(upto=position)
 
     # -- reading ---------------------------------------------------------------------------
@@ -458,14 +460,16 @@ class ProjectionEngine:
             raise ProjectionConfigError(f"upto must be an int >= 0, got {upto!r}")
         return min(upto, head)
 
-    def _needs_rebuild(self, projection: Projection) -> bool:
-        """A stale or missing live generation, or an interrupted rebuild to resume."""
+    def _needing_rebuild(self, projections: list[Projection]) -> list[str]:
+        """Names with a stale or missing live generation, or an interrupted rebuild to resume."""
         with self.store.snapshot() as conn:
-            live = self._generation(conn, projection.name, "live")
-            building = self._generation(conn, projection.name, "building")
-        if live is None or live.identity != projection.identity():
-            return True
-        return building is not None and building.identity == projection.identity()
+            gens = {(g.name, g.state): g.identity for g in self.store.generations(conn)}
+        return [
+            p.name
+            for p in projections
+            if gens.get((p.name, "live")) != p.identity()
+            or gens.get((p.name, "building")) == p.identity()
+        ]
 
     def _generation(self, conn: sqlite3.Connection, name: str, state: str) -> Generation | None:
         return next(

@@ -20,7 +20,7 @@ import msgspec
 from ledger import Event
 from projections.base import Projection, Tables
 from projections.errors import QueryError, UnknownProjectionError
-from projections.store import physical
+from projections.store import ProjectionStore, physical
 
 #: Texts longer than this are indexed up to it (the same cap the embedder applies).
 MAX_TEXT = 16_000
@@ -110,7 +110,10 @@ def search(
     expression = match_expression(query)
     if expression is None:
         return []
-    table = live_table(conn, "lexical", "lexical")
+    generation = ProjectionStore.live_generation(conn, "lexical")
+    if generation is None:
+        raise UnknownProjectionError("projection 'lexical' is not in this store")
+    table = physical(generation, "lexical")
     sql = (
         f"SELECT rowid, -bm25({table}), agent, type, visibility, text FROM {table}"
         f" WHERE {table} MATCH ? AND (visibility = 'public' OR agent = ?)"
@@ -122,14 +125,3 @@ def search(
     sql += f" ORDER BY bm25({table}), rowid LIMIT ?"
     params.append(k)
     return [Hit(*row) for row in conn.execute(sql, params)]
-
-
-def live_table(conn: sqlite3.Connection, projection: str, table: str) -> str:
-    """Return the physical name of a live projection table (for FTS5 MATCH, not a view)."""
-    row = conn.execute(
-        "SELECT generation FROM engram_generations WHERE name = ? AND state = 'live'",
-        (projection,),
-    ).fetchone()
-    if row is None:
-        raise UnknownProjectionError(f"projection {projection!r} is not in this store")
-    return physical(int(row[0]), table)

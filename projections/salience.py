@@ -174,11 +174,12 @@ class SalienceIndex(Projection):
                 continue
             at = micros(e.at)
             if kind == "memory.recalled":
-                at = max(at, 0)
                 for item in p.items:
                     mkey = by_position.get(item.position)
-                    row = None if mkey is None else rows.get(mkey)
-                    if row is None or row[_ARCH] or mkey is None:
+                    if mkey is None:
+                        continue
+                    row = rows.get(mkey)
+                    if row is None or row[_ARCH]:
                         continue
                     when = max(at, row[_UPD])
                     row[_SAL] = reinforced(

@@ -29,7 +29,7 @@ from ledger import Event
 from projections.base import Projection, Tables
 from projections.embedder import Embedder
 from projections.errors import QueryError
-from projections.lexical import live_table
+from projections.store import ProjectionStore, physical
 
 MAX_TEXT = 16_000
 DEFAULT_EXACT_LIMIT = 20_000
@@ -113,6 +113,7 @@ class VectorSearcher:
         self._lock = threading.Lock()
         self._index: Any = None
         self._generation = -1
+        self._table = ""
         self._last = 0
         self._meta: dict[int, tuple[str, str, str]] = {}
         self._added_since_save = 0
@@ -121,12 +122,9 @@ class VectorSearcher:
 
     def sync(self, conn: sqlite3.Connection) -> None:
         """Bring the index up to the live table seen by ``conn`` (load or rebuild if needed)."""
-        row = conn.execute(
-            "SELECT generation FROM engram_generations WHERE name = 'semantic' AND state = 'live'"
-        ).fetchone()
-        if row is None:
+        generation = ProjectionStore.live_generation(conn, "semantic")
+        if generation is None:
             raise QueryError("the semantic index is not in this projection store")
-        generation = int(row[0])
         with self._lock:
             if generation != self._generation:
                 self._open(conn, generation)
@@ -137,6 +135,7 @@ class VectorSearcher:
 
     def _open(self, conn: sqlite3.Connection, generation: int) -> None:
         self._generation, self._index, self._last, self._meta = generation, None, 0, {}
+        self._table = physical(generation, "semantic_vectors")
         path = self._path(generation)
         problem = self._load(path, conn)
         if problem is not None:
@@ -166,13 +165,13 @@ class VectorSearcher:
         if index.ntotal != count or index.d != self.dimension:
             return f"holds {index.ntotal} vectors, its metadata says {count}"
         stored = conn.execute(
-            f"SELECT count(*) FROM {_table(conn)} WHERE position <= ?", (last,)
+            f"SELECT count(*) FROM {self._table} WHERE position <= ?", (last,)
         ).fetchone()[0]
         if stored != count:
             return f"covers {count} vectors up to position {last}, the table has {stored}"
         self._index, self._last = index, last
         for position, agent, visibility, kind in conn.execute(
-            f"SELECT position, agent, visibility, type FROM {_table(conn)} WHERE position <= ?",
+            f"SELECT position, agent, visibility, type FROM {self._table} WHERE position <= ?",
             (last,),
         ):
             self._meta[position] = (agent, visibility, kind)
@@ -180,7 +179,7 @@ class VectorSearcher:
 
     def _add_rows(self, conn: sqlite3.Connection, after: int) -> None:
         rows = conn.execute(
-            f"SELECT position, agent, visibility, type, vector FROM {_table(conn)}"
+            f"SELECT position, agent, visibility, type, vector FROM {self._table}"
             " WHERE position > ? ORDER BY position",
             (after,),
         ).fetchall()
@@ -277,10 +276,6 @@ class VectorSearcher:
     def size(self) -> int:
         """Return how many vectors the index holds."""
         return 0 if self._index is None else int(self._index.ntotal)
-
-
-def _table(conn: sqlite3.Connection) -> str:
-    return live_table(conn, "semantic", "semantic_vectors")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:

@@ -227,6 +227,14 @@ class ProjectionStore:
         ]
 
     @staticmethod
+    def live_generation(conn: sqlite3.Connection, name: str) -> int | None:
+        """Return the live generation of projection ``name`` (None if it has none)."""
+        row = conn.execute(
+            "SELECT generation FROM engram_generations WHERE name = ? AND state = 'live'", (name,)
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    @staticmethod
     def _point_views(conn: sqlite3.Connection, projection: Projection, generation: int) -> None:
         for table in projection.tables:
             conn.execute(f'DROP VIEW IF EXISTS "{table}"')
