@@ -5,7 +5,9 @@ Every error derives from :class:`AgentError`.
     AgentError
     ├── UnknownNeuronError      a neuron that does not exist (or is archived) was named
     ├── NeuronExistsError       creating a neuron whose id is taken
-    └── ConnectionStateError    creating a connection that exists, reweighting one that does not
+    ├── ConnectionStateError    creating a connection that exists, reweighting one that does not
+    ├── UnknownMemoryError      a position that holds no memory (or an archived one) was named
+    └── MemoryOwnerError        an agent named another agent's memory where only its own will do
 """
 
 from __future__ import annotations
@@ -25,3 +27,11 @@ class NeuronExistsError(AgentError):
 
 class ConnectionStateError(AgentError):
     """A connection exists when it should not, or does not when it should."""
+
+
+class UnknownMemoryError(AgentError):
+    """A position that holds no memory, or holds an archived one, was named."""
+
+
+class MemoryOwnerError(AgentError):
+    """An agent named another agent's memory where only its own will do."""

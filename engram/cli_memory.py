@@ -124,6 +124,14 @@ def cmd_observe(settings: Settings, args: argparse.Namespace, out: IO[str]) -> i
     return 0
 
 
+def cmd_archive(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
+    with opened(settings, actor=args.agent, catch_up=False) as memory:
+        position = memory.agent(args.agent).archive(args.positions, reason=args.reason)
+    archived = " ".join(str(p) for p in args.positions)
+    print(f"archived at position {position} (memories {archived})", file=out)
+    return 0
+
+
 def cmd_recall(settings: Settings, args: argparse.Namespace, out: IO[str]) -> int:
     with opened(settings, actor=args.agent) as memory:
         result = memory.agent(args.agent).recall(
@@ -217,6 +225,11 @@ def add_commands(sub: argparse._SubParsersAction) -> dict[str, Command]:  # type
     p.add_argument("--tag", action="append", help="a tag (repeatable)")
     p.add_argument("--at", type=parse_as_of, default=None, help="event time (default now)")
 
+    p = sub.add_parser("archive", help="archive an agent's own memories: recall skips them")
+    p.add_argument("--agent", required=True, help="the agent whose memories these are")
+    p.add_argument("positions", nargs="+", type=int, metavar="POSITION", help="memory positions")
+    p.add_argument("--reason", help="why, recorded in the event")
+
     p = sub.add_parser("recall", help="recall what matters to an agent for a query")
     p.add_argument("agent", help="the recalling agent (sees its own and public items)")
     p.add_argument("query", help="what to recall")
@@ -227,6 +240,7 @@ def add_commands(sub: argparse._SubParsersAction) -> dict[str, Command]:  # type
     p.add_argument("--format", choices=["table", "json"], default="table")
     return {
         "observe": cmd_observe,
+        "archive": cmd_archive,
         "recall": cmd_recall,
         "rebuild": cmd_rebuild,
         "status": cmd_status,

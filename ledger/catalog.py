@@ -7,6 +7,7 @@ by bumping its schema and registering an upcaster.
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -19,6 +20,8 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 Text = Annotated[str, msgspec.Meta(min_length=1)]
 Strength = Annotated[float, msgspec.Meta(ge=0.0, le=1e6)]
 Importance = Annotated[int, msgspec.Meta(ge=1, le=10)]
+#: A ledger position as SQLite and PostgreSQL store it (a signed 64-bit integer, from 1).
+Position = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
 
 NeuronType = Literal["core", "contextual", "episodic", "semantic"]
 ConnectionType = Literal["feeds_into", "influences", "inhibits", "recalls", "triggers"]
@@ -101,6 +104,19 @@ class MemoryRecalled(_Payload, frozen=True):
     as_of: datetime
 
 
+class MemoryArchived(_Payload, frozen=True):
+    """An agent retired some of its memories (``memory.observed`` positions) from every index."""
+
+    agent: Name
+    positions: Annotated[list[Position], msgspec.Meta(min_length=1)]
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if len(set(self.positions)) != len(self.positions):
+            repeated = sorted(p for p, n in Counter(self.positions).items() if n > 1)
+            raise ValueError(f"positions must not repeat, got {repeated} more than once")
+
+
 class SignalSent(_Payload, frozen=True):
     """An agent signalled another agent (or ``*`` for everyone) through the ledger."""
 
@@ -117,6 +133,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
     "connection.reweighted": ConnectionReweighted,
     "memory.observed": MemoryObserved,
     "memory.recalled": MemoryRecalled,
+    "memory.archived": MemoryArchived,
     "signal.sent": SignalSent,
 }
 

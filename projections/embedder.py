@@ -124,6 +124,10 @@ class Embedder(abc.ABC):
     """
 
     provider: ClassVar[str]
+    #: True when the provider batches by :attr:`batch_size` itself and does better with the
+    #: whole list at once (sentence-transformers sorts texts by length across all of them,
+    #: which pads less than fixed slices in arrival order).
+    batches_internally: ClassVar[bool] = False
 
     def __init__(self, *, batch_size: int = DEFAULT_BATCH_SIZE) -> None:
         self.batch_size = check_batch_size(batch_size, type(self).__name__)
@@ -140,7 +144,8 @@ class Embedder(abc.ABC):
 
     @abc.abstractmethod
     def _embed_batch(self, texts: list[str]) -> FloatArray:
-        """Embed one batch of checked, truncated texts (at most ``batch_size`` of them)."""
+        """Embed one batch of checked, truncated texts (at most ``batch_size`` of them,
+        or all of them when the provider :attr:`batches_internally`)."""
 
     def embed(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts``: one float32 row per text, in order.
@@ -152,7 +157,8 @@ class Embedder(abc.ABC):
         items = truncate(check_texts(texts))
         dimension = self.dimension
         out = np.empty((len(items), dimension), dtype=np.float32)
-        for start, batch in _batches(items, self.batch_size):
+        size = max(len(items), 1) if self.batches_internally else self.batch_size
+        for start, batch in _batches(items, size):
             vectors = self._embed_batch(batch)
             if vectors.shape != (len(batch), dimension):
                 raise EmbeddingProviderError(

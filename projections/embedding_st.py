@@ -62,6 +62,7 @@ class SentenceTransformerEmbedder(Embedder):
     """
 
     provider: ClassVar[str] = "sentence-transformers"
+    batches_internally: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -147,7 +148,7 @@ class SentenceTransformerEmbedder(Embedder):
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         vectors = self._load().encode(
             texts,
-            batch_size=len(texts),
+            batch_size=self.batch_size,
             normalize_embeddings=True,
             convert_to_numpy=True,
             show_progress_bar=False,

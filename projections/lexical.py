@@ -3,7 +3,8 @@
 One row per ``memory.observed`` event, keyed by its ledger position (the FTS5 rowid), with
 the author, visibility and type kept beside the text so every search filters visibility in
 the same statement that ranks: an agent finds its own items and public items, never another
-agent's private ones. It is the other half of hybrid recall and the fallback when vectors are
+agent's private ones. ``memory.archived`` deletes the rows it names (a position that holds no
+row is ignored). It is the other half of hybrid recall and the fallback when vectors are
 unavailable.
 """
 
@@ -48,8 +49,8 @@ class LexicalIndex(Projection):
     """Full-text index of observations, ranked by BM25."""
 
     name = "lexical"
-    version = 1
-    kinds = ("memory.observed",)
+    version = 2
+    kinds = ("memory.observed", "memory.archived")
     tables = ("lexical",)
 
     def create(self, db: Tables) -> None:
@@ -60,20 +61,28 @@ class LexicalIndex(Projection):
         )
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
-        """Index the text of each observation under its ledger position."""
+        """Index each observation under its ledger position; drop the archived ones."""
+        table = db["lexical"]
+        rows: list[tuple[int, str, str, str, str]] = []
+        for e in events:
+            p = e.payload
+            if e.kind == "memory.observed":
+                rows.append((e.position, p.text[:MAX_TEXT], p.agent, p.visibility, p.type))
+                continue
+            # In position order: an archive only reaches the observations before it.
+            self._insert(db, rows)
+            rows = []
+            db.conn.executemany(
+                f"DELETE FROM {table} WHERE rowid = ?", [(position,) for position in p.positions]
+            )
+        self._insert(db, rows)
+
+    @staticmethod
+    def _insert(db: Tables, rows: list[tuple[int, str, str, str, str]]) -> None:
         db.conn.executemany(
             f"INSERT INTO {db['lexical']} (rowid, text, agent, visibility, type)"
             " VALUES (?, ?, ?, ?, ?)",
-            [
-                (
-                    e.position,
-                    e.payload.text[:MAX_TEXT],
-                    e.payload.agent,
-                    e.payload.visibility,
-                    e.payload.type,
-                )
-                for e in events
-            ],
+            rows,
         )
 
     def digest(self, db: Tables) -> str:

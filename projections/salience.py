@@ -15,7 +15,9 @@ event arrives, computed from the event's time: the decayed value at that time, t
 - ``memory.observed``: an item at ``importance / 10`` of full scale (``INITIAL`` without one);
 - ``memory.recalled``: each served memory gets a recall (count, time) and a reinforcement of
   ``RECALL_GAIN``;
-- ``neuron.archived``: the item is marked archived and leaves every query.
+- ``neuron.archived``: the item is marked archived and leaves every query;
+- ``memory.archived``: each named memory is marked archived the same way (a position that
+  holds no memory, or an archived one, is ignored).
 
 Events about unknown items are ignored (the graph records them as anomalies). An event whose
 time is before the item's last update counts as happening at that update (no negative decay).
@@ -81,13 +83,14 @@ class SalienceIndex(Projection):
     """Stored salience, importance and recall history of every rememberable item."""
 
     name = "salience"
-    version = 1
+    version = 2
     kinds = (
         "neuron.created",
         "neuron.activated",
         "neuron.archived",
         "memory.observed",
         "memory.recalled",
+        "memory.archived",
     )
     tables = ("salience",)
 
@@ -131,11 +134,14 @@ class SalienceIndex(Projection):
         rows: dict[tuple[str, str], list[Any] | None] = {}
         by_position: dict[int, tuple[str, str]] = {}
         neuron_ids = {e.payload.id for e in events if e.kind in _NEURON_KINDS}
-        recalled = {
-            item.position for e in events if e.kind == "memory.recalled" for item in e.payload.items
-        }
+        named: set[int] = set()  # memories that recalls and archives name
+        for e in events:
+            if e.kind == "memory.recalled":
+                named.update(item.position for item in e.payload.items)
+            elif e.kind == "memory.archived":
+                named.update(e.payload.positions)
         self._load(conn, table, "neuron", sorted(neuron_ids), "item_id", rows, by_position)
-        self._load(conn, table, "memory", sorted(recalled), "position", rows, by_position)
+        self._load(conn, table, "memory", sorted(named), "position", rows, by_position)
         new: set[tuple[str, str]] = set()
         dirty: set[tuple[str, str]] = set()
         rate = self.rate
@@ -201,6 +207,13 @@ class SalienceIndex(Projection):
                 rows[key] = [e.position, start, at, importance, None, 0, 0]
                 by_position[e.position] = key
                 new.add(key)
+            elif kind == "memory.archived":
+                for position in p.positions:
+                    mkey = by_position.get(position)
+                    row = None if mkey is None else rows.get(mkey)
+                    if mkey is not None and row is not None and not row[_ARCH]:
+                        row[_ARCH] = 1
+                        dirty.add(mkey)
             else:  # neuron.archived
                 key = ("neuron", p.id)
                 row = rows.get(key)

@@ -2,19 +2,24 @@
 
 The projection's state is a table of vectors (position, author, visibility, type, float32
 bytes), committed with the checkpoint like every projection's; its identity includes the
-embedder's fingerprint, so changing the model rebuilds it. The FAISS index is an accelerator
-over that table, held by :class:`VectorSearcher`: saved atomically (write, fsync, rename) to
-an index file beside the store with the generation, fingerprint and last position it covers,
-loaded on start and caught up from the table. A missing, truncated or mismatched file is
+embedder's fingerprint, so changing the model rebuilds it. ``memory.archived`` deletes the
+named vectors and records each removal (position, and the archive's position as
+``removed_at``) in ``semantic_removed``; a position without a vector is ignored.
+
+The FAISS index is an accelerator over that table, held by :class:`VectorSearcher`: saved
+atomically (write, fsync, rename) to an index file beside the store with the generation,
+fingerprint, last position and last removal it covers (:mod:`projections.semantic_file`),
+loaded on start and caught up from the tables. A missing, truncated or mismatched file is
 rebuilt from the table with a warning — never a crash.
 
 Exact search (inner product on normalised vectors) up to ``exact_limit`` vectors; HNSW above.
+A removal leaves an exact index at once; HNSW cannot remove, so a removed vector stays in it
+as a tombstone that searches skip, until tombstones pass ``TOMBSTONE_SHARE`` of the index and
+it is rebuilt from the table (ADR 0015).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import sqlite3
 import threading
 import warnings
@@ -26,26 +31,26 @@ import numpy as np
 import numpy.typing as npt
 
 from ledger import Event
+from projections import semantic_file as index_file
 from projections.base import Projection, Tables
 from projections.embedder import Embedder
 from projections.errors import QueryError
+from projections.semantic_file import IndexFileWarning
 from projections.store import ProjectionStore, physical
 
 MAX_TEXT = 16_000
 DEFAULT_EXACT_LIMIT = 20_000
-
-
-class IndexFileWarning(UserWarning):
-    """The index file was missing, damaged or stale and has been rebuilt from the table."""
+#: Above this share of tombstones among its vectors, an HNSW index is rebuilt from the table.
+TOMBSTONE_SHARE = 0.2
 
 
 class SemanticIndex(Projection):
     """Vectors of observations, embedded once and kept with the checkpoint."""
 
     name = "semantic"
-    version = 1
-    kinds = ("memory.observed",)
-    tables = ("semantic_vectors",)
+    version = 2
+    kinds = ("memory.observed", "memory.archived")
+    tables = ("semantic_vectors", "semantic_removed")
 
     def __init__(self, embedder: Embedder) -> None:
         self.embedder = embedder
@@ -55,7 +60,7 @@ class SemanticIndex(Projection):
         return f"embedder={self.embedder.fingerprint!s}"
 
     def create(self, db: Tables) -> None:
-        """Create the vectors table."""
+        """Create the vectors table and the table of removals."""
         db.conn.execute(
             f"""CREATE TABLE {db["semantic_vectors"]} (
                 position   INTEGER PRIMARY KEY,
@@ -65,18 +70,49 @@ class SemanticIndex(Projection):
                 vector     BLOB NOT NULL
             )"""
         )
+        removed = db["semantic_removed"]
+        db.conn.execute(
+            f"CREATE TABLE {removed} (position INTEGER PRIMARY KEY, removed_at INTEGER NOT NULL)"
+        )
+        name = removed.strip('"')
+        db.conn.execute(f'CREATE INDEX "{name}_at" ON {removed} (removed_at)')
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
-        """Embed the batch's texts in one call and store the vectors."""
-        vectors = self.embedder.embed([e.payload.text[:MAX_TEXT] for e in events])
-        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        """Embed the batch's texts in one call and store the vectors; remove archived ones."""
+        observed = [e for e in events if e.kind == "memory.observed"]
+        vectors: dict[int, bytes] = {}
+        if observed:
+            embedded = self.embedder.embed([e.payload.text[:MAX_TEXT] for e in observed])
+            embedded = np.ascontiguousarray(embedded, dtype=np.float32)
+            for e, v in zip(observed, embedded, strict=True):
+                vectors[e.position] = v.tobytes()
+        rows: list[tuple[int, str, str, str, bytes]] = []
+        for e in events:
+            p = e.payload
+            if e.kind == "memory.observed":
+                rows.append((e.position, p.agent, p.visibility, p.type, vectors[e.position]))
+                continue
+            # In position order: an archive only reaches the observations before it.
+            self._insert(db, rows)
+            rows = []
+            for position in p.positions:
+                deleted = db.conn.execute(
+                    f"DELETE FROM {db['semantic_vectors']} WHERE position = ?", (position,)
+                ).rowcount
+                if deleted:
+                    db.conn.execute(
+                        f"INSERT INTO {db['semantic_removed']} (position, removed_at)"
+                        " VALUES (?, ?)",
+                        (position, e.position),
+                    )
+        self._insert(db, rows)
+
+    @staticmethod
+    def _insert(db: Tables, rows: list[tuple[int, str, str, str, bytes]]) -> None:
         db.conn.executemany(
             f"INSERT INTO {db['semantic_vectors']} (position, agent, visibility, type, vector)"
             " VALUES (?, ?, ?, ?, ?)",
-            [
-                (e.position, e.payload.agent, e.payload.visibility, e.payload.type, v.tobytes())
-                for e, v in zip(events, vectors, strict=True)
-            ],
+            rows,
         )
 
 
@@ -88,7 +124,11 @@ class VectorHit(NamedTuple):
 
 
 class VectorSearcher:
-    """A FAISS index over the live ``semantic_vectors`` table, persisted beside the store."""
+    """A FAISS index over the live ``semantic_vectors`` table, persisted beside the store.
+
+    It serves the positions in ``_meta``; an HNSW index may also hold removed vectors
+    (tombstones), which searches skip.
+    """
 
     def __init__(
         self,
@@ -114,14 +154,16 @@ class VectorSearcher:
         self._index: Any = None
         self._generation = -1
         self._table = ""
-        self._last = 0
+        self._removed = ""
+        self._last = 0  # the highest position added
+        self._removed_through = 0  # the highest removal (archive position) taken into account
+        self._tombstones = 0  # removed vectors still in an HNSW index
         self._meta: dict[int, tuple[str, str, str]] = {}
-        self._added_since_save = 0
 
     # -- keeping up with the table ---------------------------------------------------------
 
     def sync(self, conn: sqlite3.Connection) -> None:
-        """Bring the index up to the live table seen by ``conn`` (load or rebuild if needed)."""
+        """Bring the index up to the live tables seen by ``conn`` (load or rebuild if needed)."""
         generation = ProjectionStore.live_generation(conn, "semantic")
         if generation is None:
             raise QueryError("the semantic index is not in this projection store")
@@ -129,53 +171,46 @@ class VectorSearcher:
             if generation != self._generation:
                 self._open(conn, generation)
             self._add_rows(conn, self._last)
+            self._drop_removed(conn)
+            if self._tombstones > TOMBSTONE_SHARE * self._index_total():
+                self._rebuild(conn)
 
     def _path(self, generation: int) -> Path:
         return self.directory / f"semantic.g{generation}.faiss"
 
     def _open(self, conn: sqlite3.Connection, generation: int) -> None:
-        self._generation, self._index, self._last, self._meta = generation, None, 0, {}
+        self._generation = generation
+        self._reset()
         self._table = physical(generation, "semantic_vectors")
+        self._removed = physical(generation, "semantic_removed")
         path = self._path(generation)
-        problem = self._load(path, conn)
-        if problem is not None:
-            if path.exists() or problem != "missing":
+        loaded = index_file.load(
+            path,
+            conn,
+            self._faiss,
+            fingerprint=self.fingerprint,
+            dimension=self.dimension,
+            vectors=self._table,
+            removed=self._removed,
+        )
+        if isinstance(loaded, str):
+            if path.exists() or loaded != "missing":
                 warnings.warn(
-                    f"semantic index file {path}: {problem}; rebuilding it from the projection",
+                    f"semantic index file {path}: {loaded}; rebuilding it from the projection",
                     IndexFileWarning,
                     stacklevel=4,
                 )
-            self._index, self._last, self._meta = None, 0, {}
+        else:
+            self._index, self._meta, self._last = loaded.index, loaded.meta, loaded.last
+            self._removed_through, self._tombstones = loaded.removed_through, loaded.tombstones
+            self._forget(loaded.dropped)
         for stale in self.directory.glob("semantic.g*.faiss*"):
             if not stale.name.startswith(path.name):
                 stale.unlink(missing_ok=True)
 
-    def _load(self, path: Path, conn: sqlite3.Connection) -> str | None:
-        meta_path = path.with_suffix(".json")
-        if not path.exists() or not meta_path.exists():
-            return "missing"
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            index = self._faiss.read_index(str(path))
-        except (OSError, ValueError, RuntimeError) as exc:
-            return f"unreadable ({exc})"
-        if meta.get("fingerprint") != self.fingerprint or meta.get("dimension") != self.dimension:
-            return "built with another embedder"
-        last, count = int(meta.get("last_position", -1)), int(meta.get("count", -1))
-        if index.ntotal != count or index.d != self.dimension:
-            return f"holds {index.ntotal} vectors, its metadata says {count}"
-        stored = conn.execute(
-            f"SELECT count(*) FROM {self._table} WHERE position <= ?", (last,)
-        ).fetchone()[0]
-        if stored != count:
-            return f"covers {count} vectors up to position {last}, the table has {stored}"
-        self._index, self._last = index, last
-        for position, agent, visibility, kind in conn.execute(
-            f"SELECT position, agent, visibility, type FROM {self._table} WHERE position <= ?",
-            (last,),
-        ):
-            self._meta[position] = (agent, visibility, kind)
-        return None
+    def _reset(self) -> None:
+        self._index, self._meta = None, {}
+        self._last = self._removed_through = self._tombstones = 0
 
     def _add_rows(self, conn: sqlite3.Connection, after: int) -> None:
         rows = conn.execute(
@@ -193,14 +228,42 @@ class VectorSearcher:
             self._index = self._new_index(len(rows))
         if self._index.ntotal + len(rows) > self.exact_limit and self._is_flat():
             # Grown past exact search: rebuild as HNSW from the whole table.
-            self._index, self._meta = None, {}
-            self._add_rows(conn, 0)
+            self._rebuild(conn)
             return
         self._index.add_with_ids(vectors, ids)
         for position, agent, visibility, kind, _ in rows:
             self._meta[position] = (agent, visibility, kind)
         self._last = int(ids[-1])
-        self._added_since_save += len(rows)
+
+    def _drop_removed(self, conn: sqlite3.Connection) -> None:
+        rows = conn.execute(
+            f"SELECT position, removed_at FROM {self._removed} WHERE removed_at > ?",
+            (self._removed_through,),
+        ).fetchall()
+        if not rows:
+            return
+        # A vector removed before it was ever added is simply not there.
+        self._forget(sorted(p for p, _ in rows if p in self._meta))
+        self._removed_through = max(at for _, at in rows)
+
+    def _forget(self, positions: list[int]) -> None:
+        """Stop serving vectors the index holds: remove them (exact) or tombstone them (HNSW)."""
+        if not positions:
+            return
+        for position in positions:
+            self._meta.pop(position, None)
+        if self._is_flat():
+            self._index.remove_ids(np.asarray(positions, dtype=np.int64))
+        else:
+            self._tombstones += len(positions)
+
+    def _rebuild(self, conn: sqlite3.Connection) -> None:
+        """Build the index afresh from the table (exact or HNSW by its size, no tombstones)."""
+        self._index, self._meta, self._last, self._tombstones = None, {}, 0, 0
+        self._add_rows(conn, 0)
+
+    def _index_total(self) -> int:
+        return 0 if self._index is None else int(self._index.ntotal)
 
     def _is_flat(self) -> bool:
         return isinstance(self._faiss.downcast_index(self._index.index), self._faiss.IndexFlat)
@@ -219,20 +282,16 @@ class VectorSearcher:
         with self._lock:
             if self._index is None:
                 return
-            self.directory.mkdir(parents=True, exist_ok=True)
-            path = self._path(self._generation)
             meta = {
                 "generation": self._generation,
                 "fingerprint": self.fingerprint,
                 "dimension": self.dimension,
                 "last_position": self._last,
                 "count": int(self._index.ntotal),
+                "removed_through": self._removed_through,
+                "tombstones": self._tombstones,
             }
-            # The metadata goes first and is checked against the file's vector count, so a
-            # crash between the two renames is detected as a mismatch, never trusted.
-            _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode())
-            _atomic_write(path, self._faiss.serialize_index(self._index).tobytes())
-            self._added_since_save = 0
+            index_file.save(self._path(self._generation), self._faiss, self._index, meta)
 
     # -- searching -------------------------------------------------------------------------
 
@@ -255,38 +314,40 @@ class VectorSearcher:
             index = self._index
             if index is None or index.ntotal == 0:
                 return []
-            fetch = min(max(k * 4, 32), int(index.ntotal))
+            total = int(index.ntotal)
+            fetch = min(max(k * 4, 32), total)
             while True:
                 scores, ids = index.search(vector, fetch)
                 hits = []
                 for score, position in zip(scores[0].tolist(), ids[0].tolist(), strict=True):
-                    if position < 0:
+                    found = self._meta.get(position)  # None: no result (-1) or a tombstone
+                    if found is None:
                         continue
-                    author, visibility, kind = self._meta[position]
+                    author, visibility, kind = found
                     if visibility != "public" and author != agent:
                         continue
                     if wanted is not None and kind not in wanted:
                         continue
                     hits.append(VectorHit(position, score))
-                if len(hits) >= k or fetch >= index.ntotal:
+                if len(hits) >= k or fetch >= total:
                     return hits[:k]
-                fetch = min(fetch * 4, int(index.ntotal))
+                fetch = min(fetch * 4, total)
 
     @property
     def size(self) -> int:
-        """Return how many vectors the index holds."""
-        return 0 if self._index is None else int(self._index.ntotal)
+        """Return how many vectors the index serves (tombstones excluded)."""
+        return 0 if self._index is None else int(self._index.ntotal) - self._tombstones
 
+    @property
+    def tombstones(self) -> int:
+        """Return how many removed vectors an HNSW index still holds (searches skip them)."""
+        return self._tombstones
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    @property
+    def index(self) -> Any:
+        """Return the FAISS index itself (None before the first sync), ids being positions.
+
+        For inspection and benchmarks: searching it directly skips the visibility and type
+        filters and may return tombstones; :meth:`search` is the way to serve an agent.
+        """
+        return self._index

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
+    MemoryArchived,
     MemoryObserved,
     MemoryRecalled,
     NeuronActivated,
@@ -154,6 +155,14 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
         ),
         as_of=aware_datetimes(min_year=1, max_year=9999)
         | st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)),
+    ),
+    "memory.archived": st.builds(
+        MemoryArchived,
+        agent=names,
+        positions=st.lists(
+            st.integers(min_value=1, max_value=2**63 - 1), min_size=1, max_size=4, unique=True
+        ),
+        reason=st.none() | st.text(max_size=20),
     ),
     "signal.sent": st.builds(SignalSent, to=names, topic=names, body=st.text(max_size=40)),
 }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -14,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agents.memory import AgentMemory
+from agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, AgentMemory
 from ledger import Ledger, PayloadError
+from projections.embedder import Embedder, Fingerprint
+from projections.embedding import HashEmbedder
 from projections.engine import ProjectionEngine
 from projections.errors import QueryError
 from projections.lexical import LexicalIndex, search
@@ -26,16 +28,27 @@ T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 WORDS = ["database", "outage", "lunch", "carol", "plan", "deploy", "rollback", "coffee"]
 
 
-class BagOfWords:
+class BagOfWords(Embedder):
     """A tiny deterministic embedder: one dimension per known word, normalised."""
 
-    fingerprint = "test-bag-of-words:8"
-    dimension = 8
+    provider = "test-bag-of-words"
+    model = "8"
 
     def __init__(self) -> None:
+        super().__init__()
         self.calls: list[int] = []
 
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(
+            provider=self.provider, model=self.model, dimension=8, normalization="l2"
+        )
+
+    @property
+    def dimension(self) -> int:
+        return 8
+
+    def _embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
         self.calls.append(len(texts))
         out = np.zeros((len(texts), 8), dtype=np.float32)
         for i, text in enumerate(texts):
@@ -60,7 +73,7 @@ class Memory:
         )
 
     def agent(self, name: str, *, vectors: bool = True) -> AgentMemory:
-        searcher = VectorSearcher(self.root / "store", 8, self.embedder.fingerprint)
+        searcher = VectorSearcher(self.root / "store", 8, str(self.embedder.fingerprint))
         return AgentMemory(
             name,
             self.ledger,
@@ -160,6 +173,73 @@ def test_bad_recall_arguments_are_refused(
         memory.agent("alice").recall(query, k, weights=weights)
 
 
+def test_paths_narrow_recall_to_one_index(memory: Memory) -> None:
+    alice = memory.agent("alice")
+    alice.observe("database outage", at=T0)
+    alice.observe("coffee lunch", at=T0)
+    lexical_only = alice.recall("database", 5, paths=("lexical",), record=False)
+    assert [r.event.position for r in lexical_only.items] == [1]
+    assert all(r.via == ("lexical",) for r in lexical_only.items)
+    semantic_only = alice.recall("database", 5, paths=("semantic",), record=False)
+    assert {r.via for r in semantic_only.items} == {("semantic",)}
+    assert semantic_only.items[0].event.position == 1
+    blind = memory.agent("alice", vectors=False)
+    result = blind.recall("database", 5, paths=("semantic",), record=False)
+    assert result.fallback is not None
+    assert "no embedder configured" in result.fallback
+    assert [r.via for r in result.items] == [("fallback",)]
+
+
+@pytest.mark.parametrize(
+    ("options", "needle"),
+    [
+        ({"paths": ()}, "paths must be a non-empty sequence"),
+        ({"paths": "lexical"}, "paths must be a non-empty sequence"),
+        ({"paths": ("lexical", "graph")}, r"unknown path\(s\) \['graph'\]"),
+        ({"weights": {"salience": 1.0}}, r"weights: unknown name\(s\) \['salience'\]"),
+        ({"weights": {"recency": float("nan")}}, "must be a number >= 0"),
+        ({"weights": {"recency": float("inf")}}, "must be a number >= 0"),
+    ],
+)
+def test_bad_paths_and_weights_are_refused_and_write_nothing(
+    memory: Memory, options: dict[str, object], needle: str
+) -> None:
+    alice = memory.agent("alice")
+    alice.observe("database outage", at=T0)
+    head = memory.ledger.head()
+    with pytest.raises(QueryError, match=needle):
+        alice.recall("database", 5, **options)  # type: ignore[arg-type]
+    assert memory.ledger.head() == head
+
+
+def test_fusion_weighs_each_path_and_defaults_by_provider(memory: Memory) -> None:
+    assert memory.agent("alice").fusion == DEFAULT_FUSION
+    hashed = AgentMemory("alice", memory.ledger, memory.engine, embedder=HashEmbedder())
+    assert hashed.fusion == FUSION_BY_PROVIDER["hash"]
+    for fusion, needle in [
+        ({"graph": 1.0}, r"fusion: unknown name\(s\) \['graph'\]"),
+        ({"semantic": -1}, r"fusion\['semantic'\] must be a number >= 0"),
+        ([("semantic", 1.0)], "fusion must be a mapping"),
+    ]:
+        with pytest.raises(QueryError, match=needle):
+            AgentMemory("alice", memory.ledger, memory.engine, fusion=fusion)  # type: ignore[arg-type]
+    alice = memory.agent("alice")
+    alice.observe("database outage", at=T0)
+    alice.observe("coffee lunch", at=T0)
+    # With the lexical path weighed at zero only the vectors order the candidates.
+    vectors_only = AgentMemory(
+        "alice",
+        memory.ledger,
+        memory.engine,
+        embedder=memory.embedder,
+        searcher=alice.searcher,
+        fusion={"lexical": 0.0},
+    )
+    result = vectors_only.recall("coffee", 2, record=False)
+    assert result.items[0].event.position == 2
+    assert result.items[1].relevance == 0.0
+
+
 def test_importance_is_scored_once_and_stored_in_the_event(memory: Memory) -> None:
     alice = memory.agent("alice")
     position = alice.observe("Critical outage: the deploy failed and we lost data")
@@ -175,14 +255,14 @@ def test_semantic_index_file_damage_is_repaired_with_a_warning(memory: Memory) -
     for i in range(20):
         alice.observe(f"note {i} about the database", at=T0)
     memory.engine.catch_up()
-    searcher = VectorSearcher(memory.root / "store", 8, memory.embedder.fingerprint)
+    searcher = VectorSearcher(memory.root / "store", 8, str(memory.embedder.fingerprint))
     with memory.engine.read() as conn:
         searcher.sync(conn)
     searcher.save()
     files = list((memory.root / "store").glob("semantic.g*.faiss"))
     assert len(files) == 1
     files[0].write_bytes(files[0].read_bytes()[:100])  # truncated
-    fresh = VectorSearcher(memory.root / "store", 8, memory.embedder.fingerprint)
+    fresh = VectorSearcher(memory.root / "store", 8, str(memory.embedder.fingerprint))
     with pytest.warns(IndexFileWarning, match="unreadable|holds"), memory.engine.read() as conn:
         fresh.sync(conn)
     assert fresh.size == 20
@@ -197,7 +277,7 @@ def test_a_changed_embedder_fingerprint_rebuilds_the_semantic_index(memory: Memo
     calls_before = sum(memory.embedder.calls)
 
     class Other(BagOfWords):
-        fingerprint = "test-bag-of-words:8:v2"
+        model = "8:v2"
 
     other = Other()
     engine = ProjectionEngine(
@@ -208,7 +288,9 @@ def test_a_changed_embedder_fingerprint_rebuilds_the_semantic_index(memory: Memo
     try:
         engine.catch_up()
         status = {s.name: s for s in engine.status()}
-        assert status["semantic"].stored_identity == "v1;embedder=test-bag-of-words:8:v2"
+        assert status["semantic"].stored_identity == (
+            f"v{SemanticIndex.version};embedder={other.fingerprint}"
+        )
         assert sum(other.calls) == 1
     finally:
         engine.close()

@@ -160,6 +160,18 @@ def test_embed_calls_the_provider_in_batches_of_64_by_default() -> None:
     assert vectors[:, 0].tolist() == [len(t) for t in texts]
 
 
+def test_a_provider_that_batches_internally_gets_the_whole_list_at_once() -> None:
+    class SortsItself(Recording):
+        batches_internally = True
+
+    embedder = SortsItself()
+    texts = [f"text {i}" for i in range(150)]
+    vectors = embedder.embed(texts)
+    assert [len(b) for b in embedder.batches] == [150]
+    assert vectors[:, 0].tolist() == [len(t) for t in texts]
+    assert embedder.embed([]).shape == (0, 4)
+
+
 def test_batch_size_is_configurable_and_does_not_change_vectors() -> None:
     small = Recording(batch_size=7)
     small.embed(["x"] * 20)

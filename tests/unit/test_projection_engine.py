@@ -298,7 +298,7 @@ def test_a_config_change_is_part_of_the_identity(ledger: Ledger, tmp_path: Path)
         assert engine.status()[0].state == "stale"
         engine.catch_up()
         [status] = engine.status()
-        assert (status.state, status.identity) == ("live", "v1;rate=0.5")
+        assert (status.state, status.identity) == ("live", f"v{SalienceIndex.version};rate=0.5")
         assert engine.digest("salience") != before  # ranks depend on the rate
 
 

@@ -1,0 +1,122 @@
+"""The semantic index file: a FAISS index and its metadata beside the store.
+
+Both are written atomically (temp file, fsync, rename), the metadata first. On load the file
+is trusted only if it agrees with the projection's tables: it must hold every vector the
+table has up to the last position it covers and, besides them, only removed vectors — those
+removed before it was saved (its tombstones, counted in the metadata with the last removal
+it took into account) and those removed since, which the caller then drops. Anything else
+(a crash between the two renames, a file from another history) is reported as a problem for
+the caller to rebuild from the table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+from typing import Any, NamedTuple
+
+
+class IndexFileWarning(UserWarning):
+    """The index file was missing, damaged or stale and has been rebuilt from the table."""
+
+
+class Loaded(NamedTuple):
+    """A checked index file, and what the caller needs to serve it."""
+
+    index: Any
+    last: int  # every table row up to this position is in the index
+    removed_through: int  # every removal up to this archive position is taken into account
+    tombstones: int  # removed vectors the index still holds (HNSW)
+    meta: dict[int, tuple[str, str, str]]  # the served positions: author, visibility, type
+    dropped: list[int]  # vectors removed since the file was saved: still in it, to forget
+
+
+def save(path: Path, faiss: Any, index: Any, meta: dict[str, Any]) -> None:
+    """Write ``meta`` as ``<path>.json``, then the index, each atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The metadata goes first and is checked against the file's vectors (count and ids), so
+    # a crash between the two renames is detected as a mismatch, never trusted.
+    _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode())
+    _atomic_write(path, faiss.serialize_index(index).tobytes())
+
+
+def load(
+    path: Path,
+    conn: sqlite3.Connection,
+    faiss: Any,
+    *,
+    fingerprint: str,
+    dimension: int,
+    vectors: str,
+    removed: str,
+) -> Loaded | str:
+    """Read and check the index file against the tables; return it, or what is wrong."""
+    meta_path = path.with_suffix(".json")
+    if not path.exists() or not meta_path.exists():
+        return "missing"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        index = faiss.read_index(str(path))
+        last, count = int(meta.get("last_position", -1)), int(meta.get("count", -1))
+        through, tombstones = int(meta.get("removed_through", 0)), int(meta.get("tombstones", 0))
+        ids = set(faiss.vector_to_array(index.id_map).tolist())
+    except (OSError, ValueError, RuntimeError, TypeError, AttributeError) as exc:
+        return f"unreadable ({exc})"
+    if meta.get("fingerprint") != fingerprint or meta.get("dimension") != dimension:
+        return "built with another embedder"
+    if index.ntotal != count or index.d != dimension or len(ids) != count:
+        return f"holds {index.ntotal} vectors ({len(ids)} ids), its metadata says {count}"
+    rows = conn.execute(
+        f"SELECT position, agent, visibility, type FROM {vectors} WHERE position <= ?", (last,)
+    ).fetchall()
+    missing = sum(1 for row in rows if row[0] not in ids)
+    if missing:
+        return f"lacks {missing} of the table's vectors up to position {last}"
+    extra = sorted(ids.difference(row[0] for row in rows))
+    removed_at = dict(_removed_at(conn, removed, extra))
+    newest = conn.execute(f"SELECT max(removed_at) FROM {removed}").fetchone()[0] or 0
+    kept = sum(1 for at in removed_at.values() if at <= through)
+    if len(removed_at) != len(extra) or kept != tombstones or through > newest:
+        return (
+            f"holds {len(extra)} vectors beyond the table's ({tombstones} tombstones through"
+            f" removal {through}); the table has {len(removed_at)} of them removed"
+            f" ({kept} through {through}), its last removal is {newest}"
+        )
+    return Loaded(
+        index,
+        last,
+        newest,
+        tombstones,
+        {row[0]: (row[1], row[2], row[3]) for row in rows},
+        [p for p in extra if removed_at[p] > through],
+    )
+
+
+def _removed_at(
+    conn: sqlite3.Connection, removed: str, positions: list[int]
+) -> list[tuple[int, int]]:
+    found: list[tuple[int, int]] = []
+    for start in range(0, len(positions), 500):
+        chunk = positions[start : start + 500]
+        found += conn.execute(
+            f"SELECT position, removed_at FROM {removed}"
+            f" WHERE position IN ({','.join('?' * len(chunk))})",
+            chunk,
+        ).fetchall()
+    return found
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
