@@ -4,8 +4,11 @@ Suites: ``ledger`` (SQLite appends and replay against raw sqlite3 and eventsourc
 PostgreSQL appends against raw psycopg), ``audit`` (SQL over a large ledger through the
 audit session, beside DuckDB on a native table) and ``projections`` (rebuild, spreading
 activation and catch-up lag of the neuron graph and salience index, beside hand-written
-sqlite3 + msgspec, scipy.sparse and a latency budget). Engram and its reference alternate within
-each repetition; the report gives medians. A missed target is reported, not an error.
+sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
+LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
+HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers). Engram
+and its reference alternate within each repetition; the report gives medians. A missed
+target is reported, not an error.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the options of `engram bench` to ``parser``."""
     parser.add_argument(
         "--suite",
-        choices=("ledger", "audit", "projections", "all"),
+        choices=("ledger", "audit", "projections", "recall", "all"),
         default="all",
         help="which figures to measure (default: all)",
     )
@@ -70,6 +73,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="events in the audit ledger (default: 1,000,000; 30,000 with --quick)",
     )
+    parser.add_argument(
+        "--locomo",
+        metavar="PATH",
+        help="the LoCoMo conversations for the recall figures (default: $ENGRAM_LOCOMO or "
+        "../shared/data/locomo/locomo-dev.json beside the repository)",
+    )
+    parser.add_argument(
+        "--embedding-cache",
+        metavar="PATH",
+        default=os.path.join(
+            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+            "engram",
+            "bench-embeddings.db",
+        ),
+        help="a SQLite file keeping MiniLM vectors between runs, so the 100k-memory store "
+        "is embedded once (default: %(default)s; 'none' for no lasting cache)",
+    )
 
 
 def _positive(text: str) -> int:
@@ -87,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         ledger_bench,
         pg_bench,
         projection_bench,
+        recall_bench,
+        recall_latency,
         report,
     )
 
@@ -96,8 +118,18 @@ def run(args: argparse.Namespace) -> int:
     if args.scratch_dir:
         os.makedirs(args.scratch_dir, exist_ok=True)
     scratch = tempfile.mkdtemp(prefix="engram-bench-", dir=args.scratch_dir or None)
+    cache = None if args.embedding_cache in (None, "", "none") else args.embedding_cache
     config = Config(
-        args.suite, args.quick, args.repeat, args.json_path, args.pg_url, scratch, sizes, SEED
+        args.suite,
+        args.quick,
+        args.repeat,
+        args.json_path,
+        args.pg_url,
+        scratch,
+        sizes,
+        SEED,
+        locomo=args.locomo,
+        embedding_cache=cache,
     )
     steps: list[tuple[str, Callable[[Config], list[Figure]]]] = []
     if config.suite in ("ledger", "all"):
@@ -114,6 +146,12 @@ def run(args: argparse.Namespace) -> int:
             ("projection rebuild", projection_bench.rebuild),
             ("spreading activation", projection_bench.activation),
             ("catch-up lag", lag_bench.lag),
+        ]
+    if config.suite in ("recall", "all"):
+        steps += [
+            ("LoCoMo recall quality", recall_bench.quality),
+            ("recall latency", recall_latency.latency),
+            ("MiniLM rebuild", recall_latency.rebuild),
         ]
     env = report.environment(config)
     log(

@@ -12,6 +12,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Units where a smaller value is the better one.
+LOWER_IS_BETTER = frozenset(("s", "ms"))
 #: How a figure's target reads: the engram/reference speed ratio must reach it.
 Target = float | None
 
@@ -26,10 +28,12 @@ class Sizes:
     replay_events: int
     pg_events: int
     audit_events: int
+    recall_memories: int  # memories in the recall latency store
+    rebuild_texts: int  # texts embedded per repetition of the MiniLM rebuild figure
 
 
-FULL = Sizes(20_000, 500, 200, 200_000, 10_000, 1_000_000)
-QUICK = Sizes(2_000, 100, 20, 20_000, 1_000, 30_000)
+FULL = Sizes(20_000, 500, 200, 200_000, 10_000, 1_000_000, 100_000, 2_000)
+QUICK = Sizes(2_000, 100, 20, 20_000, 1_000, 30_000, 5_000, 200)
 
 
 @dataclass(frozen=True)
@@ -44,14 +48,17 @@ class Config:
     scratch: str
     sizes: Sizes
     seed: int
+    locomo: str | None = None  # the LoCoMo file (None: $ENGRAM_LOCOMO or the default)
+    embedding_cache: str | None = None  # a lasting cache of MiniLM vectors (None: none)
 
 
 @dataclass
 class Figure:
     """One line of the report: engram against a reference, measured in the same run.
 
-    ``unit`` is ``events/s`` (higher is better) or ``s`` (lower is better); ``ratio`` is always
-    engram's speed over the reference's, so > 1 means engram is faster.
+    ``unit`` is a rate such as ``events/s`` or a ``recall`` (higher is better), or a time,
+    ``s`` or ``ms`` (lower is better); ``ratio`` is always engram's over the reference's in
+    the better direction, so > 1 means engram is faster (or finds more).
     """
 
     name: str
@@ -87,7 +94,8 @@ class Figure:
         ]
         if not pairs:
             return None
-        return statistics.median(e / r if self.unit != "s" else r / e for e, r in pairs)
+        lower = self.unit in LOWER_IS_BETTER
+        return statistics.median(r / e if lower else e / r for e, r in pairs)
 
     @property
     def verdict(self) -> str:
@@ -97,7 +105,7 @@ class Figure:
             return "SKIP"
         ratio = self.ratio
         if ratio is None:
-            return "n/a"
+            return "info" if self.target is None and self.engram_samples else "n/a"
         if self.target is None:
             return "info"
         return "PASS" if ratio >= self.target else "FAIL"
@@ -130,11 +138,13 @@ class Progress:
 
     def __init__(self, label: str, total: int) -> None:
         self.label, self.total = label, max(total, 1)
+        self.done = 0
         self._shown = -1
         self._tty = sys.stderr.isatty()
         self._start = time.perf_counter()
 
     def update(self, done: int) -> None:
+        self.done = done
         percent = min(100, done * 100 // self.total)
         step = percent // 5
         if step == self._shown:

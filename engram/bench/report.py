@@ -17,6 +17,10 @@ def _value(value: float | None, unit: str) -> str:
         return "-"
     if unit == "s":
         return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
+    if unit == "ms":
+        return f"{value:.2f} ms"
+    if unit == "recall":
+        return f"{value:.3f}"
     if unit == "MiB":
         return f"{value:,.1f} MiB"
     return f"{value:,.0f}/s"

@@ -1,0 +1,159 @@
+"""The recall benchmarks on a small LoCoMo-format file: loading, cleaning, scoring, figures.
+
+Hash vectors only (the MiniLM modes are switched off), so these run on the default install.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engram.bench import locomo, recall_bench, recall_latency
+from engram.bench.common import QUICK, Config, Figure
+
+TURNS = [
+    ("Ana", "I adopted a puppy named Biscuit last week."),
+    ("Ben", "That is lovely! What breed is Biscuit?"),
+    ("Ana", "A beagle. He loves long walks by the river."),
+    ("Ben", "I started learning the violin. It is hard but fun."),
+    ("Ana", "Which teacher do you have for the violin?"),
+    ("Ben", "Mrs Ortiz, she plays in the city orchestra."),
+]
+
+
+def _conversation(sample: str, sessions: int) -> dict[str, object]:
+    talk: dict[str, object] = {"speaker_a": "Ana", "speaker_b": "Ben"}
+    for number in range(1, sessions + 1):
+        talk[f"session_{number}_date_time"] = f"1:56 pm on {number} May, 2023"
+        talk[f"session_{number}"] = [
+            {"speaker": who, "dia_id": f"D{number}:{i}", "text": f"On day {number}, {text}"}
+            for i, (who, text) in enumerate(TURNS, start=1)
+        ]
+    talk["session_1"][0]["blip_caption"] = "a photo of a beagle puppy"  # type: ignore[index]
+    qa = [
+        {"question": "What is the name of Ana's puppy?", "evidence": ["D1:1"], "category": 4},
+        {"question": "Who teaches Ben the violin?", "evidence": ["D1:6; D2:6"], "category": 1},
+        {"question": "When did Ben start violin?", "evidence": ["D:1:4"], "category": 2},
+        {"question": "What breed is the dog?", "evidence": ["D01:03"], "category": 3},
+        {"question": "Unanswerable", "evidence": ["D1:1"], "category": 5},
+        {"question": "No evidence", "evidence": [], "category": 4},
+        {"question": "Unknown turn", "evidence": ["D99:1"], "category": 4},
+    ]
+    return {"sample_id": sample, "conversation": talk, "qa": qa}
+
+
+@pytest.fixture
+def locomo_file(tmp_path: Path) -> Path:
+    path = tmp_path / "locomo.json"
+    path.write_text(json.dumps([_conversation("c1", 3), _conversation("c2", 2)]))
+    return path
+
+
+@pytest.fixture
+def config(tmp_path: Path, locomo_file: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
+    monkeypatch.setattr(recall_bench, "minilm", lambda _cache: None)
+    monkeypatch.setattr(recall_latency, "minilm", lambda _cache: None)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    sizes = dataclasses.replace(QUICK, recall_memories=300, rebuild_texts=20)
+    return Config("recall", True, 1, None, "", str(scratch), sizes, 7, str(locomo_file), None)
+
+
+def test_evidence_ids_are_cleaned_as_the_dataset_notes_ask() -> None:
+    assert locomo.clean_ids(["D8:6; D9:17", "D:11:26", "D30:05", "D", ""]) == [
+        "D8:6",
+        "D9:17",
+        "D11:26",
+        "D30:5",
+    ]
+
+
+def test_session_times_parse_and_bad_ones_are_named() -> None:
+    assert locomo.parse_time("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+    with pytest.raises(locomo.LocomoError, match="unreadable session time 'yesterday'"):
+        locomo.parse_time("yesterday")
+
+
+def test_load_keeps_answerable_questions_with_known_evidence(locomo_file: Path) -> None:
+    first, second = locomo.load(locomo_file)
+    assert first.sample_id == "c1"
+    assert len(first.turns) == 18
+    assert first.turns[0].text.startswith("Ana: On day 1, I adopted a puppy")
+    assert first.turns[0].text.endswith("[shares a photo: a photo of a beagle puppy]")
+    assert first.turns[6].at == datetime(2023, 5, 2, 13, 56, tzinfo=UTC)
+    assert [(q.category, sorted(q.evidence)) for q in first.questions] == [
+        (4, ["D1:1"]),
+        (1, ["D1:6", "D2:6"]),
+        (2, ["D1:4"]),
+        (3, ["D1:3"]),
+    ]
+    assert first.skipped == 2  # no evidence, and an id that names no turn
+    assert sorted(second.questions[1].evidence) == ["D1:6", "D2:6"]
+
+
+def test_a_missing_or_malformed_file_gets_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(locomo.LocomoError, match="LoCoMo data not found"):
+        locomo.load(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"sample_id": "x"}]))
+    with pytest.raises(locomo.LocomoError, match="not in the LoCoMo format"):
+        locomo.load(bad)
+
+
+def test_synthetic_memories_are_distinct_seeded_and_bounded(locomo_file: Path) -> None:
+    conversations = locomo.load(locomo_file)
+    texts = locomo.synthetic_memories(conversations, 200, seed=3)
+    assert len(set(texts)) == 200
+    assert texts == locomo.synthetic_memories(conversations, 200, seed=3)
+    assert texts != locomo.synthetic_memories(conversations, 200, seed=4)
+    with pytest.raises(locomo.LocomoError, match="too small for 100,000 distinct memories"):
+        locomo.synthetic_memories(conversations, 100_000, seed=3)
+
+
+def test_quality_scores_every_mode_against_rank_bm25(
+    config: Config, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scores = recall_bench.evaluate(config)
+    reference = scores.mean(recall_bench.REFERENCE, 10)
+    lexical = scores.mean("lexical", 10)
+    assert reference is not None
+    assert lexical is not None
+    # Same texts, same tokens: FTS5's BM25 and rank_bm25 find the same evidence here.
+    assert lexical == pytest.approx(reference)
+    assert lexical > 0.5
+    assert scores.mean("minilm", 10) is None  # switched off in this test
+    assert scores.mean("lexical", 20, category=4) is not None
+    figures = recall_bench.quality(config)
+    out = capsys.readouterr().out
+    assert "LoCoMo evidence recall" in out
+    assert "rank_bm25" in out
+    by_name = {f.name: f for f in figures}
+    assert by_name["LoCoMo recall@10, lexical"].verdict == "info"
+    assert by_name["LoCoMo recall@10, hybrid (minilm)"].verdict == "SKIP"
+
+
+def test_latency_figures_compare_recall_with_the_raw_calls(config: Config) -> None:
+    figures = {f.name: f for f in recall_latency.latency(config)}
+    p50 = figures["recall p50, 300 memories"]
+    assert p50.unit == "ms"
+    assert p50.engram is not None
+    assert p50.reference is not None
+    assert p50.engram > 0
+    assert p50.reference > 0
+    hnsw = figures["HNSW recall@10 vs exact search"]
+    assert hnsw.engram is not None
+    assert 0.9 <= hnsw.engram <= 1.0
+    assert figures["query embedding, one text"].verdict == "info"
+
+
+def test_lower_is_better_units_invert_the_ratio() -> None:
+    time = Figure("t", "ms", "ref", 0.5, [4.0], [2.0])
+    assert time.ratio == pytest.approx(0.5)
+    assert time.verdict == "PASS"
+    found = Figure("r", "recall", "ref", 1.1, [0.6], [0.5])
+    assert found.ratio == pytest.approx(1.2)
+    assert found.verdict == "PASS"
