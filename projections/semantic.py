@@ -157,7 +157,7 @@ class VectorSearcher:
         self._removed = ""
         self._last = 0  # the highest position added
         self._removed_through = 0  # the highest removal (archive position) taken into account
-        self._tombstones = 0  # removed vectors still in an HNSW index
+        # The served positions; an HNSW index also holds the removed ones (its tombstones).
         self._meta: dict[int, tuple[str, str, str]] = {}
 
     # -- keeping up with the table ---------------------------------------------------------
@@ -172,7 +172,7 @@ class VectorSearcher:
                 self._open(conn, generation)
             self._add_rows(conn, self._last)
             self._drop_removed(conn)
-            if self._tombstones > TOMBSTONE_SHARE * self._index_total():
+            if self.tombstones > TOMBSTONE_SHARE * self._index_total():
                 self._rebuild(conn)
 
     def _path(self, generation: int) -> Path:
@@ -202,7 +202,7 @@ class VectorSearcher:
                 )
         else:
             self._index, self._meta, self._last = loaded.index, loaded.meta, loaded.last
-            self._removed_through, self._tombstones = loaded.removed_through, loaded.tombstones
+            self._removed_through = loaded.removed_through
             self._forget(loaded.dropped)
         for stale in self.directory.glob("semantic.g*.faiss*"):
             if not stale.name.startswith(path.name):
@@ -210,7 +210,7 @@ class VectorSearcher:
 
     def _reset(self) -> None:
         self._index, self._meta = None, {}
-        self._last = self._removed_through = self._tombstones = 0
+        self._last = self._removed_through = 0
 
     def _add_rows(self, conn: sqlite3.Connection, after: int) -> None:
         rows = conn.execute(
@@ -254,12 +254,10 @@ class VectorSearcher:
             self._meta.pop(position, None)
         if self._is_flat():
             self._index.remove_ids(np.asarray(positions, dtype=np.int64))
-        else:
-            self._tombstones += len(positions)
 
     def _rebuild(self, conn: sqlite3.Connection) -> None:
         """Build the index afresh from the table (exact or HNSW by its size, no tombstones)."""
-        self._index, self._meta, self._last, self._tombstones = None, {}, 0, 0
+        self._index, self._meta, self._last = None, {}, 0
         self._add_rows(conn, 0)
 
     def _index_total(self) -> int:
@@ -289,7 +287,7 @@ class VectorSearcher:
                 "last_position": self._last,
                 "count": int(self._index.ntotal),
                 "removed_through": self._removed_through,
-                "tombstones": self._tombstones,
+                "tombstones": self.tombstones,
             }
             index_file.save(self._path(self._generation), self._faiss, self._index, meta)
 
@@ -336,12 +334,12 @@ class VectorSearcher:
     @property
     def size(self) -> int:
         """Return how many vectors the index serves (tombstones excluded)."""
-        return 0 if self._index is None else int(self._index.ntotal) - self._tombstones
+        return len(self._meta)
 
     @property
     def tombstones(self) -> int:
         """Return how many removed vectors an HNSW index still holds (searches skip them)."""
-        return self._tombstones
+        return self._index_total() - len(self._meta)
 
     @property
     def index(self) -> Any:

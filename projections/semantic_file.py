@@ -28,7 +28,6 @@ class Loaded(NamedTuple):
     index: Any
     last: int  # every table row up to this position is in the index
     removed_through: int  # every removal up to this archive position is taken into account
-    tombstones: int  # removed vectors the index still holds (HNSW)
     meta: dict[int, tuple[str, str, str]]  # the served positions: author, visibility, type
     dropped: list[int]  # vectors removed since the file was saved: still in it, to forget
 
@@ -88,7 +87,6 @@ def load(
         index,
         last,
         newest,
-        tombstones,
         {row[0]: (row[1], row[2], row[3]) for row in rows},
         [p for p in extra if removed_at[p] > through],
     )
