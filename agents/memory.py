@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from agents.errors import MemoryOwnerError, UnknownMemoryError
-from agents.importance import HeuristicScorer, ImportanceScorer
-from ledger import Event, Ledger, NewEvent
-from ledger.catalog import (
+from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
+from engram.agents.importance import HeuristicScorer, ImportanceScorer
+from engram.ledger import Event, Ledger, NewEvent
+from engram.ledger.catalog import (
     MemoryArchived,
     MemoryObserved,
     MemoryRecalled,
@@ -28,13 +28,13 @@ from ledger.catalog import (
     RecalledItem,
     Visibility,
 )
-from projections import lexical
-from projections.embedder import Embedder
-from projections.engine import ProjectionEngine
-from projections.errors import ProjectionError, QueryError
-from projections.queries import check_as_of
-from projections.salience import DEFAULT_RATE
-from projections.semantic import VectorSearcher
+from engram.projections import lexical
+from engram.projections.embedder import Embedder
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import ProjectionError, QueryError
+from engram.projections.queries import check_as_of
+from engram.projections.salience import DEFAULT_RATE
+from engram.projections.semantic import VectorSearcher
 
 #: Component weights of the final score. Min-max normalisation stretches small recency and
 #: importance differences among candidates to the full 0..1 range, so they get a light

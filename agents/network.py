@@ -12,9 +12,9 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from agents.errors import ConnectionStateError, NeuronExistsError, UnknownNeuronError
-from ledger import NO_STREAM, ConcurrencyError, Expectation, Ledger, NewEvent, new_id
-from ledger.catalog import (
+from engram.agents.errors import ConnectionStateError, NeuronExistsError, UnknownNeuronError
+from engram.ledger import NO_STREAM, ConcurrencyError, Expectation, Ledger, NewEvent, new_id
+from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
     ConnectionType,
@@ -23,15 +23,15 @@ from ledger.catalog import (
     NeuronCreated,
     NeuronType,
 )
-from projections import queries
-from projections.activation import (
+from engram.projections import queries
+from engram.projections.activation import (
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
     DEFAULT_MIN_STRENGTH,
     Activation,
     SnapshotCache,
 )
-from projections.engine import ProjectionEngine
+from engram.projections.engine import ProjectionEngine
 
 #: The minimal network ``engram init`` appends once: core perception, memory and decision.
 CORE_NEURONS: list[tuple[str, str, NeuronType]] = [

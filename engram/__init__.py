@@ -7,4 +7,6 @@ This package is the composition root (ADR 0002): it wires the layers together an
 from engram.config import Settings, resolve_settings
 from engram.runtime import Memory, open, open_memory
 
-__all__ = ["Memory", "Settings", "open", "open_memory", "resolve_settings"]
+__version__ = "0.2.0.dev0"
+
+__all__ = ["Memory", "Settings", "__version__", "open", "open_memory", "resolve_settings"]

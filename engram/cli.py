@@ -12,11 +12,11 @@ from typing import IO, Any
 
 import msgspec
 
-from agents.errors import AgentError
+import engram
 from engram import cli_memory
+from engram.agents.errors import AgentError
 from engram.config import Settings, resolve_settings
-from engram.runtime import open_settings
-from ledger import (
+from engram.ledger import (
     ANY,
     NO_STREAM,
     Event,
@@ -26,7 +26,8 @@ from ledger import (
     LedgerError,
     NewEvent,
 )
-from projections.errors import ProjectionError
+from engram.projections.errors import ProjectionError
+from engram.runtime import open_settings
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -184,8 +185,8 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_sql(args: argparse.Namespace, out: IO[str]) -> int:
-    from ledger.audit import open_audit
-    from projections.store import STORE_FILE
+    from engram.ledger.audit import open_audit
+    from engram.projections.store import STORE_FILE
 
     store = Path(_settings(args).projection_store, STORE_FILE)
     extra = {"projections": str(store)} if store.is_file() else {}
@@ -218,6 +219,7 @@ def cmd_demo(args: argparse.Namespace, out: IO[str]) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """Build the argument parser of the ``engram`` command."""
     parser = argparse.ArgumentParser(prog="engram", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"engram {engram.__version__}")
     parser.add_argument("--ledger", help="SQLite path or postgresql:// URL (env ENGRAM_LEDGER)")
     parser.add_argument("--config", help="TOML config file (env ENGRAM_CONFIG)")
     parser.add_argument("--pg-schema", help="PostgreSQL schema of the ledger (default engram)")

@@ -9,11 +9,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import IO, Any
 
-from agents.memory import RecallResult
+from engram.agents.memory import RecallResult
 from engram.config import Settings
 from engram.progress import ProgressBar
+from engram.projections.engine import ProjectionStatus
 from engram.runtime import Memory, open_parts
-from projections.engine import ProjectionStatus
 
 
 def parse_as_of(text: str) -> datetime:

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from ledger import ConfigError
+from engram.ledger import ConfigError
 
 _KEYS: dict[str, type | tuple[type, ...]] = {
     "ledger": str,

@@ -12,12 +12,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import IO
 
-from agents.network import CORE_CONNECTIONS, CORE_NEURONS
+from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
+from engram.ledger import ConcurrencyError, Ledger, NewEvent, new_id
+from engram.ledger.audit import open_audit
+from engram.ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
+from engram.projections.store import STORE_FILE
 from engram.runtime import open_memory
-from ledger import ConcurrencyError, Ledger, NewEvent, new_id
-from ledger.audit import open_audit
-from ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
-from projections.store import STORE_FILE
 
 
 def _session(ledger: Ledger, start: datetime, out: IO[str]) -> None:

@@ -9,23 +9,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agents.memory import AgentMemory
-from agents.network import NeuronNetwork
+from engram.agents.memory import AgentMemory
+from engram.agents.network import NeuronNetwork
 from engram.config import Settings, resolve_settings
-from ledger import KindRegistry, Ledger, default_registry
-from projections.base import Projection
-from projections.embedding import (
+from engram.ledger import KindRegistry, Ledger, default_registry
+from engram.projections.base import Projection
+from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
     EmbeddingCache,
     embedder_for,
     load_routing,
 )
-from projections.engine import ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.lexical import LexicalIndex
-from projections.salience import SalienceIndex
-from projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.engine import ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.lexical import LexicalIndex
+from engram.projections.salience import SalienceIndex
+from engram.projections.semantic import SemanticIndex, VectorSearcher
 
 EMBEDDING_CACHE = "embeddings.db"
 

@@ -5,10 +5,10 @@ Open one with :meth:`Ledger.open` (a SQLite path or a PostgreSQL URL), append
 chain, and audit it in SQL with :func:`open_audit`.
 """
 
-from ledger.audit import AuditResult, AuditSession, open_audit
-from ledger.backend import AuditTarget
-from ledger.catalog import default_registry
-from ledger.errors import (
+from engram.ledger.audit import AuditResult, AuditSession, open_audit
+from engram.ledger.backend import AuditTarget
+from engram.ledger.catalog import default_registry
+from engram.ledger.errors import (
     AppendError,
     AppendOnlyError,
     AuditError,
@@ -27,10 +27,10 @@ from ledger.errors import (
     StoreError,
     UnknownKindError,
 )
-from ledger.events import ANY, NO_STREAM, Event, Expect, Expectation, NewEvent
-from ledger.ids import new_id
-from ledger.kinds import KindRegistry, KindSpec
-from ledger.store import DEFAULT_MAX_PAYLOAD, Ledger, VerifyReport
+from engram.ledger.events import ANY, NO_STREAM, Event, Expect, Expectation, NewEvent
+from engram.ledger.ids import new_id
+from engram.ledger.kinds import KindRegistry, KindSpec
+from engram.ledger.store import DEFAULT_MAX_PAYLOAD, Ledger, VerifyReport
 
 __all__ = [
     "ANY",

@@ -47,9 +47,8 @@ from typing import Any, Literal
 
 import duckdb
 import msgspec
-
-from ledger.backend import AuditTarget
-from ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
+from engram.ledger.backend import AuditTarget
+from engram.ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
 
 __all__ = ["AuditResult", "AuditSession", "AuditTarget", "open_audit"]
 

@@ -1,8 +1,8 @@
 """The storage port: what the store needs from a database. One adapter per backend.
 
-Backends speak rows — tuples in :data:`ledger.schema.COLUMNS` order — never events. A row
+Backends speak rows — tuples in :data:`engram.ledger.schema.COLUMNS` order — never events. A row
 read back carries ``at`` as an aware UTC datetime; a row written carries it as the canonical
-text produced by :func:`ledger.codec.format_at`.
+text produced by :func:`engram.ledger.codec.format_at`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
-from ledger.errors import StoreError
+from engram.ledger.errors import StoreError
 
 Row = tuple[Any, ...]
 

@@ -12,8 +12,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
-
-from ledger.kinds import KindRegistry
+from engram.ledger.kinds import KindRegistry
 
 UInt16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
 Name = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]

@@ -17,9 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
-
-from ledger.errors import EnvelopeError, PayloadError
-from ledger.kinds import KindSpec
+from engram.ledger.errors import EnvelopeError, PayloadError
+from engram.ledger.kinds import KindSpec
 
 GENESIS_HASH = bytes(32)
 

@@ -20,8 +20,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from ledger.errors import LedgerClosedError
-from ledger.planning import Request
+from engram.ledger.errors import LedgerClosedError
+from engram.ledger.planning import Request
 
 #: Groups a leader commits for others after its own request is done, before handing over.
 ROUNDS_AFTER_OWN = 4

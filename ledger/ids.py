@@ -8,7 +8,7 @@ import threading
 import time
 import uuid
 
-from ledger.errors import EnvelopeError
+from engram.ledger.errors import EnvelopeError
 
 _lock = threading.Lock()
 _last_ms = 0

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
-
-from ledger.errors import KindRegistryError
+from engram.ledger.errors import KindRegistryError
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 S = TypeVar("S", bound=type[msgspec.Struct])

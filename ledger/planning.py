@@ -13,18 +13,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from ledger.backend import Row, StoredContent, WriteTransaction
-from ledger.codec import encode_payload, format_at, link, utc_now_text
-from ledger.errors import (
+from engram.ledger.backend import Row, StoredContent, WriteTransaction
+from engram.ledger.codec import encode_payload, format_at, link, utc_now_text
+from engram.ledger.errors import (
     AppendError,
     ConcurrencyError,
     EnvelopeError,
     IdempotencyError,
     UnknownKindError,
 )
-from ledger.events import Expect, Expectation, NewEvent
-from ledger.ids import new_ids, normalize_id
-from ledger.kinds import KindRegistry, KindSpec
+from engram.ledger.events import Expect, Expectation, NewEvent
+from engram.ledger.ids import new_ids, normalize_id
+from engram.ledger.kinds import KindRegistry, KindSpec
 
 MAX_NAME = 512
 

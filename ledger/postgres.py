@@ -20,10 +20,7 @@ from typing import Any
 import psycopg
 import psycopg.errors
 import sqlalchemy as sa
-from sqlalchemy import event as sa_event
-from sqlalchemy.engine import make_url
-
-from ledger.backend import (
+from engram.ledger.backend import (
     AuditTarget,
     Backend,
     InsertConflictError,
@@ -32,15 +29,17 @@ from ledger.backend import (
     WriteTransaction,
     as_utc,
 )
-from ledger.codec import GENESIS_HASH, format_at
-from ledger.errors import AppendOnlyError, ConfigError, StoreError
-from ledger.schema import (
+from engram.ledger.codec import GENESIS_HASH, format_at
+from engram.ledger.errors import AppendOnlyError, ConfigError, StoreError
+from engram.ledger.schema import (
     APPEND_ONLY_MESSAGE,
     COLUMNS,
     FORMAT_VERSION,
     HASH_ALGORITHM,
     build_metadata,
 )
+from sqlalchemy import event as sa_event
+from sqlalchemy.engine import make_url
 
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SELECT_COLUMNS = ", ".join(

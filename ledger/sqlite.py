@@ -16,10 +16,7 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event as sa_event
-from sqlalchemy.pool import QueuePool
-
-from ledger.backend import (
+from engram.ledger.backend import (
     AuditTarget,
     Backend,
     InsertConflictError,
@@ -27,15 +24,17 @@ from ledger.backend import (
     StoredContent,
     WriteTransaction,
 )
-from ledger.codec import GENESIS_HASH
-from ledger.errors import AppendOnlyError, ConfigError, StoreError
-from ledger.schema import (
+from engram.ledger.codec import GENESIS_HASH
+from engram.ledger.errors import AppendOnlyError, ConfigError, StoreError
+from engram.ledger.schema import (
     APPEND_ONLY_MESSAGE,
     COLUMNS,
     FORMAT_VERSION,
     HASH_ALGORITHM,
     build_metadata,
 )
+from sqlalchemy import event as sa_event
+from sqlalchemy.pool import QueuePool
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM events"
 _INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"

@@ -14,13 +14,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ledger.backend import AuditTarget, Backend, InsertConflictError, Row
-from ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
-from ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
-from ledger.events import ANY, Event, Expectation, NewEvent
-from ledger.groupcommit import GroupCommitter
-from ledger.kinds import KindRegistry, KindSpec
-from ledger.planning import GroupPlan, Request, VersionCache, prepare
+from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
+from engram.ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
+from engram.ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
+from engram.ledger.events import ANY, Event, Expectation, NewEvent
+from engram.ledger.groupcommit import GroupCommitter
+from engram.ledger.kinds import KindRegistry, KindSpec
+from engram.ledger.planning import GroupPlan, Request, VersionCache, prepare
 
 DEFAULT_MAX_PAYLOAD = 1 << 20
 _PAGE = 2000
@@ -50,13 +50,13 @@ def _backend_for(target: str, *, durability: str, busy_timeout: float, pg_schema
     if not isinstance(target, str) or not target.strip():
         raise ConfigError(f"ledger location must be a path or URL, got {target!r}")
     if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
-        from ledger.postgres import PostgresBackend
+        from engram.ledger.postgres import PostgresBackend
 
         url = target.replace("postgres://", "postgresql://", 1)
         return PostgresBackend(
             url, schema=pg_schema, durability=durability, busy_timeout=busy_timeout
         )
-    from ledger.sqlite import SQLiteBackend
+    from engram.ledger.sqlite import SQLiteBackend
 
     if target.startswith("sqlite:///"):
         target = target[len("sqlite:///") :]
@@ -81,7 +81,7 @@ class Ledger:
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
     ) -> None:
         if registry is None:
-            from ledger.catalog import default_registry
+            from engram.ledger.catalog import default_registry
 
             registry = default_registry()
         if not isinstance(max_payload_bytes, int) or max_payload_bytes < 1:

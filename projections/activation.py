@@ -25,10 +25,9 @@ from typing import cast
 
 import numpy as np
 import numpy.typing as npt
-
-from projections.errors import QueryError
-from projections.queries import check_as_of
-from projections.salience import DEFAULT_RATE, MAX
+from engram.projections.errors import QueryError
+from engram.projections.queries import check_as_of
+from engram.projections.salience import DEFAULT_RATE, MAX
 
 #: Below this salience a target still receives activation as if it had this much (~10%),
 #: so a network of quiet neurons can wake up (ADR 0012).

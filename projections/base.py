@@ -2,7 +2,7 @@
 
 A projection is a pure function of the ledger (DESIGN.md, rule 2): ``apply`` reads nothing
 but the events it is given and the projection's own tables — no clock, no randomness, no
-network. The engine (:mod:`projections.engine`) decides when and in which generation it runs.
+network. The engine (:mod:`engram.projections.engine`) decides when and in which generation it runs.
 """
 
 from __future__ import annotations
@@ -15,9 +15,8 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import msgspec
-
-from ledger import Event
-from projections.errors import ProjectionConfigError
+from engram.ledger import Event
+from engram.projections.errors import ProjectionConfigError
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,62}\Z")
 

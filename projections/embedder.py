@@ -3,7 +3,7 @@
 An :class:`Embedder` turns texts into float32 vectors of a fixed dimension. Its
 :class:`Fingerprint` names everything that shapes those vectors, so the semantic index can
 put it in its identity and the embedding cache can key on it. Providers live one per module
-(``embedding_hash``, ``embedding_http``, ``embedding_st``); :mod:`projections.embedding` is
+(``embedding_hash``, ``embedding_http``, ``embedding_st``); :mod:`engram.projections.embedding` is
 the façade that picks one from the routing file.
 
 Embedding is not a projection handler's business (DESIGN.md, rule 2): a model's output enters
@@ -19,8 +19,11 @@ from typing import Any, ClassVar
 import msgspec
 import numpy as np
 import numpy.typing as npt
-
-from projections.errors import EmbeddingConfigError, EmbeddingInputError, EmbeddingProviderError
+from engram.projections.errors import (
+    EmbeddingConfigError,
+    EmbeddingInputError,
+    EmbeddingProviderError,
+)
 
 FloatArray = npt.NDArray[np.float32]
 

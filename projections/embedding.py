@@ -35,8 +35,7 @@ import warnings
 from typing import Annotated, Any
 
 import msgspec
-
-from projections.embedder import (
+from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     MAX_CHARS,
     MAX_DIMENSION,
@@ -44,11 +43,11 @@ from projections.embedder import (
     Fingerprint,
     FloatArray,
 )
-from projections.embedding_cache import CachedEmbedder, EmbeddingCache, cache_key
-from projections.embedding_hash import DEFAULT_DIMENSION, HashEmbedder
-from projections.embedding_http import HttpEmbedder
-from projections.embedding_st import SentenceTransformerEmbedder
-from projections.errors import EmbeddingConfigError
+from engram.projections.embedding_cache import CachedEmbedder, EmbeddingCache, cache_key
+from engram.projections.embedding_hash import DEFAULT_DIMENSION, HashEmbedder
+from engram.projections.embedding_http import HttpEmbedder
+from engram.projections.embedding_st import SentenceTransformerEmbedder
+from engram.projections.errors import EmbeddingConfigError
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",

@@ -14,9 +14,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-
-from projections.embedder import Embedder, Fingerprint, FloatArray, check_texts, truncate
-from projections.errors import EmbeddingConfigError, EmbeddingProviderError
+from engram.projections.embedder import Embedder, Fingerprint, FloatArray, check_texts, truncate
+from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 TABLE = "embedding_cache"
 _CHUNK = 500  # keys per SELECT: well under SQLite's bound-parameter limit

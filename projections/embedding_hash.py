@@ -19,15 +19,14 @@ from collections import Counter
 from typing import ClassVar
 
 import numpy as np
-
-from projections.embedder import (
+from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     Embedder,
     Fingerprint,
     FloatArray,
     check_dimension,
 )
-from projections.errors import EmbeddingConfigError
+from engram.projections.errors import EmbeddingConfigError
 
 DEFAULT_DIMENSION = 384
 _FEATURES_VERSION = "1"  # bump when feature extraction changes: the fingerprint follows

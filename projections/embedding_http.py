@@ -27,8 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
 
 import numpy as np
-
-from projections.embedder import (
+from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     Embedder,
     Fingerprint,
@@ -36,7 +35,7 @@ from projections.embedder import (
     check_dimension,
     l2_normalize,
 )
-from projections.errors import EmbeddingConfigError, EmbeddingProviderError
+from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 logger = logging.getLogger(__name__)
 

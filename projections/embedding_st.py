@@ -16,15 +16,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-
-from projections.embedder import (
+from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     Embedder,
     Fingerprint,
     FloatArray,
     check_dimension,
 )
-from projections.errors import EmbeddingConfigError, EmbeddingUnavailableError
+from engram.projections.errors import EmbeddingConfigError, EmbeddingUnavailableError
 
 EXTRA = "embeddings"
 MINILM = "sentence-transformers/all-MiniLM-L6-v2"

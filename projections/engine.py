@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from ledger import Event, Ledger
-from projections.base import Projection, check_projection
-from projections.errors import (
+from engram.ledger import Event, Ledger
+from engram.projections.base import Projection, check_projection
+from engram.projections.errors import (
     CatchUpError,
     HandlerError,
     ProjectionConfigError,
@@ -30,7 +30,7 @@ from projections.errors import (
     UnknownProjectionError,
     WaitTimeoutError,
 )
-from projections.store import Generation, ProjectionStore
+from engram.projections.store import Generation, ProjectionStore
 
 #: Called as ``progress(label, done, total)`` while a long catch-up or rebuild runs.
 Progress = Callable[[str, int, int], None]

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ledger import Event
-from projections.base import Projection, Tables
+from engram.ledger import Event
+from engram.projections.base import Projection, Tables
 
 _CHUNK = 500
 

@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
-
-from ledger import Event
-from projections.base import Projection, Tables
-from projections.errors import QueryError, UnknownProjectionError
-from projections.store import ProjectionStore, physical
+from engram.ledger import Event
+from engram.projections.base import Projection, Tables
+from engram.projections.errors import QueryError, UnknownProjectionError
+from engram.projections.store import ProjectionStore, physical
 
 #: Texts longer than this are indexed up to it (the same cap the embedder applies).
 MAX_TEXT = 16_000

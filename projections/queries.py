@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
-from projections.errors import QueryError
-from projections.salience import DEFAULT_RATE, MAX, decayed, micros
+from engram.projections.errors import QueryError
+from engram.projections.salience import DEFAULT_RATE, MAX, decayed, micros
 
 ITEM_KINDS = ("neuron", "memory")
 

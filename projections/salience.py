@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ledger import Event
-from projections.base import Projection, Tables
+from engram.ledger import Event
+from engram.projections.base import Projection, Tables
 
 MAX = 65535
 INITIAL = 32768
@@ -96,7 +96,7 @@ class SalienceIndex(Projection):
 
     def __init__(self, rate: float = DEFAULT_RATE) -> None:
         if not isinstance(rate, float | int) or not 0.0 < rate <= 1.0:
-            from projections.errors import ProjectionConfigError
+            from engram.projections.errors import ProjectionConfigError
 
             raise ProjectionConfigError(f"decay rate must be in (0, 1], got {rate!r}")
         self.rate = float(rate)

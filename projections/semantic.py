@@ -8,7 +8,7 @@ named vectors and records each removal (position, and the archive's position as
 
 The FAISS index is an accelerator over that table, held by :class:`VectorSearcher`: saved
 atomically (write, fsync, rename) to an index file beside the store with the generation,
-fingerprint, last position and last removal it covers (:mod:`projections.semantic_file`),
+fingerprint, last position and last removal it covers (:mod:`engram.projections.semantic_file`),
 loaded on start and caught up from the tables. A missing, truncated or mismatched file is
 rebuilt from the table with a warning — never a crash.
 
@@ -29,14 +29,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
-
-from ledger import Event
-from projections import semantic_file as index_file
-from projections.base import Projection, Tables
-from projections.embedder import Embedder
-from projections.errors import QueryError
-from projections.semantic_file import IndexFileWarning
-from projections.store import ProjectionStore, physical
+from engram.ledger import Event
+from engram.projections import semantic_file as index_file
+from engram.projections.base import Projection, Tables
+from engram.projections.embedder import Embedder
+from engram.projections.errors import QueryError
+from engram.projections.semantic_file import IndexFileWarning
+from engram.projections.store import ProjectionStore, physical
 
 MAX_TEXT = 16_000
 DEFAULT_EXACT_LIMIT = 20_000

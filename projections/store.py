@@ -19,8 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from projections.base import Projection, Tables
-from projections.errors import ProjectionConfigError, ProjectionStoreError
+from engram.projections.base import Projection, Tables
+from engram.projections.errors import ProjectionConfigError, ProjectionStoreError
 
 STORE_FILE = "projections.db"
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from projections.embedding import HashEmbedder
+from engram.projections.embedding import HashEmbedder
 
 
 @dataclass

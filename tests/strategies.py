@@ -16,9 +16,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import msgspec
-from hypothesis import strategies as st
-
-from ledger.catalog import (
+from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
     MemoryArchived,
@@ -30,7 +28,8 @@ from ledger.catalog import (
     RecalledItem,
     SignalSent,
 )
-from ledger.events import NewEvent
+from engram.ledger.events import NewEvent
+from hypothesis import strategies as st
 
 # -- text ------------------------------------------------------------------------------------
 

@@ -14,9 +14,9 @@ import duckdb
 from engram.bench.common import Config, Figure, interleave, log
 from engram.bench.ledger_bench import build_ledger
 from engram.bench.workload import MIX, Workload
-from ledger import Ledger
-from ledger.audit import AuditSession, open_audit
-from ledger.catalog import KINDS
+from engram.ledger import Ledger
+from engram.ledger.audit import AuditSession, open_audit
+from engram.ledger.catalog import KINDS
 
 QUERIES = {
     "count by kind": "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY kind",

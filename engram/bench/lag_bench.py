@@ -20,8 +20,8 @@ from engram.bench.projection_bench import (
     _percentile,
     sizes_of,
 )
-from ledger import Ledger, NewEvent
-from ledger.catalog import (
+from engram.ledger import Ledger, NewEvent
+from engram.ledger.catalog import (
     NeuronActivated,
 )
 
@@ -30,10 +30,10 @@ from ledger.catalog import (
 
 _FOLLOWER = """
 import sys, threading
-from ledger import Ledger
-from projections.engine import REBUILD_BATCH, ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.salience import SalienceIndex
+from engram.ledger import Ledger
+from engram.projections.engine import REBUILD_BATCH, ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import SalienceIndex
 ledger = Ledger.open(sys.argv[1])
 engine = ProjectionEngine(ledger, sys.argv[2], [NeuronGraph(), SalienceIndex()])
 stop = threading.Event()

@@ -26,8 +26,8 @@ from engram.bench.common import (
     scratch_file,
 )
 from engram.bench.workload import SQLITE_DDL, SQLITE_INSERT, RawRows, Workload
-from ledger import Ledger, NewEvent
-from ledger.catalog import KINDS
+from engram.ledger import Ledger, NewEvent
+from engram.ledger.catalog import KINDS
 
 BATCH = 100
 THREADS = 8

@@ -23,8 +23,8 @@ from typing import Any
 
 import msgspec
 
-from ledger import NewEvent
-from ledger.catalog import KINDS
+from engram.ledger import NewEvent
+from engram.ledger.catalog import KINDS
 
 _SYNC_NAMES = {0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 _NAMESPACE = uuid.UUID("6f1c5a8e-0a7b-4c55-9d7e-3f0d5b1e2a44")

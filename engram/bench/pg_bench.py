@@ -11,7 +11,7 @@ import psycopg
 
 from engram.bench.common import Config, Figure, alternate, log, repeat_runs
 from engram.bench.workload import RawRows, Workload
-from ledger import Ledger
+from engram.ledger import Ledger
 
 BATCH = 100
 _DDL = """CREATE TABLE {s}.events (

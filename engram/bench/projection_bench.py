@@ -33,8 +33,8 @@ import numpy as np
 
 from engram.bench.common import Config, Figure, interleave, log
 from engram.bench.ledger_bench import build_ledger
-from ledger import Ledger, NewEvent
-from ledger.catalog import (
+from engram.ledger import Ledger, NewEvent
+from engram.ledger.catalog import (
     KINDS,
     ConnectionCreated,
     ConnectionReweighted,
@@ -46,11 +46,11 @@ from ledger.catalog import (
     NeuronCreated,
     RecalledItem,
 )
-from projections.activation import GraphSnapshot
-from projections.engine import REBUILD_BATCH, ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.salience import MAX, SalienceIndex
-from projections.store import ProjectionStore, physical
+from engram.projections.activation import GraphSnapshot
+from engram.projections.engine import REBUILD_BATCH, ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import MAX, SalienceIndex
+from engram.projections.store import ProjectionStore, physical
 
 _BASE = datetime(2025, 1, 1, tzinfo=UTC)
 _TYPES: tuple[ConnectionType, ...] = (
@@ -234,10 +234,10 @@ def _reference_rebuild(ledger_path: str) -> tuple[float, int]:
 
 _PROBE = """
 import json, resource, sys
-from ledger import Ledger
-from projections.engine import REBUILD_BATCH, ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.salience import SalienceIndex
+from engram.ledger import Ledger
+from engram.projections.engine import REBUILD_BATCH, ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import SalienceIndex
 
 def status(key):
     with open("/proc/self/status") as f:

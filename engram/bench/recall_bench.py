@@ -27,23 +27,23 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from agents.memory import DEFAULT_WEIGHTS, AgentMemory
+from engram.agents.memory import DEFAULT_WEIGHTS, AgentMemory
 from engram.bench import locomo
 from engram.bench.common import Config, Figure, Progress, log, remove_tree
-from ledger import Ledger, default_registry
-from projections import lexical
-from projections.embedding import (
+from engram.ledger import Ledger, default_registry
+from engram.projections import lexical
+from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
     EmbeddingCache,
     HashEmbedder,
     SentenceTransformerEmbedder,
 )
-from projections.embedding_st import available as minilm_available
-from projections.engine import ProjectionEngine
-from projections.lexical import LexicalIndex
-from projections.salience import SalienceIndex
-from projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.embedding_st import available as minilm_available
+from engram.projections.engine import ProjectionEngine
+from engram.projections.lexical import LexicalIndex
+from engram.projections.salience import SalienceIndex
+from engram.projections.semantic import SemanticIndex, VectorSearcher
 
 KS = (5, 10, 20)
 READER = "reader"

@@ -28,21 +28,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents.memory import AgentMemory
+from engram.agents.memory import AgentMemory
 from engram.bench import locomo
 from engram.bench.common import Config, Figure, Progress, interleave, log, remove_tree
 from engram.bench.recall_bench import minilm
-from ledger import Ledger, NewEvent, default_registry
-from ledger.catalog import MemoryObserved
-from projections import lexical
-from projections.embedder import Embedder, Fingerprint, FloatArray
-from projections.embedding import CachedEmbedder, EmbeddingCache, HashEmbedder
-from projections.embedding_st import MINILM, available, bundled_model_path
-from projections.engine import ProjectionEngine
-from projections.lexical import LexicalIndex
-from projections.salience import SalienceIndex
-from projections.semantic import DEFAULT_EXACT_LIMIT, SemanticIndex, VectorSearcher
-from projections.store import ProjectionStore, physical
+from engram.ledger import Ledger, NewEvent, default_registry
+from engram.ledger.catalog import MemoryObserved
+from engram.projections import lexical
+from engram.projections.embedder import Embedder, Fingerprint, FloatArray
+from engram.projections.embedding import CachedEmbedder, EmbeddingCache, HashEmbedder
+from engram.projections.embedding_st import MINILM, available, bundled_model_path
+from engram.projections.engine import ProjectionEngine
+from engram.projections.lexical import LexicalIndex
+from engram.projections.salience import SalienceIndex
+from engram.projections.semantic import DEFAULT_EXACT_LIMIT, SemanticIndex, VectorSearcher
+from engram.projections.store import ProjectionStore, physical
 
 K = 10
 AUTHORS = 8

@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from ledger import NewEvent, default_registry, new_id
-from ledger.catalog import (
+from engram.ledger import NewEvent, default_registry, new_id
+from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
     MemoryObserved,
@@ -133,7 +133,7 @@ class RawRows:
     """Turn NewEvents into storage rows the way a hand-written writer would.
 
     Payload bytes are encoded ahead of time; ``take`` assigns what an insert needs at write
-    time: position, a fresh UUIDv7 from :func:`ledger.new_id`, the stream version, the time
+    time: position, a fresh UUIDv7 from :func:`engram.ledger.new_id`, the stream version, the time
     and a 32-byte hash (a placeholder of the same size: the reference does not chain).
     """
 

@@ -1,6 +1,6 @@
 """The embedder contract: one suite, run against every provider.
 
-:class:`EmbedderContract` states what :class:`projections.embedding.Embedder` promises; each
+:class:`EmbedderContract` states what :class:`engram.projections.embedding.Embedder` promises; each
 ``Test*`` subclass provides the ``embedder`` fixture: the hash provider, the http provider
 against a real server on 127.0.0.1 (``embedding_stub``), and sentence-transformers with the
 bundled all-MiniLM-L6-v2 (skipped unless the ``embeddings`` extra is installed).
@@ -15,16 +15,15 @@ import msgspec
 import numpy as np
 import pytest
 from embedding_stub import stub_server
-
-from projections.embedding import (
+from engram.projections.embedding import (
     MAX_CHARS,
     Embedder,
     HashEmbedder,
     HttpEmbedder,
     SentenceTransformerEmbedder,
 )
-from projections.embedding_st import available as st_available
-from projections.errors import EmbeddingInputError
+from engram.projections.embedding_st import available as st_available
+from engram.projections.errors import EmbeddingInputError
 
 TEXTS = [
     "the cat sat on the mat",

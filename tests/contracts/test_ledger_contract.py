@@ -19,9 +19,7 @@ from typing import Any
 import msgspec
 import psycopg
 import pytest
-from psycopg import sql
-
-from ledger import (
+from engram.ledger import (
     ANY,
     NO_STREAM,
     ConcurrencyError,
@@ -40,7 +38,7 @@ from ledger import (
     default_registry,
     new_id,
 )
-from ledger.catalog import (
+from engram.ledger.catalog import (
     ConnectionCreated,
     MemoryObserved,
     MemoryRecalled,
@@ -49,7 +47,8 @@ from ledger.catalog import (
     RecalledItem,
     SignalSent,
 )
-from ledger.schema import APPEND_ONLY_MESSAGE, COLUMNS
+from engram.ledger.schema import APPEND_ONLY_MESSAGE, COLUMNS
+from psycopg import sql
 
 Statement = str | tuple[str, Sequence[Any]]
 

@@ -15,10 +15,9 @@ import duckdb
 import msgspec
 import psycopg
 import pytest
+from engram.ledger.audit import AuditSession, AuditTarget, open_audit
+from engram.ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
 from psycopg import sql
-
-from ledger.audit import AuditSession, AuditTarget, open_audit
-from ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
 
 
 class Activated(msgspec.Struct):

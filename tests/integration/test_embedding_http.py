@@ -9,9 +9,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from embedding_stub import Reply, StubServer, stub_server
-
-from projections.embedding import HashEmbedder, HttpEmbedder
-from projections.errors import EmbeddingConfigError, EmbeddingProviderError
+from engram.projections.embedding import HashEmbedder, HttpEmbedder
+from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 DIMENSION = 16
 KEY_ENV = "ENGRAM_TEST_EMBEDDING_KEY"

@@ -23,9 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from ledger import Ledger, NewEvent
-from ledger.catalog import SignalSent
+from engram.ledger import Ledger, NewEvent
+from engram.ledger.catalog import SignalSent
 
 WORKER = Path(__file__).parent / "_workers" / "ledger_worker.py"
 

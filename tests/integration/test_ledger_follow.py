@@ -21,9 +21,8 @@ from typing import Any
 
 import psycopg
 import pytest
-
-from ledger import Ledger, NewEvent
-from ledger.catalog import SignalSent
+from engram.ledger import Ledger, NewEvent
+from engram.ledger.catalog import SignalSent
 
 WORKER = Path(__file__).parent / "_workers" / "ledger_worker.py"
 KINDS = ["signal.sent", "memory.observed", "neuron.activated"]

@@ -17,11 +17,10 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
-
-from ledger import ANY, NO_STREAM, ConcurrencyError, IdempotencyError, Ledger, NewEvent
-from ledger.backend import WriteTransaction
-from ledger.catalog import MemoryObserved, NeuronActivated
-from ledger.planning import Request
+from engram.ledger import ANY, NO_STREAM, ConcurrencyError, IdempotencyError, Ledger, NewEvent
+from engram.ledger.backend import WriteTransaction
+from engram.ledger.catalog import MemoryObserved, NeuronActivated
+from engram.ledger.planning import Request
 
 SHARED = "shared:hot"
 

@@ -19,10 +19,9 @@ from typing import Any
 
 import psycopg
 import pytest
+from engram.ledger import Ledger, NewEvent, StoreError
+from engram.ledger.catalog import NeuronActivated, SignalSent
 from psycopg import sql
-
-from ledger import Ledger, NewEvent, StoreError
-from ledger.catalog import NeuronActivated, SignalSent
 
 pytestmark = pytest.mark.postgres
 

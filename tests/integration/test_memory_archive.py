@@ -9,20 +9,20 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
+from engram.agents.memory import AgentMemory
+from engram.ledger import NewEvent, PayloadError
+from engram.ledger.catalog import MemoryArchived, SignalSent
+from engram.projections import queries
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
+from engram.projections.lexical import LexicalIndex
+from engram.projections.salience import SalienceIndex
+from engram.projections.semantic import IndexFileWarning, SemanticIndex, VectorSearcher
+from engram.projections.store import ProjectionStore, physical
 from test_recall import T0, WORDS, Memory, break_lexical_index
 
-from agents.errors import MemoryOwnerError, UnknownMemoryError
-from agents.memory import AgentMemory
 from engram.cli import main
-from ledger import NewEvent, PayloadError
-from ledger.catalog import MemoryArchived, SignalSent
-from projections import queries
-from projections.engine import ProjectionEngine
-from projections.errors import QueryError
-from projections.lexical import LexicalIndex
-from projections.salience import SalienceIndex
-from projections.semantic import IndexFileWarning, SemanticIndex, VectorSearcher
-from projections.store import ProjectionStore, physical
 
 NAMES = ("salience", "lexical", "semantic")
 

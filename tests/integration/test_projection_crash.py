@@ -21,11 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from ledger import Ledger
-from projections.engine import ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.salience import SalienceIndex
+from engram.ledger import Ledger
+from engram.projections.engine import ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import SalienceIndex
 
 WORKER = Path(__file__).parent / "_workers" / "projection_worker.py"
 NAMES = ("neuron_graph", "salience")

@@ -11,18 +11,17 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from engram.agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, AgentMemory
+from engram.ledger import Ledger, PayloadError
+from engram.projections.embedder import Embedder, Fingerprint
+from engram.projections.embedding import HashEmbedder
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
+from engram.projections.lexical import LexicalIndex, search
+from engram.projections.salience import SalienceIndex
+from engram.projections.semantic import IndexFileWarning, SemanticIndex, VectorSearcher
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, AgentMemory
-from ledger import Ledger, PayloadError
-from projections.embedder import Embedder, Fingerprint
-from projections.embedding import HashEmbedder
-from projections.engine import ProjectionEngine
-from projections.errors import QueryError
-from projections.lexical import LexicalIndex, search
-from projections.salience import SalienceIndex
-from projections.semantic import IndexFileWarning, SemanticIndex, VectorSearcher
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 WORDS = ["database", "outage", "lunch", "carol", "plan", "deploy", "rollback", "coffee"]

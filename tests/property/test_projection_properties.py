@@ -18,6 +18,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engram.ledger import Ledger, NewEvent
+from engram.projections import queries
+from engram.projections.activation import GraphSnapshot
+from engram.projections.engine import ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import (
+    ACTIVATION_GAIN,
+    INITIAL,
+    MAX,
+    RECALL_GAIN,
+    SalienceIndex,
+    decayed,
+    micros,
+    reinforced,
+)
 from hypothesis import example, given
 from hypothesis import strategies as st
 from strategies import (
@@ -31,22 +46,6 @@ from strategies import (
     neuron_created,
     partitions,
     split,
-)
-
-from ledger import Ledger, NewEvent
-from projections import queries
-from projections.activation import GraphSnapshot
-from projections.engine import ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.salience import (
-    ACTIVATION_GAIN,
-    INITIAL,
-    MAX,
-    RECALL_GAIN,
-    SalienceIndex,
-    decayed,
-    micros,
-    reinforced,
 )
 
 NAMES = ("neuron_graph", "salience")

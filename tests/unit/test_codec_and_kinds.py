@@ -11,9 +11,14 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 import pytest
-
-from ledger import EnvelopeError, KindRegistry, KindRegistryError, PayloadError, default_registry
-from ledger.catalog import (
+from engram.ledger import (
+    EnvelopeError,
+    KindRegistry,
+    KindRegistryError,
+    PayloadError,
+    default_registry,
+)
+from engram.ledger.catalog import (
     KINDS,
     ConnectionCreated,
     MemoryObserved,
@@ -22,9 +27,9 @@ from ledger.catalog import (
     NeuronCreated,
     RecalledItem,
 )
-from ledger.codec import canonical, decode_payload, encode_payload, format_at
-from ledger.ids import new_id, normalize_id
-from ledger.kinds import KindSpec
+from engram.ledger.codec import canonical, decode_payload, encode_payload, format_at
+from engram.ledger.ids import new_id, normalize_id
+from engram.ledger.kinds import KindSpec
 
 LIMIT = 1 << 20
 

@@ -12,9 +12,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
-
-from projections import embedding_st
-from projections.embedding import (
+from engram.projections import embedding_st
+from engram.projections.embedding import (
     MAX_CHARS,
     CachedEmbedder,
     Embedder,
@@ -31,7 +30,7 @@ from projections.embedding import (
     embedder_for,
     load_routing,
 )
-from projections.errors import (
+from engram.projections.errors import (
     EmbeddingConfigError,
     EmbeddingError,
     EmbeddingInputError,
@@ -82,7 +81,7 @@ class Recording(Embedder):
 
 def test_hash_bytes_are_identical_across_processes() -> None:
     script = (
-        "import sys, hashlib; from projections.embedding import HashEmbedder; "
+        "import sys, hashlib; from engram.projections.embedding import HashEmbedder; "
         f"sys.stdout.write(HashEmbedder().embed({TEXTS!r}).tobytes().hex())"
     )
     runs = [

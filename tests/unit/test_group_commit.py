@@ -6,11 +6,10 @@ import threading
 import time
 
 import pytest
-
-from ledger import groupcommit
-from ledger.errors import LedgerClosedError
-from ledger.groupcommit import ROUNDS_AFTER_OWN, GroupCommitter
-from ledger.planning import Request
+from engram.ledger import groupcommit
+from engram.ledger.errors import LedgerClosedError
+from engram.ledger.groupcommit import ROUNDS_AFTER_OWN, GroupCommitter
+from engram.ledger.planning import Request
 
 
 def _request() -> Request:

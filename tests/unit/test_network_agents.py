@@ -6,19 +6,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from strategies import HISTORY_START, neuron_activated
-
-from agents.errors import (
+from engram.agents.errors import (
     AgentError,
     ConnectionStateError,
     NeuronExistsError,
     UnknownNeuronError,
 )
-from agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork
-from ledger import Ledger
-from projections.engine import ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.salience import INITIAL, MAX, SalienceIndex
+from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork
+from engram.ledger import Ledger
+from engram.projections.engine import ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import INITIAL, MAX, SalienceIndex
+from strategies import HISTORY_START, neuron_activated
 
 T = HISTORY_START
 

@@ -9,12 +9,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from strategies import HISTORY_START, neuron_activated, neuron_created
-
-from ledger import Event, Ledger
-from projections.base import Projection, Tables
-from projections.engine import ProjectionEngine
-from projections.errors import (
+from engram.ledger import Event, Ledger
+from engram.projections.base import Projection, Tables
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import (
     CatchUpError,
     HandlerError,
     ProjectionConfigError,
@@ -23,8 +21,9 @@ from projections.errors import (
     UnknownProjectionError,
     WaitTimeoutError,
 )
-from projections.graph import NeuronGraph
-from projections.salience import SalienceIndex
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import SalienceIndex
+from strategies import HISTORY_START, neuron_activated, neuron_created
 
 
 class Tally(Projection):

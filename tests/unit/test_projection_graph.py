@@ -7,6 +7,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from engram.ledger import Ledger, NewEvent, PayloadError
+from engram.ledger.catalog import ConnectionCreated, ConnectionReweighted
+from engram.projections.engine import ProjectionEngine
+from engram.projections.graph import NeuronGraph
 from strategies import (
     HISTORY_START,
     connection_created,
@@ -15,11 +19,6 @@ from strategies import (
     neuron_archived,
     neuron_created,
 )
-
-from ledger import Ledger, NewEvent, PayloadError
-from ledger.catalog import ConnectionCreated, ConnectionReweighted
-from projections.engine import ProjectionEngine
-from projections.graph import NeuronGraph
 
 T = HISTORY_START
 

@@ -12,6 +12,20 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from engram.ledger import Ledger
+from engram.projections import queries
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import (
+    INITIAL,
+    MAX,
+    SalienceIndex,
+    decayed,
+    micros,
+    rank,
+    reinforced,
+)
 from strategies import (
     HISTORY_START,
     connection_created,
@@ -20,21 +34,6 @@ from strategies import (
     neuron_activated,
     neuron_archived,
     neuron_created,
-)
-
-from ledger import Ledger
-from projections import queries
-from projections.engine import ProjectionEngine
-from projections.errors import QueryError
-from projections.graph import NeuronGraph
-from projections.salience import (
-    INITIAL,
-    MAX,
-    SalienceIndex,
-    decayed,
-    micros,
-    rank,
-    reinforced,
 )
 
 T = HISTORY_START

@@ -2,6 +2,7 @@
 
 import ast
 import importlib
+import importlib.metadata
 import inspect
 from pathlib import Path
 
@@ -10,13 +11,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ["ledger", "projections", "agents", "jobs", "engram"]
 RANK = {name: rank for rank, name in enumerate(LAYERS)}
+# Installed, every layer lives under engram.* (ADR 0016); the folder keeps the layer's name.
+MODULE = {name: name if name == "engram" else f"engram.{name}" for name in LAYERS}
 
 
 @pytest.mark.parametrize("package", LAYERS)
 def test_all_lists_exactly_the_public_names(package: str) -> None:
     if not (ROOT / package / "__init__.py").is_file():
         pytest.skip(f"{package}/__init__.py does not exist yet")
-    module = importlib.import_module(package)
+    module = importlib.import_module(MODULE[package])
     if not hasattr(module, "__all__"):
         pytest.skip(f"{package} has no __all__ yet")
     exported = list(module.__all__)
@@ -36,6 +39,19 @@ def test_all_lists_exactly_the_public_names(package: str) -> None:
     assert not unlisted, f"{package} defines public names missing from __all__: {unlisted}"
 
 
+def _layer_of(module: str) -> str:
+    """Name the layer a module belongs to: ``engram.agents.memory`` is in ``agents``."""
+    parts = module.split(".")
+    if parts[0] == "engram" and len(parts) > 1 and parts[1] in RANK:
+        return parts[1]
+    return parts[0]
+
+
+def test_the_distribution_claims_one_top_level_name() -> None:
+    top_level = importlib.metadata.distribution("engram").read_text("top_level.txt") or ""
+    assert top_level.split() == ["engram"]
+
+
 def _upward_imports(path: Path, rank: int) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     violations = []
@@ -47,7 +63,7 @@ def _upward_imports(path: Path, rank: int) -> list[str]:
         else:
             continue
         for target in targets:
-            if RANK.get(target.partition(".")[0], -1) > rank:
+            if RANK.get(_layer_of(target), -1) > rank:
                 where = f"{path.relative_to(ROOT)}:{node.lineno}"
                 violations.append(f"{where} imports {target}")
     return violations

@@ -19,8 +19,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent
-from ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
+from engram.ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent
+from engram.ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
 
 SHARED = "shared:counter"
 

@@ -21,8 +21,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ledger import Ledger, NewEvent
-from ledger.catalog import (
+from engram.ledger import Ledger, NewEvent
+from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
     MemoryObserved,
@@ -32,10 +32,10 @@ from ledger.catalog import (
     NeuronCreated,
     RecalledItem,
 )
-from projections import engine as engine_module
-from projections.engine import ProjectionEngine
-from projections.graph import NeuronGraph
-from projections.salience import SalienceIndex
+from engram.projections import engine as engine_module
+from engram.projections.engine import ProjectionEngine
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import SalienceIndex
 
 START = datetime(2030, 1, 1, tzinfo=UTC)
 NEURONS = 300
