@@ -8,6 +8,7 @@ chain, and audit it in SQL with :func:`open_audit`.
 from engram.ledger.audit import AuditResult, AuditSession, open_audit
 from engram.ledger.backend import AuditTarget
 from engram.ledger.catalog import default_registry
+from engram.ledger.chunks import SQL_CHUNK, chunked
 from engram.ledger.errors import (
     AppendError,
     AppendOnlyError,
@@ -36,6 +37,7 @@ __all__ = [
     "ANY",
     "DEFAULT_MAX_PAYLOAD",
     "NO_STREAM",
+    "SQL_CHUNK",
     "AppendError",
     "AppendOnlyError",
     "AuditError",
@@ -64,6 +66,7 @@ __all__ = [
     "StoreError",
     "UnknownKindError",
     "VerifyReport",
+    "chunked",
     "default_registry",
     "new_id",
     "open_audit",

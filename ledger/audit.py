@@ -47,6 +47,7 @@ from typing import Any, Literal
 
 import duckdb
 import msgspec
+
 from engram.ledger.backend import AuditTarget
 from engram.ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
 

@@ -116,6 +116,11 @@ class Backend(abc.ABC):
         """Return the canonical text of a raw stored ``at`` (what the hash covers)."""
 
     @abc.abstractmethod
+    @abc.abstractmethod
+    def read_positions(self, positions: Sequence[int]) -> list[Row]:
+        """Return the rows at ``positions`` (at most :data:`SQL_CHUNK`), in any order."""
+
+    @abc.abstractmethod
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
         """Return up to ``limit`` rows of ``stream`` with version > ``after_version``."""
 

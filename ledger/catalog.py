@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Annotated, Literal
 
 import msgspec
+
 from engram.ledger.kinds import KindRegistry
 
 UInt16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+
 from engram.ledger.errors import EnvelopeError, PayloadError
 from engram.ledger.kinds import KindSpec
 

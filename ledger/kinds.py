@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import msgspec
+
 from engram.ledger.errors import KindRegistryError
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]

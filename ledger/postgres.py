@@ -20,6 +20,9 @@ from typing import Any
 import psycopg
 import psycopg.errors
 import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.engine import make_url
+
 from engram.ledger.backend import (
     AuditTarget,
     Backend,
@@ -38,8 +41,6 @@ from engram.ledger.schema import (
     HASH_ALGORITHM,
     build_metadata,
 )
-from sqlalchemy import event as sa_event
-from sqlalchemy.engine import make_url
 
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SELECT_COLUMNS = ", ".join(
@@ -314,6 +315,12 @@ class PostgresBackend(Backend):
         sql.append(" ORDER BY position LIMIT %s")
         params.append(limit)
         return self._fetch("".join(sql), params)
+
+    def read_positions(self, positions: Sequence[int]) -> list[Row]:
+        return self._fetch(
+            f"SELECT {_SELECT_COLUMNS} FROM {self.schema}.events WHERE position = ANY(%s)",
+            [list(positions)],
+        )
 
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
         return self._fetch(

@@ -16,6 +16,9 @@ from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import event as sa_event
+from sqlalchemy.pool import QueuePool
+
 from engram.ledger.backend import (
     AuditTarget,
     Backend,
@@ -24,6 +27,7 @@ from engram.ledger.backend import (
     StoredContent,
     WriteTransaction,
 )
+from engram.ledger.chunks import chunked
 from engram.ledger.codec import GENESIS_HASH
 from engram.ledger.errors import AppendOnlyError, ConfigError, StoreError
 from engram.ledger.schema import (
@@ -33,8 +37,6 @@ from engram.ledger.schema import (
     HASH_ALGORITHM,
     build_metadata,
 )
-from sqlalchemy import event as sa_event
-from sqlalchemy.pool import QueuePool
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM events"
 _INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
@@ -44,7 +46,6 @@ _TRIGGERS = (
     f"CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events "
     f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END",
 )
-_CHUNK = 500  # bound on host parameters per IN (...) list
 
 
 _HEAD = "SELECT position, hash FROM events ORDER BY position DESC LIMIT 1"
@@ -132,8 +133,7 @@ class _Tx(WriteTransaction):
 
     def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
         found: dict[str, StoredContent] = {}
-        for i in range(0, len(ids), _CHUNK):
-            chunk = ids[i : i + _CHUNK]
+        for chunk in chunked(ids):
             marks = ", ".join("?" * len(chunk))
             for row in self._conn.execute(
                 "SELECT id, position, stream, kind, schema, actor, payload, causation_id, "
@@ -256,6 +256,10 @@ class SQLiteBackend(Backend):
         sql.append(" ORDER BY position LIMIT ?")
         params.append(limit)
         return self._fetch("".join(sql), params, raw=raw)
+
+    def read_positions(self, positions: Sequence[int]) -> list[Row]:
+        marks = ", ".join("?" * len(positions))
+        return self._fetch(f"{_SELECT} WHERE position IN ({marks})", list(positions))
 
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
         return self._fetch(

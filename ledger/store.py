@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
+from engram.ledger.chunks import chunked
 from engram.ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
 from engram.ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
 from engram.ledger.events import ANY, Event, Expectation, NewEvent
@@ -222,6 +223,34 @@ class Ledger:
                 remaining -= len(rows)
             if len(rows) < page:
                 return
+
+    def get(self, positions: Sequence[int]) -> list[Event]:
+        """Return the events at ``positions``, in the order given, in one query per 500.
+
+        Raises:
+            ConfigError: a position is not a positive integer, or holds no event.
+        """
+        self._check_open()
+        wanted = list(positions)
+        for position in wanted:
+            _check_position(position, "position")
+            if position < 1:
+                raise ConfigError(f"position must be at least 1, got {position}")
+        unique = list(dict.fromkeys(wanted))
+        rows = [row for chunk in chunked(unique) for row in self.backend.read_positions(chunk)]
+        found = {event.position: event for event in self._events(rows)}
+        missing = [p for p in unique if p not in found]
+        if missing:
+            raise ConfigError(f"no event at position(s) {', '.join(map(str, missing[:10]))}")
+        return [found[p] for p in wanted]
+
+    def wait(self, after: int, timeout: float) -> int:
+        """Block until the head passes ``after`` or ``timeout`` seconds pass; return the head."""
+        self._check_open()
+        _check_position(after, "after")
+        if timeout < 0:
+            raise ConfigError(f"timeout must not be negative, got {timeout}")
+        return self.backend.wait(after, timeout)
 
     def read_stream(self, stream: str, after_version: int = 0) -> Iterator[Event]:
         """Yield the events of one stream in version order."""

@@ -25,6 +25,7 @@ from typing import cast
 
 import numpy as np
 import numpy.typing as npt
+
 from engram.projections.errors import QueryError
 from engram.projections.queries import check_as_of
 from engram.projections.salience import DEFAULT_RATE, MAX

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import msgspec
+
 from engram.ledger import Event
 from engram.projections.errors import ProjectionConfigError
 

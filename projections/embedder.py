@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 import msgspec
 import numpy as np
 import numpy.typing as npt
+
 from engram.projections.errors import (
     EmbeddingConfigError,
     EmbeddingInputError,

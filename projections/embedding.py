@@ -35,6 +35,7 @@ import warnings
 from typing import Annotated, Any
 
 import msgspec
+
 from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     MAX_CHARS,

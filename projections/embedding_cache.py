@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+
 from engram.projections.embedder import Embedder, Fingerprint, FloatArray, check_texts, truncate
 from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 

@@ -19,6 +19,7 @@ from collections import Counter
 from typing import ClassVar
 
 import numpy as np
+
 from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     Embedder,

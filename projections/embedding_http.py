@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, ClassVar, NoReturn
 
 import numpy as np
+
 from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     Embedder,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
+
 from engram.projections.embedder import (
     DEFAULT_BATCH_SIZE,
     Embedder,

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import msgspec
+
 from engram.ledger import Event
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError, UnknownProjectionError

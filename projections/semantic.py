@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
+
 from engram.ledger import Event
 from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables

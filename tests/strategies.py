@@ -16,6 +16,8 @@ from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import msgspec
+from hypothesis import strategies as st
+
 from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
@@ -29,7 +31,6 @@ from engram.ledger.catalog import (
     SignalSent,
 )
 from engram.ledger.events import NewEvent
-from hypothesis import strategies as st
 
 # -- text ------------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import msgspec
 import numpy as np
 import pytest
 from embedding_stub import stub_server
+
 from engram.projections.embedding import (
     MAX_CHARS,
     Embedder,

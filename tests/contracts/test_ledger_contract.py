@@ -19,6 +19,8 @@ from typing import Any
 import msgspec
 import psycopg
 import pytest
+from psycopg import sql
+
 from engram.ledger import (
     ANY,
     NO_STREAM,
@@ -48,7 +50,6 @@ from engram.ledger.catalog import (
     SignalSent,
 )
 from engram.ledger.schema import APPEND_ONLY_MESSAGE, COLUMNS
-from psycopg import sql
 
 Statement = str | tuple[str, Sequence[Any]]
 
@@ -638,6 +639,36 @@ class LedgerContract:
         ):
             with subtests.test(**options), pytest.raises(ConfigError):
                 list(eight.read(**options))
+
+    def test_get_returns_events_in_the_order_asked(self, eight: Ledger) -> None:
+        everything = {e.position: e for e in eight.read()}
+        assert eight.get([7, 2, 7, 5]) == [
+            everything[7],
+            everything[2],
+            everything[7],
+            everything[5],
+        ]
+        assert eight.get([]) == []
+
+    def test_get_reads_more_positions_than_one_sql_list(self, ledger: Ledger) -> None:
+        ledger.append([signal("agent:many", f"t{i}") for i in range(1200)])
+        wanted = list(range(1200, 0, -3))
+        assert [e.position for e in ledger.get(wanted)] == wanted
+
+    def test_get_refuses_a_missing_or_malformed_position(
+        self, eight: Ledger, subtests: pytest.Subtests
+    ) -> None:
+        for bad in ([9], [0], [-1], ["3"], [True]):
+            with subtests.test(positions=bad), pytest.raises(ConfigError):
+                eight.get(bad)
+
+    def test_wait_returns_the_head_once_it_passes(self, eight: Ledger) -> None:
+        assert eight.wait(3, timeout=5) == 8
+        started = time.monotonic()
+        assert eight.wait(8, timeout=0.05) == 8
+        assert time.monotonic() - started >= 0.04
+        with pytest.raises(ConfigError):
+            eight.wait(8, timeout=-1)
 
     def test_read_stream_yields_one_stream_in_version_order(self, eight: Ledger) -> None:
         def versions_and_positions(after_version: int = 0) -> list[tuple[int, int]]:

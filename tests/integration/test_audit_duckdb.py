@@ -15,9 +15,10 @@ import duckdb
 import msgspec
 import psycopg
 import pytest
+from psycopg import sql
+
 from engram.ledger.audit import AuditSession, AuditTarget, open_audit
 from engram.ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
-from psycopg import sql
 
 
 class Activated(msgspec.Struct):

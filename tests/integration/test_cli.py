@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from engram.ledger import Ledger
 
 from engram.cli import main
+from engram.ledger import Ledger
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

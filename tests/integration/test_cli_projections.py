@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 import pytest
-from engram.projections.salience import INITIAL
 
 from engram.cli import main
+from engram.projections.salience import INITIAL
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

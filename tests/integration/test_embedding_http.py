@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from embedding_stub import Reply, StubServer, stub_server
+
 from engram.projections.embedding import HashEmbedder, HttpEmbedder
 from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 

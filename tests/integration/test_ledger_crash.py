@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import SignalSent
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import psycopg
 import pytest
+
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import SignalSent
 

@@ -17,6 +17,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
+
 from engram.ledger import ANY, NO_STREAM, ConcurrencyError, IdempotencyError, Ledger, NewEvent
 from engram.ledger.backend import WriteTransaction
 from engram.ledger.catalog import MemoryObserved, NeuronActivated

@@ -19,9 +19,10 @@ from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
+
 from engram.ledger import Ledger, NewEvent, StoreError
 from engram.ledger.catalog import NeuronActivated, SignalSent
-from psycopg import sql
 
 pytestmark = pytest.mark.postgres
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from engram.ledger import Event, Ledger
 
 WORKER = Path(__file__).parent / "_workers" / "ledger_worker.py"

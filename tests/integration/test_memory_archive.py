@@ -9,8 +9,11 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from test_recall import T0, WORDS, Memory, break_lexical_index
+
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.memory import AgentMemory
+from engram.cli import main
 from engram.ledger import NewEvent, PayloadError
 from engram.ledger.catalog import MemoryArchived, SignalSent
 from engram.projections import queries
@@ -20,9 +23,6 @@ from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import IndexFileWarning, SemanticIndex, VectorSearcher
 from engram.projections.store import ProjectionStore, physical
-from test_recall import T0, WORDS, Memory, break_lexical_index
-
-from engram.cli import main
 
 NAMES = ("salience", "lexical", "semantic")
 

@@ -16,8 +16,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from engram.ledger import Ledger
 from test_projection_crash import NAMES, WORKER, fresh_digests, generations, run_worker
+
+from engram.ledger import Ledger
 
 
 def test_two_catchers_and_an_appender_converge_without_double_apply(tmp_path: Path) -> None:

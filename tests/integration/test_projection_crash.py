@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from engram.ledger import Ledger
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph

@@ -11,6 +11,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from engram.agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, AgentMemory
 from engram.ledger import Ledger, PayloadError
 from engram.projections.embedder import Embedder, Fingerprint
@@ -20,8 +23,6 @@ from engram.projections.errors import QueryError
 from engram.projections.lexical import LexicalIndex, search
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import IndexFileWarning, SemanticIndex, VectorSearcher
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 WORDS = ["database", "outage", "lunch", "carol", "plan", "deploy", "rollback", "coffee"]

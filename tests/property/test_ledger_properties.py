@@ -15,8 +15,6 @@ from contextlib import contextmanager
 
 import msgspec
 import pytest
-from engram.ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent, default_registry
-from engram.ledger.codec import decode_payload, encode_payload
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies import (
@@ -26,6 +24,9 @@ from strategies import (
     partitions,
     split,
 )
+
+from engram.ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent, default_registry
+from engram.ledger.codec import decode_payload, encode_payload
 
 REGISTRY = default_registry()
 LIMIT = 1 << 20

@@ -18,6 +18,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+from strategies import (
+    HISTORY_START,
+    connection_created,
+    cyclic_graphs,
+    graph_histories,
+    memory_recalled,
+    neuron_activated,
+    neuron_archived,
+    neuron_created,
+    partitions,
+    split,
+)
+
 from engram.ledger import Ledger, NewEvent
 from engram.projections import queries
 from engram.projections.activation import GraphSnapshot
@@ -32,20 +47,6 @@ from engram.projections.salience import (
     decayed,
     micros,
     reinforced,
-)
-from hypothesis import example, given
-from hypothesis import strategies as st
-from strategies import (
-    HISTORY_START,
-    connection_created,
-    cyclic_graphs,
-    graph_histories,
-    memory_recalled,
-    neuron_activated,
-    neuron_archived,
-    neuron_created,
-    partitions,
-    split,
 )
 
 NAMES = ("neuron_graph", "salience")

@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo
 
 import msgspec
 import pytest
+
 from engram.ledger import (
     EnvelopeError,
     KindRegistry,

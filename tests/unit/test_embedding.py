@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
+
 from engram.projections import embedding_st
 from engram.projections.embedding import (
     MAX_CHARS,

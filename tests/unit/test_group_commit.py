@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+
 from engram.ledger import groupcommit
 from engram.ledger.errors import LedgerClosedError
 from engram.ledger.groupcommit import ROUNDS_AFTER_OWN, GroupCommitter

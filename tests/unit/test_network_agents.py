@@ -6,6 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from strategies import HISTORY_START, neuron_activated
+
 from engram.agents.errors import (
     AgentError,
     ConnectionStateError,
@@ -17,7 +19,6 @@ from engram.ledger import Ledger
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.salience import INITIAL, MAX, SalienceIndex
-from strategies import HISTORY_START, neuron_activated
 
 T = HISTORY_START
 

@@ -13,12 +13,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from engram.ledger import Ledger, NewEvent
-from engram.projections.activation import SALIENCE_FLOOR, Activation, GraphSnapshot, SnapshotCache
-from engram.projections.engine import ProjectionEngine
-from engram.projections.errors import QueryError
-from engram.projections.graph import NeuronGraph
-from engram.projections.salience import INITIAL, MAX, SalienceIndex
 from strategies import (
     HISTORY_START,
     connection_created,
@@ -26,6 +20,13 @@ from strategies import (
     neuron_archived,
     neuron_created,
 )
+
+from engram.ledger import Ledger, NewEvent
+from engram.projections.activation import SALIENCE_FLOOR, Activation, GraphSnapshot, SnapshotCache
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import INITIAL, MAX, SalienceIndex
 
 T = HISTORY_START
 S = INITIAL / MAX  # the salience factor of a fresh neuron

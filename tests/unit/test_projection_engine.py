@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from strategies import HISTORY_START, neuron_activated, neuron_created
+
 from engram.ledger import Event, Ledger
 from engram.projections.base import Projection, Tables
 from engram.projections.engine import ProjectionEngine
@@ -23,7 +25,6 @@ from engram.projections.errors import (
 )
 from engram.projections.graph import NeuronGraph
 from engram.projections.salience import SalienceIndex
-from strategies import HISTORY_START, neuron_activated, neuron_created
 
 
 class Tally(Projection):

@@ -7,10 +7,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from engram.ledger import Ledger, NewEvent, PayloadError
-from engram.ledger.catalog import ConnectionCreated, ConnectionReweighted
-from engram.projections.engine import ProjectionEngine
-from engram.projections.graph import NeuronGraph
 from strategies import (
     HISTORY_START,
     connection_created,
@@ -19,6 +15,11 @@ from strategies import (
     neuron_archived,
     neuron_created,
 )
+
+from engram.ledger import Ledger, NewEvent, PayloadError
+from engram.ledger.catalog import ConnectionCreated, ConnectionReweighted
+from engram.projections.engine import ProjectionEngine
+from engram.projections.graph import NeuronGraph
 
 T = HISTORY_START
 

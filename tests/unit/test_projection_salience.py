@@ -12,6 +12,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from strategies import (
+    HISTORY_START,
+    connection_created,
+    memory_observed,
+    memory_recalled,
+    neuron_activated,
+    neuron_archived,
+    neuron_created,
+)
+
 from engram.ledger import Ledger
 from engram.projections import queries
 from engram.projections.engine import ProjectionEngine
@@ -25,15 +35,6 @@ from engram.projections.salience import (
     micros,
     rank,
     reinforced,
-)
-from strategies import (
-    HISTORY_START,
-    connection_created,
-    memory_observed,
-    memory_recalled,
-    neuron_activated,
-    neuron_archived,
-    neuron_created,
 )
 
 T = HISTORY_START
