@@ -95,7 +95,7 @@ def cmd_init(args: argparse.Namespace, out: IO[str]) -> int:
     s = _settings(args)
     with cli_memory.opened(s, catch_up=False) as memory:
         ledger = memory.ledger
-        print(f"ledger ready at {s.ledger} ({ledger.backend.name}, from {s.source})", file=out)
+        print(f"ledger ready at {s.ledger} ({ledger.backend_name}, from {s.source})", file=out)
         print(f"projections at {s.projection_store}", file=out)
         positions = memory.network.bootstrap()
         if positions:

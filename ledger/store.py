@@ -188,6 +188,11 @@ class Ledger:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @property
+    def backend_name(self) -> str:
+        """Name the storage backend: ``"sqlite"`` or ``"postgresql"``."""
+        return self.backend.name
+
     def head(self) -> int:
         """Return the last committed position (0 when the ledger is empty)."""
         self._check_open()

@@ -348,7 +348,7 @@ class ProjectionEngine:
                 continue
             if idle_timeout is not None and time.monotonic() - idle_since >= idle_timeout:
                 return
-            self.ledger.backend.wait(seen, 0.5)
+            self.ledger.wait(seen, 0.5)
 
     def wait_for(self, position: int, timeout: float = 10.0) -> None:
         """Return once every projection has applied ``position`` (read-your-writes).
@@ -367,7 +367,7 @@ class ProjectionEngine:
                     f"the ledger has not reached position {position} within {timeout}s"
                     f" (head {self.ledger.head()})"
                 )
-            self.ledger.backend.wait(position - 1, min(remaining, 0.5))
+            self.ledger.wait(position - 1, min(remaining, 0.5))
         with self.store.snapshot() as conn:
             live = {g.name: g.checkpoint for g in self.store.generations(conn) if g.state == "live"}
         if min(live.get(name, 0) for name in self.projections) < position:
