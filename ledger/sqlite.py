@@ -40,11 +40,21 @@ from engram.ledger.schema import (
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM events"
 _INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+REPLACE_REFUSED = f"UNIQUE constraint failed: events ({APPEND_ONLY_MESSAGE}: no row is replaced)"
 _TRIGGERS = (
     f"CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events "
     f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END",
     f"CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events "
     f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END",
+    # REPLACE (and INSERT OR REPLACE) deletes the row it collides with without firing the
+    # delete trigger, so an insert that would collide is refused before it runs. The message
+    # starts like SQLite's own UNIQUE failure so the append path still treats a collision of
+    # its own (a retried id, a stale cached version) as a conflict to re-plan.
+    f"CREATE TRIGGER IF NOT EXISTS events_no_replace BEFORE INSERT ON events "
+    f"WHEN EXISTS (SELECT 1 FROM events WHERE position = NEW.position) "
+    f"OR EXISTS (SELECT 1 FROM events WHERE id = NEW.id) "
+    f"OR EXISTS (SELECT 1 FROM events WHERE stream = NEW.stream AND version = NEW.version) "
+    f"BEGIN SELECT RAISE(ABORT, '{REPLACE_REFUSED}'); END",
 )
 
 
