@@ -35,7 +35,12 @@ import datetime as dt
 import importlib.util
 import io
 import json
+import logging
+import os
 import re
+import shutil
+import sqlite3
+import tempfile
 import types
 import typing
 import uuid
@@ -49,7 +54,16 @@ import duckdb
 import msgspec
 
 from engram.ledger.backend import AuditTarget
-from engram.ledger.errors import AuditError, AuditQueryError, AuditUnavailableError, AuditWriteError
+from engram.ledger.errors import (
+    AuditError,
+    AuditQueryError,
+    AuditUnavailableError,
+    AuditWriteError,
+    StoreError,
+)
+from engram.ledger.sqlite import readable_uri
+
+_log = logging.getLogger(__name__)
 
 __all__ = ["AuditResult", "AuditSession", "AuditTarget", "open_audit"]
 
@@ -134,6 +148,7 @@ class AuditSession:
         }
         if len(self._kinds) < len(kinds or {}) or {"events", "ledger_meta"} & self._kinds.keys():
             raise AuditError(f"kind view names clash: {sorted(self._kinds)}")
+        self._scratch: list[str] = []  # snapshot folders of files on read-only media
         self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:", config=_CONFIG)
         try:
             self._attach(target, extra_attachments)
@@ -183,6 +198,8 @@ class AuditSession:
         if self._con is not None:
             self._con.close()
             self._con = None
+        while self._scratch:
+            shutil.rmtree(self._scratch.pop(), ignore_errors=True)
 
     def __enter__(self) -> AuditSession:
         return self
@@ -219,7 +236,7 @@ class AuditSession:
             # DuckDB attaches a missing file read-only without complaint, then fails obscurely.
             if not Path(path).is_file():
                 raise AuditUnavailableError(f"no SQLite database file at {path!r}")
-            self._attach_one(alias, path, "TYPE sqlite, READ_ONLY")
+            self._attach_one(alias, self._readable(path), "TYPE sqlite, READ_ONLY")
 
     def _attach_one(self, alias: str, location: str, options: str) -> None:
         try:
@@ -228,6 +245,38 @@ class AuditSession:
             shown = _PASSWORD.sub(r"\1***@", location)
             message = str(exc).replace(location, shown)
             raise AuditUnavailableError(f"cannot attach {shown} as {alias}: {message}") from exc
+
+    def _readable(self, path: str) -> str:
+        """Return ``path``, or a snapshot of it when it sits on read-only media.
+
+        The scanner opens files itself and, for a WAL database, must create the WAL index
+        beside it, which read-only media refuse. There, the file cannot change, so a copy
+        made through SQLite's backup API from a read-only handle is exact; its folder goes
+        when the session closes.
+        """
+        try:
+            uri = readable_uri(path)
+        except StoreError as exc:
+            raise AuditUnavailableError(f"cannot audit {path}: {exc}") from exc
+        if not uri.endswith("immutable=1"):
+            return path
+        folder = tempfile.mkdtemp(prefix="engram-audit-")
+        self._scratch.append(folder)
+        copy = os.path.join(folder, os.path.basename(path))
+        try:
+            source = sqlite3.connect(uri, uri=True)
+            try:
+                target = sqlite3.connect(copy)
+                try:
+                    source.backup(target)
+                finally:
+                    target.close()
+            finally:
+                source.close()
+        except (sqlite3.Error, StoreError, OSError) as exc:
+            raise AuditUnavailableError(f"cannot read {path} to audit it: {exc}") from exc
+        _log.info("%s is on read-only media: auditing a snapshot of it", path)
+        return copy
 
     def _read_head(self) -> int:
         try:

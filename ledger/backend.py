@@ -86,6 +86,8 @@ class Backend(abc.ABC):
     """A database holding the ``events`` table."""
 
     name: str
+    #: Opened for reading only: ``write()`` raises ReadOnlyLedgerError.
+    readonly: bool = False
 
     @abc.abstractmethod
     def create(self) -> None:

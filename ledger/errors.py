@@ -4,6 +4,7 @@ Every error derives from :class:`LedgerError`; backends translate driver errors 
 
     LedgerError
     ├── ConfigError                 bad location, option or URL
+    │   └── LedgerNotFoundError     a read-only open of a ledger that does not exist
     ├── EventError                  an event that cannot be appended (names event and field)
     │   ├── UnknownKindError        kind not in the registry
     │   ├── PayloadError            payload does not fit the kind's Struct, or is too large
@@ -15,6 +16,7 @@ Every error derives from :class:`LedgerError`; backends translate driver errors 
     ├── StoreError                  the database failed or is unreachable (driver error inside)
     │   └── AppendOnlyError         the database refused an UPDATE or DELETE
     ├── LedgerClosedError           use after close()
+    ├── ReadOnlyLedgerError         an append to a ledger opened read-only
     └── AuditError                  (ledger.audit) SQL audit failures
         ├── AuditWriteError         a statement that would write
         ├── AuditQueryError         DuckDB rejected the query
@@ -30,6 +32,14 @@ class LedgerError(Exception):
 
 class ConfigError(LedgerError):
     """A location, URL or option is invalid."""
+
+
+class LedgerNotFoundError(ConfigError):
+    """A ledger opened read-only does not exist (nothing is ever created to read)."""
+
+
+class ReadOnlyLedgerError(LedgerError):
+    """The ledger was opened read-only; appending needs a writable open."""
 
 
 class EventError(LedgerError):

@@ -33,7 +33,13 @@ from engram.ledger.backend import (
     as_utc,
 )
 from engram.ledger.codec import GENESIS_HASH, format_at
-from engram.ledger.errors import AppendOnlyError, ConfigError, StoreError
+from engram.ledger.errors import (
+    AppendOnlyError,
+    ConfigError,
+    LedgerNotFoundError,
+    ReadOnlyLedgerError,
+    StoreError,
+)
 from engram.ledger.schema import (
     APPEND_ONLY_MESSAGE,
     COLUMNS,
@@ -158,9 +164,11 @@ class PostgresBackend(Backend):
         schema: str = "engram",
         durability: str = "full",
         busy_timeout: float = 30.0,
+        readonly: bool = False,
     ) -> None:
         if durability not in ("full", "fast"):
             raise ConfigError(f"durability must be 'full' or 'fast', got {durability!r}")
+        self.readonly = readonly
         if not _SCHEMA_RE.match(schema):
             raise ConfigError(
                 f"PostgreSQL schema {schema!r} is invalid: lowercase letters, digits and _, "
@@ -172,6 +180,7 @@ class PostgresBackend(Backend):
             raise ConfigError(f"invalid PostgreSQL URL {url!r}: {exc}") from None
         self.schema = schema
         self._libpq = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._display = parsed.render_as_string(hide_password=True)
         self._channel = f"engram_{schema}"
         self._lock_key = int.from_bytes(
             hashlib.sha256(schema.encode()).digest()[:8], "big", signed=True
@@ -184,6 +193,8 @@ class PostgresBackend(Backend):
                 cur.execute(f"SET lock_timeout = {lock_ms}")
                 if durability == "fast":
                     cur.execute("SET synchronous_commit = off")
+                if readonly:  # the server refuses any write in these sessions
+                    cur.execute("SET default_transaction_read_only = on")
             dbapi_conn.commit()
 
         self._engine = sa.create_engine(
@@ -215,11 +226,14 @@ class PostgresBackend(Backend):
 
     def create(self) -> None:
         s = self.schema
-        with _translate("create the ledger"), self._engine.begin() as conn:
+        action = "open the ledger read-only" if self.readonly else "create the ledger"
+        with _translate(action), self._engine.begin() as conn:
             # Fast path, no locks: an existing ledger is only checked. Creating a trigger
             # locks the table against readers, so it happens only when one is missing.
             if {name for name, _ in self._TRIGGERS} <= self._triggers(conn):
                 stored = self._format(conn)
+            elif self.readonly:
+                raise LedgerNotFoundError(f"no ledger in schema {s!r} of {self._display}")
             else:
                 # Serialise concurrent creators; DDL is transactional in PostgreSQL.
                 conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
@@ -257,6 +271,8 @@ class PostgresBackend(Backend):
     @contextmanager
     def write(self) -> Iterator[WriteTransaction]:
         # Called under the store's write lock: one held connection is the process's write path.
+        if self.readonly:
+            raise ReadOnlyLedgerError(f"the ledger in schema {self.schema} is open read-only")
         with _translate("append"):
             conn = self._locked_writer()
             try:

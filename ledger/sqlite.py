@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -29,7 +30,13 @@ from engram.ledger.backend import (
 )
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import GENESIS_HASH
-from engram.ledger.errors import AppendOnlyError, ConfigError, StoreError
+from engram.ledger.errors import (
+    AppendOnlyError,
+    ConfigError,
+    LedgerNotFoundError,
+    ReadOnlyLedgerError,
+    StoreError,
+)
 from engram.ledger.schema import (
     APPEND_ONLY_MESSAGE,
     COLUMNS,
@@ -40,11 +47,21 @@ from engram.ledger.schema import (
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM events"
 _INSERT = f"INSERT INTO events ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
+REPLACE_REFUSED = f"UNIQUE constraint failed: events ({APPEND_ONLY_MESSAGE}: no row is replaced)"
 _TRIGGERS = (
     f"CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events "
     f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END",
     f"CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events "
     f"BEGIN SELECT RAISE(ABORT, '{APPEND_ONLY_MESSAGE}'); END",
+    # REPLACE (and INSERT OR REPLACE) deletes the row it collides with without firing the
+    # delete trigger, so an insert that would collide is refused before it runs. The message
+    # starts like SQLite's own UNIQUE failure so the append path still treats a collision of
+    # its own (a retried id, a stale cached version) as a conflict to re-plan.
+    f"CREATE TRIGGER IF NOT EXISTS events_no_replace BEFORE INSERT ON events "
+    f"WHEN EXISTS (SELECT 1 FROM events WHERE position = NEW.position) "
+    f"OR EXISTS (SELECT 1 FROM events WHERE id = NEW.id) "
+    f"OR EXISTS (SELECT 1 FROM events WHERE stream = NEW.stream AND version = NEW.version) "
+    f"BEGIN SELECT RAISE(ABORT, '{REPLACE_REFUSED}'); END",
 )
 
 
@@ -60,6 +77,34 @@ def _store_error(action: str, exc: sqlite3.Error) -> StoreError:
             f"{action}: the SQLite database stayed locked past the busy timeout ({text})"
         )
     return StoreError(f"{action}: {text}")
+
+
+def readable_uri(path: str, timeout: float = 30.0) -> str:
+    """Return a URI that opens the SQLite file at ``path`` for reading without writing.
+
+    ``mode=ro`` when SQLite can share the file with writers (it needs to create the WAL
+    index beside it); else ``immutable=1``, which reads the file as it stands: exact on
+    read-only media, where nothing can change it, unless un-checkpointed WAL content waits
+    beside it, which is then an error rather than silently left out.
+    """
+    base = "file:" + urllib.parse.quote(path)
+    try:
+        probe = sqlite3.connect(f"{base}?mode=ro", uri=True, timeout=timeout)
+        try:
+            probe.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        finally:
+            probe.close()
+        return f"{base}?mode=ro"
+    except sqlite3.OperationalError as exc:
+        if "unable to open" not in str(exc):
+            raise _store_error(f"read {path}", exc) from exc
+    wal = path + "-wal"
+    if os.path.exists(wal) and os.path.getsize(wal) > 0:
+        raise StoreError(
+            f"cannot read {path}: it sits on read-only media with un-checkpointed changes in "
+            f"{wal}; copy its files to writable storage and read the copy"
+        )
+    return f"{base}?immutable=1"
 
 
 @contextmanager
@@ -160,10 +205,21 @@ class SQLiteBackend(Backend):
 
     name = "sqlite"
 
-    def __init__(self, path: str, *, durability: str = "full", busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        durability: str = "full",
+        busy_timeout: float = 30.0,
+        readonly: bool = False,
+    ) -> None:
         if durability not in ("full", "fast"):
             raise ConfigError(f"durability must be 'full' or 'fast', got {durability!r}")
         self.path = os.path.abspath(os.path.expanduser(path))
+        self.readonly = readonly
+        if readonly:
+            self._open_readonly(busy_timeout)
+            return
         parent = os.path.dirname(self.path)
         if not os.path.isdir(parent):
             try:
@@ -195,6 +251,31 @@ class SQLiteBackend(Backend):
         self._write_conn: Any = None
         self._tx: _Tx | None = None
 
+    def _open_readonly(self, busy_timeout: float) -> None:
+        """Read the file without ever writing to it (ADR 0022).
+
+        ``mode=ro`` shares the live file with writers; on read-only media it cannot create
+        the WAL index (``-shm``), and then ``immutable=1`` reads the file as it stands, which
+        is exact when nothing can change it and no un-checkpointed WAL content waits beside.
+        """
+        if not os.path.isfile(self.path):
+            raise LedgerNotFoundError(f"no ledger at {self.path}")
+        uri = readable_uri(self.path, busy_timeout)
+        busy_ms = int(busy_timeout * 1000)
+
+        def connect() -> sqlite3.Connection:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=busy_timeout)
+            conn.isolation_level = None
+            conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
+            return conn
+
+        self._writer = sa.create_engine("sqlite://", creator=connect, poolclass=QueuePool)
+        self._reader = sa.create_engine(
+            "sqlite://", creator=connect, poolclass=QueuePool, pool_size=4, max_overflow=8
+        )
+        self._write_conn = None
+        self._tx = None
+
     @contextmanager
     def _exclusive(self, action: str) -> Iterator[sa.Connection]:
         with _translate(action), self._writer.connect() as conn:
@@ -207,6 +288,9 @@ class SQLiteBackend(Backend):
             conn.commit()
 
     def create(self) -> None:
+        if self.readonly:
+            self._check_format()
+            return
         metadata = build_metadata()
         with self._exclusive("create the ledger") as conn:
             metadata.create_all(conn)
@@ -224,7 +308,25 @@ class SQLiteBackend(Backend):
                 f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
             )
 
+    def _check_format(self) -> None:
+        with _translate("open the ledger read-only"), self._reader.connect() as conn:
+            names = {
+                row[0]
+                for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if not {"events", "ledger_meta"} <= names:
+                raise ConfigError(f"{self.path} is not an engram ledger (no events table)")
+            stored = conn.exec_driver_sql(
+                "SELECT value FROM ledger_meta WHERE key = 'format_version'"
+            ).scalar()
+        if stored != FORMAT_VERSION:
+            raise ConfigError(
+                f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
+            )
+
     def write(self) -> _Tx:
+        if self.readonly:
+            raise ReadOnlyLedgerError(f"{self.path} is open read-only")
         # One write path per process: the store calls this under its write lock, so the
         # writer keeps one connection (and one cursor) checked out for its whole life.
         tx = self._tx

@@ -17,7 +17,13 @@ from typing import Any
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
-from engram.ledger.errors import ConfigError, LedgerClosedError, LedgerError, StoreError
+from engram.ledger.errors import (
+    ConfigError,
+    LedgerClosedError,
+    LedgerError,
+    ReadOnlyLedgerError,
+    StoreError,
+)
 from engram.ledger.events import ANY, Event, Expectation, NewEvent
 from engram.ledger.groupcommit import GroupCommitter
 from engram.ledger.kinds import KindRegistry, KindSpec
@@ -47,7 +53,9 @@ class VerifyReport:
         )
 
 
-def _backend_for(target: str, *, durability: str, busy_timeout: float, pg_schema: str) -> Backend:
+def _backend_for(
+    target: str, *, durability: str, busy_timeout: float, pg_schema: str, readonly: bool
+) -> Backend:
     if not isinstance(target, str) or not target.strip():
         raise ConfigError(f"ledger location must be a path or URL, got {target!r}")
     if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
@@ -55,7 +63,11 @@ def _backend_for(target: str, *, durability: str, busy_timeout: float, pg_schema
 
         url = target.replace("postgres://", "postgresql://", 1)
         return PostgresBackend(
-            url, schema=pg_schema, durability=durability, busy_timeout=busy_timeout
+            url,
+            schema=pg_schema,
+            durability=durability,
+            busy_timeout=busy_timeout,
+            readonly=readonly,
         )
     from engram.ledger.sqlite import SQLiteBackend
 
@@ -65,7 +77,9 @@ def _backend_for(target: str, *, durability: str, busy_timeout: float, pg_schema
         raise ConfigError(
             f"unsupported ledger URL {target!r}: use a file path, sqlite:///PATH or postgresql://..."
         )
-    return SQLiteBackend(target, durability=durability, busy_timeout=busy_timeout)
+    return SQLiteBackend(
+        target, durability=durability, busy_timeout=busy_timeout, readonly=readonly
+    )
 
 
 class Ledger:
@@ -107,6 +121,7 @@ class Ledger:
         busy_timeout: float = 30.0,
         pg_schema: str = "engram",
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        readonly: bool = False,
     ) -> Ledger:
         """Open (creating if needed) the ledger at a file path or database URL.
 
@@ -115,9 +130,19 @@ class Ledger:
             durability: ``"full"`` (acknowledged = on disk) or ``"fast"`` (ADR 0006).
             busy_timeout: seconds a writer waits for another process's write lock.
             pg_schema: the PostgreSQL schema holding the tables.
+            readonly: open an existing ledger for reading only: no ledger is created and
+                nothing is written to it, so a ledger on read-only media can be read,
+                verified and audited (ADR 0022); appends raise ReadOnlyLedgerError.
+
+        Raises:
+            LedgerNotFoundError: ``readonly`` and no ledger is there.
         """
         backend = _backend_for(
-            target, durability=durability, busy_timeout=busy_timeout, pg_schema=pg_schema
+            target,
+            durability=durability,
+            busy_timeout=busy_timeout,
+            pg_schema=pg_schema,
+            readonly=readonly,
         )
         try:
             return cls(backend, registry, max_payload_bytes=max_payload_bytes)
@@ -145,6 +170,8 @@ class Ledger:
             StoreError: the database failed; nothing written.
         """
         self._check_open()
+        if self.backend.readonly:
+            raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
         committer = self._committer
         committer.enter()
         try:
@@ -187,6 +214,11 @@ class Ledger:
         plan.remember()
 
     # -- reading ---------------------------------------------------------------------------
+
+    @property
+    def readonly(self) -> bool:
+        """Whether this ledger was opened read-only (appends are refused)."""
+        return self.backend.readonly
 
     @property
     def backend_name(self) -> str:

@@ -3,23 +3,36 @@
 A rebuild of the semantic index then never embeds the same text twice: :class:`CachedEmbedder`
 looks every text up and sends only the misses to the model. The table lives in the projection
 store file; it is a cache, so losing it costs time, never truth.
+
+A cache that owns its file treats it so: a file that is corrupt or not a database is moved
+aside and started afresh, and when the file cannot be opened or written at all (a full disk,
+read-only media) the cache carries on in memory. Each of these is said once, with an
+:class:`EmbeddingCacheWarning`; none of them fails the embedding that needed the cache.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
+import time
+import warnings
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from engram.ledger import chunked
 from engram.projections.embedder import Embedder, Fingerprint, FloatArray, check_texts, truncate
 from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 TABLE = "embedding_cache"
-_CHUNK = 500  # keys per SELECT: well under SQLite's bound-parameter limit
+
+
+class EmbeddingCacheWarning(UserWarning):
+    """The cache file could not be used as it was: moved aside, or replaced by memory."""
+
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -48,16 +61,60 @@ class EmbeddingCache:
     """
 
     def __init__(self, conn_or_path: sqlite3.Connection | str | os.PathLike[str]) -> None:
+        self.path: str | None = None
         if isinstance(conn_or_path, sqlite3.Connection):
             self.conn, self._owned = conn_or_path, False
+            self.conn.execute(_SCHEMA)
         elif isinstance(conn_or_path, str | os.PathLike):
-            self.conn, self._owned = sqlite3.connect(conn_or_path), True
+            self.path, self._owned = os.fspath(conn_or_path), True
+            self.conn = self._open_file(self.path)
         else:
             raise EmbeddingConfigError(
                 f"EmbeddingCache takes a sqlite3.Connection or a path, "
                 f"got {type(conn_or_path).__name__}"
             )
-        self.conn.execute(_SCHEMA)
+
+    @staticmethod
+    def _connect(path: str) -> sqlite3.Connection:
+        conn = sqlite3.connect(path)
+        try:
+            conn.execute(_SCHEMA)
+            conn.execute(f"SELECT key FROM {TABLE} LIMIT 1").fetchall()
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _open_file(self, path: str) -> sqlite3.Connection:
+        try:
+            return self._connect(path)
+        except sqlite3.DatabaseError as exc:
+            if _cannot_write(exc):
+                return self._in_memory(f"cannot be opened ({exc})")
+            aside = f"{path}.corrupt-{time.strftime('%Y%m%dT%H%M%S')}"
+            try:
+                os.replace(path, aside)
+                conn = self._connect(path)
+            except (OSError, sqlite3.Error) as again:
+                return self._in_memory(f"is damaged ({exc}) and cannot be replaced ({again})")
+            _warn(f"embedding cache {path} was damaged ({exc}); moved to {aside}, started afresh")
+            return conn
+        except OSError as exc:
+            return self._in_memory(f"cannot be opened ({exc})")
+
+    def _in_memory(self, why: str) -> sqlite3.Connection:
+        _warn(f"embedding cache {self.path} {why}; caching in memory for this process")
+        conn = sqlite3.connect(":memory:")
+        conn.execute(_SCHEMA)
+        return conn
+
+    def _degrade(self, exc: sqlite3.Error) -> None:
+        """Move an owned cache to memory after its file failed mid-use (a full disk)."""
+        if not self._owned:
+            raise exc
+        broken, self.conn = self.conn, self._in_memory(f"failed ({exc})")
+        with contextlib.suppress(sqlite3.Error):
+            broken.close()
 
     def close(self) -> None:
         """Close the connection if this cache opened it."""
@@ -77,15 +134,17 @@ class EmbeddingCache:
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, FloatArray]:
         """Return the cached vectors of those ``keys`` that are present."""
         found: dict[bytes, FloatArray] = {}
-        unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
-            marks = ", ".join("?" * len(chunk))
-            rows = self.conn.execute(
-                f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", chunk
-            )
-            for key, blob in rows:
-                found[bytes(key)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        try:
+            for chunk in chunked(list(dict.fromkeys(keys))):
+                marks = ", ".join("?" * len(chunk))
+                rows = self.conn.execute(
+                    f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", chunk
+                )
+                for key, blob in rows:
+                    found[bytes(key)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+        except sqlite3.DatabaseError as exc:
+            self._degrade(exc)
+            return {}
         return found
 
     def put_many(
@@ -98,11 +157,31 @@ class EmbeddingCache:
             for key, vector in items
         ]
         started = not self.conn.in_transaction
-        self.conn.executemany(
-            f"INSERT OR REPLACE INTO {TABLE} (key, fingerprint, vector) VALUES (?, ?, ?)", rows
-        )
-        if started:
-            self.conn.commit()
+        try:
+            self.conn.executemany(
+                f"INSERT OR REPLACE INTO {TABLE} (key, fingerprint, vector) VALUES (?, ?, ?)",
+                rows,
+            )
+            if started:
+                self.conn.commit()
+        except sqlite3.DatabaseError as exc:
+            if self._owned and started:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.rollback()
+            self._degrade(exc)
+
+
+def _cannot_write(exc: sqlite3.DatabaseError) -> bool:
+    """Tell a file that cannot be opened or written from one whose content is damaged."""
+    text = str(exc).lower()
+    return any(
+        words in text
+        for words in ("unable to open", "disk is full", "readonly", "read-only", "disk i/o")
+    )
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, EmbeddingCacheWarning, stacklevel=4)
 
 
 class CachedEmbedder(Embedder):

@@ -20,8 +20,11 @@ it is rebuilt from the table (ADR 0015).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +40,10 @@ from engram.projections.embedder import Embedder
 from engram.projections.errors import QueryError
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore, physical
+
+_log = logging.getLogger(__name__)
+#: A temp file this old is left from a save that died; younger ones may be in flight.
+_ORPHAN_AGE = 600.0
 
 MAX_TEXT = 16_000
 DEFAULT_EXACT_LIMIT = 20_000
@@ -207,6 +214,10 @@ class VectorSearcher:
         for stale in self.directory.glob("semantic.g*.faiss*"):
             if not stale.name.startswith(path.name):
                 stale.unlink(missing_ok=True)
+        for orphan in self.directory.glob(".semantic.g*.tmp"):
+            with contextlib.suppress(OSError):
+                if time.time() - orphan.stat().st_mtime > _ORPHAN_AGE:
+                    orphan.unlink()
 
     def _reset(self) -> None:
         self._index, self._meta = None, {}
@@ -275,11 +286,17 @@ class VectorSearcher:
             inner = faiss.IndexFlatIP(self.dimension)
         return faiss.IndexIDMap2(inner)
 
-    def save(self) -> None:
-        """Write the index file and its metadata atomically (temp file, fsync, rename)."""
+    def save(self) -> bool:
+        """Write the index file and its metadata atomically; return whether it was written.
+
+        The file is a cache of the projection's tables, so saving never fails loudly: when
+        another process is saving it, or the directory cannot be written (full disk,
+        read-only media), this logs why and returns False; the next load rebuilds what is
+        missing from the tables.
+        """
         with self._lock:
             if self._index is None:
-                return
+                return False
             meta = {
                 "generation": self._generation,
                 "fingerprint": self.fingerprint,
@@ -289,7 +306,12 @@ class VectorSearcher:
                 "removed_through": self._removed_through,
                 "tombstones": self.tombstones,
             }
-            index_file.save(self._path(self._generation), self._faiss, self._index, meta)
+            path = self._path(self._generation)
+            try:
+                return index_file.save(path, self._faiss, self._index, meta)
+            except (OSError, RuntimeError) as exc:  # faiss reports write errors as RuntimeError
+                _log.warning("semantic index file %s not saved: %s", path, exc)
+                return False
 
     # -- searching -------------------------------------------------------------------------
 

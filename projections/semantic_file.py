@@ -1,6 +1,10 @@
 """The semantic index file: a FAISS index and its metadata beside the store.
 
-Both are written atomically (temp file, fsync, rename), the metadata first. On load the file
+Both are written atomically (a temp file of a unique name, fsync, rename), the metadata
+first, under an exclusive lock on ``semantic.lock`` in the same directory; loading takes the
+lock shared, so no process reads one save's metadata with another's index. A process that
+finds another saving skips its own save: the file is a cache, and either copy serves. On load
+the file
 is trusted only if it agrees with the projection's tables: it must hold every vector the
 table has up to the last position it covers and, besides them, only removed vectors — those
 removed before it was saved (its tombstones, counted in the metadata with the last removal
@@ -11,11 +15,20 @@ the caller to rebuild from the table.
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
 import os
 import sqlite3
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from engram.ledger import chunked
+
+LOCK_FILE = "semantic.lock"
 
 
 class IndexFileWarning(UserWarning):
@@ -32,13 +45,38 @@ class Loaded(NamedTuple):
     dropped: list[int]  # vectors removed since the file was saved: still in it, to forget
 
 
-def save(path: Path, faiss: Any, index: Any, meta: dict[str, Any]) -> None:
-    """Write ``meta`` as ``<path>.json``, then the index, each atomically."""
+@contextlib.contextmanager
+def _locked(directory: Path, *, exclusive: bool) -> Iterator[bool]:
+    """Hold the directory's index lock; yield False when an exclusive one is taken elsewhere."""
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_SH)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def save(path: Path, faiss: Any, index: Any, meta: dict[str, Any]) -> bool:
+    """Write ``meta`` as ``<path>.json``, then the index, each atomically.
+
+    Returns False, writing nothing, when another process is saving the index right now.
+    Raises OSError when the directory cannot be written (the caller decides how loud to be).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    # The metadata goes first and is checked against the file's vectors (count and ids), so
-    # a crash between the two renames is detected as a mismatch, never trusted.
-    _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode())
-    _atomic_write(path, faiss.serialize_index(index).tobytes())
+    with _locked(path.parent, exclusive=True) as mine:
+        if not mine:
+            return False
+        # The metadata goes first and is checked against the file's vectors (count and ids),
+        # so a crash between the two renames is detected as a mismatch, never trusted.
+        _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode())
+        _atomic_write(path, faiss.serialize_index(index).tobytes())
+    return True
 
 
 def load(
@@ -56,8 +94,9 @@ def load(
     if not path.exists() or not meta_path.exists():
         return "missing"
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-        index = faiss.read_index(str(path))
+        with _locked(path.parent, exclusive=False):
+            meta = json.loads(meta_path.read_text(encoding="utf-8"))
+            index = faiss.read_index(str(path))
         last, count = int(meta.get("last_position", -1)), int(meta.get("count", -1))
         through, tombstones = int(meta.get("removed_through", 0)), int(meta.get("tombstones", 0))
         ids = set(faiss.vector_to_array(index.id_map).tolist())
@@ -96,8 +135,7 @@ def _removed_at(
     conn: sqlite3.Connection, removed: str, positions: list[int]
 ) -> list[tuple[int, int]]:
     found: list[tuple[int, int]] = []
-    for start in range(0, len(positions), 500):
-        chunk = positions[start : start + 500]
+    for chunk in chunked(positions):
         found += conn.execute(
             f"SELECT position, removed_at FROM {removed}"
             f" WHERE position IN ({','.join('?' * len(chunk))})",
@@ -107,12 +145,18 @@ def _removed_at(
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    # A unique temp name: a fixed one is shared by every process saving at once.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

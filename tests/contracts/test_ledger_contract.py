@@ -88,8 +88,27 @@ class Env(abc.ABC):
             ledger.close()
 
 
+_ROW = "id, stream, version, kind, schema, {actor}, at, payload, causation_id, correlation_id, hash"
+_MALLORY_ROW = _ROW.format(actor="'mallory'")
+_SAME_ROW = _ROW.format(actor="actor")
+_OTHER_ID = "'00000000-0000-7000-8000-00000000beef'"
+
+
 class SQLiteEnv(Env):
     driver_error = sqlite3.DatabaseError
+    # REPLACE deletes the row it collides with without firing a delete trigger.
+    extra_refused = (
+        "REPLACE INTO events SELECT * FROM events WHERE position = 1",
+        f"INSERT OR REPLACE INTO events SELECT position, {_MALLORY_ROW}"
+        " FROM events WHERE position = 1",
+        # the same id at a new position: would delete the original row
+        f"INSERT OR REPLACE INTO events SELECT 99, {_SAME_ROW} FROM events WHERE position = 1",
+        # the same stream and version under a new id and position
+        f"INSERT OR REPLACE INTO events SELECT 99, {_OTHER_ID}, stream, version, kind, schema,"
+        " actor, at, payload, causation_id, correlation_id, hash FROM events WHERE position = 2",
+        "INSERT INTO events SELECT * FROM events WHERE position = 1"
+        " ON CONFLICT (position) DO UPDATE SET actor = 'mallory'",
+    )
 
     def __init__(self, path: str) -> None:
         super().__init__()
@@ -116,12 +135,23 @@ class SQLiteEnv(Env):
             conn.close()
 
     def disable_triggers(self) -> None:
-        self.run("DROP TRIGGER events_no_update", "DROP TRIGGER events_no_delete")
+        self.run(
+            "DROP TRIGGER events_no_update",
+            "DROP TRIGGER events_no_delete",
+            "DROP TRIGGER events_no_replace",
+        )
 
 
 class PostgresEnv(Env):
     driver_error = psycopg.Error
-    extra_refused = ("TRUNCATE events",)
+    extra_refused = (
+        "TRUNCATE events",
+        "INSERT INTO events SELECT * FROM events WHERE position = 1"
+        " ON CONFLICT (position) DO UPDATE SET actor = 'mallory'",
+        "MERGE INTO events e USING (SELECT 1 AS p) s ON e.position = s.p"
+        " WHEN MATCHED THEN UPDATE SET actor = 'mallory'",
+        "MERGE INTO events e USING (SELECT 2 AS p) s ON e.position = s.p WHEN MATCHED THEN DELETE",
+    )
 
     def __init__(self, dsn: str, schema: str) -> None:
         super().__init__()
@@ -844,7 +874,9 @@ class LedgerContract:
 
     # -- append-only and tamper evidence ---------------------------------------------------
 
-    def test_the_database_refuses_updates_and_deletes(self, env: Env, ledger: Ledger) -> None:
+    def test_the_database_refuses_updates_deletes_and_replacements(
+        self, env: Env, ledger: Ledger, subtests: pytest.Subtests
+    ) -> None:
         ledger.append([act("neuron:a", 1), act("neuron:a", 2), signal("agent:x")])
         before = list(ledger.read())
         statements = (
@@ -855,9 +887,10 @@ class LedgerContract:
             *env.extra_refused,
         )
         for statement in statements:
-            with pytest.raises(env.driver_error, match=APPEND_ONLY_MESSAGE):
-                env.run(statement)
-        assert list(ledger.read()) == before
+            with subtests.test(statement=statement):
+                with pytest.raises(env.driver_error, match=APPEND_ONLY_MESSAGE):
+                    env.run(statement)
+                assert list(ledger.read()) == before
         assert ledger.verify().ok
 
     def test_verify_an_empty_ledger(self, ledger: Ledger) -> None:
