@@ -29,7 +29,7 @@ from engram.ledger.catalog import (
     Visibility,
 )
 from engram.projections import lexical
-from engram.projections.embedder import Embedder
+from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of

@@ -33,7 +33,7 @@ import numpy.typing as npt
 from engram.ledger import Event
 from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables
-from engram.projections.embedder import Embedder
+from engram.projections.embedding import Embedder
 from engram.projections.errors import QueryError
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore, physical

@@ -15,7 +15,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from engram.projections.embedder import Embedder, Fingerprint, FloatArray, check_texts, truncate
+from engram.projections.embedding.port import (
+    Embedder,
+    Fingerprint,
+    FloatArray,
+    check_texts,
+    truncate,
+)
 from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 TABLE = "embedding_cache"
