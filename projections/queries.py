@@ -1,7 +1,13 @@
 """Read-side queries over the live salience index and neuron graph.
 
 Every function takes a connection from :meth:`ProjectionEngine.read` (a consistent
-snapshot) and evaluates salience ``as_of`` a timezone-aware time; nothing here writes.
+snapshot); nothing here writes. Salience is evaluated ``as_of`` a timezone-aware time.
+
+The tables hold what the store knows *now*. To read what it knew at a past time ``T`` (no
+event whose time is after ``T``: no neuron or memory created after it, no activation, recall
+or archival after it), wrap the connection in :func:`known_at`: when nothing in the tables
+changed after ``T`` it is the connection itself, otherwise an in-memory replay of the
+salience and graph kinds up to ``T`` (ADR 0019).
 """
 
 from __future__ import annotations
@@ -9,12 +15,17 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
+from engram.ledger import Event, Ledger, chunked
+from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError
-from engram.projections.salience import DEFAULT_RATE, MAX, decayed, micros
+from engram.projections.graph import NeuronGraph
+from engram.projections.salience import DEFAULT_RATE, MAX, SalienceIndex, decayed, micros
+from engram.projections.store import ProjectionStore, physical
 
 ITEM_KINDS = ("neuron", "memory")
 
@@ -266,3 +277,137 @@ def _iso(us: int) -> str:
 
 def _json_list(text: str) -> list[str]:
     return [str(v) for v in json.loads(text)]
+
+
+# -- single items, for the agents' checks ---------------------------------------------------
+
+
+class MemoryFacts(NamedTuple):
+    """What the salience index holds about one memory (by its ``memory.observed`` position)."""
+
+    position: int
+    updated_us: int
+    importance: int | None
+    archived: bool
+
+
+def memory_facts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, MemoryFacts]:
+    """Return the salience facts of the memories at ``positions`` (archived ones included)."""
+    found: dict[int, MemoryFacts] = {}
+    for chunk in chunked(sorted(set(positions))):
+        for position, updated, importance, archived in conn.execute(
+            "SELECT position, updated_us, importance, archived FROM salience WHERE item_kind ="
+            f" 'memory' AND position IN ({','.join('?' * len(chunk))})",
+            list(chunk),
+        ):
+            found[position] = MemoryFacts(position, updated, importance, bool(archived))
+    return found
+
+
+def neuron_state(conn: sqlite3.Connection, neuron: str) -> str | None:
+    """Return ``"live"`` or ``"archived"`` for a neuron of the graph, None when it is unknown."""
+    row = conn.execute("SELECT archived_at FROM neurons WHERE id = ?", (neuron,)).fetchone()
+    if row is None:
+        return None
+    return "live" if row[0] is None else "archived"
+
+
+def connection_weight(conn: sqlite3.Connection, source: str, target: str, type: str) -> int | None:
+    """Return the weight of a connection of the graph, None when there is none."""
+    row = conn.execute(
+        "SELECT weight FROM connections WHERE source = ? AND target = ? AND type = ?",
+        (source, target, type),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+# -- what the store knew at a time ------------------------------------------------------------
+
+_REPLAY_BATCH = 10_000
+
+
+def changed_after(conn: sqlite3.Connection, as_of: datetime) -> bool:
+    """Say whether the salience or graph tables hold anything an event after ``as_of`` did.
+
+    Salience rows keep the time of their last change and the graph its creation, update and
+    archival times; a memory's archival time is kept by the lexical index. A table that is
+    not in the store counts as changed, so the answer errs on the side of replaying.
+    """
+    at = check_as_of(as_of)
+    iso = as_of.astimezone(UTC).isoformat(timespec="microseconds")
+    checks = {
+        "salience": ("SELECT 1 FROM salience WHERE updated_us > ? LIMIT 1", at),
+        "neuron_graph": (
+            "SELECT 1 FROM neurons WHERE created_at > ? OR archived_at > ? LIMIT 1",
+            (iso, iso),
+        ),
+        "lexical": (None, at),
+    }
+    for name, (sql, value) in checks.items():
+        generation = ProjectionStore.live_generation(conn, name)
+        if generation is None:
+            return True
+        if name == "lexical":
+            sql = f"SELECT 1 FROM {physical(generation, 'lexical')} WHERE archived_us > ? LIMIT 1"
+        params = value if isinstance(value, tuple) else (value,)
+        if sql is not None and conn.execute(sql, params).fetchone() is not None:
+            return True
+    connections = "SELECT 1 FROM connections WHERE updated_at > ? LIMIT 1"
+    return conn.execute(connections, (iso,)).fetchone() is not None
+
+
+@contextmanager
+def known_at(
+    conn: sqlite3.Connection, ledger: Ledger, as_of: datetime, *, rate: float = DEFAULT_RATE
+) -> Iterator[sqlite3.Connection]:
+    """Yield a connection whose salience and graph tables hold what was known at ``as_of``.
+
+    Known at ``T`` means: built from the events whose time is at or before ``T``. When
+    nothing in the tables changed after ``T`` (:func:`changed_after`), this is ``conn``;
+    otherwise the salience and graph projections are replayed from the ledger into a
+    private in-memory database, a cost of one read of their kinds — a read of the past, not
+    a hot path.
+    """
+    check_as_of(as_of)
+    if not changed_after(conn, as_of):
+        yield conn
+        return
+    replay = sqlite3.connect(":memory:")
+    try:
+        _replay(replay, ledger, as_of, rate)
+        yield replay
+    finally:
+        replay.close()
+
+
+def _replay(target: sqlite3.Connection, ledger: Ledger, as_of: datetime, rate: float) -> None:
+    projections: list[Projection] = [SalienceIndex(rate), NeuronGraph()]
+    tables = [Tables(target, {t: t for t in p.tables}) for p in projections]
+    for projection, db in zip(projections, tables, strict=True):
+        projection.create(db)
+    target.execute(
+        "CREATE TABLE engram_generations (name TEXT, generation INTEGER, state TEXT,"
+        " checkpoint INTEGER)"
+    )
+    kinds = sorted({k for p in projections for k in p.kinds})
+    last = 0
+    batch: list[Event] = []
+    for event in ledger.read(kinds=kinds):
+        last = event.position
+        if event.at <= as_of:
+            batch.append(event)
+        if len(batch) >= _REPLAY_BATCH:
+            _apply(projections, tables, batch)
+            batch = []
+    _apply(projections, tables, batch)
+    target.executemany(
+        "INSERT INTO engram_generations VALUES (?, 0, 'live', ?)",
+        [(p.name, last) for p in projections],
+    )
+
+
+def _apply(projections: list[Projection], tables: list[Tables], events: list[Event]) -> None:
+    for projection, db in zip(projections, tables, strict=True):
+        mine = [e for e in events if e.kind in projection.kinds]
+        if mine:
+            projection.apply(db, mine)

@@ -349,3 +349,17 @@ class VectorSearcher:
         filters and may return tombstones; :meth:`search` is the way to serve an agent.
         """
         return self._index
+
+
+def similarities(
+    embedder: Embedder, query: npt.NDArray[np.float32], texts: Sequence[str]
+) -> list[float]:
+    """Return the cosine similarity of ``query`` to each text's vector, as the index scores it.
+
+    For items the index no longer holds (archived since a time a read looks back to).
+    """
+    if not texts:
+        return []
+    vectors = np.ascontiguousarray(embedder.embed([t[:MAX_TEXT] for t in texts]), dtype=np.float32)
+    vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+    return [float(v) for v in vectors @ vector]
