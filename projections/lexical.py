@@ -141,7 +141,6 @@ def search(
         raise QueryError(f"query must be a string, got {type(query).__name__}")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise QueryError(f"k must be a positive int, got {k!r}")
-    words = list(dict.fromkeys(tokens(query)))
     expression = match_expression(query)
     if expression is None:
         return []
@@ -164,14 +163,36 @@ def search(
     rows = conn.execute(sql, params).fetchall()
     if not rows:
         return []
-    weights = _idf(conn, table, words)
+    weights = idf(conn, tokens(query))
+    return [Hit(*row, match=share(weights, row[5])) for row in rows]
+
+
+def share(weights: dict[str, float], text: str) -> float:
+    """Return the IDF-weighted share of the query words (``weights``, from :func:`idf`) in
+    ``text``: 1 when it holds them all, 0 when none, whatever the query."""
     total = sum(weights.values())
-    hits = []
-    for row in rows:
-        present = set(tokens(row[5]))
-        share = sum(w for word, w in weights.items() if word in present) / total if total else 0.0
-        hits.append(Hit(*row, match=min(share, 1.0)))
-    return hits
+    if not total:
+        return 0.0
+    present = set(tokens(text))
+    return min(sum(w for word, w in weights.items() if word in present) / total, 1.0)
+
+
+def idf(conn: sqlite3.Connection, words: Sequence[str]) -> dict[str, float]:
+    """Return each distinct word's inverse document frequency as FTS5's BM25 computes it.
+
+    ``ln((N - n + 0.5) / (n + 0.5))`` over the N indexed rows, n of which hold the word,
+    floored at a tiny positive value as FTS5 floors words found in more than half the rows.
+    """
+    table = _table(conn)
+    docsize = table[:-1] + '_docsize"'
+    (total,) = conn.execute(f"SELECT count(*) FROM {docsize}").fetchone()
+    weights = {}
+    for word in dict.fromkeys(words):
+        (n,) = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (f'"{word}"',)
+        ).fetchone()
+        weights[word] = max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
+    return weights
 
 
 def archived_after(
@@ -207,17 +228,3 @@ def _table(conn: sqlite3.Connection) -> str:
     if generation is None:
         raise UnknownProjectionError("projection 'lexical' is not in this store")
     return physical(generation, "lexical")
-
-
-def _idf(conn: sqlite3.Connection, table: str, words: list[str]) -> dict[str, float]:
-    """Return each word's inverse document frequency as FTS5's BM25 computes it."""
-    docsize = table[:-1] + '_docsize"'
-    (total,) = conn.execute(f"SELECT count(*) FROM {docsize}").fetchone()
-    weights = {}
-    for word in words:
-        (n,) = conn.execute(
-            f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (f'"{word}"',)
-        ).fetchone()
-        # FTS5 floors the IDF of words in more than half the rows at a tiny positive value.
-        weights[word] = max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
-    return weights

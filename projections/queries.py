@@ -21,11 +21,12 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from engram.ledger import Event, Ledger, chunked
+from engram.projections import lexical
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError
 from engram.projections.graph import NeuronGraph
 from engram.projections.salience import DEFAULT_RATE, MAX, SalienceIndex, decayed, micros
-from engram.projections.store import ProjectionStore, physical
+from engram.projections.store import ProjectionStore
 
 ITEM_KINDS = ("neuron", "memory")
 
@@ -329,31 +330,25 @@ _REPLAY_BATCH = 10_000
 def changed_after(conn: sqlite3.Connection, as_of: datetime) -> bool:
     """Say whether the salience or graph tables hold anything an event after ``as_of`` did.
 
-    Salience rows keep the time of their last change and the graph its creation, update and
-    archival times; a memory's archival time is kept by the lexical index. A table that is
-    not in the store counts as changed, so the answer errs on the side of replaying.
+    Salience rows keep the time of their last change, the graph its creation, update and
+    archival times, and the lexical index a memory's archival time. A projection that is
+    not in the store has nothing to be stale.
     """
     at = check_as_of(as_of)
-    iso = as_of.astimezone(UTC).isoformat(timespec="microseconds")
-    checks = {
-        "salience": ("SELECT 1 FROM salience WHERE updated_us > ? LIMIT 1", at),
-        "neuron_graph": (
-            "SELECT 1 FROM neurons WHERE created_at > ? OR archived_at > ? LIMIT 1",
-            (iso, iso),
+    iso = _iso(at)
+    checks: list[tuple[str, str, tuple[object, ...]]] = [
+        ("salience", "SELECT 1 FROM salience WHERE updated_us > ? LIMIT 1", (at,)),
+        (
+            "neuron_graph",
+            "SELECT 1 FROM neurons WHERE created_at > ? OR archived_at > ? UNION ALL"
+            " SELECT 1 FROM connections WHERE updated_at > ? LIMIT 1",
+            (iso, iso, iso),
         ),
-        "lexical": (None, at),
-    }
-    for name, (sql, value) in checks.items():
-        generation = ProjectionStore.live_generation(conn, name)
-        if generation is None:
+    ]
+    for name, sql, params in checks:
+        if _live(conn, name) and conn.execute(sql, params).fetchone() is not None:
             return True
-        if name == "lexical":
-            sql = f"SELECT 1 FROM {physical(generation, 'lexical')} WHERE archived_us > ? LIMIT 1"
-        params = value if isinstance(value, tuple) else (value,)
-        if sql is not None and conn.execute(sql, params).fetchone() is not None:
-            return True
-    connections = "SELECT 1 FROM connections WHERE updated_at > ? LIMIT 1"
-    return conn.execute(connections, (iso,)).fetchone() is not None
+    return _live(conn, "lexical") and lexical.archived_since(conn, at)
 
 
 @contextmanager
@@ -364,24 +359,32 @@ def known_at(
 
     Known at ``T`` means: built from the events whose time is at or before ``T``. When
     nothing in the tables changed after ``T`` (:func:`changed_after`), this is ``conn``;
-    otherwise the salience and graph projections are replayed from the ledger into a
-    private in-memory database, a cost of one read of their kinds — a read of the past, not
-    a hot path.
+    otherwise the salience and graph projections the store holds are replayed from the
+    ledger into a private in-memory database, at the cost of one read of their kinds: a
+    read of the past, not a hot path.
     """
     check_as_of(as_of)
     if not changed_after(conn, as_of):
         yield conn
         return
+    present: list[Projection] = [
+        p for p in (SalienceIndex(rate), NeuronGraph()) if _live(conn, p.name)
+    ]
     replay = sqlite3.connect(":memory:")
     try:
-        _replay(replay, ledger, as_of, rate)
+        _replay(replay, ledger, as_of, present)
         yield replay
     finally:
         replay.close()
 
 
-def _replay(target: sqlite3.Connection, ledger: Ledger, as_of: datetime, rate: float) -> None:
-    projections: list[Projection] = [SalienceIndex(rate), NeuronGraph()]
+def _live(conn: sqlite3.Connection, name: str) -> bool:
+    return ProjectionStore.live_generation(conn, name) is not None
+
+
+def _replay(
+    target: sqlite3.Connection, ledger: Ledger, as_of: datetime, projections: list[Projection]
+) -> None:
     tables = [Tables(target, {t: t for t in p.tables}) for p in projections]
     for projection, db in zip(projections, tables, strict=True):
         projection.create(db)
@@ -392,7 +395,7 @@ def _replay(target: sqlite3.Connection, ledger: Ledger, as_of: datetime, rate: f
     kinds = sorted({k for p in projections for k in p.kinds})
     last = 0
     batch: list[Event] = []
-    for event in ledger.read(kinds=kinds):
+    for event in ledger.read(kinds=kinds) if kinds else ():
         last = event.position
         if event.at <= as_of:
             batch.append(event)

@@ -30,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engram.ledger import Event
+from engram.ledger import Event, chunked
 from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables
 from engram.projections.embedding import Embedder
@@ -349,6 +349,19 @@ class VectorSearcher:
         filters and may return tombstones; :meth:`search` is the way to serve an agent.
         """
         return self._index
+
+
+def vectors_of(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, bytes]:
+    """Return the stored vectors (float32 bytes) of the live items at ``positions``."""
+    found: dict[int, bytes] = {}
+    for chunk in chunked(sorted(set(positions))):
+        marks = ",".join("?" * len(chunk))
+        for position, vector in conn.execute(
+            f"SELECT position, vector FROM semantic_vectors WHERE position IN ({marks})",
+            list(chunk),
+        ):
+            found[position] = vector
+    return found
 
 
 def similarities(

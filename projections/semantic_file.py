@@ -17,6 +17,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from engram.ledger import chunked
+
 
 class IndexFileWarning(UserWarning):
     """The index file was missing, damaged or stale and has been rebuilt from the table."""
@@ -96,12 +98,11 @@ def _removed_at(
     conn: sqlite3.Connection, removed: str, positions: list[int]
 ) -> list[tuple[int, int]]:
     found: list[tuple[int, int]] = []
-    for start in range(0, len(positions), 500):
-        chunk = positions[start : start + 500]
+    for chunk in chunked(positions):
         found += conn.execute(
             f"SELECT position, removed_at FROM {removed}"
             f" WHERE position IN ({','.join('?' * len(chunk))})",
-            chunk,
+            list(chunk),
         ).fetchall()
     return found
 

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from engram.ledger import chunked
 from engram.projections.embedding.port import (
     Embedder,
     Fingerprint,
@@ -25,7 +26,6 @@ from engram.projections.embedding.port import (
 from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 TABLE = "embedding_cache"
-_CHUNK = 500  # keys per SELECT: well under SQLite's bound-parameter limit
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
@@ -84,11 +84,10 @@ class EmbeddingCache:
         """Return the cached vectors of those ``keys`` that are present."""
         found: dict[bytes, FloatArray] = {}
         unique = list(dict.fromkeys(keys))
-        for start in range(0, len(unique), _CHUNK):
-            chunk = unique[start : start + _CHUNK]
+        for chunk in chunked(unique):
             marks = ", ".join("?" * len(chunk))
             rows = self.conn.execute(
-                f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", chunk
+                f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", list(chunk)
             )
             for key, blob in rows:
                 found[bytes(key)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
