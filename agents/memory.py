@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.ledger import Event, Ledger, NewEvent
@@ -75,9 +78,11 @@ class Recalled(NamedTuple):
     candidates: they order one result and mean nothing across queries. ``fused`` is the raw
     reciprocal-rank sum; ``bm25`` (FTS5's BM25, higher is better) and ``cosine`` (the query
     vector's cosine similarity) are the paths' raw scores, None where a path did not find
-    the item; ``match`` (0..1) is the best of the paths' absolute matches: the IDF-weighted
-    share of the query's words the item holds, the cosine, or for the keyword fallback the
-    share of the query's words it holds.
+    the item (``cosine`` is filled in from the stored vector when only BM25 found it);
+    ``match`` (0..1) says how well the item matches the query whatever the other results: the
+    mean of each path's absolute match weighted as the fusion weighs the paths — for BM25
+    the IDF-weighted share of the query's words the item holds, for vectors the cosine
+    clipped to 0..1 — or, from the keyword fallback, the share of the query's words it holds.
     """
 
     event: Event
@@ -299,39 +304,68 @@ class AgentMemory:
         cut: int | None,
     ) -> tuple[dict[int, _Candidate], str | None]:
         """Gather each path's ranked hits and fuse them; ``known`` holds salience as of the cut."""
-        found: dict[str, list[tuple[int, float, float]]] = {}  # path: (position, raw, match)
+        found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
+        vector = None
         if "lexical" in paths:
             try:
                 hits = lexical.search(
                     conn, query, fetch, agent=self.agent, types=types, as_of_us=cut
                 )
-                found["lexical"] = [(h.position, h.score, h.match) for h in hits]
+                found["lexical"] = [(h.position, h.score) for h in hits]
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
         if "semantic" in paths and (self.embedder is None or self.searcher is None):
             problems.append("no embedder configured")
         elif "semantic" in paths:
             try:
-                vectors = self._semantic(conn, known, query, fetch, types, cut)
-                found["semantic"] = [(h.position, h.score, max(h.score, 0.0)) for h in vectors]
+                vector, near = self._semantic(conn, known, query, fetch, types, cut)
+                found["semantic"] = [(h.position, h.score) for h in near]
             except Exception as exc:  # a model or index failure degrades, never fails recall
                 problems.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
         if not found:
             why = "; ".join(problems) + ": keyword overlap on recent items"
             return self._fallback(query, fetch, types, cut), why
         fused: dict[int, _Candidate] = {}
-        for path, hits in found.items():
-            for rank, (position, raw, match) in enumerate(hits, start=1):
+        for path, ranked in found.items():
+            for rank, (position, raw) in enumerate(ranked, start=1):
                 c = fused.setdefault(position, _Candidate())
                 c.fused += self.fusion[path] / (RRF_K + rank)
                 c.via = (*c.via, path)
-                c.match = max(c.match, min(match, 1.0))
                 if path == "lexical":
                     c.bm25 = raw
                 else:
                     c.cosine = raw
+        self._match(conn, query, fused, list(found), vector)
         return fused, None
+
+    def _match(
+        self,
+        conn: sqlite3.Connection,
+        query: str,
+        fused: dict[int, _Candidate],
+        paths: list[str],
+        vector: npt.NDArray[np.float32] | None,
+    ) -> None:
+        """Set each candidate's ``match``: the fusion-weighted mean of the paths' absolute
+        matches (IDF-weighted word share; cosine clipped to 0..1), every path that ran
+        counted for every candidate, found by it or not."""
+        positions = sorted(fused)
+        parts: dict[str, dict[int, float]] = {}
+        if "lexical" in paths:
+            weights = lexical.idf(conn, lexical.tokens(query))
+            texts = {e.position: e.payload.text for e in self.ledger.get(positions)}
+            parts["lexical"] = {p: lexical.share(weights, texts[p]) for p in positions}
+        if "semantic" in paths and vector is not None:
+            missing = [p for p in positions if fused[p].cosine is None]
+            stored = semantic.vectors_of(conn, missing)
+            for p, blob in stored.items():
+                fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+            parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
+        total = sum(self.fusion[path] for path in parts)
+        for p in positions:
+            mean = sum(self.fusion[path] * part[p] for path, part in parts.items())
+            fused[p].match = mean / total if total else 0.0
 
     def _semantic(
         self,
@@ -341,15 +375,15 @@ class AgentMemory:
         fetch: int,
         types: Sequence[str] | None,
         cut: int | None,
-    ) -> list[VectorHit]:
-        """Return the nearest vectors; as of a cut, those known then (the index holds now)."""
+    ) -> tuple[npt.NDArray[np.float32], list[VectorHit]]:
+        """Return the query vector and the nearest vectors; as of a cut, those known then."""
         embedder, searcher = self.embedder, self.searcher
         if embedder is None or searcher is None:
             raise QueryError("no embedder configured")
         searcher.sync(conn)
-        vector = embedder.embed([query])[0]
+        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype=np.float32)
         if cut is None:
-            return searcher.search(vector, fetch, agent=self.agent, types=types)
+            return vector, searcher.search(vector, fetch, agent=self.agent, types=types)
         # Memories archived after the cut left the index; score them as the index would.
         gone = lexical.archived_after(conn, cut, agent=self.agent, types=types)
         scores = semantic.similarities(embedder, vector, [text for _, text in gone])
@@ -361,7 +395,7 @@ class AgentMemory:
             facts = queries.memory_facts(known, [h.position for h in pool])
             live = [h for h in pool if (f := facts.get(h.position)) and not f.archived]
             if len(live) >= fetch or len(hits) < want:
-                return live[:fetch]
+                return vector, live[:fetch]
             want *= 4
 
     def _fallback(
