@@ -164,7 +164,10 @@ def search(
     if not rows:
         return []
     weights = idf(conn, tokens(query))
-    return [Hit(*row, match=share(weights, row[5])) for row in rows]
+    return [
+        Hit(position, score, author, kind, visibility, text, share(weights, text))
+        for position, score, author, kind, visibility, text in rows
+    ]
 
 
 def share(weights: dict[str, float], text: str) -> float:
