@@ -267,7 +267,9 @@ class AgentMemory:
             known_at = (
                 nullcontext(conn)
                 if as_of is None
-                else queries.known_at(conn, self.ledger, when, rate=self.rate)
+                else queries.known_at(
+                    conn, self.ledger, when, rate=self.rate, projections=("salience",)
+                )
             )
             with known_at as known:
                 ranked, fallback = self._candidates(conn, known, query, fetch, types, use, cut)

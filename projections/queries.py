@@ -325,9 +325,13 @@ def connection_weight(conn: sqlite3.Connection, source: str, target: str, type: 
 # -- what the store knew at a time ------------------------------------------------------------
 
 _REPLAY_BATCH = 10_000
+#: The projections :func:`known_at` can replay as of a time.
+REPLAYED = ("salience", "neuron_graph")
 
 
-def changed_after(conn: sqlite3.Connection, as_of: datetime) -> bool:
+def changed_after(
+    conn: sqlite3.Connection, as_of: datetime, projections: Sequence[str] = REPLAYED
+) -> bool:
     """Say whether the salience or graph tables hold anything an event after ``as_of`` did.
 
     Salience rows keep the time of their last change, the graph its creation, update and
@@ -346,14 +350,21 @@ def changed_after(conn: sqlite3.Connection, as_of: datetime) -> bool:
         ),
     ]
     for name, sql, params in checks:
-        if _live(conn, name) and conn.execute(sql, params).fetchone() is not None:
+        if name not in projections or not _live(conn, name):
+            continue
+        if conn.execute(sql, params).fetchone() is not None:
             return True
-    return _live(conn, "lexical") and lexical.archived_since(conn, at)
+    return "salience" in projections and _live(conn, "lexical") and lexical.archived_since(conn, at)
 
 
 @contextmanager
 def known_at(
-    conn: sqlite3.Connection, ledger: Ledger, as_of: datetime, *, rate: float = DEFAULT_RATE
+    conn: sqlite3.Connection,
+    ledger: Ledger,
+    as_of: datetime,
+    *,
+    rate: float = DEFAULT_RATE,
+    projections: Sequence[str] = REPLAYED,
 ) -> Iterator[sqlite3.Connection]:
     """Yield a connection whose salience and graph tables hold what was known at ``as_of``.
 
@@ -361,14 +372,20 @@ def known_at(
     nothing in the tables changed after ``T`` (:func:`changed_after`), this is ``conn``;
     otherwise the salience and graph projections the store holds are replayed from the
     ledger into a private in-memory database, at the cost of one read of their kinds: a
-    read of the past, not a hot path.
+    read of the past, not a hot path. ``projections`` narrows both to the tables the caller
+    reads (``("salience",)`` for recall).
     """
     check_as_of(as_of)
-    if not changed_after(conn, as_of):
+    unknown = sorted(set(projections) - set(REPLAYED))
+    if unknown or isinstance(projections, str):
+        raise QueryError(f"projections: unknown {unknown or projections!r}; known: {REPLAYED}")
+    if not changed_after(conn, as_of, projections):
         yield conn
         return
     present: list[Projection] = [
-        p for p in (SalienceIndex(rate), NeuronGraph()) if _live(conn, p.name)
+        p
+        for p in (SalienceIndex(rate), NeuronGraph())
+        if p.name in projections and _live(conn, p.name)
     ]
     replay = sqlite3.connect(":memory:")
     try:

@@ -267,3 +267,21 @@ def test_reads_as_of_a_time_after_every_event_use_the_live_tables(
 def test_reads_as_of_refuse_naive_times(network: NeuronNetwork) -> None:
     with pytest.raises(QueryError, match="as_of"):
         network.top(3, as_of=T0.replace(tzinfo=None))
+
+
+def test_known_at_replays_only_what_it_is_asked_for(network: NeuronNetwork) -> None:
+    network.create_neuron("a", "apples", at=T0 + HOUR)
+    network.engine.catch_up()
+    with network.engine.read() as conn:
+        assert queries.changed_after(conn, T0)
+        assert not queries.changed_after(conn, T0, projections=())
+        with queries.known_at(conn, network.ledger, T0, projections=("salience",)) as known:
+            tables = {r[0] for r in known.execute("SELECT name FROM sqlite_master")}
+            assert "salience" in tables
+            assert "neurons" not in tables
+        for bad in [("lexical",), "salience"]:
+            with (
+                pytest.raises(QueryError, match="projections"),
+                queries.known_at(conn, network.ledger, T0, projections=bad),
+            ):
+                pass
