@@ -99,6 +99,7 @@ class Recalled(NamedTuple):
 
 @dataclass
 class _Candidate:
+    event: Event | None = None  # fetched once, when the match needs the text
     fused: float = 0.0
     via: tuple[str, ...] = ()
     bm25: float | None = None
@@ -187,8 +188,9 @@ class AgentMemory:
     def archive(self, positions: Sequence[int], *, reason: str | None = None) -> int:
         """Archive some of this agent's memories; return the ``memory.archived`` position.
 
-        Archived memories leave every index: no recall path serves them again. Everything is
-        checked before anything is appended; on any error nothing is written.
+        Archived memories leave every recall path: only a recall as of a time before the
+        archival serves them again. Everything is checked before anything is appended; on
+        any error nothing is written.
 
         Raises:
             QueryError: ``positions`` is empty, repeats one, or holds something other than
@@ -356,8 +358,9 @@ class AgentMemory:
         parts: dict[str, dict[int, float]] = {}
         if "lexical" in paths:
             weights = lexical.idf(conn, lexical.tokens(query))
-            texts = {e.position: e.payload.text for e in self.ledger.get(positions)}
-            parts["lexical"] = {p: lexical.share(weights, texts[p]) for p in positions}
+            for event in self.ledger.get(positions):
+                fused[event.position].event = event
+            parts["lexical"] = {p: lexical.share(weights, _text(fused[p].event)) for p in positions}
         if "semantic" in paths and vector is not None:
             missing = [p for p in positions if fused[p].cosine is None]
             stored = semantic.vectors_of(conn, missing)
@@ -461,9 +464,12 @@ class AgentMemory:
             for p in positions
         }
         order = sorted(positions, key=lambda p: (-total[p], -relevance[p], -p))[:k]
+        missing = [p for p in order if ranked[p].event is None]
+        fetched = {e.position: e for e in self.ledger.get(missing)} if missing else {}
         items = []
-        for event in self.ledger.get(order):
-            p, c = event.position, ranked[event.position]
+        for p in order:
+            c = ranked[p]
+            event = c.event or fetched[p]
             items.append(
                 Recalled(
                     event,
@@ -524,6 +530,10 @@ def _positions(positions: Sequence[int]) -> list[int]:
     if len(set(positions)) != len(positions):
         raise QueryError(f"positions must not repeat, got {list(positions)}")
     return list(positions)
+
+
+def _text(event: Event | None) -> str:
+    return "" if event is None else str(event.payload.text)
 
 
 def _minmax(values: Mapping[int, float]) -> dict[int, float]:
