@@ -432,7 +432,7 @@ class AgentMemory:
         scored = [s for s in scored if s[1] not in archived]
         scored.sort(key=lambda s: (-s[0], -s[1]))
         return {
-            position: _Candidate(score, ("fallback",), match=share)
+            position: _Candidate(fused=score, via=("fallback",), match=share)
             for score, position, share in scored[:fetch]
         }
 
