@@ -244,8 +244,10 @@ class AgentMemory:
         ``as_of`` (default: now, with everything the store holds) recalls what the store knew
         then: no memory observed after it, no recall after it counted, no archival after it
         applied. ``min_score`` (0..1) drops items whose ``match`` is below it, before the
-        ``k`` best are taken. ``paths`` narrows the candidates to one index (``("lexical",)``
-        or ``("semantic",)``); the keyword fallback serves only when every path asked for is
+        ``k`` best are taken: fewer than ``k``, or none, may come back.
+
+        ``paths`` narrows the candidates to one index (``("lexical",)`` or
+        ``("semantic",)``); the keyword fallback serves only when every path asked for is
         unavailable, and the result says why.
         """
         if not isinstance(query, str) or not query.strip():
@@ -275,8 +277,7 @@ class AgentMemory:
             )
             with known_at as known:
                 ranked, fallback = self._candidates(conn, known, query, fetch, types, use, cut)
-                ranked = {p: c for p, c in ranked.items() if c.match >= min_score}
-                items = self._score(known, ranked, at_us, w, k) if ranked else []
+                items = self._score(known, ranked, at_us, w, k, min_score) if ranked else []
         recorded = None
         if record and items:
             payload = MemoryRecalled(
@@ -445,7 +446,13 @@ class AgentMemory:
         at_us: int,
         w: Mapping[str, float],
         k: int,
+        min_score: float,
     ) -> list[Recalled]:
+        """Score and order every candidate, then keep the ``k`` best whose match passes.
+
+        The floor applies after the order is set, so it removes items and never reorders
+        the ones it keeps.
+        """
         positions = sorted(ranked)
         facts = queries.memory_facts(known, positions)
         relevance = {p: ranked[p].fused for p in positions}
@@ -463,7 +470,8 @@ class AgentMemory:
             p: w["relevance"] * rel_n[p] + w["recency"] * rec_n[p] + w["importance"] * imp_n[p]
             for p in positions
         }
-        order = sorted(positions, key=lambda p: (-total[p], -relevance[p], -p))[:k]
+        order = sorted(positions, key=lambda p: (-total[p], -relevance[p], -p))
+        order = [p for p in order if ranked[p].match >= min_score][:k]
         missing = [p for p in order if ranked[p].event is None]
         fetched = {e.position: e for e in self.ledger.get(missing)} if missing else {}
         items = []
