@@ -312,12 +312,22 @@ class AgentMemory:
         found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
         vector = None
+        weights: dict[str, float] | None = None
+        shares: dict[int, float] = {}
         if "lexical" in paths:
             try:
+                weights = lexical.idf(conn, lexical.tokens(query))
                 hits = lexical.search(
-                    conn, query, fetch, agent=self.agent, types=types, as_of_us=cut
+                    conn,
+                    query,
+                    fetch,
+                    agent=self.agent,
+                    types=types,
+                    as_of_us=cut,
+                    weights=weights,
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
+                shares = {h.position: h.match for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
         if "semantic" in paths and (self.embedder is None or self.searcher is None):
@@ -341,15 +351,15 @@ class AgentMemory:
                     c.bm25 = raw
                 else:
                     c.cosine = raw
-        self._match(conn, query, fused, list(found), vector)
+        self._match(conn, fused, weights if "lexical" in found else None, shares, vector)
         return fused, None
 
     def _match(
         self,
         conn: sqlite3.Connection,
-        query: str,
         fused: dict[int, _Candidate],
-        paths: list[str],
+        weights: dict[str, float] | None,
+        shares: dict[int, float],
         vector: npt.NDArray[np.float32] | None,
     ) -> None:
         """Set each candidate's ``match``: the fusion-weighted mean of the paths' absolute
@@ -357,14 +367,15 @@ class AgentMemory:
         counted for every candidate, found by it or not."""
         positions = sorted(fused)
         parts: dict[str, dict[int, float]] = {}
-        if "lexical" in paths:
-            weights = lexical.idf(conn, lexical.tokens(query))
-            for event in self.ledger.get(positions):
+        if weights is not None:
+            unread = [p for p in positions if p not in shares]
+            for event in self.ledger.get(unread) if unread else ():
                 fused[event.position].event = event
-            parts["lexical"] = {p: lexical.share(weights, _text(fused[p].event)) for p in positions}
-        if "semantic" in paths and vector is not None:
+                shares[event.position] = lexical.share(weights, event.payload.text)
+            parts["lexical"] = shares
+        if vector is not None:
             missing = [p for p in positions if fused[p].cosine is None]
-            stored = semantic.vectors_of(conn, missing)
+            stored = semantic.vectors_of(conn, missing) if missing else {}
             for p, blob in stored.items():
                 fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ vector)
             parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
@@ -538,10 +549,6 @@ def _positions(positions: Sequence[int]) -> list[int]:
     if len(set(positions)) != len(positions):
         raise QueryError(f"positions must not repeat, got {list(positions)}")
     return list(positions)
-
-
-def _text(event: Event | None) -> str:
-    return "" if event is None else str(event.payload.text)
 
 
 def _minmax(values: Mapping[int, float]) -> dict[int, float]:

@@ -131,11 +131,13 @@ def search(
     agent: str,
     types: Sequence[str] | None = None,
     as_of_us: int | None = None,
+    weights: dict[str, float] | None = None,
 ) -> list[Hit]:
     """Return the ``k`` best BM25 matches ``agent`` may see (its own and public items).
 
     With ``as_of_us`` (epoch microseconds), only what was known then: items observed at or
-    before it and not archived at or before it.
+    before it and not archived at or before it. ``weights`` are the query words' IDF
+    (:func:`idf`), when the caller has them already.
     """
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
@@ -163,7 +165,8 @@ def search(
     rows = conn.execute(sql, params).fetchall()
     if not rows:
         return []
-    weights = idf(conn, tokens(query))
+    if weights is None:
+        weights = idf(conn, tokens(query))
     return [
         Hit(position, score, author, kind, visibility, text, share(weights, text))
         for position, score, author, kind, visibility, text in rows
@@ -176,7 +179,8 @@ def share(weights: dict[str, float], text: str) -> float:
     total = sum(weights.values())
     if not total:
         return 0.0
-    present = set(tokens(text))
+    # Lowercasing the whole text first is tokens() without a list per word.
+    present = set(_WORD.findall(text.lower()))
     return min(sum(w for word, w in weights.items() if word in present) / total, 1.0)
 
 
