@@ -66,7 +66,7 @@ PATHS = ("lexical", "semantic")
 #: breaks ties and fills in where no word matches (ADR 0014).
 DEFAULT_FUSION: dict[str, float] = {"lexical": 1.0, "semantic": 1.0}
 FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "semantic": 0.02}}
-#: The default floor on ``match``: none. On LoCoMo's 2,760 turns floors up to 0.1 removed no
+#: The default floor on ``match``: none. On LoCoMo's 2,760 turns floors up to 0.05 removed no
 #: evidence, but on a 30-turn conversation 0.05 cut BM25's recall@10 from 0.875 to 0.5: a
 #: query word no item holds ("name" against "named") weighs most in a small corpus (ADR 0019).
 #: Pass ``min_score=`` (0.05 sends nonsense away with hash vectors) for "nothing relevant".
@@ -401,7 +401,7 @@ class AgentMemory:
             raise QueryError("no embedder configured")
         searcher.sync(conn)
         vector = np.ascontiguousarray(embedder.embed([query])[0], dtype=np.float32)
-        if cut is None:
+        if cut is None or known is conn:  # nothing changed since the cut: the index holds it
             return vector, searcher.search(vector, fetch, agent=self.agent, types=types)
         # Memories archived after the cut left the index; score them as the index would.
         gone = lexical.archived_after(conn, cut, agent=self.agent, types=types)

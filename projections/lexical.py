@@ -223,11 +223,10 @@ def archived_after(
     return [(int(r[0]), str(r[1])) for r in conn.execute(sql + " ORDER BY rowid", params)]
 
 
-def archived_since(conn: sqlite3.Connection, as_of_us: int) -> bool:
-    """Say whether any item was archived after ``as_of_us`` (epoch microseconds)."""
-    table = _table(conn)
-    sql = f"SELECT 1 FROM {table} WHERE archived_us > ? LIMIT 1"
-    return conn.execute(sql, (as_of_us,)).fetchone() is not None
+def latest_archival(conn: sqlite3.Connection) -> int:
+    """Return the time (epoch microseconds) of the latest archival the index holds, 0 if none."""
+    (value,) = conn.execute(f"SELECT max(archived_us) FROM {_table(conn)}").fetchone()
+    return int(value or 0)
 
 
 def _table(conn: sqlite3.Connection) -> str:

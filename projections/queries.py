@@ -327,34 +327,64 @@ def connection_weight(conn: sqlite3.Connection, source: str, target: str, type: 
 _REPLAY_BATCH = 10_000
 #: The projections :func:`known_at` can replay as of a time.
 REPLAYED = ("salience", "neuron_graph")
+_LATEST: dict[tuple[Any, ...], int] = {}
+_UNKNOWN = 2**63 - 1
 
 
 def changed_after(
     conn: sqlite3.Connection, as_of: datetime, projections: Sequence[str] = REPLAYED
 ) -> bool:
-    """Say whether the salience or graph tables hold anything an event after ``as_of`` did.
+    """Say whether the salience or graph tables hold anything an event after ``as_of`` did."""
+    return latest_change(conn, projections) > check_as_of(as_of)
+
+
+def latest_change(conn: sqlite3.Connection, projections: Sequence[str] = REPLAYED) -> int:
+    """Return the latest event time (epoch microseconds) the tables record a change at.
 
     Salience rows keep the time of their last change, the graph its creation, update and
-    archival times, and the lexical index a memory's archival time. A projection that is
-    not in the store has nothing to be stale.
+    archival times, and the lexical index a memory's archival time; 0 when there is none. A
+    projection that is not in the store has nothing to be stale. The answer is cached per
+    store file and live checkpoints, so a store that has not moved is read once.
     """
-    at = check_as_of(as_of)
-    iso = _iso(at)
-    checks: list[tuple[str, str, tuple[object, ...]]] = [
-        ("salience", "SELECT 1 FROM salience WHERE updated_us > ? LIMIT 1", (at,)),
-        (
-            "neuron_graph",
-            "SELECT 1 FROM neurons WHERE created_at > ? OR archived_at > ? UNION ALL"
-            " SELECT 1 FROM connections WHERE updated_at > ? LIMIT 1",
-            (iso, iso, iso),
+    # A memory's archival time is the lexical index's; it matters to salience reads only.
+    names = [n for n in REPLAYED if n in projections] + ["lexical"] * ("salience" in projections)
+    if not names:
+        return 0
+    key = (
+        tuple(row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"),
+        tuple(
+            conn.execute(
+                "SELECT name, generation, checkpoint FROM engram_generations"
+                f" WHERE state = 'live' AND name IN ({','.join('?' * len(names))})"
+                " ORDER BY name",
+                names,
+            ).fetchall()
         ),
-    ]
-    for name, sql, params in checks:
-        if name not in projections or not _live(conn, name):
-            continue
-        if conn.execute(sql, params).fetchone() is not None:
-            return True
-    return "salience" in projections and _live(conn, "lexical") and lexical.archived_since(conn, at)
+    )
+    cached = _LATEST.get(key)
+    if cached is not None:
+        return cached
+    latest = 0
+    live = {row[0] for row in key[1]}
+    if "salience" in live:
+        (value,) = conn.execute("SELECT max(updated_us) FROM salience").fetchone()
+        latest = max(latest, value or 0)
+    if "neuron_graph" in live:
+        texts = conn.execute(
+            "SELECT max(created_at), max(archived_at) FROM neurons UNION ALL"
+            " SELECT max(updated_at), NULL FROM connections"
+        ).fetchall()
+        for text in (t for row in texts for t in row if t is not None):
+            latest = max(latest, micros(datetime.fromisoformat(text)))
+    if "lexical" in live:
+        try:
+            latest = max(latest, lexical.latest_archival(conn))
+        except sqlite3.Error:  # unreadable: archival times unknown, so assume the latest
+            return _UNKNOWN
+    if len(_LATEST) >= 64:
+        _LATEST.clear()
+    _LATEST[key] = latest
+    return latest
 
 
 @contextmanager
