@@ -99,8 +99,16 @@ def salience_of(
     as_of: datetime,
     *,
     rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
 ) -> Item | None:
-    """Return one item with its salience as of a time (None if unknown or archived)."""
+    """Return one item with its salience as of a time (None if unknown or archived).
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
+    """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return salience_of(known, kind, item_id, as_of, rate=rate)
+
     at = check_as_of(as_of)
     _kinds([kind])
     row = conn.execute(
@@ -117,11 +125,18 @@ def top(
     kinds: Sequence[str] | None = None,
     *,
     rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
 ) -> list[Item]:
     """Return the ``k`` most salient live items of the given kinds as of a time.
 
     Ties are broken by kind and id, so the answer is deterministic.
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
     """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return top(known, as_of, k, kinds, rate=rate)
+
     at = check_as_of(as_of)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise QueryError(f"k must be a positive int, got {k!r}")
@@ -159,8 +174,16 @@ def above(
     kinds: Sequence[str] | None = None,
     *,
     rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
 ) -> list[Item]:
-    """Return live items whose salience as of a time is above ``threshold``, most first."""
+    """Return live items whose salience as of a time is above ``threshold``, most first.
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
+    """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return above(known, threshold, as_of, kinds, rate=rate)
+
     at = check_as_of(as_of)
     if not isinstance(threshold, int) or isinstance(threshold, bool) or not 0 <= threshold <= MAX:
         raise QueryError(f"threshold must be an int in 0..65535, got {threshold!r}")
@@ -183,8 +206,16 @@ def vitality(
     *,
     alive_at: int = 655,
     rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
 ) -> Vitality:
-    """Count live items, those at or above ``alive_at`` (1% by default), and mean salience."""
+    """Count live items, those at or above ``alive_at`` (1% by default), and mean salience.
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
+    """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return vitality(known, as_of, alive_at=alive_at, rate=rate)
+
     at = check_as_of(as_of)
     total = alive = 0
     acc = 0
@@ -213,14 +244,24 @@ EXPORT_FORMAT = "1.0"
 
 
 def export_graph(
-    conn: sqlite3.Connection, as_of: datetime, *, rate: float = DEFAULT_RATE
+    conn: sqlite3.Connection,
+    as_of: datetime,
+    *,
+    rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
 ) -> dict[str, Any]:
     """Return the live graph in the agents' readable JSON shape, salience as of a time.
 
     ``{"neurons": [{id, concept, type, salience, last_salience_update, connections:
     [{target, weight, type}]}], "metadata": {version, last_modified, active_agents,
     ledger_position, as_of}}``; archived neurons and their connections are left out.
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
     """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return export_graph(known, as_of, rate=rate)
+
     at = check_as_of(as_of)
     saliences = {
         item_id: (stored, updated)

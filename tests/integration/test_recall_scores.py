@@ -285,3 +285,26 @@ def test_known_at_replays_only_what_it_is_asked_for(network: NeuronNetwork) -> N
                 queries.known_at(conn, network.ledger, T0, projections=bad),
             ):
                 pass
+
+
+def test_every_salience_query_reads_as_of_with_the_ledger(network: NeuronNetwork) -> None:
+    network.create_neuron("a", "apples", at=T0)
+    network.create_neuron("b", "bananas", at=T0 + 2 * HOUR)  # created after
+    network.stimulate({"a": 1.0}, at=T0 + 2 * HOUR)  # activated after
+    network.engine.catch_up()
+    as_of, ledger = T0 + HOUR, network.ledger
+    with network.engine.read() as conn:
+        assert [(i.id, i.stored) for i in queries.top(conn, as_of, ledger=ledger)] == [
+            ("a", INITIAL)
+        ]
+        assert queries.salience_of(conn, "neuron", "b", as_of, ledger=ledger) is None
+        item = queries.salience_of(conn, "neuron", "a", as_of, ledger=ledger)
+        assert item is not None
+        assert item.stored == INITIAL
+        assert [i.id for i in queries.above(conn, 0, as_of, ledger=ledger)] == ["a"]
+        assert queries.vitality(conn, as_of, ledger=ledger).items == 1
+        graph = queries.export_graph(conn, as_of, ledger=ledger)
+        assert [n["id"] for n in graph["neurons"]] == ["a"]
+        # Without the ledger the live tables answer: both neurons, a reinforced.
+        assert {i.id for i in queries.top(conn, as_of)} == {"a", "b"}
+        assert queries.vitality(conn, as_of).items == 2
