@@ -46,6 +46,7 @@ def open(
 
     ``ledger`` is a SQLite path or a PostgreSQL URL; when omitted it comes from
     ``ENGRAM_LEDGER``, a config file, or the default data directory (see engram.config).
+    Its kinds are engram's, ``registry``'s and the config file's (:func:`merged_registry`).
     """
     return open_settings(resolve_settings(ledger, config=config, **options), registry)
 

@@ -193,3 +193,10 @@ def test_bad_declarations_name_the_file_the_kind_and_the_field(
     with pytest.raises(ConfigError, match=message) as caught:
         resolve_settings(str(tmp_path / "l.db"), config=path)
     assert path in str(caught.value)
+
+
+def test_kinds_may_come_as_an_option_too(tmp_path: Path) -> None:
+    settings = resolve_settings(str(tmp_path / "l.db"), kinds={"x.y": {"fields": {"a": "str"}}})
+    assert "x.y" in registry_for(settings)
+    with pytest.raises(ConfigError, match=r"<options>: kind 'x\.y': field 'a' has unknown type"):
+        resolve_settings(str(tmp_path / "l.db"), kinds={"x.y": {"fields": {"a": "date"}}})
