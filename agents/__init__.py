@@ -1,6 +1,52 @@
-"""What an agent uses: memory stream, signals, context frames (built on projections).
+"""What an agent uses: the memory stream and the neuron network (built on projections).
 
-Agents read projections and change the world only by appending to the ledger.
+Agents read projections through the projections' own read functions and change the world
+only by appending to the ledger. :class:`AgentMemory` observes, recalls and archives;
+:class:`NeuronNetwork` grows, stimulates and inspects the graph.
 """
 
-__all__: list[str] = []
+from engram.agents.errors import (
+    AgentError,
+    ConnectionStateError,
+    MemoryOwnerError,
+    NeuronExistsError,
+    UnknownMemoryError,
+    UnknownNeuronError,
+)
+from engram.agents.importance import HeuristicScorer, ImportanceScorer
+from engram.agents.memory import (
+    DEFAULT_FUSION,
+    DEFAULT_MIN_SCORE,
+    DEFAULT_WEIGHTS,
+    FUSION_BY_PROVIDER,
+    PATHS,
+    RRF_K,
+    AgentMemory,
+    Recalled,
+    RecallResult,
+)
+from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
+
+__all__ = [
+    "CORE_CONNECTIONS",
+    "CORE_NEURONS",
+    "DEFAULT_FUSION",
+    "DEFAULT_MIN_SCORE",
+    "DEFAULT_WEIGHTS",
+    "FUSION_BY_PROVIDER",
+    "PATHS",
+    "RRF_K",
+    "AgentError",
+    "AgentMemory",
+    "ConnectionStateError",
+    "HeuristicScorer",
+    "ImportanceScorer",
+    "MemoryOwnerError",
+    "NeuronExistsError",
+    "NeuronNetwork",
+    "RecallResult",
+    "Recalled",
+    "Stimulation",
+    "UnknownMemoryError",
+    "UnknownNeuronError",
+]

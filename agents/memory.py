@@ -7,6 +7,13 @@ then weighted. Recency is the salience index's decay since the item was last tou
 (observed or recalled), evaluated ``as_of``. An agent recalls its own items and public items,
 never another agent's private ones, whichever path served them. A recall is appended as
 ``memory.recalled`` (unless ``record=False``), which the salience index replays as a bump.
+
+What the numbers mean (ADR 0019): ``score`` and ``relevance`` rank the items of one result
+and are relative to it (min-max normalised); ``bm25`` and ``cosine`` are each path's raw
+score; ``match`` (0..1) says how well the item matches the query on a scale that does not
+depend on the other results, and ``min_score`` is a floor on it, so a query that matches
+nothing returns nothing. ``as_of=T`` recalls what the store knew at ``T``: memories observed
+after ``T`` are left out, recalls after ``T`` do not count, archivals after ``T`` do not hide.
 """
 
 from __future__ import annotations
@@ -14,8 +21,13 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
 
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
@@ -28,13 +40,13 @@ from engram.ledger.catalog import (
     RecalledItem,
     Visibility,
 )
-from engram.projections import lexical
-from engram.projections.embedder import Embedder
+from engram.projections import lexical, queries, semantic
+from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of
 from engram.projections.salience import DEFAULT_RATE
-from engram.projections.semantic import VectorSearcher
+from engram.projections.semantic import VectorHit, VectorSearcher
 
 #: Component weights of the final score. Min-max normalisation stretches small recency and
 #: importance differences among candidates to the full 0..1 range, so they get a light
@@ -54,10 +66,26 @@ PATHS = ("lexical", "semantic")
 #: breaks ties and fills in where no word matches (ADR 0014).
 DEFAULT_FUSION: dict[str, float] = {"lexical": 1.0, "semantic": 1.0}
 FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "semantic": 0.02}}
+#: The default floor on ``match``: none. On LoCoMo's 2,760 turns floors up to 0.05 removed no
+#: evidence, but on a 30-turn conversation 0.05 cut BM25's recall@10 from 0.875 to 0.5: a
+#: query word no item holds ("name" against "named") weighs most in a small corpus (ADR 0019).
+#: Pass ``min_score=`` (0.05 sends nonsense away with hash vectors) for "nothing relevant".
+DEFAULT_MIN_SCORE = 0.0
 
 
 class Recalled(NamedTuple):
-    """One recalled memory: the event behind it, its score and the score's components."""
+    """One recalled memory: the event behind it, its score and the score's components.
+
+    ``score``, ``relevance``, ``recency`` and ``importance`` are normalised over the result's
+    candidates: they order one result and mean nothing across queries. ``fused`` is the raw
+    reciprocal-rank sum; ``bm25`` (FTS5's BM25, higher is better) and ``cosine`` (the query
+    vector's cosine similarity) are the paths' raw scores, None where a path did not find
+    the item (``cosine`` is filled in from the stored vector when only BM25 found it);
+    ``match`` (0..1) says how well the item matches the query whatever the other results: the
+    mean of each path's absolute match weighted as the fusion weighs the paths — for BM25
+    the IDF-weighted share of the query's words the item holds, for vectors the cosine
+    clipped to 0..1 — or, from the keyword fallback, the share of the query's words it holds.
+    """
 
     event: Event
     score: float
@@ -65,6 +93,20 @@ class Recalled(NamedTuple):
     recency: float
     importance: float
     via: tuple[str, ...]  # which paths found it: "lexical", "semantic", "fallback"
+    fused: float = 0.0
+    bm25: float | None = None
+    cosine: float | None = None
+    match: float = 0.0
+
+
+@dataclass
+class _Candidate:
+    event: Event | None = None  # fetched once, when the match needs the text
+    fused: float = 0.0
+    via: tuple[str, ...] = ()
+    bm25: float | None = None
+    cosine: float | None = None
+    match: float = 0.0
 
 
 class RecallResult(NamedTuple):
@@ -148,8 +190,9 @@ class AgentMemory:
     def archive(self, positions: Sequence[int], *, reason: str | None = None) -> int:
         """Archive some of this agent's memories; return the ``memory.archived`` position.
 
-        Archived memories leave every index: no recall path serves them again. Everything is
-        checked before anything is appended; on any error nothing is written.
+        Archived memories leave every recall path: only a recall as of a time before the
+        archival serves them again. Everything is checked before anything is appended; on
+        any error nothing is written.
 
         Raises:
             QueryError: ``positions`` is empty, repeats one, or holds something other than
@@ -161,7 +204,9 @@ class AgentMemory:
         wanted = _positions(positions)
         if reason is not None and not isinstance(reason, str):
             raise QueryError(f"reason must be a string or None, got {type(reason).__name__}")
-        events = self._events(sorted(wanted))
+        head = self.ledger.head()
+        present = sorted(p for p in wanted if p <= head)
+        events = {e.position: e for e in self.ledger.get(present)} if present else {}
         for position in wanted:
             event = events.get(position)
             if event is None or event.kind != "memory.observed":
@@ -174,7 +219,8 @@ class AgentMemory:
                 )
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
-            archived = _archived(conn, wanted)
+            facts = queries.memory_facts(conn, wanted)
+        archived = sorted(p for p, f in facts.items() if f.archived)
         if archived:
             raise UnknownMemoryError(f"position(s) {archived} hold memories archived already")
         payload = MemoryArchived(agent=self.agent, positions=wanted, reason=reason)
@@ -193,8 +239,14 @@ class AgentMemory:
         weights: Mapping[str, float] | None = None,
         record: bool = True,
         paths: Sequence[str] = PATHS,
+        min_score: float = DEFAULT_MIN_SCORE,
     ) -> RecallResult:
         """Return the ``k`` memories that matter most for ``query`` as of a time.
+
+        ``as_of`` (default: now, with everything the store holds) recalls what the store knew
+        then: no memory observed after it, no recall after it counted, no archival after it
+        applied. ``min_score`` (0..1) drops items whose ``match`` is below it, before the
+        ``k`` best are taken: fewer than ``k``, or none, may come back.
 
         ``paths`` narrows the candidates to one index (``("lexical",)`` or
         ``("semantic",)``); the keyword fallback serves only when every path asked for is
@@ -204,18 +256,30 @@ class AgentMemory:
             raise QueryError("query must be a non-empty string")
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
             raise QueryError(f"k must be an int in 1..1000, got {k!r}")
+        if (
+            not isinstance(min_score, int | float)
+            or isinstance(min_score, bool)
+            or not 0 <= min_score <= 1
+        ):
+            raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
         when = as_of or datetime.now(UTC)
         at_us = check_as_of(when)
         w = _weights(weights)
         use = _paths(paths)
         self.engine.wait_for(self.ledger.head())
         fetch = max(3 * k, 30)
+        cut = None if as_of is None else at_us
         with self.engine.read() as conn:
-            ranked, fallback = self._candidates(conn, query, fetch, types, use)
-            if not ranked:
-                items: list[Recalled] = []
-            else:
-                items = self._score(conn, ranked, at_us, w, k)
+            known_at = (
+                nullcontext(conn)
+                if as_of is None
+                else queries.known_at(
+                    conn, self.ledger, when, rate=self.rate, projections=("salience",)
+                )
+            )
+            with known_at as known:
+                ranked, fallback = self._candidates(conn, known, query, fetch, types, use, cut)
+                items = self._score(known, ranked, at_us, w, k, min_score) if ranked else []
         recorded = None
         if record and items:
             payload = MemoryRecalled(
@@ -239,53 +303,133 @@ class AgentMemory:
     def _candidates(
         self,
         conn: sqlite3.Connection,
+        known: sqlite3.Connection,
         query: str,
         fetch: int,
         types: Sequence[str] | None,
         paths: frozenset[str],
-    ) -> tuple[dict[int, tuple[float, tuple[str, ...]]], str | None]:
-        lists: dict[str, list[int]] = {}
+        cut: int | None,
+    ) -> tuple[dict[int, _Candidate], str | None]:
+        """Gather each path's ranked hits and fuse them; ``known`` holds salience as of the cut."""
+        found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
+        vector = None
+        weights: dict[str, float] | None = None
+        shares: dict[int, float] = {}
         if "lexical" in paths:
             try:
-                hits = lexical.search(conn, query, fetch, agent=self.agent, types=types)
-                lists["lexical"] = [h.position for h in hits]
+                weights = lexical.idf(conn, lexical.tokens(query))
+                hits = lexical.search(
+                    conn,
+                    query,
+                    fetch,
+                    agent=self.agent,
+                    types=types,
+                    as_of_us=cut,
+                    weights=weights,
+                )
+                found["lexical"] = [(h.position, h.score) for h in hits]
+                shares = {h.position: h.match for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
-        if "semantic" not in paths:
-            pass
-        elif self.embedder is not None and self.searcher is not None:
+        if "semantic" in paths and (self.embedder is None or self.searcher is None):
+            problems.append("no embedder configured")
+        elif "semantic" in paths:
             try:
-                self.searcher.sync(conn)
-                vector = self.embedder.embed([query])[0]
-                found = self.searcher.search(vector, fetch, agent=self.agent, types=types)
-                lists["semantic"] = [h.position for h in found]
+                vector, near = self._semantic(conn, known, query, fetch, types, cut)
+                found["semantic"] = [(h.position, h.score) for h in near]
             except Exception as exc:  # a model or index failure degrades, never fails recall
                 problems.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
-        else:
-            problems.append("no embedder configured")
-        if not lists:
-            return self._fallback(query, fetch, types), "; ".join(problems) + (
-                ": keyword overlap on recent items"
-            )
-        fused: dict[int, tuple[float, tuple[str, ...]]] = {}
-        for path, positions in lists.items():
-            for rank, position in enumerate(positions, start=1):
-                score, via = fused.get(position, (0.0, ()))
-                fused[position] = (score + self.fusion[path] / (RRF_K + rank), (*via, path))
+        if not found:
+            why = "; ".join(problems) + ": keyword overlap on recent items"
+            return self._fallback(query, fetch, types, cut), why
+        fused: dict[int, _Candidate] = {}
+        for path, ranked in found.items():
+            for rank, (position, raw) in enumerate(ranked, start=1):
+                c = fused.setdefault(position, _Candidate())
+                c.fused += self.fusion[path] / (RRF_K + rank)
+                c.via = (*c.via, path)
+                if path == "lexical":
+                    c.bm25 = raw
+                else:
+                    c.cosine = raw
+        self._match(conn, fused, weights if "lexical" in found else None, shares, vector)
         return fused, None
 
+    def _match(
+        self,
+        conn: sqlite3.Connection,
+        fused: dict[int, _Candidate],
+        weights: dict[str, float] | None,
+        shares: dict[int, float],
+        vector: npt.NDArray[np.float32] | None,
+    ) -> None:
+        """Set each candidate's ``match``: the fusion-weighted mean of the paths' absolute
+        matches (IDF-weighted word share; cosine clipped to 0..1), every path that ran
+        counted for every candidate, found by it or not."""
+        positions = sorted(fused)
+        parts: dict[str, dict[int, float]] = {}
+        if weights is not None:
+            unread = [p for p in positions if p not in shares]
+            for event in self.ledger.get(unread) if unread else ():
+                fused[event.position].event = event
+                shares[event.position] = lexical.share(weights, event.payload.text)
+            parts["lexical"] = shares
+        if vector is not None:
+            missing = [p for p in positions if fused[p].cosine is None]
+            stored = semantic.vectors_of(conn, missing) if missing else {}
+            for p, blob in stored.items():
+                fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+            parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
+        total = sum(self.fusion[path] for path in parts)
+        for p in positions:
+            mean = sum(self.fusion[path] * part[p] for path, part in parts.items())
+            fused[p].match = mean / total if total else 0.0
+
+    def _semantic(
+        self,
+        conn: sqlite3.Connection,
+        known: sqlite3.Connection,
+        query: str,
+        fetch: int,
+        types: Sequence[str] | None,
+        cut: int | None,
+    ) -> tuple[npt.NDArray[np.float32], list[VectorHit]]:
+        """Return the query vector and the nearest vectors; as of a cut, those known then."""
+        embedder, searcher = self.embedder, self.searcher
+        if embedder is None or searcher is None:
+            raise QueryError("no embedder configured")
+        searcher.sync(conn)
+        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype=np.float32)
+        if cut is None or known is conn:  # nothing changed since the cut: the index holds it
+            return vector, searcher.search(vector, fetch, agent=self.agent, types=types)
+        # Memories archived after the cut left the index; score them as the index would.
+        gone = lexical.archived_after(conn, cut, agent=self.agent, types=types)
+        scores = semantic.similarities(embedder, vector, [text for _, text in gone])
+        extra = [VectorHit(p, s) for (p, _), s in zip(gone, scores, strict=True)]
+        want = fetch
+        while True:
+            hits = searcher.search(vector, want, agent=self.agent, types=types)
+            pool = sorted([*hits, *extra], key=lambda h: (-h.score, h.position))
+            facts = queries.memory_facts(known, [h.position for h in pool])
+            live = [h for h in pool if (f := facts.get(h.position)) and not f.archived]
+            if len(live) >= fetch or len(hits) < want:
+                return vector, live[:fetch]
+            want *= 4
+
     def _fallback(
-        self, query: str, fetch: int, types: Sequence[str] | None
-    ) -> dict[int, tuple[float, tuple[str, ...]]]:
+        self, query: str, fetch: int, types: Sequence[str] | None, cut: int | None
+    ) -> dict[int, _Candidate]:
         words = set(lexical.tokens(query))
         head = self.ledger.head()
-        scored: list[tuple[float, int]] = []
+        scored: list[tuple[float, int, float]] = []
         archived: set[int] = set()
         window = self.ledger.read(
             max(head - FALLBACK_WINDOW, 0), kinds=["memory.observed", "memory.archived"]
         )
         for event in window:
+            if cut is not None and check_as_of(event.at) > cut:
+                continue
             p = event.payload
             if event.kind == "memory.archived":
                 # As the projections read it: an archive reaches the observations before it.
@@ -297,38 +441,42 @@ class AgentMemory:
                 continue
             overlap = len(words & set(lexical.tokens(p.text)))
             if overlap:
-                scored.append((overlap / math.sqrt(len(words) or 1), event.position))
+                share = overlap / (len(words) or 1)
+                scored.append((overlap / math.sqrt(len(words) or 1), event.position, share))
         scored = [s for s in scored if s[1] not in archived]
         scored.sort(key=lambda s: (-s[0], -s[1]))
-        return {position: (score, ("fallback",)) for score, position in scored[:fetch]}
+        return {
+            position: _Candidate(fused=score, via=("fallback",), match=share)
+            for score, position, share in scored[:fetch]
+        }
 
     # -- scoring ---------------------------------------------------------------------------
 
     def _score(
         self,
-        conn: sqlite3.Connection,
-        ranked: dict[int, tuple[float, tuple[str, ...]]],
+        known: sqlite3.Connection,
+        ranked: dict[int, _Candidate],
         at_us: int,
         w: Mapping[str, float],
         k: int,
+        min_score: float,
     ) -> list[Recalled]:
+        """Score and order every candidate, then keep the ``k`` best whose match passes.
+
+        The floor applies after the order is set, so it removes items and never reorders
+        the ones it keeps.
+        """
         positions = sorted(ranked)
-        facts: dict[int, tuple[int, int | None]] = {}
-        for start in range(0, len(positions), 500):
-            chunk = positions[start : start + 500]
-            for position, updated, importance in conn.execute(
-                "SELECT position, updated_us, importance FROM salience WHERE item_kind ="
-                f" 'memory' AND position IN ({','.join('?' * len(chunk))})",
-                chunk,
-            ):
-                facts[position] = (updated, importance)
-        relevance = {p: ranked[p][0] for p in positions}
+        facts = queries.memory_facts(known, positions)
+        relevance = {p: ranked[p].fused for p in positions}
         recency = {}
         importance = {}
         for p in positions:
-            updated, imp = facts.get(p, (at_us, None))
+            fact = facts.get(p)
+            updated = at_us if fact is None else fact.updated_us
             hours = max(at_us - updated, 0) / 3_600_000_000
             recency[p] = self.rate**hours
+            imp = None if fact is None else fact.importance
             importance[p] = float(imp) if imp is not None else 5.0
         rel_n, rec_n, imp_n = _minmax(relevance), _minmax(recency), _minmax(importance)
         total = {
@@ -336,19 +484,28 @@ class AgentMemory:
             for p in positions
         }
         order = sorted(positions, key=lambda p: (-total[p], -relevance[p], -p))
-        events = self._events(order[:k])
-        return [
-            Recalled(events[p], total[p], rel_n[p], rec_n[p], imp_n[p], ranked[p][1])
-            for p in order[:k]
-            if p in events
-        ]
-
-    def _events(self, positions: list[int]) -> dict[int, Event]:
-        found: dict[int, Event] = {}
-        for position in positions:
-            for event in self.ledger.read(position - 1, limit=1):
-                found[event.position] = event
-        return found
+        order = [p for p in order if ranked[p].match >= min_score][:k]
+        missing = [p for p in order if ranked[p].event is None]
+        fetched = {e.position: e for e in self.ledger.get(missing)} if missing else {}
+        items = []
+        for p in order:
+            c = ranked[p]
+            event = c.event or fetched[p]
+            items.append(
+                Recalled(
+                    event,
+                    total[p],
+                    rel_n[p],
+                    rec_n[p],
+                    imp_n[p],
+                    c.via,
+                    c.fused,
+                    c.bm25,
+                    c.cosine,
+                    c.match,
+                )
+            )
+        return items
 
 
 def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -394,21 +551,6 @@ def _positions(positions: Sequence[int]) -> list[int]:
     if len(set(positions)) != len(positions):
         raise QueryError(f"positions must not repeat, got {list(positions)}")
     return list(positions)
-
-
-def _archived(conn: sqlite3.Connection, positions: list[int]) -> list[int]:
-    found: list[int] = []
-    for start in range(0, len(positions), 500):
-        chunk = positions[start : start + 500]
-        found += [
-            row[0]
-            for row in conn.execute(
-                "SELECT position FROM salience WHERE item_kind = 'memory' AND archived = 1"
-                f" AND position IN ({','.join('?' * len(chunk))})",
-                chunk,
-            )
-        ]
-    return sorted(found)
 
 
 def _minmax(values: Mapping[int, float]) -> dict[int, float]:

@@ -1,14 +1,17 @@
 """The neuron network as an agent uses it: bootstrap, grow, stimulate, inspect.
 
 Every change is an appended event; reads go through the projections after waiting for the
-agent's own writes (read-your-writes). Writes are checked against the live graph first, so a
+agent's own writes (read-your-writes). A read ``as_of`` a time sees what the store knew then:
+no neuron, connection, activation or archival whose event time is after it
+(:func:`engram.projections.queries.known_at`). Writes are checked against the live graph first, so a
 neuron activated before it exists or a connection to an unknown neuron is refused here with
 a clear error; events appended around this API follow the graph's documented rules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
@@ -29,9 +32,11 @@ from engram.projections.activation import (
     DEFAULT_DEPTH,
     DEFAULT_MIN_STRENGTH,
     Activation,
+    GraphSnapshot,
     SnapshotCache,
 )
 from engram.projections.engine import ProjectionEngine
+from engram.projections.salience import DEFAULT_RATE
 
 #: The minimal network ``engram init`` appends once: core perception, memory and decision.
 CORE_NEURONS: list[tuple[str, str, NeuronType]] = [
@@ -64,10 +69,19 @@ class Stimulation(NamedTuple):
 class NeuronNetwork:
     """An agent's handle on the neuron network: the ledger plus the caught-up projections."""
 
-    def __init__(self, ledger: Ledger, engine: ProjectionEngine, *, actor: str = "agent") -> None:
+    def __init__(
+        self,
+        ledger: Ledger,
+        engine: ProjectionEngine,
+        *,
+        actor: str = "agent",
+        rate: float = DEFAULT_RATE,
+    ) -> None:
+        """``rate`` is the salience index's decay per hour, for reads as of a time."""
         self.ledger = ledger
         self.engine = engine
         self.actor = actor
+        self.rate = rate
         self._snapshots = SnapshotCache()
 
     # -- writing ---------------------------------------------------------------------------
@@ -167,7 +181,7 @@ class NeuronNetwork:
         source, target, type = payload.source, payload.target, payload.type
         with self._fresh() as conn:
             self._require(conn, source, target)
-            found = self._weight(conn, source, target, type) is not None
+            found = queries.connection_weight(conn, source, target, type) is not None
         if found != exists:
             label = f"connection {source!r} -[{type}]-> {target!r}"
             raise ConnectionStateError(
@@ -227,28 +241,40 @@ class NeuronNetwork:
     def propagate(
         self, seeds: Mapping[str, float], *, as_of: datetime | None = None, **options: Any
     ) -> Activation:
-        """Compute a wave without appending anything (see projections.activation)."""
-        with self._fresh() as conn:
-            snapshot = self._snapshots.get(conn)
-        return snapshot.propagate(seeds, as_of or datetime.now(UTC), **options)
+        """Compute a wave over the graph as of a time, appending nothing (see activation)."""
+        with self._reading(as_of) as (conn, when, replayed):
+            snapshot = GraphSnapshot(conn) if replayed else self._snapshots.get(conn)
+        return snapshot.propagate(seeds, when, **options)
 
     def top(
         self, k: int = 10, *, as_of: datetime | None = None, kinds: Sequence[str] = ("neuron",)
     ) -> list[queries.Item]:
         """Return the ``k`` most salient items as of a time (default: now)."""
-        with self._fresh() as conn:
-            return queries.top(conn, as_of or datetime.now(UTC), k, kinds)
+        with self._reading(as_of) as (conn, when, _):
+            return queries.top(conn, when, k, kinds, rate=self.rate)
 
     def export(self, *, as_of: datetime | None = None) -> dict[str, Any]:
-        """Return the graph in the agents' JSON shape, salience as of a time (default: now)."""
-        with self._fresh() as conn:
-            return queries.export_graph(conn, as_of or datetime.now(UTC))
+        """Return the graph in the agents' JSON shape, as of a time (default: now)."""
+        with self._reading(as_of) as (conn, when, _):
+            return queries.export_graph(conn, when, rate=self.rate)
 
     # -- helpers ---------------------------------------------------------------------------
 
     def _fresh(self) -> Any:
         self.engine.wait_for(self.ledger.head())
         return self.engine.read()
+
+    @contextmanager
+    def _reading(self, as_of: datetime | None) -> Iterator[tuple[Any, datetime, bool]]:
+        """Yield a connection holding what was known at ``as_of`` (default: now, the live
+        tables), the time, and whether the connection is a replay rather than the store."""
+        with self._fresh() as live:
+            if as_of is None:
+                yield live, datetime.now(UTC), False
+                return
+            queries.check_as_of(as_of)
+            with queries.known_at(live, self.ledger, as_of, rate=self.rate) as known:
+                yield known, as_of, known is not live
 
     def _append_one(self, stream: str, kind: str, payload: Any, at: datetime | None) -> int:
         event = NewEvent(stream=stream, kind=kind, payload=payload, actor=self.actor, at=at)
@@ -257,16 +283,8 @@ class NeuronNetwork:
     @staticmethod
     def _require(conn: Any, *neurons: str) -> None:
         for neuron in neurons:
-            row = conn.execute("SELECT archived_at FROM neurons WHERE id = ?", (neuron,)).fetchone()
-            if row is None:
+            state = queries.neuron_state(conn, neuron)
+            if state is None:
                 raise UnknownNeuronError(f"neuron {neuron!r} does not exist")
-            if row[0] is not None:
+            if state == "archived":
                 raise UnknownNeuronError(f"neuron {neuron!r} is archived")
-
-    @staticmethod
-    def _weight(conn: Any, source: str, target: str, type: str) -> int | None:
-        row = conn.execute(
-            "SELECT weight FROM connections WHERE source = ? AND target = ? AND type = ?",
-            (source, target, type),
-        ).fetchone()
-        return None if row is None else int(row[0])

@@ -10,6 +10,17 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     decay_rate = 0.99                                # salience kept per hour
     routing = "~/.config/engram/routing.toml"        # embedders by use (default: hash)
 
+    [kinds."task.assigned"]                          # your own event kinds (ADR 0018)
+    schema = 1                                       # the payload's schema number (default 1)
+    fields = { task = "str", assignee = "str", priority = "int?", labels = "list[str]?" }
+
+    [kinds."note.taken"]
+    open = true                                      # payload {"data": {any JSON object}}
+
+Field types: ``str``, ``int``, ``float``, ``bool``, ``list[str]``, ``list[int]``,
+``list[float]``, ``list[bool]`` and ``json`` (a JSON object); a trailing ``?`` makes a field
+optional (absent means null). Payloads of these kinds are validated like engram's own.
+
 With none of them, the ledger is ``$XDG_DATA_HOME/engram/ledger.db``
 (``~/.local/share/engram/ledger.db``). The projection store defaults to a directory beside
 a SQLite ledger (``ledger.db.projections``), or, for a PostgreSQL ledger, to one per
@@ -18,7 +29,9 @@ database and schema under ``$XDG_DATA_HOME/engram/projections``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import keyword
 import os
 import tomllib
 from dataclasses import dataclass, fields
@@ -26,7 +39,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from engram.ledger import ConfigError
+import msgspec
+
+from engram.ledger import ConfigError, KindRegistry, KindRegistryError, default_registry
 
 _KEYS: dict[str, type | tuple[type, ...]] = {
     "ledger": str,
@@ -37,7 +52,48 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "projections": str,
     "decay_rate": (int, float),
     "routing": str,
+    "kinds": dict,
 }
+#: Field types a config-declared kind may use, and the Python type each becomes.
+FIELD_TYPES: dict[str, Any] = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list[str]": list[str],
+    "list[int]": list[int],
+    "list[float]": list[float],
+    "list[bool]": list[bool],
+    "json": dict[str, Any],
+}
+_KIND_KEYS = ("schema", "fields", "open")
+
+
+@dataclass(frozen=True)
+class KindDeclaration:
+    """An event kind declared in a config file: its name, schema and typed fields."""
+
+    name: str
+    schema: int
+    fields: tuple[tuple[str, str], ...]  # (field, type); a type ending in "?" is optional
+    source: str  # the config file that declared it
+    open: bool = False
+
+    def payload_type(self) -> type[msgspec.Struct]:
+        """Return the msgspec Struct that validates this kind's payloads (one per declaration)."""
+        return _struct(self)
+
+
+@functools.cache
+def _struct(declaration: KindDeclaration) -> type[msgspec.Struct]:
+    spec: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    for field, text in declaration.fields:
+        base = FIELD_TYPES[text.removesuffix("?")]
+        spec.append((field, base | None, None) if text.endswith("?") else (field, base))
+    title = "".join(part.title() for part in declaration.name.replace("_", ".").split("."))
+    return msgspec.defstruct(
+        title, spec, kw_only=True, frozen=True, forbid_unknown_fields=True, module=__name__
+    )
 
 
 @dataclass(frozen=True)
@@ -52,6 +108,7 @@ class Settings:
     projections: str = ""
     decay_rate: float = 0.99
     routing: str = ""
+    kinds: tuple[KindDeclaration, ...] = ()
     source: str = "default"
 
     @property
@@ -107,7 +164,83 @@ def _read_config(path: Path) -> dict[str, Any]:
             )
         if not isinstance(value, expected) or isinstance(value, bool):
             raise ConfigError(f"config file {path}: {key} has the wrong type ({value!r})")
+    if "kinds" in data:
+        data["kinds"] = _declarations(path, data["kinds"])
     return data
+
+
+def _declarations(path: Path, table: dict[str, Any]) -> tuple[KindDeclaration, ...]:
+    """Check the ``[kinds]`` tables of a config file; the errors name the file, kind, field."""
+    built_in = default_registry()
+    probe = KindRegistry()
+    found = []
+    for name, body in table.items():
+        where = f"config file {path}: kind {name!r}"
+        if not isinstance(body, dict):
+            raise ConfigError(f"{where} must be a table (schema, fields or open), got {body!r}")
+        if name in built_in:
+            raise ConfigError(f"{where} clashes with engram's built-in kind of that name")
+        unknown = sorted(set(body) - set(_KIND_KEYS))
+        if unknown:
+            raise ConfigError(f"{where}: unknown key(s) {unknown} (known: {list(_KIND_KEYS)})")
+        schema = body.get("schema", 1)
+        if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
+            raise ConfigError(f"{where}: schema must be an int >= 1, got {schema!r}")
+        is_open = body.get("open", False)
+        if not isinstance(is_open, bool):
+            raise ConfigError(f"{where}: open must be true or false, got {is_open!r}")
+        declared = body.get("fields")
+        if is_open:
+            if declared is not None:
+                raise ConfigError(f"{where}: an open kind takes no fields (its payload is data)")
+            declared = {"data": "json"}
+        if not isinstance(declared, dict) or not declared:
+            raise ConfigError(
+                f"{where}: fields must be a table of field = type (or set open = true)"
+            )
+        for field, text in declared.items():
+            if not field.isidentifier() or keyword.iskeyword(field) or field.startswith("_"):
+                raise ConfigError(
+                    f"{where}: field {field!r}: a field name must be an identifier"
+                    " (letters, digits, underscores; not a Python keyword; no leading _)"
+                )
+            if not isinstance(text, str) or text.removesuffix("?") not in FIELD_TYPES:
+                raise ConfigError(
+                    f"{where}: field {field!r} has unknown type {text!r}"
+                    f" (known: {', '.join(FIELD_TYPES)}; add ? for optional)"
+                )
+        declaration = KindDeclaration(
+            name, schema, tuple(declared.items()), str(path), open=is_open
+        )
+        try:
+            probe.register(name, declaration.payload_type(), schema=schema)
+        except KindRegistryError as exc:
+            raise ConfigError(f"config file {path}: {exc}") from None
+        found.append(declaration)
+    return tuple(found)
+
+
+def add_kinds(registry: KindRegistry, declarations: tuple[KindDeclaration, ...]) -> None:
+    """Register config-declared kinds in ``registry``, refusing a clash with a kind in it.
+
+    Older schemas of a kind are read with its current fields (no upcaster is needed when a
+    schema only adds optional fields; anything else fails to read, naming the kind).
+    """
+    for declaration in declarations:
+        try:
+            registry.register(
+                declaration.name, declaration.payload_type(), schema=declaration.schema
+            )
+        except KindRegistryError as exc:
+            raise ConfigError(
+                f"config file {declaration.source}: kind {declaration.name!r}: {exc}"
+            ) from None
+        for older in range(1, declaration.schema):
+            registry.register_upcaster(declaration.name, older, _same)
+
+
+def _same(payload: dict[str, Any]) -> dict[str, Any]:
+    return payload
 
 
 def resolve_settings(
@@ -132,6 +265,8 @@ def resolve_settings(
             f"unknown option {', '.join(map(repr, unknown))} (known: {', '.join(sorted(_KEYS))})"
         )
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if isinstance(overrides.get("kinds"), dict):
+        values["kinds"] = _declarations(Path("<options>"), overrides["kinds"])
     values.setdefault("ledger", default_ledger_path())
     timeout = values.get("busy_timeout", 30.0)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:

@@ -1,4 +1,9 @@
-"""Open engram: the ledger with engram's kinds, and its projections, from settings."""
+"""Open engram: the ledger with engram's kinds, and its projections, from settings.
+
+Every handle's kinds are engram's own, the kinds of a ``registry=`` given, and the kinds the
+config file declares (:func:`registry_for`, ADR 0018); a name two of them give different
+payloads is refused with a ConfigError.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +16,8 @@ from typing import Any
 
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
-from engram.config import Settings, resolve_settings
-from engram.ledger import KindRegistry, Ledger, default_registry
+from engram.config import Settings, add_kinds, resolve_settings
+from engram.ledger import ConfigError, KindRegistry, KindRegistryError, Ledger, default_registry
 from engram.projections.base import Projection
 from engram.projections.embedding import (
     CachedEmbedder,
@@ -41,15 +46,43 @@ def open(
 
     ``ledger`` is a SQLite path or a PostgreSQL URL; when omitted it comes from
     ``ENGRAM_LEDGER``, a config file, or the default data directory (see engram.config).
+    Its kinds are engram's, ``registry``'s and the config file's (:func:`merged_registry`).
     """
     return open_settings(resolve_settings(ledger, config=config, **options), registry)
 
 
+def registry_for(settings: Settings) -> KindRegistry:
+    """Return a new registry: engram's kinds plus the kinds the settings' config declares."""
+    registry = default_registry()
+    add_kinds(registry, settings.kinds)
+    return registry
+
+
+def merged_registry(settings: Settings, registry: KindRegistry | None = None) -> KindRegistry:
+    """Return engram's kinds, ``registry``'s and the config's in one new registry.
+
+    ``registry`` is copied, never changed. Raises ConfigError when it gives one of engram's
+    kinds another payload type, or declares a kind the config file declares differently.
+    """
+    if registry is None:
+        return registry_for(settings)
+    if not isinstance(registry, KindRegistry):
+        raise ConfigError(f"registry must be a KindRegistry, got {type(registry).__name__}")
+    merged = registry.copy()
+    for spec in default_registry():
+        try:
+            merged.register(spec.name, spec.type, schema=spec.schema)
+        except KindRegistryError as exc:
+            raise ConfigError(f"registry given: {exc}; engram's own kinds keep theirs") from None
+    add_kinds(merged, settings.kinds)
+    return merged
+
+
 def open_settings(settings: Settings, registry: KindRegistry | None = None) -> Ledger:
-    """Open the ledger that resolved ``settings`` describe, with engram's kinds by default."""
+    """Open the ledger that resolved ``settings`` describe, with :func:`merged_registry`."""
     return Ledger.open(
         settings.ledger,
-        registry if registry is not None else default_registry(),
+        merged_registry(settings, registry),
         durability=settings.durability,
         busy_timeout=settings.busy_timeout,
         pg_schema=settings.pg_schema,
@@ -116,10 +149,12 @@ class Memory:
 
 
 @contextmanager
-def open_parts(settings: Settings, *, actor: str = "agent") -> Iterator[Memory]:
+def open_parts(
+    settings: Settings, *, actor: str = "agent", registry: KindRegistry | None = None
+) -> Iterator[Memory]:
     """Open the ledger, the embedder and the projections that ``settings`` describe."""
     with ExitStack() as stack:
-        led = stack.enter_context(open_settings(settings))
+        led = stack.enter_context(open_settings(settings, registry))
         embedder = open_embedder(settings)
         if isinstance(embedder, CachedEmbedder):
             stack.callback(embedder.cache.close)
@@ -128,15 +163,30 @@ def open_parts(settings: Settings, *, actor: str = "agent") -> Iterator[Memory]:
             settings.projection_store, embedder.dimension, str(embedder.fingerprint)
         )
         yield Memory(
-            settings, led, engine, NeuronNetwork(led, engine, actor=actor), embedder, searcher
+            settings,
+            led,
+            engine,
+            NeuronNetwork(led, engine, actor=actor, rate=settings.decay_rate),
+            embedder,
+            searcher,
         )
         searcher.save()
 
 
 @contextmanager
 def open_memory(
-    ledger: str | None = None, *, actor: str = "agent", config: str | None = None, **options: Any
+    ledger: str | None = None,
+    *,
+    actor: str = "agent",
+    config: str | None = None,
+    registry: KindRegistry | None = None,
+    **options: Any,
 ) -> Iterator[Memory]:
-    """Open the ledger and its projections for a block; close both after it."""
-    with open_parts(resolve_settings(ledger, config=config, **options), actor=actor) as memory:
+    """Open the ledger and its projections for a block; close both after it.
+
+    ``registry`` adds its kinds to engram's and the config's (:func:`merged_registry`), so
+    one handle appends custom kinds and recalls.
+    """
+    settings = resolve_settings(ledger, config=config, **options)
+    with open_parts(settings, actor=actor, registry=registry) as memory:
         yield memory

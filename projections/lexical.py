@@ -1,16 +1,26 @@
 """The lexical index: SQLite FTS5 with BM25 over every text-bearing event.
 
 One row per ``memory.observed`` event, keyed by its ledger position (the FTS5 rowid), with
-the author, visibility and type kept beside the text so every search filters visibility in
-the same statement that ranks: an agent finds its own items and public items, never another
-agent's private ones. ``memory.archived`` deletes the rows it names (a position that holds no
-row is ignored). It is the other half of hybrid recall and the fallback when vectors are
-unavailable.
+the author, visibility, type and observation time kept beside the text so every search
+filters visibility in the same statement that ranks: an agent finds its own items and public
+items, never another agent's private ones. ``memory.archived`` stamps the rows it names with
+the archive's time (a position that holds no row, or an archived one, is ignored); searches
+leave archived rows out, except a search ``as_of`` a time before the archival, which sees
+what was known then (ADR 0019). It is the other half of hybrid recall and the fallback when
+vectors are unavailable.
+
+Each hit carries its raw BM25 score and ``match``, the IDF-weighted share of the query's
+words the item contains (0..1): a number that means the same for every query, where BM25's
+scale depends on the query and the corpus.
+
+To add a projection, read this module: a name, a version, the kinds it consumes, its tables,
+``create`` and ``apply`` dispatching per kind, and the read functions that own its SQL.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -21,6 +31,7 @@ import msgspec
 from engram.ledger import Event
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError, UnknownProjectionError
+from engram.projections.salience import micros
 from engram.projections.store import ProjectionStore, physical
 
 #: Texts longer than this are indexed up to it (the same cap the embedder applies).
@@ -35,7 +46,11 @@ def tokens(text: str) -> list[str]:
 
 
 class Hit(NamedTuple):
-    """A lexical match: the event position and its BM25 score (higher is better)."""
+    """A lexical match: the event position, its BM25 score (higher is better) and its match.
+
+    ``match`` is the IDF-weighted share of the query's distinct words found in the item, in
+    0..1; IDF as BM25 computes it over the indexed rows.
+    """
 
     position: int
     score: float
@@ -43,13 +58,14 @@ class Hit(NamedTuple):
     type: str
     visibility: str
     text: str
+    match: float = 0.0
 
 
 class LexicalIndex(Projection):
     """Full-text index of observations, ranked by BM25."""
 
     name = "lexical"
-    version = 2
+    version = 3
     kinds = ("memory.observed", "memory.archived")
     tables = ("lexical",)
 
@@ -57,31 +73,34 @@ class LexicalIndex(Projection):
         """Create the FTS5 table."""
         db.conn.execute(
             f"CREATE VIRTUAL TABLE {db['lexical']} USING fts5(text, agent UNINDEXED,"
-            f" visibility UNINDEXED, type UNINDEXED, tokenize = '{TOKENIZER}')"
+            " visibility UNINDEXED, type UNINDEXED, observed_us UNINDEXED, archived_us UNINDEXED,"
+            f" tokenize = '{TOKENIZER}')"
         )
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
-        """Index each observation under its ledger position; drop the archived ones."""
+        """Index each observation under its ledger position; stamp the archived ones."""
         table = db["lexical"]
-        rows: list[tuple[int, str, str, str, str]] = []
+        rows: list[tuple[int, str, str, str, str, int]] = []
         for e in events:
             p = e.payload
             if e.kind == "memory.observed":
-                rows.append((e.position, p.text[:MAX_TEXT], p.agent, p.visibility, p.type))
+                at = micros(e.at)
+                rows.append((e.position, p.text[:MAX_TEXT], p.agent, p.visibility, p.type, at))
                 continue
             # In position order: an archive only reaches the observations before it.
             self._insert(db, rows)
             rows = []
             db.conn.executemany(
-                f"DELETE FROM {table} WHERE rowid = ?", [(position,) for position in p.positions]
+                f"UPDATE {table} SET archived_us = ? WHERE rowid = ? AND archived_us IS NULL",
+                [(micros(e.at), position) for position in p.positions],
             )
         self._insert(db, rows)
 
     @staticmethod
-    def _insert(db: Tables, rows: list[tuple[int, str, str, str, str]]) -> None:
+    def _insert(db: Tables, rows: list[tuple[int, str, str, str, str, int]]) -> None:
         db.conn.executemany(
-            f"INSERT INTO {db['lexical']} (rowid, text, agent, visibility, type)"
-            " VALUES (?, ?, ?, ?, ?)",
+            f"INSERT INTO {db['lexical']} (rowid, text, agent, visibility, type, observed_us)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
             rows,
         )
 
@@ -89,7 +108,8 @@ class LexicalIndex(Projection):
         """Digest the indexed rows (rowid included), not FTS5's internal segments."""
         h = hashlib.sha256()
         for row in db.conn.execute(
-            f"SELECT rowid, text, agent, visibility, type FROM {db['lexical']} ORDER BY rowid"
+            f"SELECT rowid, text, agent, visibility, type, observed_us, archived_us"
+            f" FROM {db['lexical']} ORDER BY rowid"
         ):
             h.update(msgspec.json.encode(row))
         return h.hexdigest()
@@ -110,8 +130,15 @@ def search(
     *,
     agent: str,
     types: Sequence[str] | None = None,
+    as_of_us: int | None = None,
+    weights: dict[str, float] | None = None,
 ) -> list[Hit]:
-    """Return the ``k`` best BM25 matches ``agent`` may see (its own and public items)."""
+    """Return the ``k`` best BM25 matches ``agent`` may see (its own and public items).
+
+    With ``as_of_us`` (epoch microseconds), only what was known then: items observed at or
+    before it and not archived at or before it. ``weights`` are the query words' IDF
+    (:func:`idf`), when the caller has them already.
+    """
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
@@ -119,18 +146,91 @@ def search(
     expression = match_expression(query)
     if expression is None:
         return []
-    generation = ProjectionStore.live_generation(conn, "lexical")
-    if generation is None:
-        raise UnknownProjectionError("projection 'lexical' is not in this store")
-    table = physical(generation, "lexical")
+    table = _table(conn)
     sql = (
         f"SELECT rowid, -bm25({table}), agent, type, visibility, text FROM {table}"
         f" WHERE {table} MATCH ? AND (visibility = 'public' OR agent = ?)"
     )
     params: list[object] = [expression, agent]
+    if as_of_us is None:
+        sql += " AND archived_us IS NULL"
+    else:
+        sql += " AND observed_us <= ? AND (archived_us IS NULL OR archived_us > ?)"
+        params += [as_of_us, as_of_us]
     if types:
         sql += f" AND type IN ({','.join('?' * len(types))})"
         params += list(types)
     sql += f" ORDER BY bm25({table}), rowid LIMIT ?"
     params.append(k)
-    return [Hit(*row) for row in conn.execute(sql, params)]
+    rows = conn.execute(sql, params).fetchall()
+    if not rows:
+        return []
+    if weights is None:
+        weights = idf(conn, tokens(query))
+    return [
+        Hit(position, score, author, kind, visibility, text, share(weights, text))
+        for position, score, author, kind, visibility, text in rows
+    ]
+
+
+def share(weights: dict[str, float], text: str) -> float:
+    """Return the IDF-weighted share of the query words (``weights``, from :func:`idf`) in
+    ``text``: 1 when it holds them all, 0 when none, whatever the query."""
+    total = sum(weights.values())
+    if not total:
+        return 0.0
+    # Lowercasing the whole text first is tokens() without a list per word.
+    present = set(_WORD.findall(text.lower()))
+    return min(sum(w for word, w in weights.items() if word in present) / total, 1.0)
+
+
+def idf(conn: sqlite3.Connection, words: Sequence[str]) -> dict[str, float]:
+    """Return each distinct word's inverse document frequency as FTS5's BM25 computes it.
+
+    ``ln((N - n + 0.5) / (n + 0.5))`` over the N indexed rows, n of which hold the word,
+    floored at a tiny positive value as FTS5 floors words found in more than half the rows.
+    """
+    table = _table(conn)
+    docsize = table[:-1] + '_docsize"'
+    (total,) = conn.execute(f"SELECT count(*) FROM {docsize}").fetchone()
+    weights = {}
+    for word in dict.fromkeys(words):
+        (n,) = conn.execute(
+            f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (f'"{word}"',)
+        ).fetchone()
+        weights[word] = max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
+    return weights
+
+
+def archived_after(
+    conn: sqlite3.Connection,
+    as_of_us: int,
+    *,
+    agent: str,
+    types: Sequence[str] | None = None,
+) -> list[tuple[int, str]]:
+    """Return (position, text) of the items ``agent`` may see that were known at ``as_of_us``
+    and archived after it."""
+    table = _table(conn)
+    sql = (
+        f"SELECT rowid, text FROM {table} WHERE archived_us > ? AND observed_us <= ?"
+        " AND (visibility = 'public' OR agent = ?)"
+    )
+    params: list[object] = [as_of_us, as_of_us, agent]
+    if types:
+        sql += f" AND type IN ({','.join('?' * len(types))})"
+        params += list(types)
+    return [(int(r[0]), str(r[1])) for r in conn.execute(sql + " ORDER BY rowid", params)]
+
+
+def latest_archival(conn: sqlite3.Connection) -> int:
+    """Return the time (epoch microseconds) of the latest archival the index holds, 0 if none."""
+    (value,) = conn.execute(f"SELECT max(archived_us) FROM {_table(conn)}").fetchone()
+    return int(value or 0)
+
+
+def _table(conn: sqlite3.Connection) -> str:
+    generation = ProjectionStore.live_generation(conn, "lexical")
+    if generation is None:
+        raise UnknownProjectionError("projection 'lexical' is not in this store")
+    return physical(generation, "lexical")

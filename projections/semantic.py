@@ -33,10 +33,10 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engram.ledger import Event
+from engram.ledger import Event, chunked
 from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables
-from engram.projections.embedder import Embedder
+from engram.projections.embedding import Embedder
 from engram.projections.errors import QueryError
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore, physical
@@ -371,3 +371,30 @@ class VectorSearcher:
         filters and may return tombstones; :meth:`search` is the way to serve an agent.
         """
         return self._index
+
+
+def vectors_of(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, bytes]:
+    """Return the stored vectors (float32 bytes) of the live items at ``positions``."""
+    found: dict[int, bytes] = {}
+    for chunk in chunked(sorted(set(positions))):
+        marks = ",".join("?" * len(chunk))
+        for position, vector in conn.execute(
+            f"SELECT position, vector FROM semantic_vectors WHERE position IN ({marks})",
+            list(chunk),
+        ):
+            found[position] = vector
+    return found
+
+
+def similarities(
+    embedder: Embedder, query: npt.NDArray[np.float32], texts: Sequence[str]
+) -> list[float]:
+    """Return the cosine similarity of ``query`` to each text's vector, as the index scores it.
+
+    For items the index no longer holds (archived since a time a read looks back to).
+    """
+    if not texts:
+        return []
+    vectors = np.ascontiguousarray(embedder.embed([t[:MAX_TEXT] for t in texts]), dtype=np.float32)
+    vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+    return [float(v) for v in vectors @ vector]

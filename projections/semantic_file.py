@@ -139,7 +139,7 @@ def _removed_at(
         found += conn.execute(
             f"SELECT position, removed_at FROM {removed}"
             f" WHERE position IN ({','.join('?' * len(chunk))})",
-            chunk,
+            list(chunk),
         ).fetchall()
     return found
 

@@ -39,7 +39,7 @@ from engram.projections.embedding import (
     HashEmbedder,
     SentenceTransformerEmbedder,
 )
-from engram.projections.embedding_st import available as minilm_available
+from engram.projections.embedding.st import available as minilm_available
 from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex

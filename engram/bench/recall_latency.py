@@ -35,9 +35,15 @@ from engram.bench.recall_bench import minilm
 from engram.ledger import Ledger, NewEvent, default_registry
 from engram.ledger.catalog import MemoryObserved
 from engram.projections import lexical
-from engram.projections.embedder import Embedder, Fingerprint, FloatArray
-from engram.projections.embedding import CachedEmbedder, EmbeddingCache, HashEmbedder
-from engram.projections.embedding_st import MINILM, available, bundled_model_path
+from engram.projections.embedding import (
+    CachedEmbedder,
+    Embedder,
+    EmbeddingCache,
+    Fingerprint,
+    FloatArray,
+    HashEmbedder,
+)
+from engram.projections.embedding.st import MINILM, available, bundled_model_path
 from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex

@@ -23,7 +23,7 @@ from engram.projections.embedding import (
     HttpEmbedder,
     SentenceTransformerEmbedder,
 )
-from engram.projections.embedding_st import available as st_available
+from engram.projections.embedding.st import available as st_available
 from engram.projections.errors import EmbeddingInputError
 
 TEXTS = [

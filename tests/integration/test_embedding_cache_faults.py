@@ -18,8 +18,12 @@ import numpy as np
 import pytest
 
 import engram
-from engram.projections.embedding_cache import CachedEmbedder, EmbeddingCache, EmbeddingCacheWarning
-from engram.projections.embedding_hash import HashEmbedder
+from engram.projections.embedding import (
+    CachedEmbedder,
+    EmbeddingCache,
+    EmbeddingCacheWarning,
+    HashEmbedder,
+)
 
 WORKER = Path(__file__).parent / "_workers" / "observe_worker.py"
 

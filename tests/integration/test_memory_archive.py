@@ -305,7 +305,8 @@ def test_rebuild_equals_incremental_with_archivals_and_stray_ones(memory: Memory
         archived = {r[0] for r in conn.execute("SELECT position FROM salience WHERE archived = 1")}
         removed = {r[0] for r in conn.execute("SELECT position FROM semantic_removed")}
         table = physical(ProjectionStore.live_generation(conn, "lexical") or 0, "lexical")
-        lexical = {r[0] for r in conn.execute(f"SELECT rowid FROM {table}")}
+        live = f"SELECT rowid FROM {table} WHERE archived_us IS NULL"
+        lexical = {r[0] for r in conn.execute(live)}
         vectors = {r[0] for r in conn.execute("SELECT position FROM semantic_vectors")}
     assert archived == removed
     assert future not in archived

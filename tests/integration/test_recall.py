@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 
 from engram.agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, AgentMemory
 from engram.ledger import Ledger, PayloadError
-from engram.projections.embedder import Embedder, Fingerprint
-from engram.projections.embedding import HashEmbedder
+from engram.projections.embedding import Embedder, Fingerprint, HashEmbedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.lexical import LexicalIndex, search

@@ -13,7 +13,6 @@ import msgspec
 import numpy as np
 import pytest
 
-from engram.projections import embedding_st
 from engram.projections.embedding import (
     MAX_CHARS,
     CachedEmbedder,
@@ -31,6 +30,7 @@ from engram.projections.embedding import (
     embedder_for,
     load_routing,
 )
+from engram.projections.embedding import st as embedding_st
 from engram.projections.errors import (
     EmbeddingConfigError,
     EmbeddingError,

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from engram.projections.embedder import (
+from engram.projections.embedding.port import (
     DEFAULT_BATCH_SIZE,
     Embedder,
     Fingerprint,

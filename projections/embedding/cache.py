@@ -24,7 +24,13 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engram.ledger import chunked
-from engram.projections.embedder import Embedder, Fingerprint, FloatArray, check_texts, truncate
+from engram.projections.embedding.port import (
+    Embedder,
+    Fingerprint,
+    FloatArray,
+    check_texts,
+    truncate,
+)
 from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 TABLE = "embedding_cache"
@@ -138,7 +144,7 @@ class EmbeddingCache:
             for chunk in chunked(list(dict.fromkeys(keys))):
                 marks = ", ".join("?" * len(chunk))
                 rows = self.conn.execute(
-                    f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", chunk
+                    f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", list(chunk)
                 )
                 for key, blob in rows:
                     found[bytes(key)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)

@@ -3,8 +3,8 @@
 An :class:`Embedder` turns texts into float32 vectors of a fixed dimension. Its
 :class:`Fingerprint` names everything that shapes those vectors, so the semantic index can
 put it in its identity and the embedding cache can key on it. Providers live one per module
-(``embedding_hash``, ``embedding_http``, ``embedding_st``); :mod:`engram.projections.embedding` is
-the façade that picks one from the routing file.
+(``hashing``, ``http_api``, ``st``); ``routing`` is the façade that picks one from the
+routing file.
 
 Embedding is not a projection handler's business (DESIGN.md, rule 2): a model's output enters
 the system as cached vectors keyed by content, so a rebuild replays instead of recomputing.

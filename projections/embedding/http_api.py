@@ -28,7 +28,7 @@ from typing import Any, ClassVar, NoReturn
 
 import numpy as np
 
-from engram.projections.embedder import (
+from engram.projections.embedding.port import (
     DEFAULT_BATCH_SIZE,
     Embedder,
     Fingerprint,

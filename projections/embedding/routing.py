@@ -36,41 +36,12 @@ from typing import Annotated, Any
 
 import msgspec
 
-from engram.projections.embedder import (
-    DEFAULT_BATCH_SIZE,
-    MAX_CHARS,
-    MAX_DIMENSION,
-    Embedder,
-    Fingerprint,
-    FloatArray,
-)
-from engram.projections.embedding_cache import CachedEmbedder, EmbeddingCache, cache_key
-from engram.projections.embedding_hash import DEFAULT_DIMENSION, HashEmbedder
-from engram.projections.embedding_http import HttpEmbedder
-from engram.projections.embedding_st import SentenceTransformerEmbedder
+from engram.projections.embedding.cache import CachedEmbedder, EmbeddingCache
+from engram.projections.embedding.hashing import DEFAULT_DIMENSION, HashEmbedder
+from engram.projections.embedding.http_api import HttpEmbedder
+from engram.projections.embedding.port import DEFAULT_BATCH_SIZE, MAX_DIMENSION, Embedder
+from engram.projections.embedding.st import SentenceTransformerEmbedder
 from engram.projections.errors import EmbeddingConfigError
-
-__all__ = [
-    "DEFAULT_BATCH_SIZE",
-    "MAX_CHARS",
-    "CachedEmbedder",
-    "Embedder",
-    "EmbeddingCache",
-    "EmbeddingConfigWarning",
-    "Fingerprint",
-    "FloatArray",
-    "HashEmbedder",
-    "HashRoute",
-    "HttpEmbedder",
-    "HttpRoute",
-    "Route",
-    "Routing",
-    "SentenceTransformerEmbedder",
-    "SentenceTransformersRoute",
-    "cache_key",
-    "embedder_for",
-    "load_routing",
-]
 
 _Dimension = Annotated[int, msgspec.Meta(ge=1, le=MAX_DIMENSION)]
 _BatchSize = Annotated[int, msgspec.Meta(ge=1)]
