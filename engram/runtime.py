@@ -45,6 +45,11 @@ def open(
     return open_settings(resolve_settings(ledger, config=config, **options), registry)
 
 
+def registry_for(settings: Settings) -> KindRegistry:
+    """Return the kind registry for ``settings``: engram's kinds."""
+    return default_registry()
+
+
 def open_settings(settings: Settings, registry: KindRegistry | None = None) -> Ledger:
     """Open the ledger that resolved ``settings`` describe, with engram's kinds by default."""
     return Ledger.open(
