@@ -87,6 +87,12 @@ class State:
             )
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
+        logs.logger.debug(
+            "ledger %s (from %s), projections in %s",
+            _redacted(settings.ledger),
+            settings.source,
+            settings.projection_store,
+        )
         if not create:
             _require_ledger(settings)
         return settings
@@ -279,7 +285,7 @@ def output_format(default: str = "table") -> Callable[[F], F]:
     )
 
 
-class Time(click.ParamType):
+class Time(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
     """``now`` or an ISO-8601 time with a timezone (``Z`` allowed)."""
 
     name = "TIME"

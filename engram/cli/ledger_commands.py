@@ -51,7 +51,7 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[NewEvent], list[int]]:
     return events, numbers
 
 
-class ExpectationType(click.ParamType):
+class ExpectationType(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
     """``any``, ``no_stream`` or a stream version >= 1."""
 
     name = "any|no_stream|VERSION"
@@ -211,14 +211,14 @@ def log(
         raise click.UsageError("--timeout applies only with --follow")
     out = state()
     with _open_ledger(out.settings()) as ledger:
-        filters = {"kinds": list(kinds) or None, "streams": list(streams) or None}
+        kind_list, stream_list = list(kinds) or None, list(streams) or None
         events: Iterator[Event]
         if follow:
-            events = ledger.follow(after, timeout=timeout, **filters)
+            events = ledger.follow(after, kinds=kind_list, streams=stream_list, timeout=timeout)
             if limit is not None:
                 events = _first(events, limit)
         else:
-            events = ledger.read(after, limit=limit, **filters)
+            events = ledger.read(after, kinds=kind_list, streams=stream_list, limit=limit)
         out.render(
             map(_event_record, events),
             fmt,

@@ -310,7 +310,11 @@ def propagate(
     out = state()
     with opened(out.settings()) as memory:
         seeds = dict.fromkeys(neurons, strength)
-        options = {"max_depth": depth, "decay": decay, "min_strength": min_strength}
+        options: dict[str, Any] = {
+            "max_depth": depth,
+            "decay": decay,
+            "min_strength": min_strength,
+        }
         if record:
             result = memory.network.stimulate(seeds, cause=cause, at=as_of, **options)
             activation = result.activation

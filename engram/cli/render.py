@@ -42,8 +42,8 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def _cell(value: Any) -> str:
-    if isinstance(value, datetime):
+def _cell(value: Any, *, table: bool = False) -> str:
+    if table and isinstance(value, datetime):
         return value.isoformat(timespec="seconds")
     value = plain(value)
     if value is None:
@@ -163,7 +163,8 @@ def _table(
     if not stream:
         for record in first:
             for n in names:
-                width[n] = max(width[n], len(_clip(_cell(record.get(n)), caps.get(n, CELL))))
+                cell = _clip(_cell(record.get(n), table=True), caps.get(n, CELL))
+                width[n] = max(width[n], len(cell))
 
     def line(cells: dict[str, str]) -> str:
         parts = [cells[n].rjust(width[n]) if right[n] else cells[n].ljust(width[n]) for n in names]
@@ -174,7 +175,8 @@ def _table(
     count = 0
     for record in _chain(first, rest):
         count += 1
-        out.write(line({n: _clip(_cell(record.get(n)), caps.get(n, CELL)) for n in names}))
+        cells = {n: _clip(_cell(record.get(n), table=True), caps.get(n, CELL)) for n in names}
+        out.write(line(cells))
         if stream:
             out.flush()
     return count
