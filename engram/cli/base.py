@@ -245,8 +245,7 @@ def opened(settings: Settings, *, actor: str = "cli", catch_up: bool = True) -> 
     """Open the ledger and the projections, caught up unless told not to, with progress."""
     with open_parts(settings, actor=actor) as memory:
         if catch_up:
-            _announce_catch_up(memory)
-            memory.engine.catch_up(progress=state().progress())
+            bring_up_to_date(memory)
         yield memory
 
 
@@ -254,20 +253,44 @@ def opened(settings: Settings, *, actor: str = "cli", catch_up: bool = True) -> 
 NOTICE_LAG = 10_000
 
 
-def _announce_catch_up(memory: Memory) -> None:
-    """Say why a command pauses: a rebuild resumed, a stale or a far-behind projection."""
+def bring_up_to_date(memory: Memory) -> None:
+    """Catch the projections up, saying why when it takes a while; show progress meanwhile.
+
+    A rebuild that was interrupted, or a projection whose code changed, is rebuilt here
+    before the command answers: the user is told, rather than left waiting in silence.
+    """
     rows = memory.engine.status()
     rebuilding = [r.name for r in rows if r.state in ("rebuilding", "stale")]
+    behind = [r for r in rows if r.lag > 0]
+    if not rebuilding and not behind:
+        return
+    head = rows[0].head if rows else 0
     if rebuilding:
         note(
-            f"rebuilding {', '.join(rebuilding)} before answering "
-            f"(a new version, or a rebuild that was interrupted; {rows[0].head:,} events)…"
+            f"rebuilding {', '.join(rebuilding)} first (a rebuild was interrupted or the "
+            f"projection changed; {head:,} events)"
         )
-        return
-    behind = [r for r in rows if r.lag >= NOTICE_LAG]
-    if behind:
+    elif max(r.lag for r in behind) >= NOTICE_LAG:
         lag = max(r.lag for r in behind)
-        note(f"catching up {', '.join(r.name for r in behind)}: {lag:,} new events…")
+        note(f"catching up {', '.join(r.name for r in behind)}: {lag:,} new events")
+    bar = state().progress()
+    if bar is None:
+        memory.engine.catch_up()
+        return
+    label, total = ("rebuild", head) if rebuilding else ("catch-up", max(r.lag for r in behind))
+    with bar.start(label, total):
+        memory.engine.catch_up(progress=bar)
+
+
+def sync_vectors(memory: Memory) -> None:
+    """Load (or, after a rebuild, build) the vector index before a recall, showing the time."""
+    bar = state().progress()
+    with memory.engine.read() as conn:
+        if bar is None:
+            memory.searcher.sync(conn)
+            return
+        with bar.start("loading the vector index"):
+            memory.searcher.sync(conn)
 
 
 # -- shared option decorators -----------------------------------------------------------------

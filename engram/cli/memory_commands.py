@@ -11,7 +11,15 @@ import click
 
 from engram.agents.memory import RecallResult
 from engram.cli.app import cli, examples
-from engram.cli.base import TIME, as_of_option, note, opened, output_format, state
+from engram.cli.base import (
+    TIME,
+    as_of_option,
+    note,
+    opened,
+    output_format,
+    state,
+    sync_vectors,
+)
 from engram.projections.engine import ProjectionStatus
 
 MEMORY_TYPES = ("observation", "plan", "thought")
@@ -129,6 +137,7 @@ def recall(
     """
     out = state()
     with opened(out.settings(), actor=agent) as memory:
+        sync_vectors(memory)
         result = memory.agent(agent).recall(
             query, k, as_of=as_of, types=list(kinds) or None, record=not no_record
         )
@@ -222,7 +231,12 @@ def rebuild(names: tuple[str, ...], fmt: str) -> None:
     """
     out = state()
     with opened(out.settings(), catch_up=False) as memory:
-        memory.engine.rebuild(list(names) or None, progress=out.progress())
+        bar = out.progress()
+        if bar is None:
+            memory.engine.rebuild(list(names) or None)
+        else:
+            with bar.start("rebuild", memory.ledger.head()):
+                memory.engine.rebuild(list(names) or None, progress=bar)
         _render_status(memory.engine.status(digest=True), fmt, True)
 
 
