@@ -103,11 +103,16 @@ def run(
             ("catch-up lag", lag_bench.lag),
         ]
     skipped: list[Figure] = []
+    notices: list[str] = []
     if config.suite in ("recall", "all"):
         try:
             locomo_module.locate(config.locomo)
-        except locomo_module.LocomoError as exc:
-            log(f"skipping the recall figures: {exc} (--locomo FILE)")
+        except locomo_module.LocomoError:
+            where = config.locomo or os.environ.get("ENGRAM_LOCOMO") or locomo_module.DEFAULT_FILE
+            notices.append(
+                f"skipping the recall figures: no LoCoMo data at {os.path.abspath(where)}; "
+                "pass --locomo FILE (or set ENGRAM_LOCOMO)"
+            )
             for name in NEEDS_LOCOMO:
                 figure = Figure(name, "-", "-", None)
                 figure.skipped = "no LoCoMo data: pass --locomo FILE or set ENGRAM_LOCOMO"
@@ -125,6 +130,8 @@ def run(
         f"  python {env['python']}, {env['cpus']} CPUs, SQLite {env['sqlite']}, "
         f"DuckDB {env['duckdb']}, eventsourcing {env['eventsourcing'] or 'absent'}"
     )
+    for notice in notices:
+        log(notice)
     figures: list[Figure] = []
     failed = False
     try:

@@ -276,3 +276,15 @@ def test_quiet_and_verbose_set_the_log_levels(db: str, monkeypatch: pytest.Monke
     assert logging.getLogger("engram").level == logging.ERROR
     invoke("--ledger", db, "-v", "status")  # and cleaned up for verbose runs
     assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ
+
+
+def test_bench_skips_the_recall_figures_without_their_data(tmp_path: Path) -> None:
+    missing = tmp_path / "locomo-dev.json"
+    code, out, err = invoke(
+        "bench", "--quick", "--suite", "recall", "--repeat", "1", "--locomo", str(missing)
+    )
+    assert code == 0, err
+    assert f"no LoCoMo data at {missing}; pass --locomo FILE" in err
+    rows = [line.split() for line in out.splitlines() if line.endswith("SKIP")]
+    assert [row[0] for row in rows] == ["LoCoMo", "recall", "semantic"]
+    assert list(tmp_path.iterdir()) == []
