@@ -205,3 +205,22 @@ def test_quiet_and_verbose(tmp_path: Path) -> None:
     assert both.returncode == 2
     assert "exclude each other" in both.stderr
     json.loads(engram(tmp_path, "--ledger", db, "-v", "status", "--format", "json").stdout)
+
+
+def test_shell_completion_offers_commands_and_choices(tmp_path: Path) -> None:
+    def complete(words: str, index: int) -> list[str]:
+        env = environment(tmp_path)
+        env.update(COMP_WORDS=words, COMP_CWORD=str(index), _ENGRAM_COMPLETE="bash_complete")
+        proc = subprocess.run(
+            [str(EXE)], env=env, capture_output=True, text=True, timeout=120, check=False
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.split()
+
+    assert complete("engram gr", 1) == ["plain,graph"]
+    assert complete("engram log --format ", 3) == [
+        "plain,table",
+        "plain,csv",
+        "plain,json",
+        "plain,jsonl",
+    ]
