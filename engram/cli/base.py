@@ -154,8 +154,7 @@ class Command(click.Command):
         current = ctx.find_root().ensure_object(State)
         if current.options.get("quiet") and current.options.get("verbose"):
             raise click.UsageError("-q/--quiet and -v/--verbose exclude each other", ctx)
-        logs.configure(current.verbosity)
-        with translated(ctx):
+        with logs.configured(current.verbosity), translated(ctx):
             return super().invoke(ctx)
 
 

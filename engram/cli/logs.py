@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any
 
 #: Libraries that log or draw progress bars while a model loads ("Loading weights").
@@ -29,7 +31,6 @@ QUIET_ENV = {
 QUIET, NORMAL, VERBOSE = -1, 0, 1
 
 logger = logging.getLogger("engram")
-_env_set: set[str] = set()
 
 
 class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -51,26 +52,32 @@ _handler = _StderrHandler()
 _handler.setFormatter(logging.Formatter("%(message)s"))
 
 
-def configure(verbosity: int) -> None:
-    """Show engram's messages on stderr at the level ``verbosity`` asks for.
+@contextmanager
+def configured(verbosity: int) -> Iterator[None]:
+    """Show engram's messages on stderr at the level ``verbosity`` asks for, for one command.
 
     ``QUIET`` shows errors only, ``NORMAL`` engram's notices and warnings, ``VERBOSE`` engram's
     debug messages and what the model libraries say, their progress bars included. Environment
-    variables the user set are left alone.
+    variables the user set are left alone. Everything is put back afterwards, so a program
+    that calls :func:`engram.cli.main` keeps its own logging.
     """
-    level = {QUIET: logging.ERROR, NORMAL: logging.INFO}.get(verbosity, logging.DEBUG)
-    logger.setLevel(level)
+    names = ("engram", *LIBRARIES)
+    saved = {name: logging.getLogger(name).level for name in names}
+    propagate = logger.propagate
+    added = [key for key in QUIET_ENV if key not in os.environ] if verbosity < VERBOSE else []
+    logger.setLevel({QUIET: logging.ERROR, NORMAL: logging.INFO}.get(verbosity, logging.DEBUG))
     logger.propagate = False
-    if _handler not in logger.handlers:
-        logger.addHandler(_handler)
+    logger.addHandler(_handler)
     for name in LIBRARIES:
         logging.getLogger(name).setLevel(logging.INFO if verbosity >= VERBOSE else logging.ERROR)
-    if verbosity >= VERBOSE:
-        for key in _env_set:
+    for key in added:
+        os.environ[key] = QUIET_ENV[key]
+    try:
+        yield
+    finally:
+        for key in added:
             os.environ.pop(key, None)
-        _env_set.clear()
-        return
-    for key, value in QUIET_ENV.items():
-        if key not in os.environ:
-            os.environ[key] = value
-            _env_set.add(key)
+        logger.removeHandler(_handler)
+        logger.propagate = propagate
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)

@@ -15,7 +15,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from engram.cli import cli
+from engram.cli import cli, logs
 from engram.ledger import default_registry
 
 FORMATS = ("table", "csv", "json", "jsonl")
@@ -259,22 +259,28 @@ def test_quiet_and_verbose_set_the_log_levels(db: str, monkeypatch: pytest.Monke
     code, _, err = invoke("--ledger", db, "status", "-v")
     assert code == 0
     assert f"ledger {db} (from --ledger)" in err
-    assert logging.getLogger("transformers").level == logging.INFO
-    assert "TQDM_DISABLE" not in os.environ
-
     code, _, err = invoke("--ledger", db, "status")
     assert (code, err) == (0, "")
-    assert logging.getLogger("transformers").level == logging.ERROR
-    assert logging.getLogger("sentence_transformers").level == logging.ERROR
-    assert os.environ["TQDM_DISABLE"] == "1"
-    assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
-    assert os.environ["TRANSFORMERS_VERBOSITY"] == "error"
 
+    library = logging.getLogger("transformers")
+    with logs.configured(logs.NORMAL):
+        assert library.level == logging.ERROR
+        assert logging.getLogger("sentence_transformers").level == logging.ERROR
+        assert logs.logger.level == logging.INFO
+        assert os.environ["TQDM_DISABLE"] == "1"
+        assert os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] == "1"
+        assert os.environ["TRANSFORMERS_VERBOSITY"] == "error"
+    with logs.configured(logs.VERBOSE):
+        assert library.level == logging.INFO
+        assert logs.logger.level == logging.DEBUG
+        assert "TQDM_DISABLE" not in os.environ
     monkeypatch.setenv("TQDM_DISABLE", "0")  # what the user set is left alone
-    invoke("--ledger", db, "-q", "status")
-    assert os.environ["TQDM_DISABLE"] == "0"
-    assert logging.getLogger("engram").level == logging.ERROR
-    invoke("--ledger", db, "-v", "status")  # and cleaned up for verbose runs
+    with logs.configured(logs.QUIET):
+        assert os.environ["TQDM_DISABLE"] == "0"
+        assert logs.logger.level == logging.ERROR
+    # Afterwards the process's own logging is as it was.
+    assert library.level == logging.NOTSET
+    assert logs.logger.propagate
     assert "HF_HUB_DISABLE_PROGRESS_BARS" not in os.environ
 
 
