@@ -13,7 +13,13 @@ import engram
 from engram.cli.base import Group, State, _silence_stdout
 
 
-@click.group(name="engram", cls=Group)
+@click.group(
+    name="engram",
+    cls=Group,
+    epilog='\b\nExamples:\n  engram init\n  engram observe alice "The deploy failed at 3am"\n'
+    '  engram recall alice "what went wrong?" --format json\n'
+    "  engram log --ledger team.db --kind memory.observed | head",
+)
 @click.version_option(
     engram.__version__, "--version", prog_name="engram", message="%(prog)s %(version)s"
 )

@@ -89,7 +89,7 @@ class State:
             raise click.UsageError(str(exc)) from None
         logs.logger.debug(
             "ledger %s (from %s), projections in %s",
-            _redacted(settings.ledger),
+            redacted(settings.ledger),
             settings.source,
             settings.projection_store,
         )
@@ -205,7 +205,7 @@ def _require_ledger(settings: Settings) -> None:
     target = settings.ledger
     if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
         if not _pg_ledger_exists(target, settings.pg_schema):
-            where = f"{_redacted(target)} (schema {settings.pg_schema})"
+            where = f"{redacted(target)} (schema {settings.pg_schema})"
             raise NoLedgerError(f"no ledger at {where}; run engram init")
         return
     path = os.path.expanduser(target.removeprefix("sqlite:///"))
@@ -223,11 +223,12 @@ def _pg_ledger_exists(url: str, schema: str) -> bool:
         with psycopg.connect(libpq, connect_timeout=10) as conn:
             row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.events",)).fetchone()
     except psycopg.Error as exc:
-        raise CliError(f"cannot reach the ledger at {_redacted(url)}: {exc}") from None
+        raise CliError(f"cannot reach the ledger at {redacted(url)}: {exc}") from None
     return row is not None and row[0] is not None
 
 
-def _redacted(url: str) -> str:
+def redacted(url: str) -> str:
+    """Return ``url`` with its password, if any, replaced by ``***``."""
     parts = urlsplit(url)
     if parts.password is None:
         return url

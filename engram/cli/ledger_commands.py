@@ -13,7 +13,7 @@ import click
 import msgspec
 
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, opened, output_format, state
+from engram.cli.base import CliError, opened, output_format, redacted, state
 from engram.cli.base import open_ledger as _open_ledger
 from engram.ledger import ANY, NO_STREAM, Event, EventError, Expectation, KindRegistry, NewEvent
 from engram.runtime import registry_for
@@ -86,9 +86,8 @@ def init() -> None:
     settings = out.settings(create=True)
     with opened(settings, catch_up=False) as memory:
         ledger = memory.ledger
-        out.echo(
-            f"ledger ready at {settings.ledger} ({ledger.backend_name}, from {settings.source})"
-        )
+        where = redacted(settings.ledger)
+        out.echo(f"ledger ready at {where} ({ledger.backend_name}, from {settings.source})")
         out.echo(f"projections at {settings.projection_store}")
         positions = memory.network.bootstrap()
         if positions:

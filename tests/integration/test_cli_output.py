@@ -133,23 +133,24 @@ def _commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[st
     return found
 
 
-COMMANDS = _commands(cli)
+COMMANDS = [(), *_commands(cli)]
 
 
 def test_every_command_is_listed() -> None:
     assert {" ".join(c) for c in COMMANDS} >= {
+        "",
         "init", "append", "log", "verify", "sql", "kinds", "observe", "archive", "recall",
         "status", "rebuild", "graph", "graph top", "graph propagate", "graph export", "bench",
         "demo",
     }  # fmt: skip
 
 
-@pytest.mark.parametrize("path", COMMANDS, ids=" ".join)
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda path: " ".join(path) or "engram")
 def test_help_has_a_description_and_an_example(path: tuple[str, ...]) -> None:
     code, out, _ = invoke(*path, "--help")
     assert code == 0
     usage, blank, description, *rest = out.splitlines()
-    assert usage.startswith(f"Usage: engram {' '.join(path)}")
+    assert usage.startswith(" ".join(["Usage: engram", *path]))
     assert blank == ""
     assert len(description.split()) >= 3
     assert "  Examples:" in rest
