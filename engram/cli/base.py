@@ -29,7 +29,6 @@ from engram.runtime import Memory, open_parts, open_settings, registry_for
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_GLOBALS = "engram.globals"
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
@@ -50,6 +49,10 @@ class CliError(click.ClickException):
 
 class NoLedgerError(CliError):
     """A command that only reads was pointed at a ledger that does not exist."""
+
+
+class _OutputClosed(Exception):
+    """Whoever read our stdout has gone (``engram log | head``): stop, quietly."""
 
 
 class State:
@@ -99,11 +102,24 @@ class State:
 
     def echo(self, text: str = "") -> None:
         """Print one line of output."""
-        self.out.write(text + "\n")
+        try:
+            self.out.write(text + "\n")
+        except BrokenPipeError:
+            raise _OutputClosed from None
 
     def render(self, records: Iterable[Record], fmt: str, **options: Any) -> int:
         """Print records in ``fmt`` with the shared renderer; return how many."""
-        return render(records, fmt, self.out, **options)
+        try:
+            return render(records, fmt, self.out, **options)
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+    def flush(self) -> None:
+        """Flush the output, so a reader that has gone is noticed here, not at exit."""
+        try:
+            self.out.flush()
+        except BrokenPipeError:
+            raise _OutputClosed from None
 
 
 def state() -> State:
@@ -155,7 +171,9 @@ class Command(click.Command):
         if current.options.get("quiet") and current.options.get("verbose"):
             raise click.UsageError("-q/--quiet and -v/--verbose exclude each other", ctx)
         with logs.configured(current.verbosity), translated(ctx):
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            current.flush()
+            return result
 
 
 class Group(click.Group):
@@ -175,7 +193,7 @@ def translated(ctx: click.Context) -> Iterator[None]:
     """Turn engram's exceptions into exit codes: 1 at run time, 2 for usage."""
     try:
         yield
-    except BrokenPipeError:
+    except _OutputClosed:
         _silence_stdout()
         raise click.exceptions.Exit(0) from None
     except KeyboardInterrupt:
