@@ -13,7 +13,6 @@ target is reported, not an error.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import tempfile
@@ -22,85 +21,38 @@ from collections.abc import Callable
 
 from engram.bench.common import FULL, QUICK, Config, Figure, log, remove_tree
 
-__all__ = ["add_arguments", "run"]
+__all__ = ["DEFAULT_PG", "SUITES", "default_embedding_cache", "run"]
 
 DEFAULT_PG = "postgresql://127.0.0.1:5432/test"
 SEED = 20250101
+SUITES = ("ledger", "audit", "projections", "recall", "all")
+#: The figures that read the LoCoMo conversations; skipped, with a notice, when it is absent.
+NEEDS_LOCOMO = ("LoCoMo recall@10", "recall latency", "semantic rebuild, MiniLM")
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the options of `engram bench` to ``parser``."""
-    parser.add_argument(
-        "--suite",
-        choices=("ledger", "audit", "projections", "recall", "all"),
-        default="all",
-        help="which figures to measure (default: all)",
-    )
-    parser.add_argument(
-        "--quick", action="store_true", help="small sizes for a smoke run (under a minute)"
-    )
-    parser.add_argument(
-        "--repeat",
-        type=_positive,
-        default=5,
-        metavar="N",
-        help="repetitions per figure; the report gives medians (default: 5)",
-    )
-    parser.add_argument(
-        "--json",
-        dest="json_path",
-        metavar="PATH",
-        help="also write the results, samples included, as JSON",
-    )
-    parser.add_argument(
-        "--pg",
-        dest="pg_url",
-        metavar="URL",
-        default=os.environ.get("ENGRAM_BENCH_PG", DEFAULT_PG),
-        help="PostgreSQL for the PostgreSQL figure (default: $ENGRAM_BENCH_PG "
-        f"or {DEFAULT_PG}); skipped when unreachable",
-    )
-    parser.add_argument(
-        "--dir",
-        dest="scratch_dir",
-        metavar="DIR",
-        help="scratch directory for the databases (default: a temporary "
-        "directory, removed afterwards)",
-    )
-    parser.add_argument(
-        "--events",
-        type=_positive,
-        metavar="N",
-        help="events in the audit ledger (default: 1,000,000; 30,000 with --quick)",
-    )
-    parser.add_argument(
-        "--locomo",
-        metavar="PATH",
-        help="the LoCoMo conversations for the recall figures (default: $ENGRAM_LOCOMO or "
-        "../shared/data/locomo/locomo-dev.json beside the repository)",
-    )
-    parser.add_argument(
-        "--embedding-cache",
-        metavar="PATH",
-        default=os.path.join(
-            os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
-            "engram",
-            "bench-embeddings.db",
-        ),
-        help="a SQLite file keeping MiniLM vectors between runs, so the 100k-memory store "
-        "is embedded once (default: %(default)s; 'none' for no lasting cache)",
-    )
+def default_embedding_cache() -> str:
+    """Return where MiniLM vectors are kept between runs: the user's cache directory."""
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(cache, "engram", "bench-embeddings.db")
 
 
-def _positive(text: str) -> int:
-    value = int(text.replace("_", "").replace(",", ""))
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
+def run(
+    *,
+    suite: str = "all",
+    quick: bool = False,
+    repeat: int = 5,
+    json_path: str | None = None,
+    pg_url: str = DEFAULT_PG,
+    scratch_dir: str | None = None,
+    events: int | None = None,
+    locomo: str | None = None,
+    embedding_cache: str | None = None,
+) -> int:
+    """Run the chosen suites, print the table and return the exit code (1 if a step failed).
 
-
-def run(args: argparse.Namespace) -> int:
-    """Run the chosen suites, print the table and return the exit code (1 if a step failed)."""
+    Suites whose data is missing (LoCoMo for ``recall``) are reported as skipped, naming the
+    option that supplies it.
+    """
     from engram.bench import (
         audit_bench,
         lag_bench,
@@ -111,24 +63,27 @@ def run(args: argparse.Namespace) -> int:
         recall_latency,
         report,
     )
+    from engram.bench import locomo as locomo_module
 
-    sizes = QUICK if args.quick else FULL
-    if args.events is not None:
-        sizes = dataclasses.replace(sizes, audit_events=args.events)
-    if args.scratch_dir:
-        os.makedirs(args.scratch_dir, exist_ok=True)
-    scratch = tempfile.mkdtemp(prefix="engram-bench-", dir=args.scratch_dir or None)
-    cache = None if args.embedding_cache in (None, "", "none") else args.embedding_cache
+    if suite not in SUITES:
+        raise ValueError(f"unknown suite {suite!r} (known: {', '.join(SUITES)})")
+    sizes = QUICK if quick else FULL
+    if events is not None:
+        sizes = dataclasses.replace(sizes, audit_events=events)
+    if scratch_dir:
+        os.makedirs(scratch_dir, exist_ok=True)
+    scratch = tempfile.mkdtemp(prefix="engram-bench-", dir=scratch_dir or None)
+    cache = None if embedding_cache in (None, "", "none") else embedding_cache
     config = Config(
-        args.suite,
-        args.quick,
-        args.repeat,
-        args.json_path,
-        args.pg_url,
+        suite,
+        quick,
+        repeat,
+        json_path,
+        pg_url,
         scratch,
         sizes,
         SEED,
-        locomo=args.locomo,
+        locomo=locomo,
         embedding_cache=cache,
     )
     steps: list[tuple[str, Callable[[Config], list[Figure]]]] = []
@@ -147,12 +102,27 @@ def run(args: argparse.Namespace) -> int:
             ("spreading activation", projection_bench.activation),
             ("catch-up lag", lag_bench.lag),
         ]
+    skipped: list[Figure] = []
+    notices: list[str] = []
     if config.suite in ("recall", "all"):
-        steps += [
-            ("LoCoMo recall quality", recall_bench.quality),
-            ("recall latency", recall_latency.latency),
-            ("MiniLM rebuild", recall_latency.rebuild),
-        ]
+        try:
+            locomo_module.locate(config.locomo)
+        except locomo_module.LocomoError:
+            where = config.locomo or os.environ.get("ENGRAM_LOCOMO") or locomo_module.DEFAULT_FILE
+            notices.append(
+                f"skipping the recall figures: no LoCoMo data at {os.path.abspath(where)}; "
+                "pass --locomo FILE (or set ENGRAM_LOCOMO)"
+            )
+            for name in NEEDS_LOCOMO:
+                figure = Figure(name, "-", "-", None)
+                figure.skipped = "no LoCoMo data: pass --locomo FILE or set ENGRAM_LOCOMO"
+                skipped.append(figure)
+        else:
+            steps += [
+                ("LoCoMo recall quality", recall_bench.quality),
+                ("recall latency", recall_latency.latency),
+                ("MiniLM rebuild", recall_latency.rebuild),
+            ]
     env = report.environment(config)
     log(
         f"engram bench: suite={config.suite} repeat={config.repeat} seed={config.seed} "
@@ -160,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
         f"  python {env['python']}, {env['cpus']} CPUs, SQLite {env['sqlite']}, "
         f"DuckDB {env['duckdb']}, eventsourcing {env['eventsourcing'] or 'absent'}"
     )
+    for notice in notices:
+        log(notice)
     figures: list[Figure] = []
     failed = False
     try:
@@ -177,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         failed = True
     finally:
         remove_tree(scratch)
+    figures += skipped
     print(report.table(figures), flush=True)
     if config.json_path:
         try:

@@ -61,9 +61,9 @@ def test_append_file_then_log_json(
     src = tmp_path / "events.jsonl"
     src.write_text(lines(GOOD, ACT))
     code, out, _ = run(capsys, "--ledger", db, "append", str(src), "--expect", "no_stream")
-    assert (code, out.split()) == (0, ["1", "2"])
+    assert (code, out) == (0, "appended 2 events, positions 1..2\n")
     code, out, _ = run(
-        capsys, "--ledger", db, "log", "--format", "json", "--kind", "neuron.activated"
+        capsys, "--ledger", db, "log", "--format", "jsonl", "--kind", "neuron.activated"
     )
     assert code == 0
     [event] = [json.loads(x) for x in out.splitlines()]
@@ -84,8 +84,8 @@ def test_append_reports_the_bad_line_and_writes_nothing(
     }
     src.write_text(lines(GOOD, ACT) + "\n" + lines(bad))  # the blank line keeps numbering honest
     code, _, err = run(capsys, "--ledger", db, "append", str(src))
-    assert code == 2
-    assert "line 4" in err
+    assert code == 1
+    assert "engram append: error: line 4" in err
     assert "$.strength" in err
     with Ledger.open(db) as ledger:
         assert ledger.head() == 0
@@ -108,7 +108,7 @@ def test_append_refuses_bad_input_with_a_clear_message(
     src = tmp_path / "in.jsonl"
     src.write_text(text)
     code, _, err = run(capsys, "--ledger", db, "append", str(src))
-    assert code == 2
+    assert code == 1
     assert expected in err
     with Ledger.open(db) as ledger:
         assert ledger.head() == 0
@@ -122,7 +122,7 @@ def test_append_expectation_conflict_is_an_error(
     assert run(capsys, "--ledger", db, "append", str(src))[0] == 0
     src.write_text(lines(ACT))
     code, _, err = run(capsys, "--ledger", db, "append", str(src), "--expect", "5")
-    assert code == 2
+    assert code == 1
     assert "expected at version 5, but is at 1" in err
 
 
@@ -170,7 +170,7 @@ def test_sql_formats_and_refuses_writes(
     assert code == 0
     assert json.loads(out) == [{"s": 1.0}]
     code, _, err = run(capsys, "--ledger", db, "sql", "DELETE FROM events")
-    assert code == 2
+    assert code == 1
     assert "read-only" in err
     with Ledger.open(db) as ledger:
         assert ledger.head() == 3

@@ -409,14 +409,14 @@ def test_the_archive_command(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code, out, _ = run(
         capsys, "--ledger", db, "recall", "alice", "database", "--no-record", "--format", "json"
     )
-    assert [item["position"] for item in json.loads(out)["items"]] == [rollback]
+    assert [item["position"] for item in json.loads(out)] == [rollback]
 
     code, out, err = run(capsys, "--ledger", db, "archive", "--agent", "alice", "999")
-    assert (code, out) == (2, "")
+    assert (code, out) == (1, "")
     assert "engram archive: error: position 999 holds no event, not a memory" in err
     code, out, err = run(capsys, "--ledger", db, "archive", "--agent", "bob", str(rollback))
-    assert (code, out) == (2, "")
+    assert (code, out) == (1, "")
     assert "archives only its own" in err
     code, out, err = run(capsys, "--ledger", db, "archive", "--agent", "alice", str(outage))
-    assert code == 2
+    assert code == 1
     assert "archived already" in err

@@ -1,0 +1,12 @@
+"""The ``engram`` command line, built with click: one decorator per command (ADR 0017).
+
+Shared pieces (global options accepted before or after the command, ``--format``,
+``--as-of``, exit codes, opening a ledger without creating it) live in
+:mod:`engram.cli.base`; records are printed by :mod:`engram.cli.render`. Importing the
+command modules registers their commands on :data:`cli`.
+"""
+
+from engram.cli import ledger_commands, memory_commands, tools  # noqa: F401
+from engram.cli.app import cli, main
+
+__all__ = ["cli", "main"]

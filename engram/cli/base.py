@@ -1,0 +1,362 @@
+"""What every ``engram`` command shares: global and output options, errors, opening the ledger.
+
+Exit codes: 0 success; 1 a failure at run time (a check failed, the ledger is missing, the
+database or a query refused, the input data is wrong); 2 a usage error (the command line or
+the configuration it names is wrong). A closed pipe on stdout (``engram log | head``) ends
+the command quietly with 0. Ctrl-C exits with 130.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager, suppress
+from datetime import UTC, datetime
+from typing import IO, Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import click
+
+from engram.agents.errors import AgentError
+from engram.cli import logs
+from engram.cli.render import FORMATS, Record, render
+from engram.config import Settings, resolve_settings
+from engram.ledger import ConfigError, Ledger, LedgerError
+from engram.progress import ProgressBar
+from engram.projections.errors import ProjectionError, UnknownProjectionError
+from engram.runtime import Memory, open_parts, open_settings, registry_for
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+class CliError(click.ClickException):
+    """A failure at run time: printed as ``engram COMMAND: error: ...``, exit code 1."""
+
+    exit_code = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        ctx = click.get_current_context(silent=True)
+        self.where = ctx.command_path if ctx is not None else "engram"
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print the message on stderr, prefixed with the command that failed."""
+        click.echo(f"{self.where}: error: {self.format_message()}", err=True)
+
+
+class NoLedgerError(CliError):
+    """A command that only reads was pointed at a ledger that does not exist."""
+
+
+class _OutputClosed(Exception):
+    """Whoever read our stdout has gone (``engram log | head``): stop, quietly."""
+
+
+class State:
+    """What one invocation carries: the output stream and the global options given."""
+
+    def __init__(self, out: IO[str] | None = None) -> None:
+        self._out = out
+        self.options: dict[str, Any] = {}
+
+    @property
+    def out(self) -> IO[str]:
+        """Return the stream records go to: the one given, else the current stdout."""
+        return self._out if self._out is not None else sys.stdout
+
+    @property
+    def verbosity(self) -> int:
+        """Return ``logs.QUIET``, ``logs.NORMAL`` or ``logs.VERBOSE`` from ``-q``/``-v``."""
+        if self.options.get("quiet"):
+            return logs.QUIET
+        return logs.VERBOSE if self.options.get("verbose") else logs.NORMAL
+
+    def progress(self) -> ProgressBar | None:
+        """Return a progress bar for a long step, or None under ``-q``."""
+        return None if self.verbosity == logs.QUIET else ProgressBar()
+
+    def settings(self, *, create: bool = False) -> Settings:
+        """Resolve where the ledger is; unless ``create``, fail when there is no ledger there."""
+        o = self.options
+        try:
+            settings = resolve_settings(
+                o.get("ledger"),
+                config=o.get("config"),
+                pg_schema=o.get("pg_schema"),
+                durability=o.get("durability"),
+            )
+        except ConfigError as exc:
+            raise click.UsageError(str(exc)) from None
+        logs.logger.debug(
+            "ledger %s (from %s), projections in %s",
+            redacted(settings.ledger),
+            settings.source,
+            settings.projection_store,
+        )
+        if not create:
+            _require_ledger(settings)
+        return settings
+
+    def echo(self, text: str = "") -> None:
+        """Print one line of output."""
+        try:
+            self.out.write(text + "\n")
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+    def render(self, records: Iterable[Record], fmt: str, **options: Any) -> int:
+        """Print records in ``fmt`` with the shared renderer; return how many."""
+        try:
+            return render(records, fmt, self.out, **options)
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+    def flush(self) -> None:
+        """Flush the output, so a reader that has gone is noticed here, not at exit."""
+        try:
+            self.out.flush()
+        except BrokenPipeError:
+            raise _OutputClosed from None
+
+
+def state() -> State:
+    """Return the current invocation's state."""
+    return click.get_current_context().find_root().ensure_object(State)
+
+
+def note(message: str) -> None:
+    """Tell the user something on stderr (hidden by ``-q``); stdout keeps only the output."""
+    logs.logger.info(message)
+
+
+# -- global options, accepted before and after the command ----------------------------------
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if value is not None and value is not False and param.name is not None:
+        ctx.find_root().ensure_object(State).options[param.name] = value
+    return value
+
+
+def global_options() -> list[click.Parameter]:
+    """Return fresh copies of the options every command accepts."""
+
+    def option(*decls: str, **attrs: Any) -> click.Option:
+        return click.Option(decls, expose_value=False, callback=_remember, **attrs)
+
+    return [
+        option("--ledger", metavar="PATH|URL", help="SQLite path or postgresql:// URL."),
+        option("--config", metavar="FILE", help="TOML config file (env ENGRAM_CONFIG)."),
+        option("--pg-schema", metavar="NAME", help="PostgreSQL schema (default engram)."),
+        option("--durability", type=click.Choice(["full", "fast"]), help="Default full."),
+        option("-q", "--quiet", is_flag=True, default=None, help="Print errors only."),
+        option("-v", "--verbose", is_flag=True, default=None, help="Print debug messages."),
+    ]
+
+
+class Command(click.Command):
+    """A command that accepts the global options and reports engram's errors."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("context_settings", CONTEXT)
+        super().__init__(*args, **kwargs)
+        self.params.extend(global_options())
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Set up logging from ``-q``/``-v``, run the command, translate its errors."""
+        current = ctx.find_root().ensure_object(State)
+        if current.options.get("quiet") and current.options.get("verbose"):
+            raise click.UsageError("-q/--quiet and -v/--verbose exclude each other", ctx)
+        with logs.configured(current.verbosity), translated(ctx):
+            result = super().invoke(ctx)
+            current.flush()
+            return result
+
+
+class Group(click.Group):
+    """A group whose commands and subgroups are :class:`Command` and :class:`Group`."""
+
+    command_class = Command
+    group_class = type
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("context_settings", CONTEXT)
+        super().__init__(*args, **kwargs)
+        self.params.extend(global_options())
+
+
+@contextmanager
+def translated(ctx: click.Context) -> Iterator[None]:
+    """Turn engram's exceptions into exit codes: 1 at run time, 2 for usage."""
+    try:
+        yield
+    except _OutputClosed:
+        _silence_stdout()
+        raise click.exceptions.Exit(0) from None
+    except KeyboardInterrupt:
+        raise click.exceptions.Exit(130) from None
+    except (ConfigError, UnknownProjectionError) as exc:
+        raise click.UsageError(str(exc), ctx) from None
+    except (LedgerError, ProjectionError, AgentError, OSError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail again."""
+    with suppress(OSError, ValueError):
+        sys.stdout.flush()
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # a stream without a descriptor: nothing to do
+        pass
+
+
+# -- the ledger: found, never created by a reader ---------------------------------------------
+
+
+def _require_ledger(settings: Settings) -> None:
+    target = settings.ledger
+    if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
+        if not _pg_ledger_exists(target, settings.pg_schema):
+            where = f"{redacted(target)} (schema {settings.pg_schema})"
+            raise NoLedgerError(f"no ledger at {where}; run engram init")
+        return
+    path = os.path.expanduser(target.removeprefix("sqlite:///"))
+    if ("://" not in target or target.startswith("sqlite:///")) and not os.path.isfile(path):
+        raise NoLedgerError(f"no ledger at {target}; run engram init")
+
+
+def _pg_ledger_exists(url: str, schema: str) -> bool:
+    import psycopg
+
+    libpq = url.replace("postgresql+psycopg://", "postgresql://", 1).replace(
+        "postgres://", "postgresql://", 1
+    )
+    try:
+        with psycopg.connect(libpq, connect_timeout=10) as conn:
+            row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.events",)).fetchone()
+    except psycopg.Error as exc:
+        raise CliError(f"cannot reach the ledger at {redacted(url)}: {exc}") from None
+    return row is not None and row[0] is not None
+
+
+def redacted(url: str) -> str:
+    """Return ``url`` with its password, if any, replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")))
+
+
+def open_ledger(settings: Settings) -> Ledger:
+    """Open the ledger ``settings`` name, with every kind the registry knows."""
+    return open_settings(settings, registry_for(settings))
+
+
+@contextmanager
+def opened(settings: Settings, *, actor: str = "cli", catch_up: bool = True) -> Iterator[Memory]:
+    """Open the ledger and the projections, caught up unless told not to, with progress."""
+    with open_parts(settings, actor=actor) as memory:
+        if catch_up:
+            bring_up_to_date(memory)
+        yield memory
+
+
+#: A catch-up behind by fewer events than this is quick enough to need no notice.
+NOTICE_LAG = 10_000
+
+
+def bring_up_to_date(memory: Memory) -> None:
+    """Catch the projections up, saying why when it takes a while; show progress meanwhile.
+
+    A rebuild that was interrupted, or a projection whose code changed, is rebuilt here
+    before the command answers: the user is told, rather than left waiting in silence.
+    """
+    rows = memory.engine.status()
+    rebuilding = [r.name for r in rows if r.state in ("rebuilding", "stale")]
+    behind = [r for r in rows if r.lag > 0]
+    if not rebuilding and not behind:
+        return
+    head = rows[0].head if rows else 0
+    if rebuilding:
+        note(
+            f"rebuilding {', '.join(rebuilding)} first (a rebuild was interrupted or the "
+            f"projection changed; {head:,} events)"
+        )
+    elif max(r.lag for r in behind) >= NOTICE_LAG:
+        lag = max(r.lag for r in behind)
+        note(f"catching up {', '.join(r.name for r in behind)}: {lag:,} new events")
+    bar = state().progress()
+    if bar is None:
+        memory.engine.catch_up()
+        return
+    label, total = ("rebuild", head) if rebuilding else ("catch-up", max(r.lag for r in behind))
+    with bar.start(label, total):
+        memory.engine.catch_up(progress=bar)
+
+
+def sync_vectors(memory: Memory) -> None:
+    """Load (or, after a rebuild, build) the vector index before a recall, showing the time."""
+    bar = state().progress()
+    with memory.engine.read() as conn:
+        if bar is None:
+            memory.searcher.sync(conn)
+            return
+        with bar.start("loading the vector index"):
+            memory.searcher.sync(conn)
+
+
+# -- shared option decorators -----------------------------------------------------------------
+
+
+def output_format(default: str = "table") -> Callable[[F], F]:
+    """Add ``--format table|csv|json|jsonl`` to a command that prints records."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=default,
+        show_default=True,
+        help="Output format: an aligned table, CSV, a JSON array or JSON lines.",
+    )
+
+
+class Time(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+    """``now`` or an ISO-8601 time with a timezone (``Z`` allowed)."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse ``value`` into an aware datetime."""
+        if isinstance(value, datetime):
+            return value
+        text = str(value).strip()
+        if text.lower() == "now":
+            return datetime.now(UTC)
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            self.fail(f"not an ISO-8601 time: {value!r} (e.g. 2026-05-01T12:00:00Z)", param, ctx)
+        if parsed.tzinfo is None:
+            self.fail(
+                f"{value!r} has no timezone; add one, e.g. {text}Z or {text}+00:00", param, ctx
+            )
+        return parsed
+
+
+TIME = Time()
+
+
+def as_of_option(f: F) -> F:
+    """Add ``--as-of TIME``: evaluate salience and decay as of that time (default now)."""
+    return click.option(
+        "--as-of",
+        type=TIME,
+        default=None,
+        help="Evaluate as of this time: ISO-8601 with zone, or now.",
+    )(f)

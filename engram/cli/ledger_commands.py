@@ -1,0 +1,364 @@
+"""Commands over the ledger itself: init, append, log, verify, sql, kinds."""
+
+from __future__ import annotations
+
+import types
+import typing
+from collections.abc import Iterable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+import click
+import msgspec
+
+from engram.cli.app import cli, examples
+from engram.cli.base import CliError, opened, output_format, redacted, state
+from engram.cli.base import open_ledger as _open_ledger
+from engram.ledger import ANY, NO_STREAM, Event, EventError, Expectation, KindRegistry, NewEvent
+from engram.runtime import registry_for
+
+
+class _Line(msgspec.Struct, forbid_unknown_fields=True):
+    """One JSON line of ``engram append``."""
+
+    stream: str
+    kind: str
+    payload: dict[str, Any]
+    actor: str = "cli"
+    id: str | None = None
+    at: datetime | None = None
+    causation_id: str | None = None
+    correlation_id: str | None = None
+
+
+def parse_lines(lines: Iterable[str]) -> tuple[list[NewEvent], list[int]]:
+    """Parse JSON lines into events; return them with their line numbers."""
+    decoder = msgspec.json.Decoder(_Line)
+    events: list[NewEvent] = []
+    numbers: list[int] = []
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            line = decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            raise CliError(f"line {number}: {exc}") from None
+        events.append(NewEvent(**msgspec.structs.asdict(line)))
+        numbers.append(number)
+    if not events:
+        raise CliError("no events to append: the input is empty")
+    return events, numbers
+
+
+class ExpectationType(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
+    """``any``, ``no_stream`` or a stream version >= 1."""
+
+    name = "any|no_stream|VERSION"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse ``value`` into an expectation."""
+        if not isinstance(value, str):
+            return value
+        lowered = value.strip().lower()
+        if lowered == "any":
+            return ANY
+        if lowered in ("no_stream", "no-stream", "none"):
+            return NO_STREAM
+        if lowered.isdigit() and int(lowered) >= 1:
+            return int(lowered)
+        self.fail(f"expected any, no_stream or a version >= 1, got {value!r}", param, ctx)
+
+
+@cli.command(
+    epilog=examples(
+        "engram init",
+        "engram --ledger team.db init",
+        "engram --ledger postgresql://127.0.0.1:5432/engram init",
+    )
+)
+def init() -> None:
+    """Create the ledger if needed; append the core network once.
+
+    Prints where the ledger and its projection store are. Running it again appends nothing.
+    """
+    out = state()
+    settings = out.settings(create=True)
+    with opened(settings, catch_up=False) as memory:
+        ledger = memory.ledger
+        where = redacted(settings.ledger)
+        out.echo(f"ledger ready at {where} ({ledger.backend_name}, from {settings.source})")
+        out.echo(f"projections at {settings.projection_store}")
+        positions = memory.network.bootstrap()
+        if positions:
+            out.echo(f"bootstrapped the core network: positions {positions[0]}..{positions[-1]}")
+        else:
+            out.echo("core network already present: nothing appended")
+        out.echo(f"head: {ledger.head()}")
+
+
+@cli.command(
+    epilog=examples(
+        "engram append events.jsonl --expect no_stream",
+        """echo '{"stream": "neuron:n1", "kind": "neuron.activated", """
+        """"payload": {"id": "n1", "strength": 0.7}}' | engram append""",
+    )
+)
+@click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
+@click.option(
+    "--expect",
+    type=ExpectationType(),
+    metavar="any|no_stream|N",
+    default="any",
+    show_default=True,
+    help="The version every stream in the batch must be at: any, no_stream or a number.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="A summary line, or a JSON object with the positions.",
+)
+def append(file: IO[str], expect: Expectation, fmt: str) -> None:
+    """Append JSON lines (a file or stdin) as one atomic batch.
+
+    FILE defaults to stdin. Each line is one event:
+
+    \b
+      {"stream": "neuron:n1", "kind": "neuron.created",
+       "payload": {"id": "n1", "concept": "perception", "type": "core"},
+       "actor": "cli", "id": "0193...", "at": "2026-05-01T12:00:00Z",
+       "causation_id": null, "correlation_id": null}
+
+    stream, kind and payload are required; actor defaults to cli, id is generated, at is
+    the time of the append. A bad line is reported with its number and nothing is written.
+    engram kinds lists the kinds and their payload fields.
+    """
+    events, numbers = parse_lines(file)
+    out = state()
+    with _open_ledger(out.settings(create=True)) as ledger:
+        try:
+            positions = ledger.append(events, expect=expect)
+        except EventError as exc:
+            if exc.index is not None and exc.index < len(numbers):
+                raise CliError(f"line {numbers[exc.index]}: {exc}") from None
+            raise
+    if fmt == "json":
+        out.echo(msgspec.json.encode({"appended": len(positions), "positions": positions}).decode())
+        return
+    out.echo(f"appended {_summary(positions)}")
+
+
+def _summary(positions: list[int]) -> str:
+    count = f"{len(positions)} event{'' if len(positions) == 1 else 's'}"
+    if len(positions) == 1:
+        return f"{count}, position {positions[0]}"
+    if positions == list(range(positions[0], positions[0] + len(positions))):
+        return f"{count}, positions {positions[0]}..{positions[-1]}"
+    return f"{count}, positions {', '.join(map(str, positions))}"
+
+
+def _event_record(event: Event) -> dict[str, Any]:
+    return {
+        "position": event.position,
+        "at": event.at,
+        "stream": event.stream,
+        "version": event.version,
+        "kind": event.kind,
+        "actor": event.actor,
+        "payload": msgspec.to_builtins(event.payload),
+        "id": event.id,
+        "schema": event.schema,
+        "causation_id": event.causation_id,
+        "correlation_id": event.correlation_id,
+        "hash": event.hash.hex(),
+    }
+
+
+@cli.command(
+    epilog=examples(
+        "engram log --kind neuron.activated --limit 20",
+        "engram log --stream agent:alice --format jsonl | jq .payload.text",
+        "engram log --follow --after 1000",
+    )
+)
+@click.option("--after", type=click.IntRange(min=0), default=0, help="Start after this position.")
+@click.option("--kind", "kinds", multiple=True, help="Only this kind (repeatable).")
+@click.option("--stream", "streams", multiple=True, help="Only this stream (repeatable).")
+@click.option("--limit", type=click.IntRange(min=1), help="At most this many events.")
+@click.option("--follow", "-f", is_flag=True, help="Keep printing events as they are appended.")
+@click.option(
+    "--timeout", type=click.FloatRange(min=0), help="With --follow: stop after this idle time (s)."
+)
+@output_format()
+def log(
+    after: int,
+    kinds: tuple[str, ...],
+    streams: tuple[str, ...],
+    limit: int | None,
+    follow: bool,
+    timeout: float | None,
+    fmt: str,
+) -> None:
+    """Print events in position order, or follow new ones.
+
+    The table shows the payload cut to 80 characters; csv, json and jsonl carry every field.
+    """
+    if timeout is not None and not follow:
+        raise click.UsageError("--timeout applies only with --follow")
+    out = state()
+    with _open_ledger(out.settings()) as ledger:
+        kind_list, stream_list = list(kinds) or None, list(streams) or None
+        events: Iterator[Event]
+        if follow:
+            events = ledger.follow(after, kinds=kind_list, streams=stream_list, timeout=timeout)
+            if limit is not None:
+                events = _first(events, limit)
+        else:
+            events = ledger.read(after, kinds=kind_list, streams=stream_list, limit=limit)
+        out.render(
+            map(_event_record, events),
+            fmt,
+            table_columns=["position", "at", "stream", "version", "kind", "actor", "payload"],
+            widths={"payload": 80},
+            stream=follow,
+        )
+
+
+def _first(events: Iterator[Event], limit: int) -> Iterator[Event]:
+    for count, event in enumerate(events, start=1):
+        yield event
+        if count >= limit:
+            return
+
+
+@cli.command(
+    epilog=examples(
+        "engram verify",
+        "engram verify --head 120000 --hash 9f2c...   # a head recorded elsewhere earlier",
+    )
+)
+@click.option(
+    "--head", type=click.IntRange(min=1), help="A head position recorded earlier (needs --hash)."
+)
+@click.option("--hash", "head_hash", metavar="HEX", help="The hash recorded with --head.")
+def verify(head: int | None, head_hash: str | None) -> None:
+    """Recompute the hash chain; exit 1 naming the first bad position.
+
+    A chain cut at its tail is still a valid chain: give a head and its hash recorded
+    elsewhere (--head with --hash) to detect that too.
+    """
+    if (head is None) != (head_hash is None):
+        raise click.UsageError("--head and --hash go together: give both or neither")
+    out = state()
+    with _open_ledger(out.settings()) as ledger:
+        bar, total = out.progress(), ledger.head()
+        report = ledger.verify(
+            expect_head=head,
+            expect_hash=head_hash,
+            progress=None if bar is None else (lambda n: bar("verify", n, total)),
+        )
+    out.echo(str(report))
+    if not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+@cli.command(
+    epilog=examples(
+        """engram sql "SELECT kind, count(*) AS n FROM events GROUP BY kind ORDER BY n DESC\"""",
+        """engram sql "SELECT agent, text FROM memory_observed LIMIT 5" --format csv""",
+        """engram sql "SELECT * FROM projections.salience_items LIMIT 3\"""",
+    )
+)
+@click.argument("query")
+@output_format()
+def sql(query: str, fmt: str) -> None:
+    """Run a read-only SQL query over the ledger (DuckDB).
+
+    The query sees the ledger and the projection store. The table events holds every event; each
+    kind has a view of its payload fields named after it (memory.observed is memory_observed);
+    the projection store's tables are under projections. Writes are refused.
+    """
+    from engram.ledger.audit import open_audit
+    from engram.projections.store import STORE_FILE
+
+    out = state()
+    settings = out.settings()
+    store = Path(settings.projection_store, STORE_FILE)
+    extra = {"projections": str(store)} if store.is_file() else {}
+    kinds = _kinds(registry_for(settings))
+    with (
+        _open_ledger(settings) as ledger,
+        open_audit(ledger.audit_target(), kinds, extra_attachments=extra) as session,
+    ):
+        result = session.query(query)
+    parse = [kind == "JSON" for kind in result.types] or [False] * len(result.columns)
+    records = (
+        {
+            name: msgspec.json.decode(value) if json and isinstance(value, str) else value
+            for name, value, json in zip(result.columns, row, parse, strict=True)
+        }
+        for row in result.rows
+    )
+    out.render(records, fmt, columns=result.columns)
+
+
+def _kinds(registry: KindRegistry) -> dict[str, type[msgspec.Struct]]:
+    return {spec.name: spec.type for spec in registry}
+
+
+@cli.command(
+    epilog=examples("engram kinds", "engram kinds --format json | jq '.[].kind' | sort -u")
+)
+@output_format()
+def kinds(fmt: str) -> None:
+    """List every event kind: its schema number and its payload fields.
+
+    One row per payload field: its type, whether a line given to engram append must
+    carry it, and its default otherwise. Reads no ledger.
+    """
+    out = state()
+    registry = registry_for(out.settings(create=True))
+    out.render(
+        (row for spec in sorted(registry, key=lambda s: s.name) for row in _kind_rows(spec)),
+        fmt,
+        columns=["kind", "schema", "field", "type", "required", "default"],
+    )
+
+
+def _kind_rows(spec: Any) -> Iterator[dict[str, Any]]:
+    fields = msgspec.structs.fields(spec.type)
+    if not fields:
+        yield {"kind": spec.name, "schema": spec.schema, "field": None, "type": None}
+    for f in fields:
+        default: Any = None
+        if f.default is not msgspec.NODEFAULT:
+            default = f.default
+        elif f.default_factory is not msgspec.NODEFAULT:
+            default = f.default_factory()
+        yield {
+            "kind": spec.name,
+            "schema": spec.schema,
+            "field": f.encode_name,
+            "type": type_name(f.type),
+            "required": f.required,
+            "default": None if f.required else msgspec.to_builtins(default),
+        }
+
+
+def type_name(tp: Any) -> str:
+    """Write a payload field's type as a user reads it: ``str | None``, ``list[str]``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin is typing.Annotated:
+        return type_name(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(type_name(a) for a in args)
+    if origin is typing.Literal:
+        return " | ".join(repr(a) for a in args)
+    if origin is not None:
+        return f"{getattr(origin, '__name__', str(origin))}[{', '.join(map(type_name, args))}]"
+    if tp is type(None):
+        return "None"
+    return tp.__name__ if isinstance(tp, type) else str(tp).replace("typing.", "")

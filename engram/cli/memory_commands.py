@@ -1,0 +1,378 @@
+"""Commands over memory and projections: observe, archive, recall, status, rebuild, graph."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import IO, Any
+
+import click
+
+from engram.agents.memory import RecallResult
+from engram.cli.app import cli, examples
+from engram.cli.base import (
+    TIME,
+    as_of_option,
+    note,
+    opened,
+    output_format,
+    state,
+    sync_vectors,
+)
+from engram.projections.engine import ProjectionStatus
+
+MEMORY_TYPES = ("observation", "plan", "thought")
+
+
+@cli.command(
+    epilog=examples(
+        'engram observe alice "The deploy failed at 3am" --importance 8 --tag deploy',
+        'engram observe planner "Roll back first, then bisect" --type plan',
+    )
+)
+@click.argument("agent")
+@click.argument("text")
+@click.option(
+    "--type",
+    "kind",
+    type=click.Choice(MEMORY_TYPES),
+    default="observation",
+    show_default=True,
+    help="What the memory is.",
+)
+@click.option("--importance", type=click.IntRange(1, 10), help="1..10 (default: scored once).")
+@click.option(
+    "--visibility",
+    type=click.Choice(["public", "private"]),
+    default="public",
+    show_default=True,
+    help="Private memories are recalled by their agent only.",
+)
+@click.option("--source", help="A reference to where it came from.")
+@click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
+@click.option("--at", type=TIME, default=None, help="Event time: ISO-8601 with zone (default now).")
+def observe(
+    agent: str,
+    text: str,
+    kind: str,
+    importance: int | None,
+    visibility: str,
+    source: str | None,
+    tags: tuple[str, ...],
+    at: datetime | None,
+) -> None:
+    """Append an agent's observation, plan or thought.
+
+    One memory.observed event on AGENT's stream. Without --importance the heuristic scorer rates
+    it once; the rating is stored in the event, so a rebuild replays it.
+    """
+    out = state()
+    with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
+        position = memory.agent(agent).observe(
+            text,
+            type=kind,  # type: ignore[arg-type]
+            importance=importance,
+            visibility=visibility,  # type: ignore[arg-type]
+            source=source,
+            tags=tags,
+            at=at,
+        )
+        event = next(memory.ledger.read(position - 1, limit=1))
+    out.echo(f"observed at position {position} (importance {event.payload.importance})")
+
+
+@cli.command(epilog=examples("engram archive --agent alice 42 57 --reason 'resolved'"))
+@click.option("--agent", required=True, help="The agent whose memories these are.")
+@click.argument("positions", nargs=-1, required=True, type=click.IntRange(min=1))
+@click.option("--reason", help="Why, recorded in the event.")
+def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
+    """Archive an agent's own memories: recall skips them.
+
+    POSITIONS are those of memory.observed events of the agent. One memory.archived event;
+    no recall path serves them again.
+    """
+    out = state()
+    with opened(out.settings(), actor=agent, catch_up=False) as memory:
+        position = memory.agent(agent).archive(list(positions), reason=reason)
+    archived = " ".join(str(p) for p in positions)
+    out.echo(f"archived at position {position} (memories {archived})")
+
+
+@cli.command(
+    epilog=examples(
+        'engram recall alice "what went wrong with the deploy?" -k 5',
+        'engram recall alice "deploy" --no-record --format json | jq ".[0].text"',
+        'engram recall alice "deploy" --as-of 2026-05-01T00:00:00Z --type plan',
+    )
+)
+@click.argument("agent")
+@click.argument("query")
+@click.option("-k", type=click.IntRange(min=1), default=10, show_default=True, help="How many.")
+@as_of_option
+@click.option(
+    "--type",
+    "kinds",
+    multiple=True,
+    type=click.Choice(MEMORY_TYPES),
+    help="Only this type of memory (repeatable).",
+)
+@click.option("--no-record", is_flag=True, help="Do not append memory.recalled.")
+@output_format()
+def recall(
+    agent: str,
+    query: str,
+    k: int,
+    as_of: datetime | None,
+    kinds: tuple[str, ...],
+    no_record: bool,
+    fmt: str,
+) -> None:
+    """Recall what matters to an agent for a query.
+
+    Hybrid recall: lexical (BM25) and semantic (FAISS) candidates, fused. Each item comes with
+    its score and components (relevance, recency, importance) and the event behind it. AGENT
+    sees its own memories and public ones. The recall is appended as memory.recalled unless
+    --no-record.
+    """
+    out = state()
+    with opened(out.settings(), actor=agent) as memory:
+        sync_vectors(memory)
+        result = memory.agent(agent).recall(
+            query, k, as_of=as_of, types=list(kinds) or None, record=not no_record
+        )
+    if result.fallback:
+        note(f"note: {result.fallback}")
+    out.render(
+        _recall_records(result),
+        fmt,
+        columns=list(_RECALL_COLUMNS),
+        table_columns=["position", "score", "relevance", "recency", "importance", "agent", "text"],
+        widths={"text": 70},
+    )
+    if result.recorded_at is not None:
+        note(f"recorded as memory.recalled at position {result.recorded_at}")
+
+
+_RECALL_COLUMNS = (
+    "position",
+    "score",
+    "relevance",
+    "recency",
+    "importance",
+    "agent",
+    "type",
+    "text",
+    "source",
+    "at",
+    "id",
+    "via",
+)
+
+
+def _recall_records(result: RecallResult) -> Iterable[dict[str, Any]]:
+    for r in result.items:
+        yield {
+            "position": r.event.position,
+            "score": round(r.score, 6),
+            "relevance": round(r.relevance, 6),
+            "recency": round(r.recency, 6),
+            "importance": round(r.importance, 6),
+            "agent": r.event.payload.agent,
+            "type": r.event.payload.type,
+            "text": r.event.payload.text,
+            "source": r.event.payload.source,
+            "at": r.event.at,
+            "id": r.event.id,
+            "via": list(r.via),
+        }
+
+
+_STATUS_TABLE = ["name", "version", "generation", "checkpoint", "head", "lag", "state"]
+
+
+def _render_status(rows: list[ProjectionStatus], fmt: str, digest: bool) -> None:
+    shown = _STATUS_TABLE + (["digest"] if digest else [])
+    if any(r.error for r in rows):
+        shown.append("error")
+    state().render(
+        (r._asdict() for r in rows),
+        fmt,
+        columns=list(ProjectionStatus._fields),
+        table_columns=shown,
+        widths={"digest": 64, "error": 100},
+    )
+
+
+@cli.command(epilog=examples("engram status", "engram status --digest --format json"))
+@click.option("--digest", is_flag=True, help="Also compute each state's sha256 digest.")
+@output_format()
+def status(digest: bool, fmt: str) -> None:
+    """Show each projection's checkpoint, lag and state.
+
+    The lag is how far its checkpoint is behind the ledger's head. States: live, stale (its code
+    changed: rebuilt on next use), rebuilding (a rebuild was interrupted: resumed on next use)
+    and failed (the error names the event).
+    """
+    out = state()
+    with opened(out.settings(), catch_up=False) as memory:
+        _render_status(memory.engine.status(digest=digest), fmt, digest)
+
+
+@cli.command(epilog=examples("engram rebuild", "engram rebuild salience lexical"))
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@output_format()
+def rebuild(names: tuple[str, ...], fmt: str) -> None:
+    """Rebuild projections from the ledger and swap them in.
+
+    NAMEs default to every projection; each is built beside the live one. Readers keep the old
+    state until the swap. Shows progress with rate and ETA on a terminal, then the status with
+    each state's digest.
+    """
+    out = state()
+    with opened(out.settings(), catch_up=False) as memory:
+        bar = out.progress()
+        if bar is None:
+            memory.engine.rebuild(list(names) or None)
+        else:
+            with bar.start("rebuild", memory.ledger.head()):
+                memory.engine.rebuild(list(names) or None, progress=bar)
+        _render_status(memory.engine.status(digest=True), fmt, True)
+
+
+@cli.group(epilog=examples("engram graph top -k 5", "engram graph export --out graph.json"))
+def graph() -> None:
+    """Inspect the neuron graph.
+
+    The most salient neurons, spreading-activation waves, the JSON export.
+    """
+
+
+@graph.command(
+    epilog=examples("engram graph export > graph.json", "engram graph export --as-of now | head")
+)
+@as_of_option
+@click.option(
+    "--out",
+    "target",
+    type=click.File("w", encoding="utf-8", lazy=True),
+    help="Write to this file instead of stdout.",
+)
+def export(as_of: datetime | None, target: IO[str] | None) -> None:
+    """Print the graph as JSON in the agents' format.
+
+    Neurons with their salience and connections, and metadata.
+    """
+    out = state()
+    with opened(out.settings()) as memory:
+        data = memory.network.export(as_of=as_of)
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    if target is None:
+        out.echo(text)
+        return
+    with target:
+        target.write(text + "\n")
+    note(f"wrote {len(data['neurons'])} neurons to {target.name}")
+
+
+@graph.command(
+    epilog=examples(
+        "engram graph propagate n_perception_001 --depth 2",
+        "engram graph propagate n_perception_001 --append --cause 'user request'",
+    )
+)
+@click.argument("neurons", nargs=-1, required=True, metavar="NEURON...")
+@click.option("--strength", type=float, default=1.0, show_default=True, help="Seed strength.")
+@click.option(
+    "--depth", type=click.IntRange(min=0), default=3, show_default=True, help="Maximum hops."
+)
+@click.option(
+    "--decay", type=click.FloatRange(0, 1), default=0.9, show_default=True, help="Kept per hop."
+)
+@click.option(
+    "--min-strength",
+    type=click.FloatRange(min=0),
+    default=0.01,
+    show_default=True,
+    help="Weaker activations stop spreading.",
+)
+@as_of_option
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=20, show_default=True, help="Rows to print."
+)
+@click.option("--append", "record", is_flag=True, help="Append the wave's activations.")
+@click.option(
+    "--cause", default="cli stimulus", show_default=True, help="The cause recorded with --append."
+)
+@output_format()
+def propagate(
+    neurons: tuple[str, ...],
+    strength: float,
+    depth: int,
+    decay: float,
+    min_strength: float,
+    as_of: datetime | None,
+    limit: int,
+    record: bool,
+    cause: str,
+    fmt: str,
+) -> None:
+    """Run a spreading-activation wave; write nothing unless --append.
+
+    The wave starts from the seed NEURONs, each at --strength.
+    """
+    out = state()
+    with opened(out.settings()) as memory:
+        seeds = dict.fromkeys(neurons, strength)
+        options: dict[str, Any] = {
+            "max_depth": depth,
+            "decay": decay,
+            "min_strength": min_strength,
+        }
+        if record:
+            result = memory.network.stimulate(seeds, cause=cause, at=as_of, **options)
+            activation = result.activation
+            note(
+                f"appended {len(result.positions)} activations"
+                f" (correlation {result.correlation_id})"
+            )
+        else:
+            activation = memory.network.propagate(seeds, as_of=as_of, **options)
+    out.render(
+        (
+            {"neuron": neuron, "hop": activation.hops[neuron], "activation": round(level, 6)}
+            for neuron, level in activation.strongest(limit)
+        ),
+        fmt,
+        columns=["neuron", "hop", "activation"],
+    )
+
+
+@graph.command(
+    epilog=examples(
+        "engram graph top -k 5", "engram graph top --kind memory --as-of 2026-05-01T00:00:00Z"
+    )
+)
+@click.option("-k", type=click.IntRange(min=1), default=10, show_default=True, help="How many.")
+@as_of_option
+@click.option(
+    "--kind",
+    "kinds",
+    multiple=True,
+    type=click.Choice(["neuron", "memory"]),
+    help="Item kind (repeatable; default neuron).",
+)
+@output_format()
+def top(k: int, as_of: datetime | None, kinds: tuple[str, ...], fmt: str) -> None:
+    """List the most salient items as of a time.
+
+    Salience decays lazily, 0.99 per hour by default (the decay_rate setting).
+    """
+    out = state()
+    with opened(out.settings()) as memory:
+        items = memory.network.top(k, as_of=as_of, kinds=kinds or ("neuron",))
+    out.render(
+        ({"kind": i.kind, "id": i.id, "salience": i.salience, "stored": i.stored} for i in items),
+        fmt,
+        columns=["kind", "id", "salience", "stored"],
+    )

@@ -1,0 +1,123 @@
+"""Commands that bring their own data: bench and demo."""
+
+from __future__ import annotations
+
+import click
+
+from engram.cli.app import cli, examples
+from engram.cli.base import state
+
+
+@cli.command(
+    epilog=examples(
+        "engram bench --quick",
+        "engram bench --suite recall --locomo locomo-dev.json --json out.json",
+    )
+)
+@click.option(
+    "--suite",
+    type=click.Choice(["ledger", "audit", "projections", "recall", "all"]),
+    default="all",
+    show_default=True,
+    help="Which figures to measure.",
+)
+@click.option("--quick", is_flag=True, help="Small sizes for a smoke run (under a minute).")
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=5,
+    show_default=True,
+    metavar="N",
+    help="Repetitions per figure; the report gives medians.",
+)
+@click.option(
+    "--json", "json_path", metavar="PATH", help="Also write the results, samples included, as JSON."
+)
+@click.option(
+    "--pg",
+    "pg_url",
+    metavar="URL",
+    envvar="ENGRAM_BENCH_PG",
+    show_envvar=True,
+    default="postgresql://127.0.0.1:5432/test",
+    show_default=True,
+    help="PostgreSQL for the PostgreSQL figure; skipped when unreachable.",
+)
+@click.option(
+    "--dir",
+    "scratch_dir",
+    metavar="DIR",
+    help="Scratch directory for the databases (default: a temporary one, removed).",
+)
+@click.option(
+    "--events",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="Events in the audit ledger (default 1,000,000; 30,000 with --quick).",
+)
+@click.option(
+    "--locomo",
+    metavar="FILE",
+    envvar="ENGRAM_LOCOMO",
+    show_envvar=True,
+    help="The LoCoMo conversations for the recall figures (default: "
+    "../shared/data/locomo/locomo-dev.json beside the repository); without it "
+    "they are skipped.",
+)
+@click.option(
+    "--embedding-cache",
+    metavar="FILE",
+    help="A SQLite file keeping MiniLM vectors between runs ('none': no lasting "
+    "cache; default: ~/.cache/engram/bench-embeddings.db).",
+)
+def bench(
+    suite: str,
+    quick: bool,
+    repeat: int,
+    json_path: str | None,
+    pg_url: str,
+    scratch_dir: str | None,
+    events: int | None,
+    locomo: str | None,
+    embedding_cache: str | None,
+) -> int:
+    """Measure engram beside references; print the ratios.
+
+    Suites: ledger (appends and replay against raw sqlite3, eventsourcing and psycopg),
+    audit (SQL over a large ledger beside native DuckDB), projections (rebuild, spreading
+    activation, catch-up lag) and recall (LoCoMo recall, latency at 100k memories, the
+    MiniLM rebuild). Engram and its reference alternate within each repetition; the report
+    gives medians. Exit 1 when a step failed; a missed target is reported, not an error.
+    """
+    from engram import bench as benchmarks
+
+    return benchmarks.run(
+        suite=suite,
+        quick=quick,
+        repeat=repeat,
+        json_path=json_path,
+        pg_url=pg_url,
+        scratch_dir=scratch_dir,
+        events=events,
+        locomo=locomo,
+        embedding_cache=embedding_cache or benchmarks.default_embedding_cache(),
+    )
+
+
+@cli.command(epilog=examples("engram demo", "engram demo --dir /tmp/engram-demo"))
+@click.option(
+    "--dir",
+    "directory",
+    metavar="DIR",
+    help="Directory for the demo ledger (default: a new temporary directory).",
+)
+def demo(directory: str | None) -> int:
+    """Run the multi-agent demo on a fresh SQLite ledger.
+
+    Three agents share a ledger: they observe, plan, signal each other and meet optimistic
+    concurrency; two recall; stimuli spread activation; then the hash chain is verified and
+    the session is audited in SQL.
+    """
+    from engram.demo import run_demo
+
+    return run_demo(directory, state().out)
