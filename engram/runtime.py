@@ -78,8 +78,13 @@ def merged_registry(settings: Settings, registry: KindRegistry | None = None) ->
     return merged
 
 
-def open_settings(settings: Settings, registry: KindRegistry | None = None) -> Ledger:
-    """Open the ledger that resolved ``settings`` describe, with :func:`merged_registry`."""
+def open_settings(
+    settings: Settings, registry: KindRegistry | None = None, *, readonly: bool = False
+) -> Ledger:
+    """Open the ledger that resolved ``settings`` describe, with :func:`merged_registry`.
+
+    ``readonly`` opens an existing ledger for reading only (ADR 0022): nothing is created.
+    """
     return Ledger.open(
         settings.ledger,
         merged_registry(settings, registry),
@@ -87,6 +92,7 @@ def open_settings(settings: Settings, registry: KindRegistry | None = None) -> L
         busy_timeout=settings.busy_timeout,
         pg_schema=settings.pg_schema,
         max_payload_bytes=settings.max_payload_bytes,
+        readonly=readonly,
     )
 
 

@@ -253,9 +253,13 @@ def redacted(url: str) -> str:
     return urlunsplit(parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@")))
 
 
-def open_ledger(settings: Settings) -> Ledger:
-    """Open the ledger ``settings`` name, with every kind the registry knows."""
-    return open_settings(settings, registry_for(settings))
+def open_ledger(settings: Settings, *, readonly: bool = False) -> Ledger:
+    """Open the ledger ``settings`` name, with every kind the registry knows.
+
+    Readers pass ``readonly``: the ledger is then never created nor written, and one on
+    read-only media can still be read (ADR 0022).
+    """
+    return open_settings(settings, registry_for(settings), readonly=readonly)
 
 
 @contextmanager

@@ -209,7 +209,7 @@ def log(
     if timeout is not None and not follow:
         raise click.UsageError("--timeout applies only with --follow")
     out = state()
-    with _open_ledger(out.settings()) as ledger:
+    with _open_ledger(out.settings(), readonly=True) as ledger:
         kind_list, stream_list = list(kinds) or None, list(streams) or None
         events: Iterator[Event]
         if follow:
@@ -253,7 +253,7 @@ def verify(head: int | None, head_hash: str | None) -> None:
     if (head is None) != (head_hash is None):
         raise click.UsageError("--head and --hash go together: give both or neither")
     out = state()
-    with _open_ledger(out.settings()) as ledger:
+    with _open_ledger(out.settings(), readonly=True) as ledger:
         bar, total = out.progress(), ledger.head()
         report = ledger.verify(
             expect_head=head,
@@ -290,7 +290,7 @@ def sql(query: str, fmt: str) -> None:
     extra = {"projections": str(store)} if store.is_file() else {}
     kinds = _kinds(registry_for(settings))
     with (
-        _open_ledger(settings) as ledger,
+        _open_ledger(settings, readonly=True) as ledger,
         open_audit(ledger.audit_target(), kinds, extra_attachments=extra) as session,
     ):
         result = session.query(query)

@@ -112,3 +112,35 @@ def test_a_read_only_postgres_ledger_refuses_writes_and_creates_nothing(
             with pytest.raises(ReadOnlyLedgerError):
                 reader.append(signal(3))
         assert writer.head() == 2
+
+
+@pytest.mark.skipif(not _userns_mounts(), reason="needs `unshare -rm` (user and mount namespaces)")
+def test_the_reading_commands_work_on_read_only_media(tmp_path: Path) -> None:
+    source, media = tmp_path / "source", tmp_path / "media"
+    source.mkdir()
+    media.mkdir()
+    ledger = str(source / "ledger.db")
+    exe = Path(sys.executable).with_name("engram")
+    subprocess.run([str(exe), "--ledger", ledger, "init"], check=True, capture_output=True)
+    files_before = sorted(p.name for p in source.iterdir())
+    on_media = media / "ledger.db"
+    commands = [
+        f'"{exe}" --ledger "{on_media}" log --format jsonl',
+        f'"{exe}" --ledger "{on_media}" verify',
+        f'"{exe}" --ledger "{on_media}" sql "SELECT count(*) AS n FROM events" --format json',
+    ]
+    script = (
+        f'mount --bind "{source}" "{media}" && mount -o remount,bind,ro "{media}" && '
+        + " && echo '--' && ".join(commands)
+    )
+    result = subprocess.run(
+        ["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    log, verify, sql_out = result.stdout.split("--\n")
+    events = [json.loads(line) for line in log.splitlines()]
+    assert events
+    assert events[-1]["position"] == len(events)
+    assert "ok" in verify
+    assert json.loads(sql_out) == [{"n": len(events)}]
+    assert sorted(p.name for p in source.iterdir()) == files_before
