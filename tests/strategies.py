@@ -435,3 +435,45 @@ def cyclic_graphs(
         )
     )
     return ids, edges
+
+
+# -- raw input for engram append ----------------------------------------------------------------
+
+_VALID_LINE = (
+    b'{"stream": "agent:fuzz", "kind": "signal.sent", "payload": {"to": "b", "topic": "t"}}'
+)
+
+
+@st.composite
+def jsonl_lines(draw: st.DrawFn) -> bytes:
+    """Return one line of ``engram append`` input: valid, damaged, or arbitrary bytes."""
+    choice = draw(st.sampled_from(["valid", "binary", "spliced", "deep", "json", "escape"]))
+    if choice == "valid":
+        return _VALID_LINE
+    if choice == "binary":
+        return draw(st.binary(max_size=200)).replace(b"\n", b" ")
+    if choice == "spliced":  # a valid line with arbitrary bytes put somewhere in it
+        at = draw(st.integers(0, len(_VALID_LINE)))
+        junk = draw(st.binary(min_size=1, max_size=8)).replace(b"\n", b" ")
+        return _VALID_LINE[:at] + junk + _VALID_LINE[at:]
+    if choice == "deep":
+        depth = draw(st.sampled_from([10, 500, 990, 5_000, 100_000]))
+        inner = b"[" * depth + b"]" * depth
+        return (
+            b'{"stream": "agent:fuzz", "kind": "signal.sent", "payload": {"to": "b", "topic": '
+            + inner
+            + b"}}"
+        )
+    if choice == "escape":  # \\u escapes, lone surrogates included
+        code = draw(st.integers(0, 0xFFFF))
+        return _VALID_LINE.replace(b'"t"', f'"\\u{code:04x}"'.encode())
+    value = draw(
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+            lambda kids: (
+                st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=8), kids, max_size=4)
+            ),
+            max_leaves=20,
+        )
+    )
+    return msgspec.json.encode({"stream": "agent:fuzz", "kind": "signal.sent", "payload": value})

@@ -32,8 +32,12 @@ class _Line(msgspec.Struct, forbid_unknown_fields=True):
     correlation_id: str | None = None
 
 
-def parse_lines(lines: Iterable[str]) -> tuple[list[NewEvent], list[int]]:
-    """Parse JSON lines into events; return them with their line numbers."""
+def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]]:
+    """Parse JSON lines into events; return them with their line numbers.
+
+    Lines are read as bytes, so input that is not UTF-8 is reported like any other bad line
+    (its number, what is wrong) instead of failing the read.
+    """
     decoder = msgspec.json.Decoder(_Line)
     events: list[NewEvent] = []
     numbers: list[int] = []
@@ -41,14 +45,31 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[NewEvent], list[int]]:
         if not raw.strip():
             continue
         try:
+            if isinstance(raw, bytes):
+                raw.decode("utf-8")  # a clear message for bytes outside strings too
             line = decoder.decode(raw)
         except msgspec.DecodeError as exc:
             raise CliError(f"line {number}: {exc}") from None
+        except UnicodeError:
+            raise CliError(f"line {number}: not valid UTF-8{_bad_byte(raw)}") from None
+        except RecursionError:
+            raise CliError(f"line {number}: the JSON is nested too deeply") from None
         events.append(NewEvent(**msgspec.structs.asdict(line)))
         numbers.append(number)
     if not events:
         raise CliError("no events to append: the input is empty")
     return events, numbers
+
+
+def _bad_byte(raw: bytes | str) -> str:
+    """Say where in the line its UTF-8 first breaks (the decoder only knows the string)."""
+    if isinstance(raw, str):
+        return ""
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f" (byte {exc.start + 1}: 0x{raw[exc.start]:02x})"
+    return ""
 
 
 class ExpectationType(click.ParamType):  # type: ignore[type-arg]  # generic in newer click
@@ -104,7 +125,7 @@ def init() -> None:
         """"payload": {"id": "n1", "strength": 0.7}}' | engram append""",
     )
 )
-@click.argument("file", type=click.File("r", encoding="utf-8"), default="-")
+@click.argument("file", type=click.File("rb"), default="-")
 @click.option(
     "--expect",
     type=ExpectationType(),
@@ -121,7 +142,7 @@ def init() -> None:
     show_default=True,
     help="A summary line, or a JSON object with the positions.",
 )
-def append(file: IO[str], expect: Expectation, fmt: str) -> None:
+def append(file: IO[bytes], expect: Expectation, fmt: str) -> None:
     """Append JSON lines (a file or stdin) as one atomic batch.
 
     FILE defaults to stdin. Each line is one event:
