@@ -117,6 +117,13 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
     type=click.Choice(MEMORY_TYPES),
     help="Only this type of memory (repeatable).",
 )
+@click.option(
+    "--min-score",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Serve only items whose match (0..1, comparable across queries) reaches this.",
+)
 @click.option("--no-record", is_flag=True, help="Do not append memory.recalled.")
 @output_format()
 def recall(
@@ -125,13 +132,16 @@ def recall(
     k: int,
     as_of: datetime | None,
     kinds: tuple[str, ...],
+    min_score: float,
     no_record: bool,
     fmt: str,
 ) -> None:
     """Recall what matters to an agent for a query.
 
     Hybrid recall: lexical (BM25) and semantic (FAISS) candidates, fused. Each item comes with
-    its score and components (relevance, recency, importance) and the event behind it. AGENT
+    its score and components (relevance, recency, importance: they order this one result) and
+    match (0..1: how well it matches the query, comparable across queries; bm25 and cosine
+    are the paths' raw scores). --min-score makes "nothing relevant" a possible answer. AGENT
     sees its own memories and public ones. The recall is appended as memory.recalled unless
     --no-record.
     """
@@ -139,7 +149,12 @@ def recall(
     with opened(out.settings(), actor=agent) as memory:
         sync_vectors(memory)
         result = memory.agent(agent).recall(
-            query, k, as_of=as_of, types=list(kinds) or None, record=not no_record
+            query,
+            k,
+            as_of=as_of,
+            types=list(kinds) or None,
+            record=not no_record,
+            min_score=min_score,
         )
     if result.fallback:
         note(f"note: {result.fallback}")
@@ -147,7 +162,7 @@ def recall(
         _recall_records(result),
         fmt,
         columns=list(_RECALL_COLUMNS),
-        table_columns=["position", "score", "relevance", "recency", "importance", "agent", "text"],
+        table_columns=["position", "score", "match", "recency", "importance", "agent", "text"],
         widths={"text": 70},
     )
     if result.recorded_at is not None:
@@ -160,6 +175,10 @@ _RECALL_COLUMNS = (
     "relevance",
     "recency",
     "importance",
+    "match",
+    "fused",
+    "bm25",
+    "cosine",
     "agent",
     "type",
     "text",
@@ -178,6 +197,10 @@ def _recall_records(result: RecallResult) -> Iterable[dict[str, Any]]:
             "relevance": round(r.relevance, 6),
             "recency": round(r.recency, 6),
             "importance": round(r.importance, 6),
+            "match": round(r.match, 6),
+            "fused": round(r.fused, 6),
+            "bm25": None if r.bm25 is None else round(r.bm25, 6),
+            "cosine": None if r.cosine is None else round(r.cosine, 6),
             "agent": r.event.payload.agent,
             "type": r.event.payload.type,
             "text": r.event.payload.text,

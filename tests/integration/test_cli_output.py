@@ -295,3 +295,23 @@ def test_bench_skips_the_recall_figures_without_their_data(tmp_path: Path) -> No
     rows = [line.split() for line in out.splitlines() if line.endswith("SKIP")]
     assert [row[0] for row in rows] == ["LoCoMo", "recall", "semantic"]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_recall_min_score_lets_nothing_be_the_answer(db: str) -> None:
+    code, out, _ = invoke(
+        "--ledger", db, "recall", "alice", "zzzz qqqq", "--no-record",
+        "--min-score", "0.05", "--format", "json",
+    )  # fmt: skip
+    assert (code, json.loads(out)) == (0, [])
+    code, out, _ = invoke(
+        "--ledger", db, "recall", "alice", "deploy failed", "--no-record",
+        "--min-score", "0.05", "--format", "json",
+    )  # fmt: skip
+    items = json.loads(out)
+    assert code == 0
+    assert items[0]["text"] == "the deploy failed at 3am"
+    assert all(item["match"] >= 0.05 for item in items)
+    assert {"match", "fused", "bm25", "cosine"} <= items[0].keys()
+    code, _, err = invoke("--ledger", db, "recall", "alice", "deploy", "--min-score", "1.5")
+    assert code == 2
+    assert "1.5" in err
