@@ -7,10 +7,11 @@ batches of ``batch_size`` events, then prints one JSON line: the head it reached
 projection's digest. The projection comes from ``engram.runtime.default_projections`` with
 the hash embedder, as the parent builds its reference.
 
-With ``stall_at`` (a position), the worker stops inside the first batch that reaches that
-position — after the projection's handler has written the batch's rows, before the engine
-commits them with the checkpoint — prints ``{"stalled": [first, last]}`` (the batch's first
-and last positions) and waits there for the parent's SIGKILL.
+With ``stall_at`` (a position), the worker stops in the first batch that reaches that
+position, prints ``{"stalled": [first, last]}`` (the batch's first and last positions) and
+waits there for the parent's SIGKILL. ``stall`` says where: ``"handler"``, right after the
+projection's handler has written the batch's rows; ``"commit"``, once the engine has also
+written the checkpoint, just before the transaction's COMMIT runs.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ from engram.projections.engine import ProjectionEngine
 from engram.runtime import default_projections
 
 
+def stall(span: list[int]) -> None:
+    """Say where the worker stopped, then wait for the parent's SIGKILL."""
+    print(json.dumps({"stalled": span}), flush=True)
+    time.sleep(600)
+
+
 def main(cfg: dict[str, Any]) -> None:
     """Catch the store up (or stall mid-batch), then report the head and the digest."""
     # config=os.devnull: the parent and the child must not read this machine's config files.
@@ -41,14 +48,25 @@ def main(cfg: dict[str, Any]) -> None:
     if stall_at is not None:
         handler = projection.apply
 
-        def stall(db: Tables, events: Sequence[Event]) -> None:
+        def apply(db: Tables, events: Sequence[Event]) -> None:
             handler(db, events)
-            if events[-1].position >= stall_at:
-                span = [events[0].position, events[-1].position]
-                print(json.dumps({"stalled": span}), flush=True)
-                time.sleep(600)  # inside the batch's open transaction, until SIGKILL
+            if events[-1].position < stall_at:
+                return
+            span = [events[0].position, events[-1].position]
+            if cfg["stall"] == "handler":
+                stall(span)
+            checkpointed = False
 
-        projection.apply = stall  # type: ignore[method-assign]
+            def trace(statement: str) -> None:
+                nonlocal checkpointed
+                if statement.startswith("UPDATE engram_generations"):  # the checkpoint
+                    checkpointed = True
+                elif statement == "COMMIT" and checkpointed:
+                    stall(span)
+
+            db.conn.set_trace_callback(trace)
+
+        projection.apply = apply  # type: ignore[method-assign]
     with (
         Ledger.open(settings.ledger) as ledger,
         ProjectionEngine(
