@@ -89,8 +89,9 @@ def runtime_projections(ledger: str, store: Path) -> list[Projection]:
     return default_projections(runtime_settings(ledger, store), HashEmbedder())
 
 
-NAMES = [p.name for p in runtime_projections("ledger.db", Path("ledger.db.projections"))]
-KINDS = {p.name: p.kinds for p in runtime_projections("ledger.db", Path("projections"))}
+_DEFAULT = runtime_projections("ledger.db", Path("ledger.db.projections"))
+NAMES = [p.name for p in _DEFAULT]
+KINDS = {p.name: p.kinds for p in _DEFAULT}
 
 #: Every test runs its share of the profile's examples: the file takes about a minute.
 contract = settings(max_examples=max(4, settings.default.max_examples // 5))
@@ -182,15 +183,15 @@ class Env:
 
     @property
     def path(self) -> str:
+        """The ledger file."""
         return str(self.root / "ledger.db")
 
     def engine(self, store: str, name: str, batch_size: int = 5000) -> ProjectionEngine:
         """An engine over the store ``store`` with only the runtime's projection ``name``."""
-        settings = runtime_settings(self.path, self.root / store)
-        projections = default_projections(settings, HashEmbedder())
+        projections = runtime_projections(self.path, self.root / store)
         return ProjectionEngine(
             self.ledger,
-            settings.projection_store,
+            self.root / store,
             [p for p in projections if p.name == name],
             batch_size=batch_size,
         )
@@ -203,6 +204,7 @@ class Env:
 
 @contextmanager
 def sqlite_env() -> Iterator[Env]:
+    """A fresh SQLite ledger (engram's kinds and ``test.noted``), closed after the block."""
     # Hypothesis runs many examples per test: each gets its own directory, not tmp_path.
     with tempfile.TemporaryDirectory() as tmp:
         env = Env(Path(tmp), Ledger.open(str(Path(tmp) / "ledger.db"), contract_registry()))
