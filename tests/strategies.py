@@ -10,7 +10,9 @@ root conftest lives there).
 
 from __future__ import annotations
 
+import random
 import string
+import uuid
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
@@ -435,6 +437,187 @@ def cyclic_graphs(
         )
     )
     return ids, edges
+
+
+# -- histories for the projection contract ---------------------------------------------------
+#
+# Histories of every kind a default projection consumes, valid and edge-case alike: a few
+# neurons and agents so that events collide, activations and archives of neurons that do not
+# exist (yet, or any more), duplicate creations and connections, reweights of missing
+# connections, self-loops, recalls and archives naming memories, archived memories, neuron
+# events, future positions and positions past any ledger, texts past the indexes' cap, times
+# that go back and times given in other offsets. The same builder runs on Hypothesis draws
+# (:func:`projection_histories`) and on a seeded ``random.Random`` (:func:`seeded_history`),
+# for the crash tests that need one large history outside Hypothesis. Event ``i`` of a
+# history appended in order to a fresh ledger lands at position ``i + 1``.
+
+#: The kinds :func:`projection_histories` generates (every catalog kind).
+HISTORY_KINDS = (
+    "neuron.created",
+    "neuron.activated",
+    "neuron.archived",
+    "connection.created",
+    "connection.reweighted",
+    "memory.observed",
+    "memory.recalled",
+    "memory.archived",
+    "signal.sent",
+)
+
+_HISTORY_AGENTS = ("inner", "outer", "ünï")
+_HISTORY_TEXTS = (
+    "the build failed on the parser",
+    "the parser build passed after the fix",
+    "plan: rewrite the tokenizer",
+    "Ünïcödé café naïve — ✓ 漢字 😀",
+    'tabs\tand\nnewlines "quoted" \\ back',
+    "a",
+    "word " * 3300,  # past the 16,000-character cap of the lexical and semantic indexes
+)
+_HISTORY_STRENGTHS = (0.0, 0.25, 0.5, 1.0, 1.75, 1e6)
+_HISTORY_WEIGHTS = (0, 1, 32768, 65535)
+_HISTORY_OFFSETS = (0, 0, 0, 330, -480)  # minutes; most events in UTC
+_MAX_POSITION = 2**63 - 1
+
+
+class _Choices:
+    """Where a history builder's choices come from: Hypothesis draws or a seeded Random."""
+
+    def __init__(self, pick: Any, integer: Any) -> None:
+        self.pick = pick  # pick(sequence) -> one element
+        self.integer = integer  # integer(low, high) -> int in [low, high]
+
+
+def _history(
+    c: _Choices, n: int, salt: int, kinds: Sequence[str], neurons: int, long_texts: bool
+) -> list[NewEvent]:
+    pool = tuple(f"n{i}" for i in range(neurons))
+    texts = _HISTORY_TEXTS if long_texts else _HISTORY_TEXTS[:-1]
+    events: list[NewEvent] = []
+    memories: list[int] = []  # positions of memory.observed events
+    others: list[int] = []  # positions of every other event
+    minutes = 0
+    for i in range(n):
+        position = i + 1
+        minutes = max(0, minutes + c.integer(-600, 1800))
+        at = HISTORY_START + timedelta(minutes=minutes)
+        offset = c.pick(_HISTORY_OFFSETS)
+        if offset:
+            at = at.astimezone(timezone(timedelta(minutes=offset)))
+        kind = c.pick(kinds)
+        payload: msgspec.Struct
+        stream = f"agent:{c.pick(_HISTORY_AGENTS)}"
+        if kind in ("neuron.created", "neuron.activated", "neuron.archived"):
+            neuron = c.pick(pool)
+            stream = f"neuron:{neuron}"
+            if kind == "neuron.created":
+                payload = NeuronCreated(
+                    id=neuron,
+                    concept=c.pick(_HISTORY_TEXTS[:6]),
+                    type=c.pick(("core", "contextual", "episodic", "semantic")),
+                )
+            elif kind == "neuron.activated":
+                strength = c.pick((*_HISTORY_STRENGTHS, None))
+                if strength is None:
+                    strength = c.integer(0, 2000) / 1000
+                payload = NeuronActivated(id=neuron, strength=strength, cause=c.pick(("", "cue")))
+            else:
+                payload = NeuronArchived(id=neuron, reason=c.pick(("", "retired")))
+        elif kind in ("connection.created", "connection.reweighted"):
+            source, target = c.pick(pool), c.pick(pool)
+            stream = f"neuron:{source}"
+            weight = c.pick((*_HISTORY_WEIGHTS, None))
+            struct = ConnectionCreated if kind == "connection.created" else ConnectionReweighted
+            payload = struct(
+                source=source,
+                target=target,
+                type=c.pick(("feeds_into", "inhibits", "triggers")),
+                weight=c.integer(0, 65535) if weight is None else weight,
+            )
+        elif kind == "memory.observed":
+            agent = c.pick(_HISTORY_AGENTS)
+            stream = f"agent:{agent}"
+            importance = c.integer(0, 10)
+            payload = MemoryObserved(
+                agent=agent,
+                text=c.pick(texts),
+                type=c.pick(("observation", "plan", "thought")),
+                importance=importance or None,
+                visibility=c.pick(("public", "private")),
+                source=c.pick((None, "tool")),
+                tags=c.pick(([], ["x"], ["x", "ÿ"])),
+            )
+        elif kind in ("memory.recalled", "memory.archived"):
+            positions = [
+                *memories[-6:],
+                *others[-2:],
+                position + c.integer(1, 3),  # a future position
+                10**9,
+                _MAX_POSITION,
+            ]
+            named = [c.pick(positions) for _ in range(c.integer(0 if "recalled" in kind else 1, 4))]
+            if kind == "memory.recalled":  # a recall may serve one memory twice
+                payload = MemoryRecalled(
+                    agent=c.pick(_HISTORY_AGENTS),
+                    query=c.pick(_HISTORY_TEXTS[:6]),
+                    items=[RecalledItem(position=p, score=c.integer(-5, 5) / 4) for p in named],
+                    as_of=at,
+                )
+            else:
+                payload = MemoryArchived(
+                    agent=c.pick(_HISTORY_AGENTS),
+                    positions=list(dict.fromkeys(named)),
+                    reason=c.pick((None, "stale")),
+                )
+        elif kind == "signal.sent":
+            payload = SignalSent(to=c.pick(("*", *_HISTORY_AGENTS)), topic="ping", body="")
+        else:
+            raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
+        (memories if kind == "memory.observed" else others).append(position)
+        events.append(
+            NewEvent(
+                stream=stream,
+                kind=kind,
+                payload=payload,
+                actor=c.pick(("system", "agent:inner", "ünïcödé")),
+                id=str(uuid.UUID(int=(salt << 64) | position)),
+                at=at,
+            )
+        )
+    return events
+
+
+@st.composite
+def projection_histories(
+    draw: st.DrawFn, max_events: int = 40, kinds: Sequence[str] = HISTORY_KINDS
+) -> list[NewEvent]:
+    """A history of events of ``kinds`` (default: every catalog kind), edge cases included."""
+    choices = _Choices(
+        lambda options: draw(st.sampled_from(options)),
+        lambda low, high: draw(st.integers(low, high)),
+    )
+    n = draw(st.integers(min_value=1, max_value=max_events))
+    salt = draw(st.integers(min_value=1, max_value=2**63), label="id salt")
+    return _history(choices, n, salt, tuple(kinds), 5, True)
+
+
+def seeded_history(
+    seed: int,
+    n: int,
+    kinds: Sequence[str] = HISTORY_KINDS,
+    *,
+    neurons: int = 5,
+    salt: int = 1,
+    long_texts: bool = True,
+) -> list[NewEvent]:
+    """The same kind of history as :func:`projection_histories`, from a seeded Random.
+
+    ``neurons``: how many neuron ids events share. ``long_texts``: include texts past the
+    indexes' cap (embedding one takes tens of milliseconds).
+    """
+    rng = random.Random(seed)
+    choices = _Choices(rng.choice, rng.randint)
+    return _history(choices, n, salt, tuple(kinds), neurons, long_texts)
 
 
 # -- raw input for engram append ----------------------------------------------------------------

@@ -260,36 +260,6 @@ def test_incremental_equals_rebuild_when_recalls_name_neuron_positions(
     _incremental_equals_rebuild(plan)
 
 
-# -- idempotency ----------------------------------------------------------------------------
-
-
-@given(graph_histories(recall_neuron_positions=False), st.data())
-def test_catching_up_again_or_from_a_second_engine_changes_nothing(
-    history: list[NewEvent], data: st.DataObject
-) -> None:
-    with _ledger() as (ledger, tmp):
-        ledger.append(history)
-        store = tmp / "store"
-        with _engine(ledger, store, data.draw(batch_sizes)) as engine:
-            head = engine.catch_up()
-            before = _digests(engine)
-            # Catching up to a position already applied, or to the head again, is a no-op.
-            assert engine.catch_up(upto=data.draw(st.integers(0, head))) <= head
-            assert engine.catch_up() == head
-            assert _digests(engine) == before
-            # A retried append of any suffix returns the stored positions: nothing new.
-            cut = data.draw(st.integers(0, len(history) - 1), label="suffix start")
-            assert ledger.append(history[cut:]) == list(range(cut + 1, len(history) + 1))
-            assert engine.catch_up() == head
-            # A second engine over the same store sees the checkpoints; applies nothing twice.
-            with _engine(ledger, store, data.draw(batch_sizes)) as second:
-                assert second.catch_up() == head
-                assert _digests(second) == before
-                assert all(s.checkpoint == head and s.lag == 0 for s in second.status())
-            assert _digests(engine) == before
-            _check_against_models(engine, history)
-
-
 # -- salience reads -------------------------------------------------------------------------
 
 hours_after_start = st.integers(min_value=-24 * 60, max_value=60 * 24 * 60).map(
