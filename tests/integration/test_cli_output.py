@@ -315,3 +315,30 @@ def test_recall_min_score_lets_nothing_be_the_answer(db: str) -> None:
     code, _, err = invoke("--ledger", db, "recall", "alice", "deploy", "--min-score", "1.5")
     assert code == 2
     assert "1.5" in err
+
+
+def test_kinds_declared_in_the_config_are_appended_listed_and_queried(tmp_path: Path) -> None:
+    config = tmp_path / "engram.toml"
+    config.write_text(
+        f'ledger = "{tmp_path / "tasks.db"}"\n'
+        '[kinds."task.assigned"]\n'
+        'fields = { task = "str", assignee = "str", priority = "int?" }\n'
+    )
+    good = '{"stream": "task:1", "kind": "task.assigned", "payload": {"task": "ship", "assignee": "ada", "priority": 2}}\n'  # noqa: E501
+    code, out, err = invoke("--config", str(config), "append", stdin=good)
+    assert (code, out) == (0, "appended 1 event, position 1\n"), err
+    bad = '{"stream": "task:2", "kind": "task.assigned", "payload": {"task": "ship"}}\n'
+    code, _, err = invoke("--config", str(config), "append", stdin=bad)
+    assert code == 1
+    assert "line 1" in err
+    assert "assignee" in err
+
+    code, out, _ = invoke("--config", str(config), "kinds", "--format", "json")
+    fields = {(r["kind"], r["field"]): r for r in json.loads(out) if r["kind"] == "task.assigned"}
+    assert set(fields) == {("task.assigned", f) for f in ("task", "assignee", "priority")}
+    assert fields[("task.assigned", "priority")]["required"] is False
+
+    query = "SELECT task, assignee, priority FROM task_assigned"
+    code, out, err = invoke("--config", str(config), "sql", query, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out) == [{"task": "ship", "assignee": "ada", "priority": 2}]
