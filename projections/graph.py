@@ -21,11 +21,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.ledger import Event
+from engram.ledger.catalog import (
+    ConnectionCreated,
+    ConnectionReweighted,
+    NeuronActivated,
+    NeuronArchived,
+    NeuronCreated,
+)
 from engram.projections.base import Projection, Tables
 
 _CHUNK = 500
 
-_NEURON_KINDS = frozenset(("neuron.created", "neuron.activated", "neuron.archived"))
+_NEURON_KINDS = frozenset(t.__kind__ for t in (NeuronCreated, NeuronActivated, NeuronArchived))
 
 # Column order of the in-memory neuron rows used while a batch is applied; _LATEST, not a
 # column, holds the latest UTC activation time of the batch until flush.
@@ -38,11 +45,11 @@ class NeuronGraph(Projection):
     name = "neuron_graph"
     version = 1
     kinds = (
-        "neuron.created",
-        "neuron.activated",
-        "neuron.archived",
-        "connection.created",
-        "connection.reweighted",
+        NeuronCreated,
+        NeuronActivated,
+        NeuronArchived,
+        ConnectionCreated,
+        ConnectionReweighted,
     )
     tables = ("neurons", "connections", "graph_anomalies", "graph_actors")
 
