@@ -2,7 +2,7 @@
 
 Backends speak rows — tuples in :data:`engram.ledger.schema.COLUMNS` order, indexed by
 :class:`engram.ledger.schema.Column` — never events. A row read back carries ``at`` as the
-driver returned it (:meth:`Backend.parse_at` makes the event's datetime of it, and
+driver returned it (:attr:`Backend.parse_at` makes the event's datetime of it, and
 :meth:`Backend.at_text` the text the hash covers); a row written carries it as the canonical
 text produced by :func:`engram.ledger.codec.format_at`.
 """
@@ -10,7 +10,7 @@ text produced by :func:`engram.ledger.codec.format_at`.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -89,6 +89,9 @@ class Backend(abc.ABC):
     """A database holding the ``events`` table."""
 
     name: str
+    #: Turn a stored ``at`` as read (a row's cell) into an aware UTC datetime; an attribute,
+    #: not a method, so the read loop calls the parser itself.
+    parse_at: Callable[[Any], datetime]
 
     @abc.abstractmethod
     def create(self) -> None:
@@ -108,11 +111,6 @@ class Backend(abc.ABC):
         limit: int,
     ) -> list[Row]:
         """Return up to ``limit`` rows with ``after < position <= upto`` in position order."""
-
-    @staticmethod
-    @abc.abstractmethod
-    def parse_at(value: Any) -> datetime:
-        """Return a stored ``at`` as read (a row's cell) as an aware UTC datetime."""
 
     @abc.abstractmethod
     def at_text(self, value: Any) -> str:

@@ -178,6 +178,7 @@ class PostgresBackend(Backend):
         except sa.exc.ArgumentError as exc:
             raise ConfigError(f"invalid PostgreSQL URL {url!r}: {exc}") from None
         self.schema = schema
+        self.parse_at = as_utc
         self._libpq = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         self._channel = f"engram_{schema}"
         self._lock_key = int.from_bytes(
@@ -333,8 +334,6 @@ class PostgresBackend(Backend):
             "WHERE stream = %s AND version > %s ORDER BY version LIMIT %s",
             [stream, after_version, limit],
         )
-
-    parse_at = staticmethod(as_utc)
 
     def at_text(self, value: Any) -> str:
         return format_at(value)

@@ -192,6 +192,8 @@ class SQLiteBackend(Backend):
             sa_event.listen(eng, "connect", on_connect)
             return eng
 
+        # The stored text is canonical UTC ISO-8601 (format_at), which this parses as is.
+        self.parse_at = datetime.fromisoformat
         self._writer = engine(1)
         self._reader = engine(4)
         self._write_conn: Any = None
@@ -273,9 +275,6 @@ class SQLiteBackend(Backend):
         with _translate("read"), self._reader.connect() as conn:
             cursor = conn.connection.driver_connection.execute(sql, params)  # type: ignore[union-attr]
             return cursor.fetchall()  # type: ignore[no-any-return]
-
-    #: The stored text is canonical UTC ISO-8601 (:func:`~engram.ledger.codec.format_at`).
-    parse_at = staticmethod(datetime.fromisoformat)
 
     def at_text(self, value: Any) -> str:
         # The stored text is what was hashed; a cell that is not text was tampered with.

@@ -127,7 +127,7 @@ def check_projection(projection: Any) -> Projection:
     return projection
 
 
-def _named(kind: object) -> object:
+def _named(kind: Any) -> Any:
     if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
         return declared_kind(kind) or kind
     return kind

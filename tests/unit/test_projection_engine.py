@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from strategies import HISTORY_START, neuron_activated, neuron_created
 
-from engram.ledger import Event, KindRegistry, Ledger, NewEvent
+from engram.ledger import Event, KindRegistry, Ledger, NewEvent, default_registry
 from engram.ledger.catalog import NeuronArchived, NeuronCreated
 from engram.projections.base import Projection, Tables, kind_names
 from engram.projections.engine import ProjectionEngine
@@ -149,7 +149,7 @@ def test_a_kind_the_registry_does_not_know_is_refused_at_open(
     # A kind registered in another registry is unknown to this ledger all the same.
     other = KindRegistry()
     other.register("tally.counted", Counted)
-    with pytest.raises(ProjectionConfigError, match="kind 'tally.counted', which the ledger's"):
+    with pytest.raises(ProjectionConfigError, match=r"kind 'tally\.counted', which the ledger's"):
         ProjectionEngine(ledger, tmp_path / "store", [_declared(kinds=(Counted,))])
 
 
@@ -158,11 +158,30 @@ def test_kinds_may_be_payload_types_and_mix_with_names(ledger: Ledger, tmp_path:
     ledger.append(NewEvent.of(NeuronArchived(id="a"), stream="neuron:a"))
     by_type = _declared(name="by_type", kinds=(NeuronCreated, "neuron.activated", NeuronCreated))
     assert kind_names(by_type) == ("neuron.created", "neuron.activated")
+    # The class keeps stored names, so every reader of `kinds` sees strings.
+    assert type(by_type).kinds == ("neuron.created", "neuron.activated", "neuron.created")
+    assert NeuronGraph.kinds[:2] == ("neuron.created", "neuron.activated")
     with ProjectionEngine(ledger, tmp_path / "store", [by_type]) as engine:
         engine.catch_up()
         # 2 creations + 4 activations; the archive is not a consumed kind.
         assert [n for _, n in _rows(engine, "tally")] == [3, 3]
         assert len(_rows(engine, "tally_log")) == 6
+
+
+def test_a_payload_type_registered_after_the_class_is_named_at_open(tmp_path: Path) -> None:
+    class Tallied(msgspec.Struct, frozen=True):
+        id: str
+
+    late = _declared(name="late", kinds=(Tallied,))
+    assert type(late).kinds == (Tallied,)  # no name yet: kept, named when the engine opens
+    registry = default_registry()
+    registry.register("tally.tallied", Tallied)
+    with Ledger.open(str(tmp_path / "ledger.db"), registry) as ledger:
+        ledger.append(NewEvent.of(Tallied("x"), stream="tally:x"))
+        assert kind_names(late) == ("tally.tallied",)
+        with ProjectionEngine(ledger, tmp_path / "store", [late]) as engine:
+            assert engine.catch_up() == 1
+            assert _rows(engine, "tally") == [("x", 1)]
 
 
 def test_engine_refuses_clashes_and_bad_options(ledger: Ledger, tmp_path: Path) -> None:
