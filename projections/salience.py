@@ -269,13 +269,13 @@ class SalienceIndex(Projection):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for found in conn.execute(
+            for item_id, *row in conn.execute(
                 f"SELECT item_id, position, salience, updated_us, importance, last_recalled_us,"
                 f" recall_count, archived FROM {table}"
                 f" WHERE item_kind = ? AND {column} IN ({marks})",
                 [item_kind, *chunk],
             ):
-                key = (item_kind, found[0])
-                rows[key] = list(found[1:])
+                key = (item_kind, item_id)
+                rows[key] = row
                 if item_kind == "memory":  # recalls name memories only
-                    by_position[found[1]] = key
+                    by_position[row[_POS]] = key
