@@ -4,7 +4,8 @@
   does, by hand: it reads the columns that state depends on (position, id, kind, actor,
   time, payload) with raw sqlite3, decodes each payload into its Struct, keeps the state in
   dicts under the projections' rules (event times, lazy decay, anomalies, actors) and
-  writes it to a fresh SQLite file in one transaction, as the projections' tables hold it.
+  writes it to a fresh SQLite file in one transaction, as the projections' tables hold it:
+  the same rows and values (a test compares them), anomaly reasons aside.
 - :func:`kind_and_payload` is the earlier reference, kept for comparison: it reads kind and
   payload only, keeps counters without times or decay, and never writes its state.
 """
@@ -21,6 +22,8 @@ import msgspec
 
 from engram.bench.common import remove_db
 from engram.ledger.catalog import KINDS
+from engram.projections.base import kind_names
+from engram.projections.graph import NeuronGraph
 from engram.projections.salience import (
     ACTIVATION_GAIN,
     DEFAULT_RATE,
@@ -92,8 +95,11 @@ def kind_and_payload(ledger_path: str) -> tuple[float, int]:
         conn.close()
 
 
-def same_state(ledger_path: str, out_path: str) -> tuple[float, int]:
-    """Build the graph's and the salience index's state by hand; return (seconds, events)."""
+def same_state(ledger_path: str, out_path: str, *, keep: bool = False) -> tuple[float, int]:
+    """Build the graph's and the salience index's state by hand; return (seconds, events).
+
+    The state is written to ``out_path``, removed afterwards unless ``keep``.
+    """
     decoders = {kind: msgspec.json.Decoder(t).decode for kind, t in KINDS.items()}
     remove_db(out_path)
     conn = sqlite3.connect(ledger_path)
@@ -107,6 +113,7 @@ def same_state(ledger_path: str, out_path: str) -> tuple[float, int]:
         rate = DEFAULT_RATE
         parse = datetime.fromisoformat
         floor = math.floor
+        graph_kinds = frozenset(kind_names(NeuronGraph()))
         neurons: dict[str, list[Any]] = {}
         links: dict[tuple[str, str, str], list[Any]] = {}
         anomalies: list[tuple[int, str, str]] = []
@@ -125,13 +132,14 @@ def same_state(ledger_path: str, out_path: str) -> tuple[float, int]:
             p: Any = decoders[kind](data)
             delta = parse(at) - _EPOCH
             us = (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-            seen = actors.get(actor)
-            if seen is None:
-                actors[actor] = [1, at]
-            else:
-                seen[0] += 1
-                if at > seen[1]:
-                    seen[1] = at
+            if kind in graph_kinds:  # the graph counts the events it consumes per actor
+                seen = actors.get(actor)
+                if seen is None:
+                    actors[actor] = [1, at]
+                else:
+                    seen[0] += 1
+                    if at > seen[1]:
+                        seen[1] = at
             if kind == "neuron.activated":
                 neuron = neurons.get(p.id)
                 if neuron is None or neuron[6] is not None:
@@ -226,4 +234,5 @@ def same_state(ledger_path: str, out_path: str) -> tuple[float, int]:
     finally:
         conn.close()
         out.close()
-        remove_db(out_path)
+        if not keep:
+            remove_db(out_path)
