@@ -32,7 +32,7 @@ from engram.ledger.errors import (
 )
 from engram.ledger.events import ANY, NO_STREAM, Event, Expect, Expectation, NewEvent
 from engram.ledger.ids import new_id
-from engram.ledger.kinds import KindRegistry, KindSpec
+from engram.ledger.kinds import KindRegistry, KindSpec, kind_name
 from engram.ledger.store import DEFAULT_MAX_PAYLOAD, Ledger, VerifyReport
 
 __all__ = [
@@ -72,6 +72,7 @@ __all__ = [
     "VerifyReport",
     "chunked",
     "default_registry",
+    "kind_name",
     "new_id",
     "open_audit",
 ]

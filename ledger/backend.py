@@ -1,20 +1,23 @@
 """The storage port: what the store needs from a database. One adapter per backend.
 
-Backends speak rows — tuples in :data:`engram.ledger.schema.COLUMNS` order — never events. A row
-read back carries ``at`` as an aware UTC datetime; a row written carries it as the canonical
+Backends speak rows — tuples in :data:`engram.ledger.schema.COLUMNS` order, indexed by
+:class:`engram.ledger.schema.Column` — never events. A row read back carries ``at`` as the
+driver returned it (:attr:`Backend.parse_at` makes the event's datetime of it, and
+:meth:`Backend.at_text` the text the hash covers); a row written carries it as the canonical
 text produced by :func:`engram.ledger.codec.format_at`.
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from engram.ledger.errors import StoreError
+from engram.ledger.schema import Column
 
 Row = tuple[Any, ...]
 
@@ -88,6 +91,9 @@ class Backend(abc.ABC):
     name: str
     #: Opened for reading only: ``write()`` raises ReadOnlyLedgerError.
     readonly: bool = False
+    #: Turn a stored ``at`` as read (a row's cell) into an aware UTC datetime; an attribute,
+    #: not a method, so the read loop calls the parser itself.
+    parse_at: Callable[[Any], datetime]
 
     @abc.abstractmethod
     def create(self) -> None:
@@ -105,19 +111,13 @@ class Backend(abc.ABC):
         kinds: Sequence[str] | None,
         streams: Sequence[str] | None,
         limit: int,
-        *,
-        raw: bool = False,
     ) -> list[Row]:
-        """Return up to ``limit`` rows with ``after < position <= upto`` in position order.
-
-        With ``raw``, ``at`` is left as the driver returned it (for :meth:`at_text`).
-        """
+        """Return up to ``limit`` rows with ``after < position <= upto`` in position order."""
 
     @abc.abstractmethod
     def at_text(self, value: Any) -> str:
-        """Return the canonical text of a raw stored ``at`` (what the hash covers)."""
+        """Return the canonical text of a stored ``at`` as read (what the hash covers)."""
 
-    @abc.abstractmethod
     @abc.abstractmethod
     def read_positions(self, positions: Sequence[int]) -> list[Row]:
         """Return the rows at ``positions`` (at most :data:`SQL_CHUNK`), in any order."""
@@ -142,14 +142,14 @@ class Backend(abc.ABC):
     def close(self) -> None:
         """Release connections."""
 
-    def scan(self, after: int = 0, page: int = 5000, *, raw: bool = False) -> Iterator[Row]:
+    def scan(self, after: int = 0, page: int = 5000) -> Iterator[Row]:
         """Yield every row after ``after`` in position order, one page in memory at a time."""
         while True:
-            rows = self.read_rows(after, None, None, None, page, raw=raw)
+            rows = self.read_rows(after, None, None, None, page)
             if not rows:
                 return
             yield from rows
-            after = rows[-1][0]
+            after = rows[-1][Column.POSITION]
 
 
 def as_utc(value: datetime) -> datetime:

@@ -1,15 +1,16 @@
 """engram's own event kinds: the vocabulary every layer reads and writes (ADR 0007).
 
 Payloads are frozen msgspec Structs that refuse unknown fields. Weights and saliences are
-uint16 (0..65535). Add a kind here only with its schema number; change a kind's shape only
-by bumping its schema and registering an upcaster.
+uint16 (0..65535). Each payload Struct declares its kind's stored name as ``__kind__``
+(ADR 0020). Add a kind here only with its schema number; change a kind's shape only by
+bumping its schema and registering an upcaster.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
@@ -36,6 +37,8 @@ class _Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
 class NeuronCreated(_Payload, frozen=True):
     """A neuron came into being."""
 
+    __kind__: ClassVar[str] = "neuron.created"
+
     id: Name
     concept: Text
     type: NeuronType
@@ -43,6 +46,8 @@ class NeuronCreated(_Payload, frozen=True):
 
 class NeuronActivated(_Payload, frozen=True):
     """A neuron fired with some strength, for a cause (a stimulus, a propagation wave)."""
+
+    __kind__: ClassVar[str] = "neuron.activated"
 
     id: Name
     strength: Strength
@@ -52,12 +57,16 @@ class NeuronActivated(_Payload, frozen=True):
 class NeuronArchived(_Payload, frozen=True):
     """A neuron was retired from the live network."""
 
+    __kind__: ClassVar[str] = "neuron.archived"
+
     id: Name
     reason: str = ""
 
 
 class ConnectionCreated(_Payload, frozen=True):
     """A typed, weighted connection between two neurons was made."""
+
+    __kind__: ClassVar[str] = "connection.created"
 
     source: Name
     target: Name
@@ -69,6 +78,8 @@ class ConnectionCreated(_Payload, frozen=True):
 class ConnectionReweighted(_Payload, frozen=True):
     """A connection's weight changed."""
 
+    __kind__: ClassVar[str] = "connection.reweighted"
+
     source: Name
     target: Name
     type: ConnectionType
@@ -78,6 +89,8 @@ class ConnectionReweighted(_Payload, frozen=True):
 
 class MemoryObserved(_Payload, frozen=True):
     """An agent recorded an observation, a plan or a thought."""
+
+    __kind__: ClassVar[str] = "memory.observed"
 
     agent: Name
     text: Text
@@ -98,6 +111,8 @@ class RecalledItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class MemoryRecalled(_Payload, frozen=True):
     """An agent recalled memories for a query; the served items are audited."""
 
+    __kind__: ClassVar[str] = "memory.recalled"
+
     agent: Name
     query: Text
     items: list[RecalledItem]
@@ -106,6 +121,8 @@ class MemoryRecalled(_Payload, frozen=True):
 
 class MemoryArchived(_Payload, frozen=True):
     """An agent retired some of its memories (``memory.observed`` positions) from every index."""
+
+    __kind__: ClassVar[str] = "memory.archived"
 
     agent: Name
     positions: Annotated[list[Position], msgspec.Meta(min_length=1)]
@@ -120,21 +137,26 @@ class MemoryArchived(_Payload, frozen=True):
 class SignalSent(_Payload, frozen=True):
     """An agent signalled another agent (or ``*`` for everyone) through the ledger."""
 
+    __kind__: ClassVar[str] = "signal.sent"
+
     to: Name
     topic: Name
     body: str = ""
 
 
 KINDS: dict[str, type[msgspec.Struct]] = {
-    "neuron.created": NeuronCreated,
-    "neuron.activated": NeuronActivated,
-    "neuron.archived": NeuronArchived,
-    "connection.created": ConnectionCreated,
-    "connection.reweighted": ConnectionReweighted,
-    "memory.observed": MemoryObserved,
-    "memory.recalled": MemoryRecalled,
-    "memory.archived": MemoryArchived,
-    "signal.sent": SignalSent,
+    payload.__kind__: payload
+    for payload in (
+        NeuronCreated,
+        NeuronActivated,
+        NeuronArchived,
+        ConnectionCreated,
+        ConnectionReweighted,
+        MemoryObserved,
+        MemoryRecalled,
+        MemoryArchived,
+        SignalSent,
+    )
 }
 
 

@@ -8,6 +8,9 @@ from typing import Any
 
 import msgspec
 
+from engram.ledger.errors import EnvelopeError, KindRegistryError
+from engram.ledger.kinds import kind_name
+
 
 class Expect(enum.Enum):
     """Special expectations of a stream's version for optimistic concurrency.
@@ -42,6 +45,45 @@ class NewEvent(msgspec.Struct, kw_only=True, frozen=True):
     at: datetime | None = None
     causation_id: str | None = None
     correlation_id: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        payload: msgspec.Struct,
+        *,
+        stream: str,
+        actor: str = "system",
+        id: str | None = None,
+        at: datetime | None = None,
+        causation_id: str | None = None,
+        correlation_id: str | None = None,
+    ) -> NewEvent:
+        """Return the event carrying ``payload``, its kind named by the payload's type.
+
+        Raises:
+            EnvelopeError: the payload is not a Struct whose type names its kind (declares
+                ``__kind__`` or was registered as a kind's payload).
+        """
+        if not isinstance(payload, msgspec.Struct):
+            raise EnvelopeError(
+                f"NewEvent.of: payload must be a kind's payload Struct, got "
+                f"{type(payload).__name__}; for a mapping, give the kind: NewEvent(kind=...)",
+                field="payload",
+            )
+        try:
+            kind = kind_name(type(payload))
+        except KindRegistryError as exc:
+            raise EnvelopeError(f"NewEvent.of: {exc}", field="payload") from None
+        return cls(
+            stream=stream,
+            kind=kind,
+            payload=payload,
+            actor=actor,
+            id=id,
+            at=at,
+            causation_id=causation_id,
+            correlation_id=correlation_id,
+        )
 
 
 class Event(msgspec.Struct, frozen=True, gc=False):

@@ -3,11 +3,16 @@
 A payload is validated against its kind's Struct on append and stored as canonical JSON.
 When a kind's Struct changes shape, bump its schema and register an upcaster from the old
 schema: stored bytes never change, old payloads are upcast (as dicts) when read.
+
+A payload Struct carries its kind's stored name in the class attribute ``__kind__``, declared
+on the class or set when it is registered, so code may name a kind by its payload type
+(:func:`kind_name`, ``NewEvent.of``) without repeating the string (ADR 0020).
 """
 
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -20,6 +25,46 @@ Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 S = TypeVar("S", bound=type[msgspec.Struct])
 
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+#: The class attribute naming a payload type's kind.
+KIND_ATTRIBUTE = "__kind__"
+#: Payload types whose kind name registration set (not declared by their author).
+_assigned: weakref.WeakSet[type] = weakref.WeakSet()
+
+
+def declared_kind(payload_type: type) -> str | None:
+    """Return the kind name ``payload_type`` itself declares or was registered under.
+
+    Only the class's own attribute counts: a subclass of a registered Struct is another
+    type, with no kind until it is registered or declares one.
+    """
+    value = vars(payload_type).get(KIND_ATTRIBUTE)
+    return value if isinstance(value, str) else None
+
+
+def kind_name(kind: object) -> str:
+    """Return the stored name of a kind given as its name or its payload Struct type.
+
+    Raises:
+        KindRegistryError: ``kind`` is neither a non-empty string nor a Struct type with a
+            kind name (declared as ``__kind__`` or given by registration).
+    """
+    if isinstance(kind, str):
+        if not kind:
+            raise KindRegistryError("a kind name must not be empty")
+        return kind
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        name = declared_kind(kind)
+        if name is None and kind in _assigned:
+            raise KindRegistryError(
+                f"{kind.__name__} is the payload of several kinds: name the kind as a string"
+            )
+        if name is None:
+            raise KindRegistryError(
+                f"{kind.__name__} carries no kind name: register it as a kind's payload, "
+                f"or declare `{KIND_ATTRIBUTE}: ClassVar[str] = 'noun.verbed'` on the class"
+            )
+        return name
+    raise KindRegistryError(f"a kind is named by a string or a payload Struct type, got {kind!r}")
 
 
 @dataclass
@@ -86,6 +131,13 @@ class KindRegistry:
             )
         if not isinstance(schema, int) or isinstance(schema, bool) or schema < 1:
             raise KindRegistryError(f"kind {name!r}: schema must be an int >= 1, got {schema!r}")
+        declared = vars(payload_type).get(KIND_ATTRIBUTE)
+        assigned = payload_type in _assigned
+        if declared is not None and not assigned and declared != name:
+            raise KindRegistryError(
+                f"kind {name!r}: {payload_type.__name__} declares kind {declared!r}; "
+                "register it under that name"
+            )
         existing = self._specs.get(name)
         if existing is not None:
             if existing.type is payload_type and existing.schema == schema:
@@ -95,6 +147,12 @@ class KindRegistry:
                 f"at schema {existing.schema}"
             )
         self._specs[name] = KindSpec(name, payload_type, schema)
+        if not assigned and declared is None:
+            setattr(payload_type, KIND_ATTRIBUTE, name)
+            _assigned.add(payload_type)
+        elif assigned and declared != name:
+            # A type registered under two names names neither: callers pass the string.
+            setattr(payload_type, KIND_ATTRIBUTE, None)
 
     def kind(self, name: str, *, schema: int = 1) -> Callable[[S], S]:
         """Register the decorated Struct as the payload of kind ``name``."""

@@ -70,6 +70,20 @@ class Request:
     lead: bool = False
 
 
+class _Known(NamedTuple):
+    """Where an id is already placed, and the content it was placed with."""
+
+    position: int
+    content: tuple[object, ...]
+
+
+class _Placed(NamedTuple):
+    """An event an earlier request of the group placed (its content is built on demand)."""
+
+    position: int
+    event: Prepared
+
+
 def _encodable(value: str) -> bool:
     try:
         value.encode("utf-8")
@@ -269,8 +283,8 @@ class GroupPlan:
         self.careful = careful
         self.rows: list[Row] = []
         self._stored: dict[str, StoredContent] = {}
-        #: Events placed by earlier requests of this group: id -> (position, event).
-        self._pending: dict[str, tuple[int, Prepared]] = {}
+        #: Events placed by earlier requests of this group, by id.
+        self._pending: dict[str, _Placed] = {}
 
     def run(self) -> None:
         """Place every request that fits; mark the others with their error."""
@@ -293,7 +307,7 @@ class GroupPlan:
                     request.positions = self._place(request)
                     if request is not last:  # later requests may retry these ids
                         for e, position in zip(request.events, request.positions, strict=True):
-                            self._pending[e.id] = (position, e)
+                            self._pending[e.id] = _Placed(position, e)
                 except ConcurrencyError:
                     if self.careful:
                         raise
@@ -329,20 +343,23 @@ class GroupPlan:
         """Tell the cache the state this plan committed."""
         self.cache.remember(self._head, self._versions)
 
-    def _known(self, event_id: str) -> tuple[int, tuple[object, ...]] | None:
+    def _known(self, event_id: str) -> _Known | None:
         stored: StoredContent | None = self._stored.get(event_id)
         if stored is not None:
-            return stored.position, (
-                stored.stream,
-                stored.kind,
-                stored.schema,
-                stored.actor,
-                stored.payload,
-                stored.causation_id,
-                stored.correlation_id,
+            return _Known(
+                stored.position,
+                (
+                    stored.stream,
+                    stored.kind,
+                    stored.schema,
+                    stored.actor,
+                    stored.payload,
+                    stored.causation_id,
+                    stored.correlation_id,
+                ),
             )
-        pending = self._pending.get(event_id)
-        return None if pending is None else (pending[0], pending[1].content())
+        placed = self._pending.get(event_id)
+        return None if placed is None else _Known(placed.position, placed.event.content())
 
     def _place(self, request: Request) -> list[int]:
         events = request.events
@@ -390,18 +407,19 @@ class GroupPlan:
         return positions
 
     @staticmethod
-    def _retry(request: Request, known: list[tuple[int, tuple[object, ...]] | None]) -> list[int]:
+    def _retry(request: Request, known: list[_Known | None]) -> list[int]:
         positions: list[int] = []
         for i, (e, k) in enumerate(zip(request.events, known, strict=True)):
             if k is None:
                 stored = next(x for x in known if x is not None)
                 raise IdempotencyError(
                     f"event #{i} (id {e.id}) is new, but others of the batch are already stored "
-                    f"(e.g. at position {stored[0]}): a retried batch must be identical"
+                    f"(e.g. at position {stored.position}): a retried batch must be identical"
                 )
-            if k[1] != e.content():
+            if k.content != e.content():
                 raise IdempotencyError(
-                    f"event #{i}: id {e.id} is already stored at position {k[0]} with other content"
+                    f"event #{i}: id {e.id} is already stored at position {k.position} with "
+                    "other content"
                 )
-            positions.append(k[0])
+            positions.append(k.position)
         return positions

@@ -45,9 +45,11 @@ from engram.ledger.schema import (
     COLUMNS,
     FORMAT_VERSION,
     HASH_ALGORITHM,
+    Column,
     build_metadata,
 )
 
+_PAYLOAD, _HASH = Column.PAYLOAD.value, Column.HASH.value
 _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SELECT_COLUMNS = ", ".join(
     f"{c}::text" if c in ("id", "causation_id", "correlation_id") else c for c in COLUMNS
@@ -103,7 +105,10 @@ class _Tx(WriteTransaction):
 
     @staticmethod
     def _head_of(row: Any) -> tuple[int, bytes]:
-        return (0, GENESIS_HASH) if row is None else (row[0], bytes(row[1]))
+        if row is None:
+            return 0, GENESIS_HASH
+        position, hash_ = row
+        return position, bytes(hash_)
 
     @staticmethod
     def _versions_of(rows: list[Any]) -> dict[str, int]:
@@ -111,9 +116,11 @@ class _Tx(WriteTransaction):
 
     @staticmethod
     def _found_of(rows: list[Any]) -> dict[str, StoredContent]:
-        return {
-            r[0]: StoredContent(r[1], r[2], r[3], r[4], r[5], bytes(r[6]), r[7], r[8]) for r in rows
-        }
+        found = {}
+        for id_, *content in rows:
+            stored = StoredContent._make(content)
+            found[id_] = stored._replace(payload=bytes(stored.payload))
+        return found
 
     def head(self) -> tuple[int, bytes]:
         return self._head_of(self._cur.execute(self._head_sql()).fetchone())
@@ -149,7 +156,7 @@ class _Tx(WriteTransaction):
             f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) VALUES ({_INSERT_VALUES})",
             rows,
         )
-        self.last = rows[-1][0]
+        self.last = rows[-1][Column.POSITION]
 
 
 class PostgresBackend(Backend):
@@ -179,6 +186,7 @@ class PostgresBackend(Backend):
         except sa.exc.ArgumentError as exc:
             raise ConfigError(f"invalid PostgreSQL URL {url!r}: {exc}") from None
         self.schema = schema
+        self.parse_at = as_utc
         self._libpq = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
         self._display = parsed.render_as_string(hide_password=True)
         self._channel = f"engram_{schema}"
@@ -316,8 +324,6 @@ class PostgresBackend(Backend):
         kinds: Sequence[str] | None,
         streams: Sequence[str] | None,
         limit: int,
-        *,
-        raw: bool = False,
     ) -> list[Row]:
         sql = [f"SELECT {_SELECT_COLUMNS} FROM {self.schema}.events WHERE position > %s"]
         params: list[Any] = [after]
@@ -351,7 +357,11 @@ class PostgresBackend(Backend):
     def _fetch(self, sql: str, params: list[Any]) -> list[Row]:
         with _translate("read"), self._engine.connect() as conn:
             rows = conn.exec_driver_sql(sql, tuple(params)).fetchall()
-        return [(*r[:7], as_utc(r[7]), bytes(r[8]), r[9], r[10], bytes(r[11])) for r in rows]
+        # psycopg may hand bytea back as memoryview; the store compares and hashes bytes.
+        return [
+            (*r[:_PAYLOAD], bytes(r[_PAYLOAD]), *r[_PAYLOAD + 1 : _HASH], bytes(r[_HASH]))
+            for r in rows
+        ]
 
     def head(self) -> int:
         with _translate("read the head"), self._engine.connect() as conn:

@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
+import enum
+
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 FORMAT_VERSION = "1"
 HASH_ALGORITHM = "sha256-chain-v1"
 
+
+class Column(enum.IntEnum):
+    """The index of each column in a storage row (rows stay plain tuples: naming is free)."""
+
+    POSITION = 0
+    ID = 1
+    STREAM = 2
+    VERSION = 3
+    KIND = 4
+    SCHEMA = 5
+    ACTOR = 6
+    AT = 7
+    PAYLOAD = 8
+    CAUSATION_ID = 9
+    CORRELATION_ID = 10
+    HASH = 11
+
+
 #: Column order of every storage row the backends exchange with the store.
-COLUMNS = (
-    "position",
-    "id",
-    "stream",
-    "version",
-    "kind",
-    "schema",
-    "actor",
-    "at",
-    "payload",
-    "causation_id",
-    "correlation_id",
-    "hash",
-)
+COLUMNS = tuple(column.name.lower() for column in Column)
 
 # SQLite needs exactly INTEGER for the rowid alias; PostgreSQL gets native types.
 _Position = sa.BigInteger().with_variant(sa.Integer(), "sqlite")

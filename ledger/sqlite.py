@@ -162,16 +162,19 @@ class _Tx(WriteTransaction):
 
     def head(self) -> tuple[int, bytes]:
         row = self._cur.execute(_HEAD).fetchone()
-        return (0, GENESIS_HASH) if row is None else (row[0], row[1])
+        if row is None:
+            return 0, GENESIS_HASH
+        position, hash_ = row
+        return position, hash_
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
         # One indexed max() per stream: a GROUP BY would read every version of the stream.
         found: dict[str, int] = {}
         cur = self._cur
         for stream in streams:
-            version = cur.execute(
+            (version,) = cur.execute(
                 "SELECT max(version) FROM events WHERE stream = ?", (stream,)
-            ).fetchone()[0]
+            ).fetchone()
             if version is not None:
                 found[stream] = version
         return found
@@ -180,12 +183,11 @@ class _Tx(WriteTransaction):
         found: dict[str, StoredContent] = {}
         for chunk in chunked(ids):
             marks = ", ".join("?" * len(chunk))
-            for row in self._conn.execute(
-                "SELECT id, position, stream, kind, schema, actor, payload, causation_id, "
-                f"correlation_id FROM events WHERE id IN ({marks})",
+            for id_, *content in self._conn.execute(
+                f"SELECT id, {', '.join(StoredContent._fields)} FROM events WHERE id IN ({marks})",
                 chunk,
             ):
-                found[row[0]] = StoredContent(*row[1:])
+                found[id_] = StoredContent._make(content)
         return found
 
     def insert(self, rows: Sequence[Row]) -> None:
@@ -217,6 +219,8 @@ class SQLiteBackend(Backend):
             raise ConfigError(f"durability must be 'full' or 'fast', got {durability!r}")
         self.path = os.path.abspath(os.path.expanduser(path))
         self.readonly = readonly
+        # The stored text is canonical UTC ISO-8601 (format_at), which this parses as is.
+        self.parse_at = datetime.fromisoformat
         if readonly:
             self._open_readonly(busy_timeout)
             return
@@ -343,8 +347,6 @@ class SQLiteBackend(Backend):
         kinds: Sequence[str] | None,
         streams: Sequence[str] | None,
         limit: int,
-        *,
-        raw: bool = False,
     ) -> list[Row]:
         sql = [_SELECT, " WHERE position > ?"]
         params: list[Any] = [after]
@@ -357,7 +359,7 @@ class SQLiteBackend(Backend):
                 params.extend(values)
         sql.append(" ORDER BY position LIMIT ?")
         params.append(limit)
-        return self._fetch("".join(sql), params, raw=raw)
+        return self._fetch("".join(sql), params)
 
     def read_positions(self, positions: Sequence[int]) -> list[Row]:
         marks = ", ".join("?" * len(positions))
@@ -369,14 +371,12 @@ class SQLiteBackend(Backend):
             [stream, after_version, limit],
         )
 
-    def _fetch(self, sql: str, params: list[Any], *, raw: bool = False) -> list[Row]:
-        parse = datetime.fromisoformat
+    def _fetch(self, sql: str, params: list[Any]) -> list[Row]:
+        # The driver's rows as they come: the store parses ``at`` while it builds each event,
+        # so no second tuple is made per row.
         with _translate("read"), self._reader.connect() as conn:
             cursor = conn.connection.driver_connection.execute(sql, params)  # type: ignore[union-attr]
-            rows = cursor.fetchall()
-        if raw:
-            return rows  # type: ignore[no-any-return]
-        return [(*r[:7], parse(r[7]), *r[8:]) for r in rows]
+            return cursor.fetchall()  # type: ignore[no-any-return]
 
     def at_text(self, value: Any) -> str:
         # The stored text is what was hashed; a cell that is not text was tampered with.

@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 
 import msgspec
 
-from engram.ledger import Event
+from engram.ledger import Event, KindRegistryError, kind_name
+from engram.ledger.kinds import declared_kind
 from engram.projections.errors import ProjectionConfigError
 
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,62}\Z")
@@ -48,6 +49,8 @@ class Projection(abc.ABC):
     """A derived view of the ledger, rebuilt at will and caught up incrementally.
 
     Subclasses set the class attributes and implement :meth:`create` and :meth:`apply`.
+    ``kinds`` may name a kind by its payload Struct type; the class keeps the stored name
+    (ADR 0020), so ``kinds`` reads as names wherever it is read.
     Contract for ``apply``: events arrive in position order, each exactly once per
     generation, in batches of any size; the state after any split into batches is the same
     (rule 4). It must not commit, and must keep no state outside its tables between calls.
@@ -55,8 +58,16 @@ class Projection(abc.ABC):
 
     name: ClassVar[str]
     version: ClassVar[int]
-    kinds: ClassVar[tuple[str, ...]]
+    #: The kinds consumed: stored names, or payload Struct types (their ``__kind__``).
+    kinds: ClassVar[tuple[str | type[msgspec.Struct], ...]]
     tables: ClassVar[tuple[str, ...]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        kinds = vars(cls).get("kinds")
+        if isinstance(kinds, tuple):
+            # A type not named yet (registered later) stays; the engine names it at open.
+            cls.kinds = tuple(_named(kind) for kind in kinds)
 
     def config(self) -> str:
         """Return the parameters that shape the stored state (changing them forces a rebuild)."""
@@ -102,13 +113,7 @@ def check_projection(projection: Any) -> Projection:
     version = getattr(projection, "version", None)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise ProjectionConfigError(f"{label}.version must be a positive int, got {version!r}")
-    kinds = getattr(projection, "kinds", None)
-    if (
-        not isinstance(kinds, tuple)
-        or not kinds
-        or not all(isinstance(k, str) and k for k in kinds)
-    ):
-        raise ProjectionConfigError(f"{label}.kinds must be a non-empty tuple of kind names")
+    kind_names(projection)
     tables = getattr(projection, "tables", None)
     if not isinstance(tables, tuple) or not tables:
         raise ProjectionConfigError(f"{label}.tables must be a non-empty tuple of table names")
@@ -120,3 +125,28 @@ def check_projection(projection: Any) -> Projection:
     if len(set(tables)) != len(tables):
         raise ProjectionConfigError(f"{label}.tables has duplicates: {tables}")
     return projection
+
+
+def _named(kind: Any) -> Any:
+    if isinstance(kind, type) and issubclass(kind, msgspec.Struct):
+        return declared_kind(kind) or kind
+    return kind
+
+
+def kind_names(projection: Projection) -> tuple[str, ...]:
+    """Return the stored names of the kinds a projection consumes, in declaration order.
+
+    Raises:
+        ProjectionConfigError: ``kinds`` is not a non-empty tuple of kind names and payload
+            types, or names a type that carries no kind.
+    """
+    label = type(projection).__name__
+    kinds = getattr(projection, "kinds", None)
+    if not isinstance(kinds, tuple) or not kinds:
+        raise ProjectionConfigError(
+            f"{label}.kinds must be a non-empty tuple of kind names or payload types, got {kinds!r}"
+        )
+    try:
+        return tuple(dict.fromkeys(kind_name(kind) for kind in kinds))
+    except KindRegistryError as exc:
+        raise ProjectionConfigError(f"{label}.kinds: {exc}") from None

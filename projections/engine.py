@@ -12,6 +12,7 @@ and re-reads the checkpoints inside it, so no event is applied twice.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import gc
 import sqlite3
 import threading
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from engram.ledger import Event, Ledger
-from engram.projections.base import Projection, check_projection
+from engram.projections.base import Projection, check_projection, kind_names
 from engram.projections.errors import (
     CatchUpError,
     HandlerError,
@@ -105,6 +106,8 @@ class ProjectionEngine:
         self.ledger = ledger
         self.batch_size = batch_size
         self.projections = {p.name: p for p in checked}
+        #: Each projection's kinds as stored names, checked against the ledger's registry.
+        self._kinds = {p.name: self._known_kinds(p, ledger) for p in checked}
         self.store = (
             store
             if isinstance(store, ProjectionStore)
@@ -115,6 +118,25 @@ class ProjectionEngine:
             for projection in checked:
                 if projection.name not in live:
                     self.store.create_generation(conn, projection, "live")
+
+    @staticmethod
+    def _known_kinds(projection: Projection, ledger: Ledger) -> frozenset[str]:
+        """Return the kinds ``projection`` consumes, refusing any the registry lacks.
+
+        A misspelt kind would otherwise consume nothing, silently, forever.
+        """
+        names = kind_names(projection)
+        registered = [spec.name for spec in ledger.registry]
+        for name in names:
+            if name not in ledger.registry:
+                close = difflib.get_close_matches(name, registered, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ProjectionConfigError(
+                    f"projection {projection.name!r} consumes kind {name!r}, which the "
+                    f"ledger's registry does not know{hint} (register its payload type "
+                    "before opening the engine)"
+                )
+        return frozenset(names)
 
     @staticmethod
     def _check_unique(projections: list[Projection]) -> None:
@@ -183,7 +205,7 @@ class ProjectionEngine:
             for p in projections:
                 old = building.get(p.name)
                 if old is not None and (fresh or old.identity != p.identity()):
-                    self.store.drop_generation(conn, p, old.generation)
+                    self.store.drop_generation(conn, old.generation)
                     old = None
                 if old is None:
                     self.store.create_generation(conn, p, "building")
@@ -197,10 +219,10 @@ class ProjectionEngine:
                 if gen is None:  # another process swapped it in already
                     continue
                 head = self.ledger.head()
-                target = _Target(gen.generation, gen.checkpoint, p)
+                target = _Target(generation=gen.generation, checkpoint=gen.checkpoint, projection=p)
                 size = self._rebuild_batch
                 while target.checkpoint < head:
-                    target, failure = self._apply_batch(conn, [target], head, size)[0]
+                    ((target, failure),) = self._apply_batch(conn, [target], head, size)
                     if failure is not None:
                         failures.append(failure)
                         break
@@ -232,7 +254,9 @@ class ProjectionEngine:
                             " was built from another ledger; delete it and rebuild"
                         )
                     if g.checkpoint < head:
-                        targets.append(_Target(g.generation, g.checkpoint, p))
+                        targets.append(
+                            _Target(generation=g.generation, checkpoint=g.checkpoint, projection=p)
+                        )
                 if not targets:
                     break
                 if start is None:
@@ -263,17 +287,21 @@ class ProjectionEngine:
         self, conn: sqlite3.Connection, targets: list[_Target], head: int, size: int
     ) -> list[tuple[_Target, HandlerError | None]]:
         low = min(t.checkpoint for t in targets)
-        kinds = sorted({k for t in targets for k in t.projection.kinds})
+        consumed = {t.projection.name: self._kinds[t.projection.name] for t in targets}
+        kinds = sorted(frozenset[str]().union(*consumed.values()))
         events = list(self.ledger.read(low, kinds=kinds, upto=head, limit=size))
         covered = events[-1].position if len(events) == size else head
+        read = frozenset(kinds)
         results = []
         for target in targets:
             p = target.projection
-            wanted = set(p.kinds)
-            if target.checkpoint <= low:  # every event read is past this target's checkpoint
-                sub = [e for e in events if e.kind in wanted]
-            else:
+            wanted = consumed[p.name]
+            if target.checkpoint > low:
                 sub = [e for e in events if e.position > target.checkpoint and e.kind in wanted]
+            elif wanted == read:  # every event read is this target's (a lone projection)
+                sub = events
+            else:
+                sub = [e for e in events if e.kind in wanted]
             checkpoint = max(target.checkpoint, covered)
             failure = None
             if sub:
@@ -405,17 +433,17 @@ class ProjectionEngine:
                     value = p.digest(self.store.tables(conn, p, live.generation))
                 out.append(
                     ProjectionStatus(
-                        name,
-                        p.version,
-                        p.identity(),
-                        None if live is None else live.identity,
-                        None if live is None else live.generation,
-                        checkpoint,
-                        head,
-                        max(head - checkpoint, 0),
-                        state,
-                        error,
-                        value,
+                        name=name,
+                        version=p.version,
+                        identity=p.identity(),
+                        stored_identity=None if live is None else live.identity,
+                        generation=None if live is None else live.generation,
+                        checkpoint=checkpoint,
+                        head=head,
+                        lag=max(head - checkpoint, 0),
+                        state=state,
+                        error=error,
+                        digest=value,
                     )
                 )
             return out

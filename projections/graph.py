@@ -21,15 +21,24 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.ledger import Event
+from engram.ledger.catalog import (
+    ConnectionCreated,
+    ConnectionReweighted,
+    NeuronActivated,
+    NeuronArchived,
+    NeuronCreated,
+)
 from engram.projections.base import Projection, Tables
 
 _CHUNK = 500
 
-_NEURON_KINDS = frozenset(("neuron.created", "neuron.activated", "neuron.archived"))
+_NEURON_KINDS = frozenset(t.__kind__ for t in (NeuronCreated, NeuronActivated, NeuronArchived))
 
 # Column order of the in-memory neuron rows used while a batch is applied; _LATEST, not a
 # column, holds the latest UTC activation time of the batch until flush.
 _CONCEPT, _TYPE, _CREATED, _CREATED_POS, _LAST, _COUNT, _ARCHIVED, _REASON, _LATEST = range(9)
+# Column order of the in-memory connection rows (the table's order after the key).
+_WEIGHT, _LINKED_AT, _UPDATED_AT = range(3)
 
 
 class NeuronGraph(Projection):
@@ -38,11 +47,11 @@ class NeuronGraph(Projection):
     name = "neuron_graph"
     version = 1
     kinds = (
-        "neuron.created",
-        "neuron.activated",
-        "neuron.archived",
-        "connection.created",
-        "connection.reweighted",
+        NeuronCreated,
+        NeuronActivated,
+        NeuronArchived,
+        ConnectionCreated,
+        ConnectionReweighted,
     )
     tables = ("neurons", "connections", "graph_anomalies", "graph_actors")
 
@@ -124,13 +133,13 @@ class _Batch:
         for start in range(0, len(wanted), _CHUNK):
             chunk = wanted[start : start + _CHUNK]
             marks = ",".join("?" * len(chunk))
-            for row in self.conn.execute(
+            for id_, *columns in self.conn.execute(
                 f"SELECT id, concept, type, created_at, created_position, last_activated,"
                 f" activation_count, archived_at, archive_reason FROM {table}"
                 f" WHERE id IN ({marks})",
                 chunk,
             ):
-                self.neurons[row[0]] = [*row[1:], None]
+                self.neurons[id_] = [*columns, None]
         for id_ in wanted:
             self.neurons.setdefault(id_, None)
         conn_table = self.db["connections"]
@@ -228,7 +237,7 @@ class _Batch:
             if row is None:
                 self._anomaly(e, f"connection {_label(key)} does not exist")
                 return
-            row[0], row[2] = p.weight, max(row[2], at)
+            row[_WEIGHT], row[_UPDATED_AT] = p.weight, max(row[_UPDATED_AT], at)
             self.dirty_connections.add(key)
 
     def _live(self, neuron: str, e: Event) -> list[Any] | None:
@@ -285,7 +294,7 @@ class _Batch:
             f"UPDATE {db['connections']} SET weight = ?, updated_at = ?"
             " WHERE source = ? AND target = ? AND type = ?",
             [
-                (row[0], row[2], *k)
+                (row[_WEIGHT], row[_UPDATED_AT], *k)
                 for k in sorted(self.dirty_connections - self.new_connections)
                 if (row := connections[k]) is not None
             ],

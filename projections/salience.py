@@ -35,7 +35,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.ledger import Event
+from engram.ledger.catalog import (
+    MemoryArchived,
+    MemoryObserved,
+    MemoryRecalled,
+    NeuronActivated,
+    NeuronArchived,
+    NeuronCreated,
+)
 from engram.projections.base import Projection, Tables
+from engram.projections.errors import ProjectionConfigError
 
 MAX = 65535
 INITIAL = 32768
@@ -46,7 +55,7 @@ _US_PER_HOUR = 3_600_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NO_RANK = -1e300  # rank of a zero salience: below every positive one
 
-_NEURON_KINDS = frozenset(("neuron.created", "neuron.activated", "neuron.archived"))
+_NEURON_KINDS = frozenset(t.__kind__ for t in (NeuronCreated, NeuronActivated, NeuronArchived))
 
 # Columns of the in-memory rows used while a batch is applied.
 _POS, _SAL, _UPD, _IMP, _RECALLED, _COUNT, _ARCH = range(7)
@@ -85,19 +94,17 @@ class SalienceIndex(Projection):
     name = "salience"
     version = 2
     kinds = (
-        "neuron.created",
-        "neuron.activated",
-        "neuron.archived",
-        "memory.observed",
-        "memory.recalled",
-        "memory.archived",
+        NeuronCreated,
+        NeuronActivated,
+        NeuronArchived,
+        MemoryObserved,
+        MemoryRecalled,
+        MemoryArchived,
     )
     tables = ("salience",)
 
     def __init__(self, rate: float = DEFAULT_RATE) -> None:
         if not isinstance(rate, float | int) or not 0.0 < rate <= 1.0:
-            from engram.projections.errors import ProjectionConfigError
-
             raise ProjectionConfigError(f"decay rate must be in (0, 1], got {rate!r}")
         self.rate = float(rate)
 
@@ -262,13 +269,13 @@ class SalienceIndex(Projection):
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for found in conn.execute(
+            for item_id, *row in conn.execute(
                 f"SELECT item_id, position, salience, updated_us, importance, last_recalled_us,"
                 f" recall_count, archived FROM {table}"
                 f" WHERE item_kind = ? AND {column} IN ({marks})",
                 [item_kind, *chunk],
             ):
-                key = (item_kind, found[0])
-                rows[key] = list(found[1:])
+                key = (item_kind, item_id)
+                rows[key] = row
                 if item_kind == "memory":  # recalls name memories only
-                    by_position[found[1]] = key
+                    by_position[row[_POS]] = key

@@ -145,10 +145,9 @@ class ProjectionStore:
     def generations(conn: sqlite3.Connection) -> list[Generation]:
         """Return every catalog row, oldest generation first."""
         rows = conn.execute(
-            "SELECT generation, name, identity, state, checkpoint, failed_position,"
-            " failed_kind, error FROM engram_generations ORDER BY generation"
+            f"SELECT {', '.join(Generation._fields)} FROM engram_generations ORDER BY generation"
         ).fetchall()
-        return [Generation(*row) for row in rows]
+        return [Generation._make(row) for row in rows]
 
     @staticmethod
     def tables(conn: sqlite3.Connection, projection: Projection, generation: int) -> Tables:
@@ -168,7 +167,16 @@ class ProjectionStore:
         projection.create(self.tables(conn, projection, generation))
         if state == "live":
             self._point_views(conn, projection, generation)
-        return Generation(generation, projection.name, projection.identity(), state, 0, *[None] * 3)
+        return Generation(
+            generation=generation,
+            name=projection.name,
+            identity=projection.identity(),
+            state=state,
+            checkpoint=0,
+            failed_position=None,
+            failed_kind=None,
+            error=None,
+        )
 
     @staticmethod
     def set_checkpoint(conn: sqlite3.Connection, generation: int, checkpoint: int) -> None:
@@ -199,15 +207,13 @@ class ProjectionStore:
         """Make a built generation live: re-point the views, drop every other generation."""
         for old in self.generations(conn):
             if old.name == projection.name and old.generation != generation:
-                self.drop_generation(conn, projection, old.generation)
+                self.drop_generation(conn, old.generation)
         conn.execute(
             "UPDATE engram_generations SET state = 'live' WHERE generation = ?", (generation,)
         )
         self._point_views(conn, projection, generation)
 
-    def drop_generation(
-        self, conn: sqlite3.Connection, projection: Projection, generation: int
-    ) -> None:
+    def drop_generation(self, conn: sqlite3.Connection, generation: int) -> None:
         """Drop a generation's tables and catalog row."""
         for table in self._generation_tables(conn, generation):
             conn.execute(f'DROP TABLE IF EXISTS "{table}"')

@@ -105,10 +105,9 @@ def _activations(history: History, k: int) -> list[NewEvent]:
     rnd = random.Random(history.made)
     history.made += k
     return [
-        NewEvent(
+        NewEvent.of(
+            NeuronActivated(id=neuron, strength=0.5, cause="bench"),
             stream=f"neuron:{neuron}",
-            kind="neuron.activated",
-            payload=NeuronActivated(id=neuron, strength=0.5, cause="bench"),
             actor="agent",
         )
         for neuron in rnd.choices(history.neurons, k=k)

@@ -307,7 +307,7 @@ def replay(config: Config) -> list[Figure]:
         "SQLite replay into Event objects",
         "events/s",
         "raw sqlite3 + msgspec",
-        0.5,
+        0.8,
         note="engram: sum(1 for _ in ledger.read(...)); raw: SELECT * ORDER BY position, "
         "each payload decoded into its kind's Struct",
     )

@@ -1,9 +1,10 @@
 """Projection figures: rebuild, spreading activation and catch-up lag, against references.
 
 - **rebuild**: the neuron graph and the salience index rebuilt from a SQLite ledger of mixed
-  events, beside a hand-written loop over the same rows (raw sqlite3, msgspec Structs, plain
-  dicts). Peak memory of the rebuild is measured in a child process at two lengths of the
-  same ledger (same neurons), to show it follows the projections' state, not the history.
+  events, beside a hand-written loop building the same state
+  (:mod:`engram.bench.rebuild_reference`). Peak memory of the rebuild is measured in a child
+  process at two lengths of the same ledger (same neurons), to show it follows the
+  projections' state, not the history.
 - **spreading activation**: :meth:`GraphSnapshot.propagate`, depth 3 from one seed, beside
   three scipy.sparse CSR matrix-vector products over the same graph.
 - **catch-up lag**: a paced appender into a durable ledger while ``ProjectionEngine.follow``
@@ -33,9 +34,9 @@ import numpy as np
 
 from engram.bench.common import Config, Figure, interleave, log
 from engram.bench.ledger_bench import build_ledger
+from engram.bench.rebuild_reference import kind_and_payload, same_state
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (
-    KINDS,
     ConnectionCreated,
     ConnectionReweighted,
     ConnectionType,
@@ -173,7 +174,7 @@ class History:
                 self._archived.add(neuron)
                 payload = NeuronArchived(id=neuron, reason="decayed")
             stream = f"neuron:{neuron}" if neuron else "agent:inner"
-            out.append(NewEvent(stream=stream, kind=kind, payload=payload, actor="agent", at=at))
+            out.append(NewEvent.of(payload, stream=stream, actor="agent", at=at))
         return out
 
 
@@ -191,45 +192,6 @@ def _engram_rebuild(ledger_path: str, store: str) -> float:
     finally:
         ledger.close()
         shutil.rmtree(store, ignore_errors=True)
-
-
-def _reference_rebuild(ledger_path: str) -> tuple[float, int]:
-    """Scan, decode into the same Structs, keep plain-dict state; return (seconds, events)."""
-    decoders = {kind: msgspec.json.Decoder(t) for kind, t in KINDS.items()}
-    conn = sqlite3.connect(ledger_path)
-    try:
-        start = time.perf_counter()
-        counts: dict[str, int] = {}
-        salience: dict[str, int] = {}
-        archived: set[str] = set()
-        weights: dict[tuple[str, str, str], int] = {}
-        memories: dict[int, int] = {}
-        recalls: dict[int, int] = {}
-        n = 0
-        for kind, data in conn.execute("SELECT kind, payload FROM events ORDER BY position"):
-            n += 1
-            p: Any = decoders[kind].decode(data)
-            if kind == "neuron.activated":
-                if p.id in archived:
-                    continue
-                counts[p.id] = counts.get(p.id, 0) + 1
-                s = salience.get(p.id, 32768)
-                salience[p.id] = s + int((MAX - s) * min(p.strength, 1.0) * 0.25)
-            elif kind == "neuron.created":
-                counts.setdefault(p.id, 0)
-                salience.setdefault(p.id, 32768)
-            elif kind in ("connection.created", "connection.reweighted"):
-                weights[(p.source, p.target, p.type)] = p.weight
-            elif kind == "memory.observed":
-                memories[n] = 32768 if p.importance is None else MAX * p.importance // 10
-            elif kind == "memory.recalled":
-                for item in p.items:
-                    recalls[item.position] = recalls.get(item.position, 0) + 1
-            elif kind == "neuron.archived":
-                archived.add(p.id)
-        return time.perf_counter() - start, n
-    finally:
-        conn.close()
 
 
 _PROBE = """
@@ -303,23 +265,46 @@ def rebuild(config: Config) -> list[Figure]:
     def engram() -> float:
         return n / _engram_rebuild(path, store)
 
-    def reference() -> float:
-        spent, count = _reference_rebuild(path)
+    def by_hand() -> float:
+        spent, count = same_state(path, os.path.join(config.scratch, "by-hand.db"))
         if count != n:
             raise RuntimeError(f"the reference read {count:,} events, expected {n:,}")
         return n / spent
 
-    samples = interleave(config.repeat, [("engram", engram), ("raw", reference)], "rebuild")
+    def kind_payload() -> float:
+        spent, count = kind_and_payload(path)
+        if count != n:
+            raise RuntimeError(f"the old reference read {count:,} events, expected {n:,}")
+        return n / spent
+
+    samples = interleave(
+        config.repeat,
+        [("engram", engram), ("raw", by_hand), ("old", kind_payload)],
+        "rebuild",
+    )
+    what = (
+        f"ProjectionEngine.rebuild() of NeuronGraph and SalienceIndex over {n:,} mixed events "
+        f"({sizes.neurons:,} neurons, 90% neuron.activated)"
+    )
     speed = DetailedFigure(
         f"rebuild graph+salience, {n // 1000:,}k events",
         "events/s",
-        "raw sqlite3 + msgspec + dicts",
-        0.2,
-        note=f"ProjectionEngine.rebuild() of NeuronGraph and SalienceIndex over {n:,} mixed "
-        f"events ({sizes.neurons:,} neurons, 90% neuron.activated); reference: SELECT kind, "
-        "payload ORDER BY position, payloads decoded into their Structs, state in dicts",
+        "same state by hand",
+        0.5,
+        note=f"{what}; reference: raw sqlite3 reads position, id, kind, actor, at, payload, "
+        "msgspec decodes, dicts apply the same rules (times, decay, anomalies, actors), and "
+        "the state is written to SQLite in one transaction (ADR 0021)",
     )
     speed.engram_samples, speed.reference_samples = samples["engram"], samples["raw"]
+    old = DetailedFigure(
+        f"rebuild graph+salience, {n // 1000:,}k events, earlier reference",
+        "events/s",
+        "raw sqlite3 + msgspec + dicts",
+        None,
+        note=f"{what}; the reference used before ADR 0021: SELECT kind, payload, payloads "
+        "decoded, counters in dicts without times or decay, state never written",
+    )
+    old.engram_samples, old.reference_samples = samples["engram"], samples["old"]
     growth = probe_full["growth_mib"] - probe_half["growth_mib"]
     state = (probe_full["store_bytes"] - probe_half["store_bytes"]) / 2**20
     memory = DetailedFigure(
@@ -338,7 +323,7 @@ def rebuild(config: Config) -> list[Figure]:
     )
     memory.engram_samples = [max(probe_full["growth_mib"], 0.1)]
     memory.reference_samples = [max(probe_half["growth_mib"], 0.1)]
-    return [speed, memory]
+    return [speed, old, memory]
 
 
 # -- 2. spreading activation -----------------------------------------------------------------

@@ -126,7 +126,7 @@ class Workload:
             neuron = self._neuron()
             payload = NeuronArchived(id=neuron, reason="decayed")
             stream = f"neuron:{neuron}"
-        return NewEvent(stream=stream, kind=kind, payload=payload, actor=f"agent:{agent}")
+        return NewEvent.of(payload, stream=stream, actor=f"agent:{agent}")
 
 
 class RawRows:

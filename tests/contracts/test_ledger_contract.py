@@ -9,6 +9,7 @@ to tamper with rows behind the ledger's back).
 from __future__ import annotations
 
 import abc
+import gc
 import sqlite3
 import threading
 import time
@@ -712,10 +713,10 @@ class LedgerContract:
             list(eight.read_stream("a", after_version=-1))
 
     def test_reads_page_through_more_events_than_one_page(self, ledger: Ledger) -> None:
-        n = 4100  # more than two of the store's 2000-row pages
+        n = 10_100  # more than two of the store's 5000-row pages
         ledger.append([signal("agent:many" if i % 2 else "agent:other", f"t{i}") for i in range(n)])
         assert positions(ledger.read()) == list(range(1, n + 1))
-        assert positions(ledger.read(after=10, limit=4050)) == list(range(11, 4061))
+        assert positions(ledger.read(after=10, limit=10_050)) == list(range(11, 10_061))
         assert positions(ledger.read(streams=["agent:many"], after=2)) == list(range(4, n + 1, 2))
         assert [e.version for e in ledger.read_stream("agent:many", after_version=5)] == list(
             range(6, n // 2 + 1)
@@ -871,6 +872,46 @@ class LedgerContract:
         with pytest.raises(UnknownKindError):
             reader.append(NewEvent(stream="user:ada", kind="test.greeted", payload={"name": "Bob"}))
         assert reader.head() == 2
+
+    def test_one_read_decodes_current_upcast_and_unknown_kinds_across_pages(self, env: Env) -> None:
+        greeted = NewEvent(stream="user:ada", kind="test.greeted", payload=GreetedV1("Ada L"))
+        with env.open(registry_v1()) as writer:
+            writer.append([greeted, *[act("neuron:a", i % 7) for i in range(5001)], greeted])
+        with env.open(registry_v2()) as reader:
+            events = list(reader.read())
+            assert [e.payload for e in (events[0], events[-1])] == [GreetedV2("Ada", "L")] * 2
+            assert (events[-1].position, events[-1].schema) == (5003, 1)
+            assert all(type(e.payload) is NeuronActivated for e in events[1:-1])
+            assert [e.payload.strength for e in events[1:8]] == [float(i) for i in range(7)]
+            assert all(e.at.tzinfo is UTC for e in events)
+        with env.open() as plain:  # no test.greeted: plain dicts, the rest as Structs
+            first, second = plain.read(limit=2)
+            assert first.payload == {"name": "Ada L"}
+            assert second.payload == NeuronActivated(id="n0", strength=0.0, cause="test")
+
+    def test_a_read_leaves_the_garbage_collector_as_it_found_it(self, ledger: Ledger) -> None:
+        ledger.append([act("neuron:a") for _ in range(20)])
+        events = ledger.read()
+        next(events)  # a page is built; the caller holds the generator between events
+        assert gc.isenabled()
+        events.close()
+        gc.disable()
+        try:
+            assert len(list(ledger.read())) == 20
+            assert not gc.isenabled()
+        finally:
+            gc.enable()
+
+    def test_events_built_with_of_store_the_kind_of_their_payload(self, ledger: Ledger) -> None:
+        (position,) = ledger.append(
+            NewEvent.of(SignalSent(to="*", topic="hello"), stream="agent:ada", actor="ada")
+        )
+        (event,) = ledger.get([position])
+        assert (event.kind, event.actor, event.payload) == (
+            "signal.sent",
+            "ada",
+            SignalSent(to="*", topic="hello"),
+        )
 
     # -- append-only and tamper evidence ---------------------------------------------------
 

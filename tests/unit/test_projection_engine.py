@@ -8,11 +8,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
+import msgspec
 import pytest
 from strategies import HISTORY_START, neuron_activated, neuron_created
 
-from engram.ledger import Event, Ledger
-from engram.projections.base import Projection, Tables
+from engram.ledger import Event, KindRegistry, Ledger, NewEvent, default_registry
+from engram.ledger.catalog import NeuronArchived, NeuronCreated
+from engram.projections.base import Projection, Tables, kind_names
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import (
     CatchUpError,
@@ -25,6 +27,18 @@ from engram.projections.errors import (
 )
 from engram.projections.graph import NeuronGraph
 from engram.projections.salience import SalienceIndex
+
+
+class Unnamed(msgspec.Struct, frozen=True):
+    """A Struct that is no kind's payload."""
+
+    n: int
+
+
+class Counted(msgspec.Struct, frozen=True):
+    """A payload registered in a registry other than the ledger's."""
+
+    n: int
 
 
 class Tally(Projection):
@@ -103,7 +117,9 @@ def _declared(**attrs: Any) -> Projection:
         ({"version": "1"}, "Custom.version must be a positive int, got '1'"),
         ({"kinds": ()}, "Custom.kinds must be a non-empty tuple"),
         ({"kinds": ["neuron.created"]}, "Custom.kinds must be a non-empty tuple"),
-        ({"kinds": ("",)}, "Custom.kinds must be a non-empty tuple"),
+        ({"kinds": ("",)}, "Custom.kinds: a kind name must not be empty"),
+        ({"kinds": (3,)}, "Custom.kinds: a kind is named by a string or a payload Struct type"),
+        ({"kinds": (Unnamed,)}, "Custom.kinds: Unnamed carries no kind name"),
         ({"tables": ()}, "Custom.tables must be a non-empty tuple"),
         ({"tables": ("tally", "Tally-Log")}, "'Tally-Log' must match"),
         ({"tables": ("tally", "tally")}, "Custom.tables has duplicates"),
@@ -115,6 +131,57 @@ def test_invalid_declarations_name_the_problem(
     with pytest.raises(ProjectionConfigError, match=message.replace("(", r"\(")):
         ProjectionEngine(ledger, tmp_path / "store", [_declared(**attrs)])
     assert not (tmp_path / "store").exists()  # refused before the store is touched
+
+
+def test_a_kind_the_registry_does_not_know_is_refused_at_open(
+    ledger: Ledger, tmp_path: Path
+) -> None:
+    typo = _declared(kinds=("neuron.created", "memory.observd"))
+    with pytest.raises(ProjectionConfigError) as caught:
+        ProjectionEngine(ledger, tmp_path / "store", [typo])
+    assert str(caught.value) == (
+        "projection 'tally' consumes kind 'memory.observd', which the ledger's registry does "
+        "not know; did you mean 'memory.observed'? (register its payload type before opening "
+        "the engine)"
+    )
+    assert not (tmp_path / "store").exists()  # refused before the store is touched
+
+    # A kind registered in another registry is unknown to this ledger all the same.
+    other = KindRegistry()
+    other.register("tally.counted", Counted)
+    with pytest.raises(ProjectionConfigError, match=r"kind 'tally\.counted', which the ledger's"):
+        ProjectionEngine(ledger, tmp_path / "store", [_declared(kinds=(Counted,))])
+
+
+def test_kinds_may_be_payload_types_and_mix_with_names(ledger: Ledger, tmp_path: Path) -> None:
+    _history(ledger, 6)
+    ledger.append(NewEvent.of(NeuronArchived(id="a"), stream="neuron:a"))
+    by_type = _declared(name="by_type", kinds=(NeuronCreated, "neuron.activated", NeuronCreated))
+    assert kind_names(by_type) == ("neuron.created", "neuron.activated")
+    # The class keeps stored names, so every reader of `kinds` sees strings.
+    assert type(by_type).kinds == ("neuron.created", "neuron.activated", "neuron.created")
+    assert NeuronGraph.kinds[:2] == ("neuron.created", "neuron.activated")
+    with ProjectionEngine(ledger, tmp_path / "store", [by_type]) as engine:
+        engine.catch_up()
+        # 2 creations + 4 activations; the archive is not a consumed kind.
+        assert [n for _, n in _rows(engine, "tally")] == [3, 3]
+        assert len(_rows(engine, "tally_log")) == 6
+
+
+def test_a_payload_type_registered_after_the_class_is_named_at_open(tmp_path: Path) -> None:
+    class Tallied(msgspec.Struct, frozen=True):
+        id: str
+
+    late = _declared(name="late", kinds=(Tallied,))
+    assert type(late).kinds == (Tallied,)  # no name yet: kept, named when the engine opens
+    registry = default_registry()
+    registry.register("tally.tallied", Tallied)
+    with Ledger.open(str(tmp_path / "ledger.db"), registry) as ledger:
+        ledger.append(NewEvent.of(Tallied("x"), stream="tally:x"))
+        assert kind_names(late) == ("tally.tallied",)
+        with ProjectionEngine(ledger, tmp_path / "store", [late]) as engine:
+            assert engine.catch_up() == 1
+            assert _rows(engine, "tally") == [("x", 1)]
 
 
 def test_engine_refuses_clashes_and_bad_options(ledger: Ledger, tmp_path: Path) -> None:
