@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from engram.ledger import Event, Ledger, chunked
 from engram.projections import lexical
-from engram.projections.base import Projection, Tables
+from engram.projections.base import Projection, Tables, kind_names
 from engram.projections.errors import QueryError
 from engram.projections.graph import NeuronGraph
 from engram.projections.salience import DEFAULT_RATE, MAX, SalienceIndex, decayed, micros
@@ -480,7 +480,7 @@ def _replay(
         "CREATE TABLE engram_generations (name TEXT, generation INTEGER, state TEXT,"
         " checkpoint INTEGER)"
     )
-    kinds = sorted({k for p in projections for k in p.kinds})
+    kinds = sorted({k for p in projections for k in kind_names(p)})
     last = 0
     batch: list[Event] = []
     for event in ledger.read(kinds=kinds) if kinds else ():
