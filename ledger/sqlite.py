@@ -293,7 +293,8 @@ class SQLiteBackend(Backend):
 
     def create(self) -> None:
         if self.readonly:
-            self._check_format()
+            with _translate("open the ledger read-only"), self._reader.connect() as conn:
+                self._check_format(conn)
             return
         metadata = build_metadata()
         with self._exclusive("create the ledger") as conn:
@@ -304,25 +305,18 @@ class SQLiteBackend(Backend):
                 "INSERT OR IGNORE INTO ledger_meta (key, value) VALUES (?, ?), (?, ?)",
                 ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
             )
-            stored = conn.exec_driver_sql(
-                "SELECT value FROM ledger_meta WHERE key = 'format_version'"
-            ).scalar()
-        if stored != FORMAT_VERSION:
-            raise ConfigError(
-                f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
-            )
+            self._check_format(conn)
 
-    def _check_format(self) -> None:
-        with _translate("open the ledger read-only"), self._reader.connect() as conn:
-            names = {
-                row[0]
-                for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
-            }
-            if not {"events", "ledger_meta"} <= names:
-                raise ConfigError(f"{self.path} is not an engram ledger (no events table)")
-            stored = conn.exec_driver_sql(
-                "SELECT value FROM ledger_meta WHERE key = 'format_version'"
-            ).scalar()
+    def _check_format(self, conn: sa.Connection) -> None:
+        names = {
+            row[0]
+            for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+        }
+        if not {"events", "ledger_meta"} <= names:
+            raise ConfigError(f"{self.path} is not an engram ledger (no events table)")
+        stored = conn.exec_driver_sql(
+            "SELECT value FROM ledger_meta WHERE key = 'format_version'"
+        ).scalar()
         if stored != FORMAT_VERSION:
             raise ConfigError(
                 f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"

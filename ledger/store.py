@@ -8,17 +8,16 @@ every caller still gets its own positions or its own error (ADR 0006).
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
+from engram.ledger.collector import collector_paused
 from engram.ledger.errors import (
     ConfigError,
     LedgerClosedError,
@@ -257,7 +256,7 @@ class Ledger:
         remaining = limit
         while remaining is None or remaining > 0:
             page = _PAGE if remaining is None else min(_PAGE, remaining)
-            with _collector_paused():
+            with collector_paused():
                 rows = self.backend.read_rows(after, upto, kinds, streams, page)
                 events = self._events(rows)
             if not events:
@@ -282,7 +281,7 @@ class Ledger:
             if position < 1:
                 raise ConfigError(f"position must be at least 1, got {position}")
         unique = list(dict.fromkeys(wanted))
-        with _collector_paused():
+        with collector_paused():
             rows = [row for chunk in chunked(unique) for row in self.backend.read_positions(chunk)]
             found = {event.position: event for event in self._events(rows)}
         missing = [p for p in unique if p not in found]
@@ -305,7 +304,7 @@ class Ledger:
         if not isinstance(stream, str):
             raise ConfigError(f"stream must be a string, got {stream!r}")
         while True:
-            with _collector_paused():
+            with collector_paused():
                 rows = self.backend.read_stream_rows(stream, after_version, _PAGE)
                 events = self._events(rows)
             if not events:
@@ -484,24 +483,6 @@ class Ledger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-@contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a page of rows becomes events.
-
-    A page allocates thousands of row tuples that form no cycles; the collector would walk
-    them several times per page for nothing (about a tenth of a replay). The pause is
-    process-wide but lasts one page (milliseconds) and never spans a ``yield`` to the caller.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def _failed(

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import gc
 import sqlite3
 import threading
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from engram.ledger import Event, Ledger
+from engram.ledger.collector import collector_paused
 from engram.projections.base import Projection, check_projection, kind_names
 from engram.projections.errors import (
     CatchUpError,
@@ -63,23 +63,6 @@ class _Target(NamedTuple):
     generation: int
     checkpoint: int
     projection: Projection
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Pause Python's cyclic garbage collector while a batch is applied.
-
-    A batch allocates many small objects that form no cycles (events, payloads, rows); the
-    collector would traverse them again and again for nothing (about a tenth of a rebuild).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 class ProjectionEngine:
@@ -280,7 +263,7 @@ class ProjectionEngine:
         self, conn: sqlite3.Connection, targets: list[_Target], head: int, size: int
     ) -> list[tuple[_Target, HandlerError | None]]:
         """Apply one batch of at most ``size`` events to each target in the open transaction."""
-        with _collector_paused():
+        with collector_paused():
             return self._apply_events(conn, targets, head, size)
 
     def _apply_events(

@@ -9,13 +9,13 @@ the cache in memory; each case says so once with an EmbeddingCacheWarning.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sandbox import needs_userns
 
 import engram
 from engram.projections.embedding import (
@@ -60,14 +60,7 @@ def test_a_cache_path_that_cannot_be_opened_caches_in_memory(tmp_path: Path) -> 
     assert path.is_dir()
 
 
-def _userns_mounts() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False)
-    return probe.returncode == 0
-
-
-@pytest.mark.skipif(not _userns_mounts(), reason="needs `unshare -rm` (user and mount namespaces)")
+@needs_userns
 def test_a_full_disk_under_the_cache_never_fails_an_observation(tmp_path: Path) -> None:
     ledger = str(tmp_path / "ledger.db")
     with engram.open_memory(ledger) as memory:

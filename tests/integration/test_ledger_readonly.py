@@ -9,13 +9,13 @@ index beside the file. ``Ledger.open(..., readonly=True)`` writes nothing anywhe
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sandbox import needs_userns
 
 from engram.ledger import (
     ConfigError,
@@ -64,15 +64,7 @@ def test_a_file_that_is_not_a_ledger_is_refused_read_only(tmp_path: Path) -> Non
         Ledger.open(str(path), readonly=True)
 
 
-def _userns_mounts() -> bool:
-    if shutil.which("unshare") is None:
-        return False
-    return (
-        subprocess.run(["unshare", "-rm", "true"], capture_output=True, check=False).returncode == 0
-    )
-
-
-@pytest.mark.skipif(not _userns_mounts(), reason="needs `unshare -rm` (user and mount namespaces)")
+@needs_userns
 def test_a_ledger_on_read_only_media_is_read_verified_and_audited(tmp_path: Path) -> None:
     source, media = tmp_path / "source", tmp_path / "media"
     source.mkdir()
@@ -114,7 +106,7 @@ def test_a_read_only_postgres_ledger_refuses_writes_and_creates_nothing(
         assert writer.head() == 2
 
 
-@pytest.mark.skipif(not _userns_mounts(), reason="needs `unshare -rm` (user and mount namespaces)")
+@needs_userns
 def test_the_reading_commands_work_on_read_only_media(tmp_path: Path) -> None:
     source, media = tmp_path / "source", tmp_path / "media"
     source.mkdir()
