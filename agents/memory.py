@@ -29,6 +29,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from engram.agents import contiguity
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.ledger import Event, Ledger, NewEvent
@@ -133,9 +134,11 @@ class AgentMemory:
         scorer: ImportanceScorer | None = None,
         rate: float = DEFAULT_RATE,
         fusion: Mapping[str, float] | None = None,
+        bloom: bool = True,
     ) -> None:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
-        provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`)."""
+        provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
+        the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
         if fusion is None:
@@ -149,6 +152,7 @@ class AgentMemory:
         self.searcher = searcher
         self.scorer = scorer or HeuristicScorer()
         self.rate = rate
+        self.bloom = bloom
 
     def observe(
         self,
@@ -353,8 +357,37 @@ class AgentMemory:
                     c.bm25 = raw
                 else:
                     c.cosine = raw
+        if self.bloom:
+            self._bloom(conn, fused, types, cut)
         self._match(conn, fused, weights if "lexical" in found else None, shares, vector)
         return fused, None
+
+    def _bloom(
+        self,
+        conn: sqlite3.Connection,
+        fused: dict[int, _Candidate],
+        types: Sequence[str] | None,
+        cut: int | None,
+    ) -> None:
+        """Let the strongest candidates cue their episode neighbours (agents.contiguity)."""
+        scores = {p: c.fused for p, c in fused.items()}
+        try:
+            around = lexical.neighbours(
+                conn,
+                contiguity.seeds(scores),
+                contiguity.RADIUS,
+                agent=self.agent,
+                gap_us=contiguity.EPISODE_GAP_US,
+                types=types,
+                as_of_us=cut,
+            )
+        except (ProjectionError, sqlite3.Error):
+            return  # without the lexical index there is no episode to walk: recall as fused
+        for position, score in contiguity.bloom(scores, around).items():
+            c = fused.setdefault(position, _Candidate())
+            if not c.via:
+                c.via = ("bloom",)
+            c.fused = score
 
     def _match(
         self,

@@ -36,7 +36,8 @@ from engram.projections.store import ProjectionStore, physical
 
 #: Texts longer than this are indexed up to it (the same cap the embedder applies).
 MAX_TEXT = 16_000
-TOKENIZER = "unicode61 remove_diacritics 2"
+#: Porter stemming over unicode61 words: "failed", "failing" and "fails" meet (ADR 0025).
+TOKENIZER = "porter unicode61 remove_diacritics 2"
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -65,7 +66,7 @@ class LexicalIndex(Projection):
     """Full-text index of observations, ranked by BM25."""
 
     name = "lexical"
-    version = 3
+    version = 4
     kinds = ("memory.observed", "memory.archived")
     tables = ("lexical",)
 
@@ -221,6 +222,56 @@ def archived_after(
         sql += f" AND type IN ({','.join('?' * len(types))})"
         params += list(types)
     return [(int(r[0]), str(r[1])) for r in conn.execute(sql + " ORDER BY rowid", params)]
+
+
+def neighbours(
+    conn: sqlite3.Connection,
+    positions: Sequence[int],
+    radius: int,
+    *,
+    agent: str,
+    gap_us: int,
+    types: Sequence[str] | None = None,
+    as_of_us: int | None = None,
+) -> dict[int, list[tuple[int, int]]]:
+    """Return, for each of ``positions``, the memories formed next to it in its episode.
+
+    Up to ``radius`` items before and after it (by position) that ``agent`` may see, of the
+    given ``types``, known and not archived (as of ``as_of_us`` when given), each paired with
+    its distance (1: adjacent); the walk stops at an item observed more than ``gap_us`` away
+    from the position's own time. A position the index does not hold has no neighbours.
+    """
+    table = _table(conn)
+    visible = " AND (visibility = 'public' OR agent = ?)"
+    params: list[object] = [agent]
+    if as_of_us is None:
+        visible += " AND archived_us IS NULL"
+    else:
+        visible += " AND observed_us <= ? AND (archived_us IS NULL OR archived_us > ?)"
+        params += [as_of_us, as_of_us]
+    if types:
+        visible += f" AND type IN ({','.join('?' * len(types))})"
+        params += list(types)
+    around: dict[int, list[tuple[int, int]]] = {}
+    for position in positions:
+        row = conn.execute(f"SELECT observed_us FROM {table} WHERE rowid = ?", (position,))
+        found = row.fetchone()
+        if found is None:
+            continue
+        at = int(found[0])
+        near: list[tuple[int, int]] = []
+        for sign, order in (("<", "DESC"), (">", "ASC")):
+            rows = conn.execute(
+                f"SELECT rowid, observed_us FROM {table} WHERE rowid {sign} ?{visible}"
+                f" ORDER BY rowid {order} LIMIT ?",
+                [position, *params, radius],
+            ).fetchall()
+            for distance, (other, observed) in enumerate(rows, start=1):
+                if abs(int(observed) - at) > gap_us:
+                    break
+                near.append((int(other), distance))
+        around[position] = near
+    return around
 
 
 def latest_archival(conn: sqlite3.Connection) -> int:

@@ -175,7 +175,7 @@ def test_bad_recall_arguments_are_refused(
 def test_paths_narrow_recall_to_one_index(memory: Memory) -> None:
     alice = memory.agent("alice")
     alice.observe("database outage", at=T0)
-    alice.observe("coffee lunch", at=T0)
+    alice.observe("coffee lunch", at=T0 + timedelta(hours=2))  # another episode: no bloom
     lexical_only = alice.recall("database", 5, paths=("lexical",), record=False)
     assert [r.event.position for r in lexical_only.items] == [1]
     assert all(r.via == ("lexical",) for r in lexical_only.items)
@@ -353,3 +353,19 @@ def test_no_path_ever_serves_another_agents_private_items(
         assert not served & private_of_others
     finally:
         memory.close()
+
+
+def test_a_recalled_memory_cues_its_episode_neighbours(memory: Memory) -> None:
+    alice = memory.agent("alice")
+    question = alice.observe("Did anyone check the replica lag?", at=T0)
+    answer = alice.observe("Yes: forty seconds behind, then it caught up.", at=T0)
+    alice.observe("Unrelated: lunch at noon", at=T0 + timedelta(hours=3))
+    served = alice.recall("replica lag", 5, paths=("lexical",), record=False)
+    via = {r.event.position: r.via for r in served.items}
+    assert via[question] == ("lexical",)
+    assert via[answer] == ("bloom",)  # no query word, but told right after the match
+    assert len(via) == 2  # the lunch is another episode
+    plain = AgentMemory("alice", memory.ledger, memory.engine, bloom=False).recall(
+        "replica lag", 5, paths=("lexical",), record=False
+    )
+    assert [r.event.position for r in plain.items] == [question]
