@@ -122,8 +122,9 @@ def test_quality_scores_every_mode_against_rank_bm25(
     lexical = scores.mean("lexical", 10)
     assert reference is not None
     assert lexical is not None
-    # Same texts, same tokens: FTS5's BM25 and rank_bm25 find the same evidence here.
-    assert lexical == pytest.approx(reference)
+    # Same texts, same tokens: engram's lexical path (Porter stemming, bloom over episode
+    # neighbours; ADR 0025) finds at least what rank_bm25 finds here.
+    assert lexical >= reference
     assert lexical > 0.5
     assert scores.mean("minilm", 10) is None  # switched off in this test
     assert scores.mean("lexical", 20, category=4) is not None
