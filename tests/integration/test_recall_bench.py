@@ -12,10 +12,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 import engram.bench as bench
 from engram.bench import locomo, recall_bench, recall_latency
 from engram.bench.common import QUICK, Config, Figure
+from engram.cli import cli
 
 TURNS = [
     ("Ana", "I adopted a puppy named Biscuit last week."),
@@ -250,6 +252,12 @@ def test_only_takes_comma_lists_and_names_what_is_wrong() -> None:
         bench.recall_parts(["quality,speed"])
     with pytest.raises(ValueError, match="parts of the recall suite, not of suite 'ledger'"):
         bench.run(suite="ledger", only=["quality"])
+    result = CliRunner().invoke(cli, ["bench", "--only", "quality"])
+    assert result.exit_code == 2
+    assert "pass --suite recall" in result.output
+    result = CliRunner().invoke(cli, ["bench", "--suite", "recall", "--only", "fast"])
+    assert result.exit_code == 2
+    assert "unknown recall part 'fast'" in result.output
 
 
 def test_latency_figures_compare_recall_with_the_raw_calls(config: Config) -> None:
