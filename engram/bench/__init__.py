@@ -41,7 +41,7 @@ def recall_parts(only: Iterable[str] | None) -> tuple[str, ...]:
     Raises ValueError naming an unknown part; the order is the suite's, whatever the order
     given.
     """
-    named = {part.strip() for item in only or () for part in item.split(",") if part.strip()}
+    named = _named(only)
     unknown = sorted(named - set(RECALL_PARTS))
     if unknown:
         raise ValueError(
@@ -49,6 +49,11 @@ def recall_parts(only: Iterable[str] | None) -> tuple[str, ...]:
             f"(known: {', '.join(RECALL_PARTS)})"
         )
     return tuple(part for part in RECALL_PARTS if part in named or not named)
+
+
+def _named(only: Iterable[str] | None) -> set[str]:
+    items = [only] if isinstance(only, str) else list(only or ())
+    return {part.strip() for item in items for part in item.split(",") if part.strip()}
 
 
 def default_embedding_cache() -> str:
@@ -90,9 +95,8 @@ def run(
 
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r} (known: {', '.join(SUITES)})")
-    chosen = [part for item in only or () for part in item.split(",") if part.strip()]
-    parts = recall_parts(chosen)
-    if chosen and suite != "recall":
+    parts = recall_parts(only)
+    if _named(only) and suite != "recall":
         raise ValueError(f"only chooses parts of the recall suite, not of suite {suite!r}")
     sizes = QUICK if quick else FULL
     if events is not None:

@@ -248,6 +248,8 @@ def test_only_takes_comma_lists_and_names_what_is_wrong() -> None:
     assert bench.recall_parts(None) == ("quality", "latency", "rebuild")
     assert bench.recall_parts(["rebuild,quality"]) == ("quality", "rebuild")
     assert bench.recall_parts(["latency", " quality "]) == ("quality", "latency")
+    assert bench.recall_parts("rebuild") == ("rebuild",)
+    assert bench.recall_parts([" , "]) == ("quality", "latency", "rebuild")
     with pytest.raises(ValueError, match="unknown recall part 'speed'"):
         bench.recall_parts(["quality,speed"])
     with pytest.raises(ValueError, match="parts of the recall suite, not of suite 'ledger'"):
