@@ -227,6 +227,8 @@ def test_only_quality_runs_the_quality_part_alone(
     assert "recall p50" not in out
     assert "semantic rebuild" not in out
     assert f"seed {bench.SEED}" in out
+    assert "recall figures: measured once" in out
+    assert "engram is faster" not in out  # no timed figure ran
     figures = json.loads(out_json.read_text())["figures"]
     assert all(f["name"].startswith("LoCoMo recall@10, ") for f in figures)
     detailed = [f for f in figures if "details" in f]
