@@ -17,17 +17,43 @@ import dataclasses
 import os
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from engram.bench.common import FULL, QUICK, Config, Figure, log, remove_tree
 
-__all__ = ["DEFAULT_PG", "SUITES", "default_embedding_cache", "run"]
+__all__ = ["DEFAULT_PG", "RECALL_PARTS", "SUITES", "default_embedding_cache", "recall_parts", "run"]
 
 DEFAULT_PG = "postgresql://127.0.0.1:5432/test"
 SEED = 20250101
 SUITES = ("ledger", "audit", "projections", "recall", "all")
-#: The figures that read the LoCoMo conversations; skipped, with a notice, when it is absent.
-NEEDS_LOCOMO = ("LoCoMo recall@10", "recall latency", "semantic rebuild, MiniLM")
+#: The parts of the recall suite ``only`` chooses from, each with the figure it shows when
+#: the LoCoMo conversations are absent (skipped, with a notice).
+RECALL_PARTS = {
+    "quality": "LoCoMo recall@10",
+    "latency": "recall latency",
+    "rebuild": "semantic rebuild, MiniLM",
+}
+
+
+def recall_parts(only: Iterable[str] | None) -> tuple[str, ...]:
+    """Return the recall parts ``only`` names (items may hold comma lists); all when empty.
+
+    Raises ValueError naming an unknown part; the order is the suite's, whatever the order
+    given.
+    """
+    named = _named(only)
+    unknown = sorted(named - set(RECALL_PARTS))
+    if unknown:
+        raise ValueError(
+            f"unknown recall part {', '.join(map(repr, unknown))} "
+            f"(known: {', '.join(RECALL_PARTS)})"
+        )
+    return tuple(part for part in RECALL_PARTS if part in named or not named)
+
+
+def _named(only: Iterable[str] | None) -> set[str]:
+    items = [only] if isinstance(only, str) else list(only or ())
+    return {part.strip() for item in items for part in item.split(",") if part.strip()}
 
 
 def default_embedding_cache() -> str:
@@ -47,11 +73,13 @@ def run(
     events: int | None = None,
     locomo: str | None = None,
     embedding_cache: str | None = None,
+    only: Iterable[str] | None = None,
 ) -> int:
     """Run the chosen suites, print the table and return the exit code (1 if a step failed).
 
     Suites whose data is missing (LoCoMo for ``recall``) are reported as skipped, naming the
-    option that supplies it.
+    option that supplies it. ``only`` keeps some parts of the recall suite (``quality``,
+    ``latency``, ``rebuild``; comma lists allowed); it needs ``suite="recall"``.
     """
     from engram.bench import (
         audit_bench,
@@ -67,6 +95,9 @@ def run(
 
     if suite not in SUITES:
         raise ValueError(f"unknown suite {suite!r} (known: {', '.join(SUITES)})")
+    parts = recall_parts(only)
+    if _named(only) and suite != "recall":
+        raise ValueError(f"only chooses parts of the recall suite, not of suite {suite!r}")
     sizes = QUICK if quick else FULL
     if events is not None:
         sizes = dataclasses.replace(sizes, audit_events=events)
@@ -113,19 +144,22 @@ def run(
                 f"skipping the recall figures: no LoCoMo data at {os.path.abspath(where)}; "
                 "pass --locomo FILE (or set ENGRAM_LOCOMO)"
             )
-            for name in NEEDS_LOCOMO:
-                figure = Figure(name, "-", "-", None)
+            for part in parts:
+                figure = Figure(RECALL_PARTS[part], "-", "-", None)
                 figure.skipped = "no LoCoMo data: pass --locomo FILE or set ENGRAM_LOCOMO"
                 skipped.append(figure)
         else:
-            steps += [
-                ("LoCoMo recall quality", recall_bench.quality),
-                ("recall latency", recall_latency.latency),
-                ("MiniLM rebuild", recall_latency.rebuild),
-            ]
+            recall_steps = {
+                "quality": ("LoCoMo recall quality", recall_bench.quality),
+                "latency": ("recall latency", recall_latency.latency),
+                "rebuild": ("MiniLM rebuild", recall_latency.rebuild),
+            }
+            steps += [recall_steps[part] for part in parts]
     env = report.environment(config)
     log(
-        f"engram bench: suite={config.suite} repeat={config.repeat} seed={config.seed} "
+        f"engram bench: suite={config.suite}"
+        f"{' (' + ', '.join(parts) + ')' if config.suite == 'recall' else ''} "
+        f"repeat={config.repeat} seed={config.seed} "
         f"quick={config.quick} scratch={scratch}\n"
         f"  python {env['python']}, {env['cpus']} CPUs, SQLite {env['sqlite']}, "
         f"DuckDB {env['duckdb']}, eventsourcing {env['eventsourcing'] or 'absent'}"

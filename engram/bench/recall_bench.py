@@ -12,17 +12,26 @@ scores the fraction of its evidence turns among the ``k`` served. The modes:
   (relevance, recency and importance).
 - Reference: ``rank_bm25.BM25Okapi`` over the same texts, split by the same tokeniser.
 
+The report gives recall@5/10/20 per mode and per category, and recall@10 per conversation
+for the headline mode (hybrid (MiniLM), else the best mode scored) beside rank_bm25. The
+headline ratio, its recall@10 over rank_bm25's, comes with a 95% bootstrap interval: the
+questions are resampled with replacement (2,000 times, the run's seed), both means
+recomputed on each resample, and the 2.5th and 97.5th percentiles of the ratio reported;
+the same resamples bound the mean per-question difference. Questions of one conversation
+are not independent, so read the per-conversation rows beside the interval.
+
 Quality is deterministic, so each mode runs once whatever ``--repeat`` says.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import os
 import statistics
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -71,6 +80,10 @@ MODES = (
     Mode("full", "minilm", BOTH, DEFAULT_WEIGHTS),
 )
 REFERENCE = "rank_bm25"
+#: The mode whose recall@10 over rank_bm25's is the headline ratio.
+HEADLINE = "hybrid (minilm)"
+#: Bootstrap resamples of the questions for the headline ratio's interval.
+RESAMPLES = 2_000
 
 
 def minilm(cache_path: str | None) -> Embedder | None:
@@ -84,18 +97,50 @@ def minilm(cache_path: str | None) -> Embedder | None:
     return CachedEmbedder(model, EmbeddingCache(cache_path))
 
 
+@dataclass(frozen=True)
+class Score:
+    """The recall of one question: which conversation, which question, its category."""
+
+    conversation: str
+    question: int  # the question's index within its conversation
+    category: int
+    value: float
+
+
 class Scores:
-    """Per-question recall@k, kept by mode, k and category."""
+    """Per-question recall@k, kept by mode and k; means by category or conversation."""
 
     def __init__(self) -> None:
-        self.values: dict[tuple[str, int], list[tuple[int, float]]] = {}
+        self.values: dict[tuple[str, int], list[Score]] = {}
 
-    def add(self, mode: str, k: int, category: int, value: float) -> None:
-        self.values.setdefault((mode, k), []).append((category, value))
+    def add(self, mode: str, k: int, score: Score) -> None:
+        """Record one question's recall@k in ``mode``."""
+        self.values.setdefault((mode, k), []).append(score)
 
-    def mean(self, mode: str, k: int, category: int | None = None) -> float | None:
-        found = [v for c, v in self.values.get((mode, k), []) if category in (None, c)]
+    def mean(
+        self, mode: str, k: int, category: int | None = None, conversation: str | None = None
+    ) -> float | None:
+        """Return the mean recall@k of ``mode``, or None if it scored no such question."""
+        found = [
+            s.value
+            for s in self.values.get((mode, k), [])
+            if category in (None, s.category) and conversation in (None, s.conversation)
+        ]
         return statistics.fmean(found) if found else None
+
+    def by_question(self, mode: str, k: int) -> dict[tuple[str, int], float]:
+        """Return ``(conversation, question) -> recall@k`` of ``mode``."""
+        return {(s.conversation, s.question): s.value for s in self.values.get((mode, k), [])}
+
+    def conversations(self) -> list[str]:
+        """Return the conversation ids in the order they were scored."""
+        found = (s.conversation for scores in self.values.values() for s in scores)
+        return list(dict.fromkeys(found))
+
+    def modes(self) -> list[str]:
+        """Return the modes that scored at least one question, the reference first."""
+        names = [REFERENCE, *(mode for mode, _ in self.values)]
+        return [n for n in dict.fromkeys(names) if self.mean(n, 10) is not None]
 
 
 def observe_conversation(
@@ -198,10 +243,10 @@ def _conversation(
 
 def _score_reference(conversation: locomo.Conversation, scores: Scores) -> None:
     rank = bm25_reference(conversation)
-    for question in conversation.questions:
+    for number, question in enumerate(conversation.questions):
         for k in KS:
             found = set(rank(question.text, k))
-            scores.add(REFERENCE, k, question.category, _share(question, found))
+            scores.add(REFERENCE, k, _score(conversation, number, question, found))
 
 
 def _ask(
@@ -213,7 +258,7 @@ def _ask(
 ) -> None:
     """Recall every question in every mode, ``k`` at a time, a day after the last session."""
     as_of = max(t.at for t in conversation.turns) + timedelta(days=1)
-    for question in conversation.questions:
+    for number, question in enumerate(conversation.questions):
         for mode, memory in memories:
             for k in KS:
                 result = memory.recall(
@@ -225,7 +270,7 @@ def _ask(
                     record=False,
                 )
                 found = {dia[r.event.position] for r in result.items}
-                scores.add(mode.name, k, question.category, _share(question, found))
+                scores.add(mode.name, k, _score(conversation, number, question, found))
         progress.update(progress.done + len(memories))
 
 
@@ -238,24 +283,47 @@ def _open(
     return engine, VectorSearcher(store, embedder.dimension, str(embedder.fingerprint))
 
 
-def _share(question: locomo.Question, found: set[str]) -> float:
-    return len(question.evidence & found) / len(question.evidence)
+def _score(
+    conversation: locomo.Conversation, number: int, question: locomo.Question, found: set[str]
+) -> Score:
+    share = len(question.evidence & found) / len(question.evidence)
+    return Score(conversation.sample_id, number, question.category, share)
 
 
 def quality(config: Config) -> list[Figure]:
-    """The LoCoMo figures: recall@10 of each mode against rank_bm25, and the detail table."""
+    """The LoCoMo figures: recall@10 of each mode against rank_bm25, and the detail tables.
+
+    The headline mode's figure carries the bootstrap interval in its note and the whole
+    report (modes, categories, conversations, interval) in its JSON ``details``.
+    """
     if importlib.util.find_spec("rank_bm25") is None:
-        figure = Figure("LoCoMo recall@10", "recall", REFERENCE, None)
-        figure.skipped = "needs rank_bm25, the reference: pip install 'engram[bench]'"
-        return [figure]
+        missing = Figure("LoCoMo recall@10", "recall", REFERENCE, None)
+        missing.skipped = "needs rank_bm25, the reference: pip install 'engram[bench]'"
+        return [missing]
     scores = evaluate(config)
+    headline = headline_mode(scores)
+    interval = None if headline is None else bootstrap(scores, headline, seed=config.seed)
     print(detail_table(scores), flush=True)
+    if headline is not None:
+        print(conversation_table(scores, headline), flush=True)
+    if interval is not None:
+        print(interval_text(interval), flush=True)
     reference = scores.mean(REFERENCE, 10)
-    figures = []
+    figures: list[Figure] = []
     for mode in MODES:
         value = scores.mean(mode.name, 10)
         target = 1.1 if mode.name == "hybrid (minilm)" else None
-        figure = Figure(f"LoCoMo recall@10, {mode.name}", "recall", REFERENCE, target)
+        name = f"LoCoMo recall@10, {mode.name}"
+        figure = Figure(name, "recall", REFERENCE, target)
+        if mode.name == headline:
+            figure = QualityFigure(
+                name,
+                "recall",
+                REFERENCE,
+                target,
+                note="" if interval is None else interval_text(interval),
+                details=details(scores, headline, interval),
+            )
         if value is None or reference is None:
             figure.skipped = "needs the 'embeddings' extra (all-MiniLM-L6-v2)"
         else:
@@ -271,37 +339,192 @@ def quality(config: Config) -> list[Figure]:
     return figures
 
 
+@dataclass
+class QualityFigure(Figure):
+    """The headline LoCoMo figure, whose JSON also carries the whole quality report."""
+
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the figure's fields and the report's details."""
+        return {**super().as_json(), "details": self.details}
+
+
+def headline_mode(scores: Scores) -> str | None:
+    """Return the mode set against rank_bm25: hybrid (MiniLM), else the best scored mode."""
+    if scores.mean(HEADLINE, 10) is not None:
+        return HEADLINE
+    scored = [(scores.mean(m.name, 10), m.name) for m in MODES]
+    best = [(value, name) for value, name in scored if value is not None]
+    # max() keeps the first of equals, so ties go to the earlier (simpler) mode.
+    return max(best, key=lambda pair: pair[0])[1] if best else None
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A mode's recall@k against rank_bm25's on the same questions, with bootstrap bounds."""
+
+    mode: str
+    k: int
+    questions: int
+    resamples: int  # those whose reference mean was 0 are left out of the ratio's bounds
+    seed: int
+    ratio: float  # mean recall of the mode / mean recall of rank_bm25
+    ratio_low: float  # 2.5th percentile over the resamples
+    ratio_high: float  # 97.5th percentile
+    difference: float  # mean per-question difference, mode minus rank_bm25
+    difference_low: float
+    difference_high: float
+    better: int  # questions where the mode found more evidence than rank_bm25
+    worse: int
+    tied: int
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the fields as a JSON object."""
+        return dataclasses.asdict(self)
+
+
+def bootstrap(
+    scores: Scores, mode: str, k: int = 10, *, seed: int, resamples: int = RESAMPLES
+) -> Interval | None:
+    """Return the 95% bootstrap interval of ``mode``'s recall@k over rank_bm25's.
+
+    The questions both scored are resampled with replacement (``seed``); in each resample
+    both means are recomputed on the same questions, so the interval is of the paired
+    ratio. None when no question was scored by both or rank_bm25 found no evidence at all.
+    """
+    import numpy as np
+
+    ours, theirs = scores.by_question(mode, k), scores.by_question(REFERENCE, k)
+    keys = [key for key in theirs if key in ours]
+    engram = np.array([ours[key] for key in keys], dtype=np.float64)
+    reference = np.array([theirs[key] for key in keys], dtype=np.float64)
+    if not keys or reference.sum() == 0:
+        return None
+    picks = np.random.default_rng(seed).integers(0, len(keys), size=(resamples, len(keys)))
+    means, reference_means = engram[picks].mean(axis=1), reference[picks].mean(axis=1)
+    defined = reference_means > 0
+    low, high = np.percentile(means[defined] / reference_means[defined], [2.5, 97.5])
+    difference_low, difference_high = np.percentile(means - reference_means, [2.5, 97.5])
+    gap = engram - reference
+    return Interval(
+        mode,
+        k,
+        len(keys),
+        int(defined.sum()),
+        seed,
+        float(engram.mean() / reference.mean()),
+        float(low),
+        float(high),
+        float(gap.mean()),
+        float(difference_low),
+        float(difference_high),
+        int((gap > 0).sum()),
+        int((gap < 0).sum()),
+        int((gap == 0).sum()),
+    )
+
+
+def interval_text(interval: Interval) -> str:
+    """Describe the headline ratio and its interval in one sentence."""
+    return (
+        f"{interval.mode} / {REFERENCE} recall@{interval.k} = {interval.ratio:.3f}, 95% CI "
+        f"[{interval.ratio_low:.3f}, {interval.ratio_high:.3f}] ({interval.resamples:,} "
+        f"bootstrap resamples of {interval.questions} questions, seed {interval.seed}); per "
+        f"question {interval.difference:+.3f} [{interval.difference_low:+.3f}, "
+        f"{interval.difference_high:+.3f}], more evidence on {interval.better}, less on "
+        f"{interval.worse}, as much on {interval.tied}"
+    )
+
+
+def details(scores: Scores, headline: str | None, interval: Interval | None) -> dict[str, Any]:
+    """Return the whole quality report as JSON: modes, categories, conversations, interval."""
+    modes = {
+        name: {
+            "recall": {f"@{k}": scores.mean(name, k) for k in KS},
+            "categories": {
+                label: {f"@{k}": scores.mean(name, k, category) for k in KS}
+                for category, label in locomo.CATEGORIES.items()
+            },
+        }
+        for name in scores.modes()
+    }
+    return {
+        "headline_mode": headline,
+        "modes": modes,
+        "questions_per_category": _category_counts(scores),
+        "conversations": [] if headline is None else conversation_rows(scores, headline),
+        "interval": None if interval is None else interval.as_json(),
+    }
+
+
+def conversation_rows(scores: Scores, mode: str) -> list[dict[str, Any]]:
+    """Return one row per conversation: its questions, rank_bm25's and ``mode``'s recall@10."""
+    rows = []
+    for conversation in scores.conversations():
+        reference = scores.mean(REFERENCE, 10, conversation=conversation)
+        engram = scores.mean(mode, 10, conversation=conversation)
+        count = sum(
+            1 for s in scores.values.get((REFERENCE, 10), []) if s.conversation == conversation
+        )
+        ratio = engram / reference if engram is not None and reference else None
+        rows.append(
+            {
+                "conversation": conversation,
+                "questions": count,
+                REFERENCE: reference,
+                mode: engram,
+                "ratio": ratio,
+            }
+        )
+    return rows
+
+
+def conversation_table(scores: Scores, mode: str) -> str:
+    """Recall@10 per conversation, ``mode`` beside rank_bm25, as plain text."""
+    rows = [["conversation", "questions", REFERENCE, mode, "ratio"]]
+    for row in conversation_rows(scores, mode):
+        cells = [row[REFERENCE], row[mode], row["ratio"]]
+        rows.append(
+            [
+                row["conversation"],
+                str(row["questions"]),
+                *("-" if v is None else f"{v:.3f}" for v in cells),
+            ]
+        )
+    return _text(rows)
+
+
 def _weights_text(weights: Mapping[str, float]) -> str:
     return ", ".join(f"{name} {value:g}" for name, value in weights.items())
 
 
 def detail_table(scores: Scores) -> str:
     """Recall@5/10/20 overall and per category, one row per mode, as plain text."""
-    names = [REFERENCE, *dict.fromkeys(mode for mode, _ in scores.values)]
-    names = list(dict.fromkeys(n for n in names if scores.mean(n, 10) is not None))
     columns: list[tuple[str, int, int | None]] = [(f"@{k}", k, None) for k in KS]
     columns += [(f"{label}@10", 10, number) for number, label in locomo.CATEGORIES.items()]
-    header = ["LoCoMo evidence recall", *(c[0] for c in columns)]
-    rows = [header]
-    for name in names:
+    rows = [["LoCoMo evidence recall", *(c[0] for c in columns)]]
+    for name in scores.modes():
         cells = [scores.mean(name, k, category) for _, k, category in columns]
         rows.append([name, *("-" if v is None else f"{v:.3f}" for v in cells)])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    lines = [
+    return f"{_text(rows)}\nquestions per category: {_category_counts(scores)}"
+
+
+def _text(rows: list[list[str]]) -> str:
+    """Lay rows out as columns: the first left-aligned, the others right-aligned."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join(
         "  ".join(
             c.ljust(w) if i == 0 else c.rjust(w)
             for i, (c, w) in enumerate(zip(r, widths, strict=True))
         )
         for r in rows
-    ]
-    counts = _category_counts(scores)
-    lines.append(f"questions per category: {counts}")
-    return "\n".join(lines)
+    )
 
 
 def _category_counts(scores: Scores) -> dict[str, Any]:
     values = scores.values.get((REFERENCE, 10), [])
     return {
-        label: sum(1 for c, _ in values if c == number)
+        label: sum(1 for s in values if s.category == number)
         for number, label in locomo.CATEGORIES.items()
     }

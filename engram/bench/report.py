@@ -63,11 +63,21 @@ def table(figures: list[Figure]) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     out = [line(header), rule, *map(line, rows), rule]
-    out.append(
-        "values: medians of "
-        f"{_repeats(figures)} interleaved repetitions; ratio: median over repetitions of "
-        "engram speed / reference speed in that repetition (> 1: engram is faster)"
-    )
+    timed = [f for f in figures if f.unit != "recall" and f.engram_samples]
+    recall = any(f.unit == "recall" and f.engram_samples for f in figures)
+    if timed or not recall:
+        out.append(
+            "values: medians of "
+            f"{_repeats(timed)} interleaved repetitions; ratio: median over repetitions of "
+            "engram speed / reference speed in that repetition (> 1: engram is faster)"
+        )
+    if recall:
+        # Recall figures are measured once (LoCoMo quality is deterministic): "median" and
+        # "speed" would mislead.
+        out.append(
+            "recall figures: measured once; ratio: engram's recall / the reference's "
+            "(> 1: engram finds more)"
+        )
     for i, f in enumerate(figures, 1):
         why = f.error or f.skipped or f.note
         if why:

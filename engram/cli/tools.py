@@ -12,6 +12,7 @@ from engram.cli.base import state
     epilog=examples(
         "engram bench --quick",
         "engram bench --suite recall --locomo locomo-dev.json --json out.json",
+        "engram bench --suite recall --only quality --locomo locomo-dev.json",
     )
 )
 @click.option(
@@ -70,6 +71,13 @@ from engram.cli.base import state
     help="A SQLite file keeping MiniLM vectors between runs ('none': no lasting "
     "cache; default: ~/.cache/engram/bench-embeddings.db).",
 )
+@click.option(
+    "--only",
+    metavar="PART",
+    multiple=True,
+    help="With --suite recall, measure only these parts: quality, latency, rebuild "
+    "(repeatable or a comma list; default: all three).",
+)
 def bench(
     suite: str,
     quick: bool,
@@ -80,6 +88,7 @@ def bench(
     events: int | None,
     locomo: str | None,
     embedding_cache: str | None,
+    only: tuple[str, ...],
 ) -> int:
     """Measure engram beside references; print the ratios.
 
@@ -91,6 +100,15 @@ def bench(
     """
     from engram import bench as benchmarks
 
+    try:
+        benchmarks.recall_parts(only)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--only") from exc
+    if any(part.strip() for item in only for part in item.split(",")) and suite != "recall":
+        raise click.BadParameter(
+            f"chooses parts of the recall suite: pass --suite recall (not {suite!r})",
+            param_hint="--only",
+        )
     return benchmarks.run(
         suite=suite,
         quick=quick,
@@ -101,6 +119,7 @@ def bench(
         events=events,
         locomo=locomo,
         embedding_cache=embedding_cache or benchmarks.default_embedding_cache(),
+        only=only,
     )
 
 

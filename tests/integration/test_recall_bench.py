@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+import engram.bench as bench
 from engram.bench import locomo, recall_bench, recall_latency
 from engram.bench.common import QUICK, Config, Figure
+from engram.cli import cli
 
 TURNS = [
     ("Ana", "I adopted a puppy named Biscuit last week."),
@@ -135,6 +139,130 @@ def test_quality_scores_every_mode_against_rank_bm25(
     by_name = {f.name: f for f in figures}
     assert by_name["LoCoMo recall@10, lexical"].verdict == "info"
     assert by_name["LoCoMo recall@10, hybrid (minilm)"].verdict == "SKIP"
+    # Without MiniLM the headline is the best mode scored; its figure carries the interval.
+    headline = recall_bench.headline_mode(scores)
+    best = max(scores.mean(m.name, 10) or 0.0 for m in recall_bench.MODES)
+    assert headline is not None
+    assert scores.mean(headline, 10) == best
+    assert "95% CI" in by_name[f"LoCoMo recall@10, {headline}"].note
+    assert f"seed {config.seed}" in out
+
+
+def test_each_conversation_gets_its_row(config: Config) -> None:
+    scores = recall_bench.evaluate(config)
+    rows = recall_bench.conversation_rows(scores, "hybrid (hash)")
+    assert [(r["conversation"], r["questions"]) for r in rows] == [("c1", 4), ("c2", 4)]
+    for row in rows:
+        ours = scores.by_question("hybrid (hash)", 10)
+        theirs = scores.by_question(recall_bench.REFERENCE, 10)
+        mine = [v for (c, _), v in ours.items() if c == row["conversation"]]
+        reference = [v for (c, _), v in theirs.items() if c == row["conversation"]]
+        assert row["hybrid (hash)"] == pytest.approx(sum(mine) / 4)
+        assert row[recall_bench.REFERENCE] == pytest.approx(sum(reference) / 4)
+        assert row["ratio"] == pytest.approx(row["hybrid (hash)"] / row["rank_bm25"])
+    table = recall_bench.conversation_table(scores, "hybrid (hash)")
+    assert [line.split()[0] for line in table.splitlines()] == ["conversation", "c1", "c2"]
+
+
+def _scores(engram: list[float], reference: list[float]) -> recall_bench.Scores:
+    scores = recall_bench.Scores()
+    for i, (ours, theirs) in enumerate(zip(engram, reference, strict=True)):
+        conversation = f"c{i % 3}"
+        scores.add("hybrid (minilm)", 10, recall_bench.Score(conversation, i, 1 + i % 4, ours))
+        scores.add(
+            recall_bench.REFERENCE, 10, recall_bench.Score(conversation, i, 1 + i % 4, theirs)
+        )
+    return scores
+
+
+def test_the_bootstrap_interval_brackets_the_ratio_and_repeats_with_its_seed() -> None:
+    rng = random.Random(11)
+    reference = [rng.choice([0.0, 0.5, 1.0]) for _ in range(300)]
+    engram = [min(1.0, v + rng.choice([0.0, 0.0, 0.5])) for v in reference]
+    scores = _scores(engram, reference)
+    interval = recall_bench.bootstrap(scores, "hybrid (minilm)", seed=5)
+    assert interval is not None
+    assert interval.ratio == pytest.approx(sum(engram) / sum(reference))
+    assert interval.ratio_low < interval.ratio < interval.ratio_high
+    assert interval.ratio_low > 1.0  # engram never finds less here, and often more
+    assert interval.difference_low < interval.difference < interval.difference_high
+    gaps = [e - r for e, r in zip(engram, reference, strict=True)]
+    assert interval.better == sum(g > 0 for g in gaps)
+    assert interval.worse == 0
+    assert interval.better + interval.tied == interval.questions == 300
+    assert (interval.resamples, interval.seed) == (recall_bench.RESAMPLES, 5)
+    assert recall_bench.bootstrap(scores, "hybrid (minilm)", seed=5) == interval
+    other = recall_bench.bootstrap(scores, "hybrid (minilm)", seed=6)
+    assert other is not None
+    assert (other.ratio_low, other.ratio_high) != (interval.ratio_low, interval.ratio_high)
+    assert other.ratio == interval.ratio
+
+
+def test_the_bootstrap_of_a_scaled_reference_has_no_spread() -> None:
+    reference = [0.1 * (i % 5) for i in range(50)]
+    scores = _scores([2 * v for v in reference], reference)
+    interval = recall_bench.bootstrap(scores, "hybrid (minilm)", seed=1, resamples=200)
+    assert interval is not None
+    # The ratio of means is the same in every resample: the interval is a point.
+    assert interval.ratio_low == pytest.approx(2.0)
+    assert interval.ratio_high == pytest.approx(2.0)
+    assert recall_bench.bootstrap(_scores([0.5], [0.0]), "hybrid (minilm)", seed=1) is None
+    assert recall_bench.bootstrap(scores, "minilm", seed=1) is None
+
+
+def test_only_quality_runs_the_quality_part_alone(
+    config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_json = tmp_path / "out.json"
+    code = bench.run(
+        suite="recall",
+        only=["quality"],
+        repeat=1,
+        json_path=str(out_json),
+        scratch_dir=str(tmp_path / "bench"),
+        locomo=config.locomo,
+        embedding_cache="none",
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "recall p50" not in out
+    assert "semantic rebuild" not in out
+    assert f"seed {bench.SEED}" in out
+    assert "recall figures: measured once" in out
+    assert "engram is faster" not in out  # no timed figure ran
+    figures = json.loads(out_json.read_text())["figures"]
+    assert all(f["name"].startswith("LoCoMo recall@10, ") for f in figures)
+    detailed = [f for f in figures if "details" in f]
+    assert len(detailed) == 1
+    details = detailed[0]["details"]
+    headline = details["headline_mode"]
+    assert detailed[0]["name"] == f"LoCoMo recall@10, {headline}"
+    assert [row["conversation"] for row in details["conversations"]] == ["c1", "c2"]
+    assert set(details["modes"]) == {"rank_bm25", "lexical", "hash", "hybrid (hash)"}
+    assert details["modes"]["lexical"]["categories"]["single-hop"]["@20"] is not None
+    interval = details["interval"]
+    assert interval["ratio"] == pytest.approx(detailed[0]["ratio"])
+    assert interval["ratio_low"] <= interval["ratio"] <= interval["ratio_high"]
+    assert interval["seed"] == bench.SEED
+    assert interval["questions"] == 8
+
+
+def test_only_takes_comma_lists_and_names_what_is_wrong() -> None:
+    assert bench.recall_parts(None) == ("quality", "latency", "rebuild")
+    assert bench.recall_parts(["rebuild,quality"]) == ("quality", "rebuild")
+    assert bench.recall_parts(["latency", " quality "]) == ("quality", "latency")
+    assert bench.recall_parts("rebuild") == ("rebuild",)
+    assert bench.recall_parts([" , "]) == ("quality", "latency", "rebuild")
+    with pytest.raises(ValueError, match="unknown recall part 'speed'"):
+        bench.recall_parts(["quality,speed"])
+    with pytest.raises(ValueError, match="parts of the recall suite, not of suite 'ledger'"):
+        bench.run(suite="ledger", only=["quality"])
+    result = CliRunner().invoke(cli, ["bench", "--only", "quality"])
+    assert result.exit_code == 2
+    assert "pass --suite recall" in result.output
+    result = CliRunner().invoke(cli, ["bench", "--suite", "recall", "--only", "fast"])
+    assert result.exit_code == 2
+    assert "unknown recall part 'fast'" in result.output
 
 
 def test_latency_figures_compare_recall_with_the_raw_calls(config: Config) -> None:
