@@ -80,6 +80,8 @@ MODES = (
     Mode("full", "minilm", BOTH, DEFAULT_WEIGHTS),
 )
 REFERENCE = "rank_bm25"
+#: Hybrid (MiniLM) recall@10 over rank_bm25's on the development split (ADR 0025).
+HEADLINE_TARGET = 1.3
 #: The mode whose recall@10 over rank_bm25's is the headline ratio.
 HEADLINE = "hybrid (minilm)"
 #: Bootstrap resamples of the questions for the headline ratio's interval.
@@ -312,7 +314,7 @@ def quality(config: Config) -> list[Figure]:
     figures: list[Figure] = []
     for mode in MODES:
         value = scores.mean(mode.name, 10)
-        target = 1.1 if mode.name == "hybrid (minilm)" else None
+        target = HEADLINE_TARGET if mode.name == "hybrid (minilm)" else None
         name = f"LoCoMo recall@10, {mode.name}"
         figure = Figure(name, "recall", REFERENCE, target)
         if mode.name == headline:
