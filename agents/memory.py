@@ -1,7 +1,9 @@
 """The memory stream: an agent observes into the ledger and recalls what matters.
 
 ``recall`` gathers candidates from the lexical (BM25) and the semantic (FAISS) index, fuses
-the two rankings (reciprocal rank fusion, over-fetching), and scores them as Generative
+the two rankings (reciprocal rank fusion, over-fetching), lets the strongest candidates cue
+the memories told next to them in their episode (bloom, :mod:`engram.agents.contiguity`,
+ADR 0025), and scores them as Generative
 Agents do: relevance, recency and importance, each min-max normalised over the candidates,
 then weighted. Recency is the salience index's decay since the item was last touched
 (observed or recalled), evaluated ``as_of``. An agent recalls its own items and public items,
