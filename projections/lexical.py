@@ -148,21 +148,12 @@ def search(
     if expression is None:
         return []
     table = _table(conn)
+    visible, shown = _visible(agent, types, as_of_us)
     sql = (
         f"SELECT rowid, -bm25({table}), agent, type, visibility, text FROM {table}"
-        f" WHERE {table} MATCH ? AND (visibility = 'public' OR agent = ?)"
+        f" WHERE {table} MATCH ?{visible} ORDER BY bm25({table}), rowid LIMIT ?"
     )
-    params: list[object] = [expression, agent]
-    if as_of_us is None:
-        sql += " AND archived_us IS NULL"
-    else:
-        sql += " AND observed_us <= ? AND (archived_us IS NULL OR archived_us > ?)"
-        params += [as_of_us, as_of_us]
-    if types:
-        sql += f" AND type IN ({','.join('?' * len(types))})"
-        params += list(types)
-    sql += f" ORDER BY bm25({table}), rowid LIMIT ?"
-    params.append(k)
+    params: list[object] = [expression, *shown, k]
     rows = conn.execute(sql, params).fetchall()
     if not rows:
         return []
@@ -242,16 +233,7 @@ def neighbours(
     from the position's own time. A position the index does not hold has no neighbours.
     """
     table = _table(conn)
-    visible = " AND (visibility = 'public' OR agent = ?)"
-    params: list[object] = [agent]
-    if as_of_us is None:
-        visible += " AND archived_us IS NULL"
-    else:
-        visible += " AND observed_us <= ? AND (archived_us IS NULL OR archived_us > ?)"
-        params += [as_of_us, as_of_us]
-    if types:
-        visible += f" AND type IN ({','.join('?' * len(types))})"
-        params += list(types)
+    visible, params = _visible(agent, types, as_of_us)
     around: dict[int, list[tuple[int, int]]] = {}
     for position in positions:
         row = conn.execute(f"SELECT observed_us FROM {table} WHERE rowid = ?", (position,))
@@ -278,6 +260,24 @@ def latest_archival(conn: sqlite3.Connection) -> int:
     """Return the time (epoch microseconds) of the latest archival the index holds, 0 if none."""
     (value,) = conn.execute(f"SELECT max(archived_us) FROM {_table(conn)}").fetchone()
     return int(value or 0)
+
+
+def _visible(
+    agent: str, types: Sequence[str] | None, as_of_us: int | None
+) -> tuple[str, list[object]]:
+    """Return the conditions (after an ``AND``) and parameters that keep the rows ``agent``
+    may see, of ``types``, known and not archived (as of ``as_of_us`` when given)."""
+    sql = " AND (visibility = 'public' OR agent = ?)"
+    params: list[object] = [agent]
+    if as_of_us is None:
+        sql += " AND archived_us IS NULL"
+    else:
+        sql += " AND observed_us <= ? AND (archived_us IS NULL OR archived_us > ?)"
+        params += [as_of_us, as_of_us]
+    if types:
+        sql += f" AND type IN ({','.join('?' * len(types))})"
+        params += list(types)
+    return sql, params
 
 
 def _table(conn: sqlite3.Connection) -> str:
