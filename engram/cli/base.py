@@ -43,8 +43,26 @@ class CliError(click.ClickException):
         self.where = ctx.command_path if ctx is not None else "engram"
 
     def show(self, file: IO[Any] | None = None) -> None:
-        """Print the message on stderr, prefixed with the command that failed."""
-        click.echo(f"{self.where}: error: {self.format_message()}", err=True)
+        """Print the message on stderr, on one line, prefixed with the command that failed.
+
+        Messages quote input (a field name, a value), which may hold line breaks or other
+        control characters: they are shown escaped, so an error is always one line.
+        """
+        click.echo(f"{self.where}: error: {one_line(self.format_message())}", err=True)
+
+
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(32), 127, 0x85)} | {
+    10: "\\n",
+    13: "\\r",
+    9: "\\t",
+    0x2028: "\\u2028",
+    0x2029: "\\u2029",
+}
+
+
+def one_line(text: str) -> str:
+    """Return ``text`` with line breaks and other control characters escaped."""
+    return text.translate(_CONTROL)
 
 
 class NoLedgerError(CliError):

@@ -78,3 +78,15 @@ def test_any_bytes_append_cleanly_or_fail_with_one_line(db: str, lines: list[byt
     assert err.count("\n") == 1, err
     assert "Traceback" not in err
     assert head(db) == before
+
+
+def test_an_error_quoting_input_with_line_breaks_stays_on_one_line(db: str) -> None:
+    field = b'"x\\ny\\u2028z": 1'
+    line = VALID.replace(b'"topic": "t"', b'"topic": "t", ' + field)
+    before = head(db)
+    code, out, err, _ = append(db, line + b"\n")
+    assert (code, out) == (1, "")
+    assert err.count("\n") == 1, err
+    assert "\u2028" not in err
+    assert "x\\ny\\u2028z" in err  # shown escaped, so the user still sees the field's name
+    assert head(db) == before
