@@ -7,7 +7,11 @@ Every error derives from :class:`AgentError`.
     ├── NeuronExistsError       creating a neuron whose id is taken
     ├── ConnectionStateError    creating a connection that exists, reweighting one that does not
     ├── UnknownMemoryError      a position that holds no memory (or an archived one) was named
-    └── MemoryOwnerError        an agent named another agent's memory where only its own will do
+    ├── MemoryOwnerError        an agent named another agent's memory where only its own will do
+    └── CompletionError         a model gave no valid answer (engram.agents.completion)
+        ├── CompletionUnavailableError   unreachable or kept failing; try again later
+        ├── CompletionRejectedError      the provider refused the request (4xx)
+        └── CompletionFormatError        the answer was not JSON of the expected schema
 """
 
 from __future__ import annotations

@@ -28,6 +28,13 @@ NeuronType = Literal["core", "contextual", "episodic", "semantic"]
 ConnectionType = Literal["feeds_into", "influences", "inhibits", "recalls", "triggers"]
 MemoryType = Literal["observation", "plan", "thought"]
 Visibility = Literal["public", "private"]
+#: An event's id as the ledger stores it: a lowercase hyphenated UUID.
+EventId = Annotated[
+    str, msgspec.Meta(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+]
+ScarKind = Literal["failure", "victory"]
+Destination = Literal["rules", "instructions_file", "settings", "notes_inbox", "skill", "task"]
+Decision = Literal["applied", "refused", "modified"]
 
 
 class _Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -144,6 +151,103 @@ class SignalSent(_Payload, frozen=True):
     body: str = ""
 
 
+class ScarSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """Where a scar came from: ledger events, and the task, file and agent involved."""
+
+    events: list[EventId] = []
+    task: str | None = None
+    file: str | None = None
+    agent: str | None = None
+
+
+class ScarRecorded(_Payload, frozen=True):
+    """A failure or a victory became data: what happened and the lesson drawn from it.
+
+    For a failure the lesson says what was added to avoid a repeat; for a victory, the
+    pattern to reproduce. ``importance`` is given, or scored once when recorded and stored
+    here, so a rebuild never asks a model again.
+    """
+
+    __kind__: ClassVar[str] = "scar.recorded"
+
+    agent: Name
+    kind: ScarKind
+    what: Text
+    lesson: Text
+    importance: Importance
+    learnable: bool = True
+    visibility: Visibility = "public"
+    sources: ScarSources = ScarSources()
+    tags: list[Name] = []
+
+
+class ScarArchived(_Payload, frozen=True):
+    """Scars (``scar.recorded`` positions) left every index; the ledger keeps them."""
+
+    __kind__: ClassVar[str] = "scar.archived"
+
+    positions: Annotated[list[Position], msgspec.Meta(min_length=1)]
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if len(set(self.positions)) != len(self.positions):
+            repeated = sorted(p for p, n in Counter(self.positions).items() if n > 1)
+            raise ValueError(f"positions must not repeat, got {repeated} more than once")
+
+
+class FileDiff(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A proposed edit of one file: its path and the text before and after."""
+
+    path: Text
+    before: str
+    after: str
+
+
+class SuggestionProposed(_Payload, frozen=True):
+    """A concrete suggestion drawn from scars, waiting for a person to review it."""
+
+    __kind__: ClassVar[str] = "suggestion.proposed"
+
+    scars: Annotated[list[EventId], msgspec.Meta(min_length=1)]
+    destination: Destination
+    text: Text
+    diff: FileDiff | None = None
+    drafter: Name = "offline"
+
+
+class SuggestionReviewed(_Payload, frozen=True):
+    """A person applied, refused or modified (and applied) a suggestion.
+
+    ``text`` is the final text: the suggestion's own for ``applied``, the reviewer's edit
+    for ``modified``, absent for ``refused``.
+    """
+
+    __kind__: ClassVar[str] = "suggestion.reviewed"
+
+    suggestion: EventId
+    decision: Decision
+    reviewer: Name
+    note: str = ""
+    text: str | None = None
+
+
+class MemoryReflected(_Payload, frozen=True):
+    """An agent drew a belief from memories; the evidence names the events it rests on.
+
+    ``depth`` is 1 + the largest depth among its evidence (an observation has depth 0).
+    """
+
+    __kind__: ClassVar[str] = "memory.reflected"
+
+    agent: Name
+    text: Text
+    evidence: Annotated[list[EventId], msgspec.Meta(min_length=1)]
+    depth: Annotated[int, msgspec.Meta(ge=1)]
+    question: str = ""
+    importance: Importance | None = None
+    visibility: Visibility = "public"
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -156,6 +260,11 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         MemoryRecalled,
         MemoryArchived,
         SignalSent,
+        ScarRecorded,
+        ScarArchived,
+        SuggestionProposed,
+        SuggestionReviewed,
+        MemoryReflected,
     )
 }
 
