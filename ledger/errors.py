@@ -17,6 +17,8 @@ Every error derives from :class:`LedgerError`; backends translate driver errors 
     │   └── AppendOnlyError         the database refused an UPDATE or DELETE
     ├── LedgerClosedError           use after close()
     ├── ReadOnlyLedgerError         an append to a ledger opened read-only
+    ├── CheckpointError             (ledger.checkpoints) a key or checkpoint file is missing,
+    │                               unreadable or forged
     └── AuditError                  (ledger.audit) SQL audit failures
         ├── AuditWriteError         a statement that would write
         ├── AuditQueryError         DuckDB rejected the query
@@ -40,6 +42,10 @@ class LedgerNotFoundError(ConfigError):
 
 class ReadOnlyLedgerError(LedgerError):
     """The ledger was opened read-only; appending needs a writable open."""
+
+
+class CheckpointError(LedgerError):
+    """A signing key or a checkpoint file is missing, unreadable, or does not verify."""
 
 
 class EventError(LedgerError):

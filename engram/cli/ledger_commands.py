@@ -259,28 +259,60 @@ def _first(events: Iterator[Event], limit: int) -> Iterator[Event]:
     epilog=examples(
         "engram verify",
         "engram verify --head 120000 --hash 9f2c...   # a head recorded elsewhere earlier",
+        "engram verify --checkpoints /srv/anchors --public-key checkpoint.key.pub",
     )
 )
 @click.option(
     "--head", type=click.IntRange(min=1), help="A head position recorded earlier (needs --hash)."
 )
 @click.option("--hash", "head_hash", metavar="HEX", help="The hash recorded with --head.")
-def verify(head: int | None, head_hash: str | None) -> None:
+@click.option(
+    "--checkpoints",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder of signed checkpoints (engram checkpoint) to check the ledger against.",
+)
+@click.option(
+    "--public-key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The public key that signed them (KEY.pub); needed with --checkpoints.",
+)
+def verify(
+    head: int | None,
+    head_hash: str | None,
+    checkpoints: Path | None,
+    public_key: Path | None,
+) -> None:
     """Recompute the hash chain; exit 1 naming the first bad position.
 
-    A chain cut at its tail is still a valid chain: give a head and its hash recorded
-    elsewhere (--head with --hash) to detect that too.
+    A chain cut at its tail, or rewritten and recomputed, is still a valid chain: check it
+    against signed checkpoints (--checkpoints, ADR 0033), or give a head and its hash
+    recorded elsewhere (--head with --hash).
     """
     if (head is None) != (head_hash is None):
         raise click.UsageError("--head and --hash go together: give both or neither")
+    if (public_key is None) != (checkpoints is None):
+        raise click.UsageError(
+            "--checkpoints and --public-key go together: the folder, and the key you trust"
+        )
+    if checkpoints is not None and head is not None:
+        raise click.UsageError("give --checkpoints or --head/--hash, not both")
     out = state()
     with _open_ledger(out.settings(), readonly=True) as ledger:
         bar, total = out.progress(), ledger.head()
-        report = ledger.verify(
-            expect_head=head,
-            expect_hash=head_hash,
-            progress=None if bar is None else (lambda n: bar("verify", n, total)),
-        )
+        progress = None if bar is None else (lambda n: bar("verify", n, total))
+        if checkpoints is not None and public_key is not None:
+            from engram.ledger.checkpoints import (
+                load_checkpoints,
+                load_public_key,
+                verify_checkpoints,
+            )
+
+            key = load_public_key(public_key)
+            report: object = verify_checkpoints(
+                ledger, load_checkpoints(checkpoints, key), progress=progress
+            )
+        else:
+            report = ledger.verify(expect_head=head, expect_hash=head_hash, progress=progress)
     out.echo(str(report))
     if not report.ok:
         raise click.exceptions.Exit(1)
