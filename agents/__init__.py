@@ -2,7 +2,8 @@
 
 Agents read projections through the projections' own read functions and change the world
 only by appending to the ledger. :class:`AgentMemory` observes, recalls and archives;
-:class:`NeuronNetwork` grows, stimulates and inspects the graph.
+:class:`NeuronNetwork` grows, stimulates and inspects the graph; :class:`Mailbox` and
+:class:`SharedMemo` carry signals and the session memo through the ledger.
 """
 
 from engram.agents.errors import (
@@ -10,8 +11,11 @@ from engram.agents.errors import (
     ConnectionStateError,
     MemoryOwnerError,
     NeuronExistsError,
+    SignalAckedError,
+    SignalRecipientError,
     UnknownMemoryError,
     UnknownNeuronError,
+    UnknownSignalError,
 )
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.memory import (
@@ -26,6 +30,7 @@ from engram.agents.memory import (
     RecallResult,
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
+from engram.agents.signals import Mailbox, SharedMemo
 
 __all__ = [
     "CORE_CONNECTIONS",
@@ -41,12 +46,17 @@ __all__ = [
     "ConnectionStateError",
     "HeuristicScorer",
     "ImportanceScorer",
+    "Mailbox",
     "MemoryOwnerError",
     "NeuronExistsError",
     "NeuronNetwork",
     "RecallResult",
     "Recalled",
+    "SharedMemo",
+    "SignalAckedError",
+    "SignalRecipientError",
     "Stimulation",
     "UnknownMemoryError",
     "UnknownNeuronError",
+    "UnknownSignalError",
 ]

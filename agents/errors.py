@@ -8,6 +8,9 @@ Every error derives from :class:`AgentError`.
     ├── ConnectionStateError    creating a connection that exists, reweighting one that does not
     ├── UnknownMemoryError      a position that holds no memory (or an archived one) was named
     ├── MemoryOwnerError        an agent named another agent's memory where only its own will do
+    ├── UnknownSignalError      acknowledging a signal the ledger does not hold
+    ├── SignalRecipientError    acknowledging a signal that was not addressed to the agent
+    ├── SignalAckedError        acknowledging, with effects, a signal already acknowledged
     └── CompletionError         a model gave no valid answer (engram.agents.completion)
         ├── CompletionUnavailableError   unreachable or kept failing; try again later
         ├── CompletionRejectedError      the provider refused the request (4xx)
@@ -39,3 +42,15 @@ class UnknownMemoryError(AgentError):
 
 class MemoryOwnerError(AgentError):
     """An agent named another agent's memory where only its own will do."""
+
+
+class UnknownSignalError(AgentError):
+    """A signal id names no ``signal.sent`` event."""
+
+
+class SignalRecipientError(AgentError):
+    """An agent acknowledged a signal that was not addressed to it."""
+
+
+class SignalAckedError(AgentError):
+    """A signal was acknowledged already, so the effects given with the ack were not appended."""

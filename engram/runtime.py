@@ -16,6 +16,7 @@ from typing import Any
 
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
+from engram.agents.signals import Mailbox, SharedMemo
 from engram.config import Settings, add_kinds, resolve_settings
 from engram.ledger import ConfigError, KindRegistry, KindRegistryError, Ledger, default_registry
 from engram.projections.base import Projection
@@ -28,7 +29,9 @@ from engram.projections.embedding import (
 )
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
+from engram.projections.inbox import Inbox
 from engram.projections.lexical import LexicalIndex
+from engram.projections.memo import Memo
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 
@@ -115,6 +118,8 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         SalienceIndex(settings.decay_rate),
         LexicalIndex(),
         SemanticIndex(embedder),
+        Inbox(),
+        Memo(),
     ]
 
 
@@ -152,6 +157,14 @@ class Memory:
             searcher=self.searcher,
             rate=self.settings.decay_rate,
         )
+
+    def mailbox(self, agent: str) -> Mailbox:
+        """Return ``agent``'s signals: send, inbox, ack."""
+        return Mailbox(agent, self.ledger, self.engine)
+
+    def memo(self, session: str) -> SharedMemo:
+        """Return ``session``'s shared memo: post, read."""
+        return SharedMemo(session, self.ledger, self.engine)
 
 
 @contextmanager

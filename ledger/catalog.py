@@ -248,6 +248,25 @@ class MemoryReflected(_Payload, frozen=True):
     visibility: Visibility = "public"
 
 
+class SignalAcked(_Payload, frozen=True):
+    """An agent took a signal (a ``signal.sent`` event id) out of its inbox."""
+
+    __kind__: ClassVar[str] = "signal.acked"
+
+    agent: Name
+    signal: EventId
+
+
+class MemoPosted(_Payload, frozen=True):
+    """An agent posted a note to its session's shared memo."""
+
+    __kind__: ClassVar[str] = "memo.posted"
+
+    agent: Name
+    session: Name
+    text: Text
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -265,6 +284,8 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         SuggestionProposed,
         SuggestionReviewed,
         MemoryReflected,
+        SignalAcked,
+        MemoPosted,
     )
 }
 

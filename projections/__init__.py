@@ -10,6 +10,8 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``lexical`` (:class:`LexicalIndex`, FTS5 and BM25) with ``lexical.search``;
 - ``semantic`` (:class:`SemanticIndex`, FAISS through :class:`VectorSearcher`), its vectors
   made by an :class:`~engram.projections.embedding.Embedder` (``embedding``);
+- ``inbox`` (:class:`Inbox`: signals by recipient and their acknowledgements) and ``memo``
+  (:class:`Memo`: each session's newest notes), with their read functions;
 - ``activation``: spreading activation over a snapshot of the graph.
 
 To add a projection, read ``projections/lexical.py``: a name, a version, the kinds it
@@ -35,7 +37,9 @@ from engram.projections.errors import (
     WaitTimeoutError,
 )
 from engram.projections.graph import NeuronGraph
+from engram.projections.inbox import Inbox, Signal
 from engram.projections.lexical import LexicalIndex
+from engram.projections.memo import Memo, Note
 from engram.projections.queries import Item, MemoryFacts, Vitality
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
@@ -52,11 +56,14 @@ __all__ = [
     "EmbeddingUnavailableError",
     "GraphSnapshot",
     "HandlerError",
+    "Inbox",
     "IndexFileWarning",
     "Item",
     "LexicalIndex",
+    "Memo",
     "MemoryFacts",
     "NeuronGraph",
+    "Note",
     "Projection",
     "ProjectionConfigError",
     "ProjectionEngine",
@@ -67,6 +74,7 @@ __all__ = [
     "QueryError",
     "SalienceIndex",
     "SemanticIndex",
+    "Signal",
     "SnapshotCache",
     "Tables",
     "UnknownProjectionError",

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
+    MemoPosted,
     MemoryArchived,
     MemoryObserved,
     MemoryRecalled,
@@ -30,6 +31,7 @@ from engram.ledger.catalog import (
     NeuronArchived,
     NeuronCreated,
     RecalledItem,
+    SignalAcked,
     SignalSent,
 )
 from engram.ledger.events import NewEvent
@@ -167,6 +169,8 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
         reason=st.none() | st.text(max_size=20),
     ),
     "signal.sent": st.builds(SignalSent, to=names, topic=names, body=st.text(max_size=40)),
+    "signal.acked": st.builds(SignalAcked, agent=names, signal=st.uuids().map(str)),
+    "memo.posted": st.builds(MemoPosted, agent=names, session=names, text=unicode_text),
 }
 
 #: ``(kind, payload Struct)`` for every catalog kind.
@@ -462,6 +466,8 @@ HISTORY_KINDS = (
     "memory.recalled",
     "memory.archived",
     "signal.sent",
+    "signal.acked",
+    "memo.posted",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -496,6 +502,11 @@ def _history(
     events: list[NewEvent] = []
     memories: list[int] = []  # positions of memory.observed events
     others: list[int] = []  # positions of every other event
+    signals: list[int] = []  # positions of signal.sent events
+
+    def id_at(position: int) -> str:
+        return str(uuid.UUID(int=(salt << 64) | position))
+
     minutes = 0
     for i in range(n):
         position = i + 1
@@ -571,6 +582,14 @@ def _history(
                 )
         elif kind == "signal.sent":
             payload = SignalSent(to=c.pick(("*", *_HISTORY_AGENTS)), topic="ping", body="")
+            signals.append(position)
+        elif kind == "signal.acked":  # of a signal, twice, before it is sent, or of none
+            target = c.pick((*signals[-3:], position + c.integer(1, 3), 10**9))
+            payload = SignalAcked(agent=c.pick(_HISTORY_AGENTS), signal=id_at(target))
+        elif kind == "memo.posted":
+            payload = MemoPosted(
+                agent=c.pick(_HISTORY_AGENTS), session=c.pick(("s1", "s2")), text=c.pick(texts)
+            )
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
         (memories if kind == "memory.observed" else others).append(position)
@@ -580,7 +599,7 @@ def _history(
                 kind=kind,
                 payload=payload,
                 actor=c.pick(("system", "agent:inner", "ünïcödé")),
-                id=str(uuid.UUID(int=(salt << 64) | position)),
+                id=id_at(position),
                 at=at,
             )
         )

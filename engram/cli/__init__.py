@@ -10,6 +10,7 @@ from engram.cli import (  # noqa: F401
     checkpoint_commands,
     ledger_commands,
     memory_commands,
+    signal_commands,
     tools,
 )
 from engram.cli.app import cli, main
