@@ -3,7 +3,8 @@
 Agents read projections through the projections' own read functions and change the world
 only by appending to the ledger. :class:`AgentMemory` observes, recalls and archives;
 :class:`NeuronNetwork` grows, stimulates and inspects the graph; :class:`Mailbox` and
-:class:`SharedMemo` carry signals and the session memo through the ledger.
+:class:`SharedMemo` carry signals and the session memo through the ledger; :class:`Runner`
+runs agents' cycles (spawn, cognition, commit with retries, sleep).
 """
 
 from engram.agents.errors import (
@@ -30,6 +31,18 @@ from engram.agents.memory import (
     RecallResult,
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
+from engram.agents.runner import (
+    AgentSpec,
+    CycleResult,
+    Plan,
+    Probe,
+    RetryPolicy,
+    Runner,
+    Situation,
+    any_of,
+    inbox_waiting,
+    salience_above,
+)
 from engram.agents.signals import Mailbox, SharedMemo
 
 __all__ = [
@@ -43,20 +56,30 @@ __all__ = [
     "RRF_K",
     "AgentError",
     "AgentMemory",
+    "AgentSpec",
     "ConnectionStateError",
+    "CycleResult",
     "HeuristicScorer",
     "ImportanceScorer",
     "Mailbox",
     "MemoryOwnerError",
     "NeuronExistsError",
     "NeuronNetwork",
+    "Plan",
+    "Probe",
     "RecallResult",
     "Recalled",
+    "RetryPolicy",
+    "Runner",
     "SharedMemo",
     "SignalAckedError",
     "SignalRecipientError",
+    "Situation",
     "Stimulation",
     "UnknownMemoryError",
     "UnknownNeuronError",
     "UnknownSignalError",
+    "any_of",
+    "inbox_waiting",
+    "salience_above",
 ]

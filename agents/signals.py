@@ -36,6 +36,18 @@ def ack_id(agent: str, signal_id: str) -> str:
     return str(uuid.uuid5(ACK_NAMESPACE, f"{agent}\n{signal_id}"))
 
 
+def ack_event(agent: str, signal_id: str) -> NewEvent:
+    """Return ``agent``'s acknowledgement of ``signal_id`` as an event (its id derived)."""
+    signal_id = normalize_id(signal_id, field="signal")
+    return NewEvent.of(
+        SignalAcked(agent=agent, signal=signal_id),
+        stream=f"agent:{agent}",
+        actor=agent,
+        id=ack_id(agent, signal_id),
+        causation_id=signal_id,
+    )
+
+
 class Mailbox:
     """One agent's signals: send, read the inbox, acknowledge."""
 
@@ -96,15 +108,8 @@ class Mailbox:
             return done
         if done is not None:
             raise _acked(signal_id, done)
-        event = NewEvent.of(
-            SignalAcked(agent=self.agent, signal=signal_id),
-            stream=f"agent:{self.agent}",
-            actor=self.agent,
-            id=ack_id(self.agent, signal_id),
-            causation_id=signal_id,
-        )
         try:
-            return self.ledger.append([*effects, event])[-1]
+            return self.ledger.append([*effects, ack_event(self.agent, signal_id)])[-1]
         except IdempotencyError:  # acknowledged meanwhile, by a retry or a concurrent call
             if effects:
                 raise _acked(signal_id, None) from None

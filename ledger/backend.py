@@ -127,6 +127,10 @@ class Backend(abc.ABC):
         """Return up to ``limit`` rows of ``stream`` with version > ``after_version``."""
 
     @abc.abstractmethod
+    def stream_heads(self, streams: Sequence[str]) -> dict[str, int]:
+        """Return the committed version of each given stream that exists."""
+
+    @abc.abstractmethod
     def head(self) -> int:
         """Return the last committed position (0 when empty)."""
 

@@ -351,6 +351,16 @@ class PostgresBackend(Backend):
             [stream, after_version, limit],
         )
 
+    def stream_heads(self, streams: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        sql = f"SELECT max(version) FROM {self.schema}.events WHERE stream = %s"
+        with _translate("read stream versions"), self._engine.connect() as conn:
+            for stream in streams:
+                version = conn.exec_driver_sql(sql, (stream,)).scalar()
+                if version is not None:
+                    found[stream] = int(version)
+        return found
+
     def at_text(self, value: Any) -> str:
         return format_at(value)
 

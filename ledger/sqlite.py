@@ -365,6 +365,16 @@ class SQLiteBackend(Backend):
             [stream, after_version, limit],
         )
 
+    def stream_heads(self, streams: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for stream in streams:  # one indexed max() each, as the write path does
+            ((version,),) = self._fetch(
+                "SELECT max(version) FROM events WHERE stream = ?", [stream]
+            )
+            if version is not None:
+                found[stream] = version
+        return found
+
     def _fetch(self, sql: str, params: list[Any]) -> list[Row]:
         # The driver's rows as they come: the store parses ``at`` while it builds each event,
         # so no second tuple is made per row.

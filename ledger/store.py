@@ -297,6 +297,21 @@ class Ledger:
             raise ConfigError(f"timeout must not be negative, got {timeout}")
         return self.backend.wait(after, timeout)
 
+    def versions(self, streams: Sequence[str]) -> dict[str, int]:
+        """Return each stream's committed version (0 for a stream with no events).
+
+        Read a stream's version before the state an append depends on, then append with
+        ``expect={stream: version}``: a writer that got in between makes it a ConcurrencyError.
+        """
+        self._check_open()
+        wanted = list(streams)
+        for stream in wanted:
+            if not isinstance(stream, str) or not stream:
+                raise ConfigError(f"stream must be a non-empty string, got {stream!r}")
+        with collector_paused():
+            found = self.backend.stream_heads(list(dict.fromkeys(wanted)))
+        return {stream: found.get(stream, 0) for stream in wanted}
+
     def read_stream(self, stream: str, after_version: int = 0) -> Iterator[Event]:
         """Yield the events of one stream in version order."""
         self._check_open()

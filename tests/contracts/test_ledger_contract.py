@@ -712,6 +712,14 @@ class LedgerContract:
         with pytest.raises(ConfigError):
             list(eight.read_stream("a", after_version=-1))
 
+    def test_versions_name_each_stream_s_committed_version(self, eight: Ledger) -> None:
+        streams = [e.stream for e in eight.read()]
+        expected = {s: streams.count(s) for s in streams}
+        assert eight.versions([*expected, "nowhere"]) == {**expected, "nowhere": 0}
+        assert eight.versions(["a", "a"]) == {"a": 4}
+        with pytest.raises(ConfigError):
+            eight.versions([""])
+
     def test_reads_page_through_more_events_than_one_page(self, ledger: Ledger) -> None:
         n = 10_100  # more than two of the store's 5000-row pages
         ledger.append([signal("agent:many" if i % 2 else "agent:other", f"t{i}") for i in range(n)])

@@ -1,0 +1,330 @@
+"""The agent runner: spawn → cognition → commit → sleep, for a set of agents (ADR 0035).
+
+Each agent is an :class:`AgentSpec`: a **trigger** (a predicate over projection state, read
+through a :class:`Probe`: its inbox, a neuron's salience, the memo), a **cognition** callable
+(the user's: an LLM call, a rule — engram provides everything around it) that turns a
+:class:`Situation` into a :class:`Plan`, and the streams it **watches**. A cycle:
+
+1. **spawn** — the trigger holds on the projections caught up to the ledger's head;
+2. **cognition** — the callable runs on an immutable :class:`Situation` (the watched
+   streams' versions, read *before* the projections, the inbox, the memo);
+3. **commit** — the plan's events and the acknowledgements of the signals it handled are
+   appended as one atomic batch, expecting every watched stream it writes at the version
+   read. A writer that got in between makes it a conflict: the runner reads again and asks
+   cognition again, up to :class:`RetryPolicy` attempts with backoff; the caller sees the
+   final :class:`CycleResult`;
+4. **sleep** — until the ledger moves (:meth:`Runner.run` waits on the ledger's head).
+
+Cognition runs in a pool of threads (``workers``), so slow model calls overlap; reads and
+commits stay on the runner's thread, in agent order, so one process's agents commit in a
+fixed order and a run with one worker is deterministic.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal
+
+from engram.agents.signals import ack_event
+from engram.ledger import (
+    ANY,
+    NO_STREAM,
+    ConcurrencyError,
+    EventError,
+    Expectation,
+    IdempotencyError,
+    Ledger,
+    NewEvent,
+)
+from engram.projections import inbox, memo, queries
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
+from engram.projections.inbox import Signal
+from engram.projections.memo import Note
+from engram.projections.salience import DEFAULT_RATE
+
+log = logging.getLogger("engram.agents.runner")
+
+Outcome = Literal["idle", "nothing", "committed", "conflict", "failed"]
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What cognition sees: the ledger's head, watched streams' versions, inbox and memo."""
+
+    agent: str
+    head: int
+    at: datetime
+    versions: Mapping[str, int]
+    inbox: tuple[Signal, ...]
+    memo: tuple[Note, ...]
+    attempt: int = 1
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a cycle commits: events, and the ids of the signals it handled.
+
+    ``expect`` adds or overrides expectations; by default every watched stream the events
+    write is expected at the version the situation read.
+    """
+
+    events: Sequence[NewEvent] = ()
+    handled: Sequence[str] = ()
+    expect: Mapping[str, Expectation] = field(default_factory=dict)
+
+
+class Probe:
+    """Projection state a trigger reads, inside one snapshot of the store."""
+
+    def __init__(
+        self,
+        agent: str,
+        conn: sqlite3.Connection,
+        now: datetime,
+        rate: float,
+        session: str | None,
+    ) -> None:
+        self.agent = agent
+        self._conn = conn
+        self._now = now
+        self._rate = rate
+        self._session = session
+        self._inbox: list[Signal] | None = None
+
+    @property
+    def inbox(self) -> list[Signal]:
+        """The agent's unacknowledged signals, oldest first."""
+        if self._inbox is None:
+            self._inbox = inbox.pending(self._conn, self.agent)
+        return self._inbox
+
+    def salience(self, neuron: str) -> int:
+        """Return a neuron's salience now (0 if unknown or archived)."""
+        item = queries.salience_of(self._conn, "neuron", neuron, self._now, rate=self._rate)
+        return 0 if item is None else item.salience
+
+    def memo(self) -> list[Note]:
+        """Return the agent's session memo (empty without a session)."""
+        if self._session is None:
+            return []
+        return memo.recent(self._conn, self._session)
+
+
+Trigger = Callable[[Probe], bool]
+
+
+def inbox_waiting(probe: Probe) -> bool:
+    """Spawn when the agent has signals waiting."""
+    return bool(probe.inbox)
+
+
+def salience_above(neuron: str, threshold: int) -> Trigger:
+    """Spawn when ``neuron``'s salience exceeds ``threshold`` (e.g. a stimulus over 40,000)."""
+    return lambda probe: probe.salience(neuron) > threshold
+
+
+def any_of(*triggers: Trigger) -> Trigger:
+    """Spawn when any of ``triggers`` holds."""
+    return lambda probe: any(t(probe) for t in triggers)
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """One agent of a runner: its name, trigger, cognition, watched streams and memo session."""
+
+    name: str
+    cognition: Callable[[Situation], Plan | None]
+    trigger: Trigger = inbox_waiting
+    watch: Sequence[str] = ()
+    session: str | None = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a conflicting commit is retried: attempts in all, and backoff between them."""
+
+    attempts: int = 5
+    backoff: float = 0.01
+    factor: float = 2.0
+    max_backoff: float = 0.5
+
+    def __post_init__(self) -> None:
+        if (
+            not isinstance(self.attempts, int)
+            or isinstance(self.attempts, bool)
+            or self.attempts < 1
+        ):
+            raise QueryError(f"attempts must be an int >= 1, got {self.attempts!r}")
+        for name in ("backoff", "factor", "max_backoff"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                raise QueryError(f"{name} must be a number >= 0, got {value!r}")
+
+    def delay(self, attempt: int, rng: random.Random) -> float:
+        """Return the pause before ``attempt`` (2, 3, ...): exponential, capped, jittered."""
+        base = min(self.backoff * self.factor ** (attempt - 2), self.max_backoff)
+        return base * (0.5 + rng.random() / 2)
+
+
+@dataclass(frozen=True)
+class CycleResult:
+    """How one agent's cycle ended, the positions it committed and the attempts it took."""
+
+    agent: str
+    outcome: Outcome
+    positions: tuple[int, ...] = ()
+    attempts: int = 0
+    error: str | None = None
+
+
+class Runner:
+    """Runs a set of agents' cycles over one ledger and its projections."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        engine: ProjectionEngine,
+        agents: Sequence[AgentSpec],
+        *,
+        policy: RetryPolicy | None = None,
+        workers: int = 1,
+        rate: float = DEFAULT_RATE,
+        seed: int | None = None,
+    ) -> None:
+        names = [a.name for a in agents]
+        if not agents or not all(isinstance(a, AgentSpec) for a in agents):
+            raise QueryError("agents must be a non-empty sequence of AgentSpec")
+        if len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
+            raise QueryError(f"agent names must be non-empty and distinct, got {names}")
+        if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+            raise QueryError(f"workers must be an int >= 1, got {workers!r}")
+        self.ledger = ledger
+        self.engine = engine
+        self.agents = list(agents)
+        self.policy = policy or RetryPolicy()
+        self.workers = workers
+        self.rate = rate
+        self._rng = random.Random(seed)
+
+    # -- one step: every agent whose trigger holds runs one cycle ----------------------------
+
+    def step(self) -> list[CycleResult]:
+        """Run one cycle of every agent whose trigger holds; return each agent's result."""
+        spawned: list[tuple[AgentSpec, Situation]] = []
+        results: dict[str, CycleResult] = {}
+        for spec in self.agents:
+            situation = self._situation(spec, attempt=1, check_trigger=True)
+            if situation is None:
+                results[spec.name] = CycleResult(spec.name, "idle")
+            else:
+                spawned.append((spec, situation))
+        if spawned:
+            with ThreadPoolExecutor(max_workers=self.workers) as pool:
+                plans = list(pool.map(lambda s: self._think(*s), spawned))
+            for (spec, situation), plan in zip(spawned, plans, strict=True):
+                results[spec.name] = self._commit(spec, situation, plan)
+        return [results[spec.name] for spec in self.agents]
+
+    def run(
+        self,
+        *,
+        cycles: int | None = None,
+        stop: threading.Event | None = None,
+        idle_timeout: float = 1.0,
+    ) -> list[CycleResult]:
+        """Step until ``cycles`` steps ran, ``stop`` is set, or (without either) all are idle.
+
+        When every agent is idle the runner sleeps until the ledger moves, at most
+        ``idle_timeout`` seconds at a time. Returns every non-idle result, in order.
+        """
+        done: list[CycleResult] = []
+        steps = 0
+        while (cycles is None or steps < cycles) and not (stop is not None and stop.is_set()):
+            head = self.ledger.head()
+            results = self.step()
+            steps += 1
+            active = [r for r in results if r.outcome != "idle"]
+            done.extend(active)
+            if active:
+                continue
+            if cycles is None and stop is None:
+                break
+            self.ledger.wait(head, timeout=idle_timeout)
+        return done
+
+    # -- the cycle's parts -------------------------------------------------------------------
+
+    def _situation(self, spec: AgentSpec, *, attempt: int, check_trigger: bool) -> Situation | None:
+        versions = self.ledger.versions(list(spec.watch))  # before the state they guard
+        head = self.ledger.head()
+        self.engine.wait_for(head)
+        now = datetime.now(UTC)
+        with self.engine.read() as conn:
+            probe = Probe(spec.name, conn, now, self.rate, spec.session)
+            if check_trigger:
+                try:
+                    fired = spec.trigger(probe)
+                except Exception as exc:  # a user's trigger must not stop the others
+                    log.warning("agent %s: trigger failed: %r", spec.name, exc)
+                    return None
+                if not fired:
+                    return None
+            return Situation(
+                spec.name, head, now, versions, tuple(probe.inbox), tuple(probe.memo()), attempt
+            )
+
+    def _think(self, spec: AgentSpec, situation: Situation) -> Plan | BaseException | None:
+        try:
+            return spec.cognition(situation)
+        except Exception as exc:  # the caller's cognition failed: this cycle fails, not the runner
+            return exc
+
+    def _commit(
+        self, spec: AgentSpec, situation: Situation, plan: Plan | BaseException | None
+    ) -> CycleResult:
+        for attempt in range(1, self.policy.attempts + 1):
+            if isinstance(plan, BaseException):
+                return CycleResult(spec.name, "failed", (), attempt, f"cognition: {plan!r}")
+            if plan is None or (not plan.events and not plan.handled):
+                return CycleResult(spec.name, "nothing", (), attempt)
+            try:
+                positions = self.ledger.append(*self._batch(spec, situation, plan))
+                return CycleResult(spec.name, "committed", tuple(positions), attempt)
+            except (ConcurrencyError, IdempotencyError) as exc:
+                # Another writer got in between (or took the same signal): read again, think again.
+                log.info("agent %s: conflict on attempt %d: %s", spec.name, attempt, exc)
+                last = str(exc)
+            except EventError as exc:
+                return CycleResult(spec.name, "failed", (), attempt, f"plan: {exc}")
+            if attempt == self.policy.attempts:
+                break
+            time.sleep(self.policy.delay(attempt + 1, self._rng))
+            fresh = self._situation(spec, attempt=attempt + 1, check_trigger=True)
+            if fresh is None:  # nothing to do any more (the signal was taken meanwhile)
+                return CycleResult(spec.name, "nothing", (), attempt + 1)
+            situation, plan = fresh, self._think(spec, fresh)
+        return CycleResult(spec.name, "conflict", (), self.policy.attempts, last)
+
+    @staticmethod
+    def _batch(
+        spec: AgentSpec, situation: Situation, plan: Plan
+    ) -> tuple[list[NewEvent], dict[str, Expectation]]:
+        events = [*plan.events, *(ack_event(spec.name, s) for s in plan.handled)]
+        expect: dict[str, Expectation] = {}
+        for event in plan.events:
+            version = situation.versions.get(event.stream)
+            if version is not None:
+                expect[event.stream] = version or NO_STREAM
+        expect.update(plan.expect)
+        for event in events:
+            expect.setdefault(event.stream, ANY)
+        return events, expect
