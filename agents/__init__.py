@@ -7,8 +7,10 @@ only by appending to the ledger. :class:`AgentMemory` observes, recalls and arch
 runs agents' cycles (spawn, cognition, commit with retries, sleep).
 """
 
+from engram.agents.concepts import ConceptBook
 from engram.agents.errors import (
     AgentError,
+    ConceptOwnerError,
     ConnectionStateError,
     MemoryOwnerError,
     NeuronExistsError,
@@ -57,6 +59,8 @@ __all__ = [
     "AgentError",
     "AgentMemory",
     "AgentSpec",
+    "ConceptBook",
+    "ConceptOwnerError",
     "ConnectionStateError",
     "CycleResult",
     "HeuristicScorer",

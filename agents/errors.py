@@ -11,6 +11,7 @@ Every error derives from :class:`AgentError`.
     ├── UnknownSignalError      acknowledging a signal the ledger does not hold
     ├── SignalRecipientError    acknowledging a signal that was not addressed to the agent
     ├── SignalAckedError        acknowledging, with effects, a signal already acknowledged
+    ├── ConceptOwnerError       replacing a concept another agent keeps private
     └── CompletionError         a model gave no valid answer (engram.agents.completion)
         ├── CompletionUnavailableError   unreachable or kept failing; try again later
         ├── CompletionRejectedError      the provider refused the request (4xx)
@@ -50,6 +51,10 @@ class UnknownSignalError(AgentError):
 
 class SignalRecipientError(AgentError):
     """An agent acknowledged a signal that was not addressed to it."""
+
+
+class ConceptOwnerError(AgentError):
+    """An agent tried to replace a concept that another agent keeps private."""
 
 
 class SignalAckedError(AgentError):

@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engram.agents.concepts import ConceptBook
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
 from engram.agents.signals import Mailbox, SharedMemo
 from engram.config import Settings, add_kinds, resolve_settings
 from engram.ledger import ConfigError, KindRegistry, KindRegistryError, Ledger, default_registry
 from engram.projections.base import Projection
+from engram.projections.concepts import Concepts
 from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
@@ -120,6 +122,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         SemanticIndex(embedder),
         Inbox(),
         Memo(),
+        Concepts(),
     ]
 
 
@@ -161,6 +164,10 @@ class Memory:
     def mailbox(self, agent: str) -> Mailbox:
         """Return ``agent``'s signals: send, inbox, ack."""
         return Mailbox(agent, self.ledger, self.engine)
+
+    def concepts(self, agent: str) -> ConceptBook:
+        """Return ``agent``'s view of the concept tree: upsert, get, tree, neighbours."""
+        return ConceptBook(agent, self.ledger, self.engine)
 
     def memo(self, session: str) -> SharedMemo:
         """Return ``session``'s shared memo: post, read."""

@@ -33,6 +33,13 @@ EventId = Annotated[
     str, msgspec.Meta(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 ]
 ScarKind = Literal["failure", "victory"]
+#: A concept's path-like id: dot-separated lowercase segments (``skill.cpp.templates.sfinae``).
+ConceptId = Annotated[
+    str, msgspec.Meta(pattern=r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$", min_length=1, max_length=512)
+]
+ConceptType = Literal[
+    "concept", "skill", "fact", "snippet", "pattern", "episode", "tool", "persona", "task"
+]
 Destination = Literal["rules", "instructions_file", "settings", "notes_inbox", "skill", "task"]
 Decision = Literal["applied", "refused", "modified"]
 
@@ -267,6 +274,32 @@ class MemoPosted(_Payload, frozen=True):
     text: Text
 
 
+class ConceptLink(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A typed, weighted link from a concept to another."""
+
+    to: ConceptId
+    rel: Name
+    weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
+
+
+class ConceptUpserted(_Payload, frozen=True):
+    """A concept of the knowledge tree was created or replaced (the newest upsert wins).
+
+    ``payload`` is free JSON (a snippet's code, a fact's source); ``links`` replace the
+    concept's previous links.
+    """
+
+    __kind__: ClassVar[str] = "concept.upserted"
+
+    id: ConceptId
+    type: ConceptType
+    label: Text
+    agent: Name
+    payload: dict[str, object] = {}
+    links: list[ConceptLink] = []
+    visibility: Visibility = "public"
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -286,6 +319,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         MemoryReflected,
         SignalAcked,
         MemoPosted,
+        ConceptUpserted,
     )
 }
 

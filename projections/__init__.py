@@ -10,6 +10,7 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``lexical`` (:class:`LexicalIndex`, FTS5 and BM25) with ``lexical.search``;
 - ``semantic`` (:class:`SemanticIndex`, FAISS through :class:`VectorSearcher`), its vectors
   made by an :class:`~engram.projections.embedding.Embedder` (``embedding``);
+- ``concepts`` (:class:`Concepts`: the HDoD concept tree and its links);
 - ``inbox`` (:class:`Inbox`: signals by recipient and their acknowledgements) and ``memo``
   (:class:`Memo`: each session's newest notes), with their read functions;
 - ``activation``: spreading activation over a snapshot of the graph.
@@ -20,6 +21,7 @@ consumes, its tables, ``create`` and ``apply`` dispatching per kind, and its rea
 
 from engram.projections.activation import Activation, GraphSnapshot, SnapshotCache
 from engram.projections.base import Projection, Tables
+from engram.projections.concepts import Concept, Concepts
 from engram.projections.engine import ProjectionEngine, ProjectionStatus
 from engram.projections.errors import (
     CatchUpError,
@@ -49,6 +51,8 @@ from engram.projections.store import ProjectionStore
 __all__ = [
     "Activation",
     "CatchUpError",
+    "Concept",
+    "Concepts",
     "EmbeddingConfigError",
     "EmbeddingError",
     "EmbeddingInputError",

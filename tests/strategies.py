@@ -21,6 +21,8 @@ import msgspec
 from hypothesis import strategies as st
 
 from engram.ledger.catalog import (
+    ConceptLink,
+    ConceptUpserted,
     ConnectionCreated,
     ConnectionReweighted,
     MemoPosted,
@@ -171,6 +173,26 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
     "signal.sent": st.builds(SignalSent, to=names, topic=names, body=st.text(max_size=40)),
     "signal.acked": st.builds(SignalAcked, agent=names, signal=st.uuids().map(str)),
     "memo.posted": st.builds(MemoPosted, agent=names, session=names, text=unicode_text),
+    "concept.upserted": st.builds(
+        ConceptUpserted,
+        id=st.sampled_from(["a", "a.b", "skill.cpp.templates.sfinae", "x-y_z.0"]),
+        type=st.sampled_from(["concept", "skill", "fact", "snippet", "persona"]),
+        label=unicode_text,
+        agent=names,
+        payload=st.dictionaries(
+            st.text(max_size=8), st.integers() | st.text(max_size=8), max_size=3
+        ),
+        links=st.lists(
+            st.builds(
+                ConceptLink,
+                to=st.sampled_from(["a", "b.c"]),
+                rel=names,
+                weight=st.floats(min_value=0, max_value=1),
+            ),
+            max_size=3,
+        ),
+        visibility=st.sampled_from(["public", "private"]),
+    ),
 }
 
 #: ``(kind, payload Struct)`` for every catalog kind.
@@ -468,6 +490,7 @@ HISTORY_KINDS = (
     "signal.sent",
     "signal.acked",
     "memo.posted",
+    "concept.upserted",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -480,6 +503,7 @@ _HISTORY_TEXTS = (
     "a",
     "word " * 3300,  # past the 16,000-character cap of the lexical and semantic indexes
 )
+_CONCEPT_IDS = ("skill", "skill.cpp", "skill.cpp.sfinae", "skill.cpp-x", "fact.q3", "fact")
 _HISTORY_STRENGTHS = (0.0, 0.25, 0.5, 1.0, 1.75, 1e6)
 _HISTORY_WEIGHTS = (0, 1, 32768, 65535)
 _HISTORY_OFFSETS = (0, 0, 0, 330, -480)  # minutes; most events in UTC
@@ -586,6 +610,21 @@ def _history(
         elif kind == "signal.acked":  # of a signal, twice, before it is sent, or of none
             target = c.pick((*signals[-3:], position + c.integer(1, 3), 10**9))
             payload = SignalAcked(agent=c.pick(_HISTORY_AGENTS), signal=id_at(target))
+        elif kind == "concept.upserted":  # few ids: replacements, links to missing ids
+            concept = c.pick(_CONCEPT_IDS)
+            payload = ConceptUpserted(
+                id=concept,
+                type=c.pick(("concept", "skill", "fact")),
+                label=c.pick(texts[:6]),
+                agent=c.pick(_HISTORY_AGENTS),
+                payload=c.pick(({}, {"code": "x = 1"}, {"n": [1, 2.5, None]})),
+                links=[
+                    ConceptLink(to=c.pick(_CONCEPT_IDS), rel=c.pick(("uses", "is_a")), weight=w)
+                    for w in c.pick(((), (0.5,), (0.0, 1.0)))
+                ],
+                visibility=c.pick(("public", "private")),
+            )
+            stream = f"concept:{concept}"
         elif kind == "memo.posted":
             payload = MemoPosted(
                 agent=c.pick(_HISTORY_AGENTS), session=c.pick(("s1", "s2")), text=c.pick(texts)

@@ -8,6 +8,7 @@ command modules registers their commands on :data:`cli`.
 
 from engram.cli import (  # noqa: F401
     checkpoint_commands,
+    concept_commands,
     ledger_commands,
     memory_commands,
     signal_commands,
