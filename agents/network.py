@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from engram.agents.errors import ConnectionStateError, NeuronExistsError, UnknownNeuronError
@@ -25,8 +25,9 @@ from engram.ledger.catalog import (
     NeuronArchived,
     NeuronCreated,
     NeuronType,
+    VitalityMeasured,
 )
-from engram.projections import queries
+from engram.projections import queries, vitality
 from engram.projections.activation import (
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
@@ -37,6 +38,7 @@ from engram.projections.activation import (
 )
 from engram.projections.engine import ProjectionEngine
 from engram.projections.salience import DEFAULT_RATE
+from engram.projections.vitality import BrainVitality
 
 #: The minimal network ``engram init`` appends once: core perception, memory and decision.
 CORE_NEURONS: list[tuple[str, str, NeuronType]] = [
@@ -257,6 +259,25 @@ class NeuronNetwork:
         """Return the graph in the agents' JSON shape, as of a time (default: now)."""
         with self._reading(as_of) as (conn, when, _):
             return queries.export_graph(conn, when, rate=self.rate)
+
+    def vitality(
+        self,
+        *,
+        as_of: datetime | None = None,
+        window: timedelta = timedelta(days=1),
+        record: bool = False,
+    ) -> BrainVitality:
+        """Return the graph's vital signs as of a time (default: now).
+
+        With ``record``, the measurement is appended as ``vitality.measured`` on the
+        ``vitality`` stream, so the series over time is SQL over the ledger.
+        """
+        with self._reading(as_of) as (conn, when, _):
+            signs = vitality.measure(conn, when, window=window, rate=self.rate)
+        if record:
+            payload = VitalityMeasured(window_s=window.total_seconds(), **signs._asdict())
+            self._append_one("vitality", VitalityMeasured.__kind__, payload, None)
+        return signs
 
     # -- helpers ---------------------------------------------------------------------------
 

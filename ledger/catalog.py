@@ -300,6 +300,22 @@ class ConceptUpserted(_Payload, frozen=True):
     visibility: Visibility = "public"
 
 
+class VitalityMeasured(_Payload, frozen=True):
+    """The neuron graph's vital signs as of ``at``, kept so the series is SQL over the ledger."""
+
+    __kind__: ClassVar[str] = "vitality.measured"
+
+    at: datetime
+    window_s: Annotated[float, msgspec.Meta(gt=0)]
+    neurons: Annotated[int, msgspec.Meta(ge=0)]
+    active_neurons: Annotated[int, msgspec.Meta(ge=0)]
+    mean_salience: Annotated[float, msgspec.Meta(ge=0)]
+    connections: Annotated[int, msgspec.Meta(ge=0)]
+    density: Annotated[float, msgspec.Meta(ge=0)]
+    inhibition: Annotated[float, msgspec.Meta(ge=0, le=1)]
+    growth: Annotated[int, msgspec.Meta(ge=0)]
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -320,6 +336,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         SignalAcked,
         MemoPosted,
         ConceptUpserted,
+        VitalityMeasured,
     )
 }
 

@@ -13,7 +13,8 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``concepts`` (:class:`Concepts`: the HDoD concept tree and its links);
 - ``inbox`` (:class:`Inbox`: signals by recipient and their acknowledgements) and ``memo``
   (:class:`Memo`: each session's newest notes), with their read functions;
-- ``activation``: spreading activation over a snapshot of the graph.
+- ``activation``: spreading activation over a snapshot of the graph; ``vitality``: the
+  graph's vital signs as of a time.
 
 To add a projection, read ``projections/lexical.py``: a name, a version, the kinds it
 consumes, its tables, ``create`` and ``apply`` dispatching per kind, and its read functions.
@@ -47,9 +48,11 @@ from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore
+from engram.projections.vitality import BrainVitality
 
 __all__ = [
     "Activation",
+    "BrainVitality",
     "CatchUpError",
     "Concept",
     "Concepts",

@@ -35,6 +35,7 @@ from engram.ledger.catalog import (
     RecalledItem,
     SignalAcked,
     SignalSent,
+    VitalityMeasured,
 )
 from engram.ledger.events import NewEvent
 
@@ -173,6 +174,18 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
     "signal.sent": st.builds(SignalSent, to=names, topic=names, body=st.text(max_size=40)),
     "signal.acked": st.builds(SignalAcked, agent=names, signal=st.uuids().map(str)),
     "memo.posted": st.builds(MemoPosted, agent=names, session=names, text=unicode_text),
+    "vitality.measured": st.builds(
+        VitalityMeasured,
+        at=aware_datetimes(),
+        window_s=st.floats(min_value=1, max_value=1e7),
+        neurons=st.integers(0, 10**6),
+        active_neurons=st.integers(0, 10**6),
+        mean_salience=st.floats(min_value=0, max_value=65535),
+        connections=st.integers(0, 10**7),
+        density=st.floats(min_value=0, max_value=1),
+        inhibition=st.floats(min_value=0, max_value=1),
+        growth=st.integers(0, 10**6),
+    ),
     "concept.upserted": st.builds(
         ConceptUpserted,
         id=st.sampled_from(["a", "a.b", "skill.cpp.templates.sfinae", "x-y_z.0"]),

@@ -13,6 +13,7 @@ from engram.cli import (  # noqa: F401
     memory_commands,
     signal_commands,
     tools,
+    vitality_commands,
 )
 from engram.cli.app import cli, main
 

@@ -1,0 +1,51 @@
+"""The brain's vital signs from the command line: ``engram vitality``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import click
+
+from engram.cli.app import cli, examples
+from engram.cli.base import as_of_option, note, opened, output_format, state
+
+COLUMNS = (
+    "at", "neurons", "active_neurons", "mean_salience", "connections", "density",
+    "inhibition", "growth",
+)  # fmt: skip
+
+
+@cli.command(
+    epilog=examples(
+        "engram vitality",
+        "engram vitality --as-of 2026-05-01T00:00:00Z --format json",
+        "engram vitality --record    # keep it: SELECT * FROM vitality_measured in engram sql",
+    )
+)
+@as_of_option
+@click.option(
+    "--window",
+    type=click.FloatRange(min=0, min_open=True),
+    default=24.0,
+    show_default=True,
+    help="Hours back that count as growth.",
+)
+@click.option("--record", is_flag=True, help="Append the measurement (vitality.measured).")
+@output_format()
+def vitality(as_of: datetime | None, window: float, record: bool, fmt: str) -> None:
+    """Print the neuron graph's vital signs as of a time (default: now).
+
+    Active neurons (salience at least 1%), mean salience, connection density, inhibition
+    balance (the inhibiting share of connection weight) and growth (neurons created in the
+    window). With --record the measurement becomes an event, so the series is SQL.
+    """
+    out = state()
+    with opened(out.settings()) as memory:
+        signs = memory.network.vitality(as_of=as_of, window=timedelta(hours=window), record=record)
+    if record:
+        note("recorded as vitality.measured")
+    row = signs._asdict()
+    row["at"] = signs.at.isoformat()
+    for key in ("mean_salience", "density", "inhibition"):
+        row[key] = round(row[key], 6)
+    out.render([row], fmt, columns=COLUMNS)
