@@ -2,7 +2,8 @@
 
 Agents read projections through the projections' own read functions and change the world
 only by appending to the ledger. :class:`AgentMemory` observes, recalls and archives;
-:class:`NeuronNetwork` grows, stimulates and inspects the graph.
+:class:`NeuronNetwork` grows, stimulates and inspects the graph; :class:`Scars` records and archives
+failures and victories, which recall serves with a scope (:mod:`engram.agents.scopes`).
 """
 
 from engram.agents.errors import (
@@ -12,6 +13,7 @@ from engram.agents.errors import (
     NeuronExistsError,
     UnknownMemoryError,
     UnknownNeuronError,
+    UnknownScarError,
 )
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.memory import (
@@ -26,6 +28,8 @@ from engram.agents.memory import (
     RecallResult,
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
+from engram.agents.scars import Scars
+from engram.agents.scopes import SCOPES, Scope
 
 __all__ = [
     "CORE_CONNECTIONS",
@@ -36,6 +40,7 @@ __all__ = [
     "FUSION_BY_PROVIDER",
     "PATHS",
     "RRF_K",
+    "SCOPES",
     "AgentError",
     "AgentMemory",
     "ConnectionStateError",
@@ -46,7 +51,10 @@ __all__ = [
     "NeuronNetwork",
     "RecallResult",
     "Recalled",
+    "Scars",
+    "Scope",
     "Stimulation",
     "UnknownMemoryError",
     "UnknownNeuronError",
+    "UnknownScarError",
 ]

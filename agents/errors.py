@@ -8,6 +8,7 @@ Every error derives from :class:`AgentError`.
     ├── ConnectionStateError    creating a connection that exists, reweighting one that does not
     ├── UnknownMemoryError      a position that holds no memory (or an archived one) was named
     ├── MemoryOwnerError        an agent named another agent's memory where only its own will do
+    ├── UnknownScarError        a position that holds no scar (or an archived one) was named
     └── CompletionError         a model gave no valid answer (engram.agents.completion)
         ├── CompletionUnavailableError   unreachable or kept failing; try again later
         ├── CompletionRejectedError      the provider refused the request (4xx)
@@ -39,3 +40,7 @@ class UnknownMemoryError(AgentError):
 
 class MemoryOwnerError(AgentError):
     """An agent named another agent's memory where only its own will do."""
+
+
+class UnknownScarError(AgentError):
+    """A position that holds no scar, or holds an archived one, was named."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
+from engram.agents.scars import Scars
 from engram.config import Settings, add_kinds, resolve_settings
 from engram.ledger import ConfigError, KindRegistry, KindRegistryError, Ledger, default_registry
 from engram.projections.base import Projection
@@ -30,6 +31,7 @@ from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex
+from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 
 EMBEDDING_CACHE = "embeddings.db"
@@ -115,6 +117,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         SalienceIndex(settings.decay_rate),
         LexicalIndex(),
         SemanticIndex(embedder),
+        ScarsTable(),
     ]
 
 
@@ -152,6 +155,10 @@ class Memory:
             searcher=self.searcher,
             rate=self.settings.decay_rate,
         )
+
+    def scars(self, name: str) -> Scars:
+        """Return ``name``'s scars (record, archive); recall them with ``agent(name).recall``."""
+        return Scars(name, self.ledger, self.engine)
 
 
 @contextmanager

@@ -10,10 +10,13 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``lexical`` (:class:`LexicalIndex`, FTS5 and BM25) with ``lexical.search``;
 - ``semantic`` (:class:`SemanticIndex`, FAISS through :class:`VectorSearcher`), its vectors
   made by an :class:`~engram.projections.embedding.Embedder` (``embedding``);
-- ``activation``: spreading activation over a snapshot of the graph.
+- ``activation``: spreading activation over a snapshot of the graph;
+- ``scars`` (:class:`ScarsTable`): failures and victories with their lessons and recall
+  counters, read through ``scars.get`` and ``scars.list_scars``.
 
-To add a projection, read ``projections/lexical.py``: a name, a version, the kinds it
-consumes, its tables, ``create`` and ``apply`` dispatching per kind, and its read functions.
+To add a projection, read ``projections/scars.py``: a name, a version, the kinds it
+consumes, its tables, ``create``, ``apply`` dispatching to one handler per kind, and its
+read functions beside it.
 """
 
 from engram.projections.activation import Activation, GraphSnapshot, SnapshotCache
@@ -38,6 +41,7 @@ from engram.projections.graph import NeuronGraph
 from engram.projections.lexical import LexicalIndex
 from engram.projections.queries import Item, MemoryFacts, Vitality
 from engram.projections.salience import SalienceIndex
+from engram.projections.scars import Scar, ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore
@@ -66,6 +70,8 @@ __all__ = [
     "ProjectionStoreError",
     "QueryError",
     "SalienceIndex",
+    "Scar",
+    "ScarsTable",
     "SemanticIndex",
     "SnapshotCache",
     "Tables",

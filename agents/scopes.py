@@ -1,0 +1,302 @@
+"""Recall with a scope: memories, scars, victories, reflections, or all of them at once.
+
+``AgentMemory.recall(query, k, scope=...)`` is one call whatever is recalled. The default
+scope, ``memories``, is memory recall as it always was (hybrid, fused, min-max scored:
+:mod:`engram.agents.memory`). Every other scope is an entry of :data:`SCOPES`: its name,
+the item types it serves from the lexical and semantic indexes, and the function that
+fetches and ranks them; adding a scope (the rules projection's, say) is adding an entry.
+
+Scars, victories and reflections are ranked as the lessons loop asks (ADR 0027)::
+
+    score = similarity × (1 + importance / 10) × exp(−age_days / 365)
+
+``similarity`` is the cosine of the query's vector and the item's (clipped to 0..1), from the
+semantic index; where vectors are unavailable (no embedder, a model down) the lexical
+index's ``match`` (the IDF-weighted share of the query's words the item holds, 0..1) stands
+in, and the result's ``fallback`` says so. ``age_days`` is the item's age as of the query's
+``as_of``. Candidates are over-fetched from the semantic index until no unfetched item can
+rank higher: the multiplier is at most 2 (importance 10, age 0), so once the k-th score
+reaches twice the lowest similarity fetched the re-ranked top k is exact (with exact
+search; HNSW is approximate anyway). Lexical hits join the candidates.
+
+``all`` runs every other scope and merges their items by score; memories take part ranked
+by the same formula (their cosine, their importance, their age), so one number orders them
+all. What the scores mean: ``score`` is absolute (the same item and query give the same
+score whatever else is stored), in 0..2. The bands (≥ 0.75 highly relevant, 0.65–0.75
+relevant, below: check by hand) are read on ``similarity``; ADR 0027 gives what they mean
+with the MiniLM and with the hash embedder.
+
+The items are :class:`~engram.agents.memory.Recalled` as memory recall's are, with these
+meanings outside the ``memories`` scope: ``score`` the formula, ``relevance`` and ``match``
+the similarity, ``recency`` ``exp(−age_days/365)``, ``importance`` importance / 10, ``cosine``
+and ``bm25`` the paths' raw scores, ``fused`` 0.
+
+Visibility holds as for memories: an agent recalls its own items and public ones. Served
+items are recorded in the ``memory.recalled`` event like memories, which the scars
+projection replays as a recall of each served scar.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from engram.agents.memory import Recalled, RecallResult
+from engram.ledger import Event, NewEvent
+from engram.ledger.catalog import MemoryRecalled, RecalledItem
+from engram.projections import lexical, semantic
+from engram.projections.errors import ProjectionError, QueryError
+from engram.projections.queries import check_as_of
+from engram.projections.salience import micros
+from engram.projections.semantic import VectorHit
+
+if TYPE_CHECKING:
+    from engram.agents.memory import AgentMemory
+
+#: The most ``(1 + importance/10) × exp(−age/365)`` can be: importance 10, age 0.
+MAX_MULTIPLIER = 2.0
+#: Importance of an item that carries none (a memory or reflection recorded without one).
+DEFAULT_IMPORTANCE = 5
+_US_PER_DAY = 86_400_000_000
+#: Score bands, read on ``similarity`` (ADR 0027).
+HIGHLY_RELEVANT = 0.75
+RELEVANT = 0.65
+
+
+def band(similarity: float) -> str:
+    """Name the band a similarity falls in: highly relevant, relevant, or check by hand."""
+    if similarity >= HIGHLY_RELEVANT:
+        return "highly relevant"
+    if similarity >= RELEVANT:
+        return "relevant"
+    return "check by hand"
+
+
+def rerank_score(similarity: float, importance: int | None, age_days: float) -> float:
+    """Return ``similarity × (1 + importance/10) × exp(−age_days/365)`` (age floored at 0)."""
+    imp = DEFAULT_IMPORTANCE if importance is None else importance
+    return similarity * (1 + imp / 10) * math.exp(-max(age_days, 0.0) / 365)
+
+
+class Ask(NamedTuple):
+    """One scoped recall's question: who asks, what, how many, as of when."""
+
+    memory: AgentMemory
+    conn: sqlite3.Connection
+    query: str
+    k: int
+    at_us: int
+    cut: int | None  # as_of in epoch microseconds when given, else None (everything)
+
+
+class Ranked(NamedTuple):
+    """What a scope's fetch returns: its items, best first, and why it degraded if it did."""
+
+    items: list[Recalled]
+    fallback: str | None
+
+
+Fetch = Callable[[Ask, tuple[str, ...]], Ranked]
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A recallable scope: the item types it serves and how they are fetched and ranked."""
+
+    name: str
+    types: tuple[str, ...] = ()
+    #: None: the indexed fetch (over-fetch from the indexes, re-rank by the formula).
+    fetch: Fetch | None = None
+
+
+#: The scopes ``recall`` accepts besides ``memories``; ``all`` merges every one of them.
+#: The rules projection's scope joins here as one more entry.
+SCOPES: dict[str, Scope] = {
+    s.name: s
+    for s in (
+        Scope("memories", lexical.MEMORY_TYPES),
+        Scope("scars", ("failure",)),
+        Scope("victories", ("victory",)),
+        Scope("reflections", lexical.REFLECTION_TYPES),
+    )
+}
+
+
+def recall(
+    memory: AgentMemory,
+    query: str,
+    k: int,
+    scope: str,
+    *,
+    as_of: datetime | None = None,
+    record: bool = True,
+    floor: float = 0.0,
+) -> RecallResult:
+    """Recall ``k`` items of ``scope`` for ``query`` as ``memory``'s agent; record the recall.
+
+    ``floor`` drops items whose similarity is below it. The caller (``AgentMemory.recall``)
+    has checked ``query``, ``k`` and ``floor``.
+    """
+    if scope != "all" and scope not in SCOPES:
+        known = ["memories", *(s for s in SCOPES if s != "memories"), "all"]
+        raise QueryError(f"scope must be one of {known}, got {scope!r}")
+    when = as_of or datetime.now(UTC)
+    at_us = check_as_of(when)
+    memory.engine.wait_for(memory.ledger.head())
+    chosen = list(SCOPES.values()) if scope == "all" else [SCOPES[scope]]
+    items: list[Recalled] = []
+    fallbacks: list[str] = []
+    with memory.engine.read() as conn:
+        ask = Ask(memory, conn, query, k, at_us, None if as_of is None else at_us)
+        for s in chosen:
+            ranked = (s.fetch or _indexed)(ask, s.types)
+            items += [r for r in ranked.items if r.match >= floor]
+            if ranked.fallback and ranked.fallback not in fallbacks:
+                fallbacks.append(ranked.fallback)
+    items.sort(key=lambda r: (-r.score, -r.event.position))
+    items = items[:k]
+    recorded = None
+    if record and items:
+        payload = MemoryRecalled(
+            agent=memory.agent,
+            query=query,
+            as_of=when,
+            items=[RecalledItem(position=r.event.position, score=r.score) for r in items],
+        )
+        stream = f"agent:{memory.agent}"
+        event = NewEvent(stream=stream, kind="memory.recalled", payload=payload, actor=memory.agent)
+        recorded = memory.ledger.append(event)[0]
+    return RecallResult(query, when, items, "; ".join(fallbacks) or None, recorded)
+
+
+def item_text(event: Event) -> str:
+    """Return what a recalled item says: a memory's or reflection's text, a scar's what and
+    lesson."""
+    if event.kind == "scar.recorded":
+        return f"{event.payload.what} — lesson: {event.payload.lesson}"
+    return str(event.payload.text)
+
+
+def item_type(event: Event) -> str:
+    """Return a recalled item's type: a memory's type, a scar's kind, or ``reflection``."""
+    return lexical.item_text(event)[1]
+
+
+# -- the indexed scopes: over-fetch, then re-rank by the formula -------------------------------
+
+
+@dataclass
+class _Candidate:
+    cosine: float | None = None
+    bm25: float | None = None
+    match: float | None = None  # lexical match, when the lexical path found it
+    via: tuple[str, ...] = ()
+
+
+def _indexed(ask: Ask, types: tuple[str, ...]) -> Ranked:
+    """Fetch ``types`` from the semantic and lexical indexes and re-rank them by the formula."""
+    memory, conn = ask.memory, ask.conn
+    found: dict[int, _Candidate] = {}
+    events: dict[int, Event] = {}
+    problems: list[str] = []
+    vector = None
+    if memory.embedder is None or memory.searcher is None:
+        problems.append("no embedder configured")
+    else:
+        try:
+            vector = _semantic(ask, types, found, events)
+        except Exception as exc:  # a model or index failure degrades, never fails recall
+            problems.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
+    try:
+        weights = lexical.idf(conn, lexical.tokens(ask.query))
+        hits = lexical.search(
+            conn,
+            ask.query,
+            max(4 * ask.k, 50),
+            agent=memory.agent,
+            types=types,
+            as_of_us=ask.cut,
+            weights=weights,
+        )
+        for h in hits:
+            c = found.setdefault(h.position, _Candidate())
+            c.bm25, c.match, c.via = h.score, h.match, (*c.via, "lexical")
+    except (ProjectionError, sqlite3.Error) as exc:
+        problems.append(f"lexical index unavailable ({exc})")
+    if vector is not None:
+        missing = [p for p, c in found.items() if c.cosine is None]
+        for p, blob in (semantic.vectors_of(conn, missing) if missing else {}).items():
+            found[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+    _fetch_events(ask, found, events)
+    items = sorted(
+        (_scored(ask, events[p], c) for p, c in found.items() if p in events),
+        key=lambda r: (-r.score, -r.event.position),
+    )
+    fallback = None
+    if problems:
+        stands_in = "lexical match stands in for similarity" if vector is None else ""
+        fallback = "; ".join(problems) + (f": {stands_in}" if stands_in else "")
+    return Ranked(items[: ask.k], fallback)
+
+
+def _semantic(
+    ask: Ask, types: tuple[str, ...], found: dict[int, _Candidate], events: dict[int, Event]
+) -> np.ndarray:
+    """Over-fetch nearest vectors until no unfetched item can outrank the k-th; return the
+    query vector."""
+    memory, conn = ask.memory, ask.conn
+    embedder, searcher = memory.embedder, memory.searcher
+    if embedder is None or searcher is None:
+        raise QueryError("no embedder configured")
+    searcher.sync(conn)
+    vector = np.ascontiguousarray(embedder.embed([ask.query])[0], dtype=np.float32)
+    extra: list[VectorHit] = []
+    if ask.cut is not None:  # items archived after the cut left the index: score them too
+        gone = lexical.archived_after(conn, ask.cut, agent=memory.agent, types=types)
+        scores = semantic.similarities(embedder, vector, [text for _, text in gone])
+        extra = [VectorHit(p, s) for (p, _), s in zip(gone, scores, strict=True)]
+    want = max(4 * ask.k, 50)
+    while True:
+        hits = searcher.search(vector, want, agent=memory.agent, types=types)
+        for h in [*hits, *extra]:
+            c = found.setdefault(h.position, _Candidate())
+            if c.cosine is None:
+                c.cosine, c.via = h.score, (*c.via, "semantic")
+        _fetch_events(ask, found, events)
+        if len(hits) < want:
+            return vector  # the index holds no more of these types
+        best = sorted((_scored(ask, e, found[p]).score for p, e in events.items()), reverse=True)
+        lowest = max(min(h.score for h in hits), 0.0)
+        if len(best) >= ask.k and best[ask.k - 1] >= MAX_MULTIPLIER * lowest:
+            return vector
+        want *= 4
+
+
+def _fetch_events(ask: Ask, found: dict[int, _Candidate], events: dict[int, Event]) -> None:
+    """Read the candidates' events not read yet; drop those recorded after the cut."""
+    unread = sorted(p for p in found if p not in events)
+    for event in ask.memory.ledger.get(unread) if unread else ():
+        if ask.cut is None or micros(event.at) <= ask.cut:
+            events[event.position] = event
+    for p in unread:
+        if p not in events:
+            del found[p]
+
+
+def _scored(ask: Ask, event: Event, c: _Candidate) -> Recalled:
+    """Score one candidate by the formula; similarity is its cosine, else its lexical match."""
+    similarity = min(max(c.cosine, 0.0), 1.0) if c.cosine is not None else c.match or 0.0
+    importance = getattr(event.payload, "importance", None)
+    age_days = (ask.at_us - micros(event.at)) / _US_PER_DAY
+    score = rerank_score(similarity, importance, age_days)
+    imp = DEFAULT_IMPORTANCE if importance is None else importance
+    recency = math.exp(-max(age_days, 0.0) / 365)
+    return Recalled(
+        event, score, similarity, recency, imp / 10, c.via, 0.0, c.bm25, c.cosine, similarity
+    )
