@@ -255,10 +255,9 @@ class AgentMemory:
         applied. ``min_score`` (0..1) drops items whose ``match`` is below it, before the
         ``k`` best are taken: fewer than ``k``, or none, may come back.
 
-        ``scope`` (memories, scars, victories, reflections, all) picks what is recalled.
-        ``paths`` narrows the candidates to one index (``("lexical",)`` or
-        ``("semantic",)``); the keyword fallback serves only when every path asked for is
-        unavailable, and the result says why.
+        ``paths`` narrows the candidates to one index (``("lexical",)`` or ``("semantic",)``);
+        the keyword fallback serves only when every path asked for is unavailable, and the
+        result says why. ``scope``: memories, scars, victories, reflections or all.
         """
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query must be a non-empty string")
@@ -271,9 +270,11 @@ class AgentMemory:
         ):
             raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
         if scope != "memories":  # imported here: scopes builds on this module
-            from engram.agents import scopes
+            from engram.agents.scopes import recall
 
-            return scopes.recall(self, query, k, scope, as_of=as_of, record=record, floor=min_score)
+            return recall(
+                self, query, k, scope, as_of=as_of, record=record, floor=min_score, types=types
+            )
         when = as_of or datetime.now(UTC)
         at_us = check_as_of(when)
         types = types or lexical.MEMORY_TYPES  # scars and reflections share the indexes

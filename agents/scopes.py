@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
@@ -137,15 +137,19 @@ def recall(
     as_of: datetime | None = None,
     record: bool = True,
     floor: float = 0.0,
+    types: Sequence[str] | None = None,
 ) -> RecallResult:
     """Recall ``k`` items of ``scope`` for ``query`` as ``memory``'s agent; record the recall.
 
     ``floor`` drops items whose similarity is below it. The caller (``AgentMemory.recall``)
-    has checked ``query``, ``k`` and ``floor``.
+    has checked ``query``, ``k`` and ``floor``; ``types`` filters memory recall only and is
+    refused here (memory recall's ``weights`` and ``paths`` do not apply either).
     """
     if scope != "all" and scope not in SCOPES:
         known = ["memories", *(s for s in SCOPES if s != "memories"), "all"]
         raise QueryError(f"scope must be one of {known}, got {scope!r}")
+    if types:
+        raise QueryError(f"types filters memory recall only; scope {scope!r} takes none")
     when = as_of or datetime.now(UTC)
     at_us = check_as_of(when)
     memory.engine.wait_for(memory.ledger.head())

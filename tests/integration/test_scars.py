@@ -59,7 +59,12 @@ def test_record_stores_one_row_with_a_scored_importance(memory: Memory) -> None:
     # Scored once and stored in the event: "failed" weighs in, the heuristic says so.
     assert event.payload.importance == row.importance
     assert row.importance >= 5
-    assert row.sources == {"events": [], "task": "deploy-42", "file": "db/migrate.py", "agent": None}
+    assert row.sources == {
+        "events": [],
+        "task": "deploy-42",
+        "file": "db/migrate.py",
+        "agent": None,
+    }
     assert row.tags == ["deploy"]
     assert (row.recall_count, row.last_recalled_us, row.archived_us) == (0, None, None)
     with memory.engine.read() as conn:
