@@ -51,10 +51,11 @@ from engram.agents.memory import Recalled, RecallResult
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
 from engram.projections import lexical, semantic
+from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of
 from engram.projections.salience import micros
-from engram.projections.semantic import VectorHit
+from engram.projections.semantic import VectorHit, VectorSearcher
 
 if TYPE_CHECKING:
     from engram.agents.memory import AgentMemory
@@ -64,6 +65,7 @@ MAX_MULTIPLIER = 2.0
 #: Importance of an item that carries none (a memory or reflection recorded without one).
 DEFAULT_IMPORTANCE = 5
 _US_PER_DAY = 86_400_000_000
+_CHUNK = 64  # candidates read from the ledger at a time while ranking
 #: Score bands, read on ``similarity`` (ADR 0027).
 HIGHLY_RELEVANT = 0.75
 RELEVANT = 0.65
@@ -204,19 +206,25 @@ class _Candidate:
 
 
 def _indexed(ask: Ask, types: tuple[str, ...]) -> Ranked:
-    """Fetch ``types`` from the semantic and lexical indexes and re-rank them by the formula."""
+    """Fetch ``types`` from the semantic and lexical indexes and re-rank them by the formula.
+
+    The nearest vectors are fetched in growing batches until no unfetched item can outrank
+    the k-th (its similarity is at most the lowest fetched, its multiplier at most 2);
+    lexical hits join the candidates.
+    """
     memory, conn = ask.memory, ask.conn
     found: dict[int, _Candidate] = {}
-    events: dict[int, Event] = {}
     problems: list[str] = []
-    vector = None
+    search = None
     if memory.embedder is None or memory.searcher is None:
         problems.append("no embedder configured")
     else:
         try:
-            vector = _semantic(ask, types, found, events)
+            search = _Nearest(ask, types, memory.embedder, memory.searcher)
+            search.more(found)
         except Exception as exc:  # a model or index failure degrades, never fails recall
             problems.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
+            search = None
     try:
         weights = lexical.idf(conn, lexical.tokens(ask.query))
         hits = lexical.search(
@@ -233,69 +241,92 @@ def _indexed(ask: Ask, types: tuple[str, ...]) -> Ranked:
             c.bm25, c.match, c.via = h.score, h.match, (*c.via, "lexical")
     except (ProjectionError, sqlite3.Error) as exc:
         problems.append(f"lexical index unavailable ({exc})")
-    if vector is not None:
+    if search is not None:
         missing = [p for p, c in found.items() if c.cosine is None]
         for p, blob in (semantic.vectors_of(conn, missing) if missing else {}).items():
-            found[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ vector)
-    _fetch_events(ask, found, events)
-    items = sorted(
-        (_scored(ask, events[p], c) for p, c in found.items() if p in events),
-        key=lambda r: (-r.score, -r.event.position),
-    )
+            found[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ search.vector)
+    events: dict[int, Event | None] = {}  # None: recorded after the cut
+    while True:
+        items = _top(ask, found, events)
+        if search is None or search.exhausted:
+            break
+        kth = items[ask.k - 1].score if len(items) >= ask.k else -1.0
+        if kth >= MAX_MULTIPLIER * search.lowest:
+            break
+        search.more(found)
     fallback = None
     if problems:
-        stands_in = "lexical match stands in for similarity" if vector is None else ""
+        stands_in = "lexical match stands in for similarity" if search is None else ""
         fallback = "; ".join(problems) + (f": {stands_in}" if stands_in else "")
-    return Ranked(items[: ask.k], fallback)
+    return Ranked(items, fallback)
 
 
-def _semantic(
-    ask: Ask, types: tuple[str, ...], found: dict[int, _Candidate], events: dict[int, Event]
-) -> np.ndarray:
-    """Over-fetch nearest vectors until no unfetched item can outrank the k-th; return the
-    query vector."""
-    memory, conn = ask.memory, ask.conn
-    embedder, searcher = memory.embedder, memory.searcher
-    if embedder is None or searcher is None:
-        raise QueryError("no embedder configured")
-    searcher.sync(conn)
-    vector = np.ascontiguousarray(embedder.embed([ask.query])[0], dtype=np.float32)
-    extra: list[VectorHit] = []
-    if ask.cut is not None:  # items archived after the cut left the index: score them too
-        gone = lexical.archived_after(conn, ask.cut, agent=memory.agent, types=types)
-        scores = semantic.similarities(embedder, vector, [text for _, text in gone])
-        extra = [VectorHit(p, s) for (p, _), s in zip(gone, scores, strict=True)]
-    want = max(4 * ask.k, 50)
-    while True:
-        hits = searcher.search(vector, want, agent=memory.agent, types=types)
-        for h in [*hits, *extra]:
+class _Nearest:
+    """The semantic path of one scoped recall: nearest vectors, fetched in growing batches."""
+
+    def __init__(
+        self, ask: Ask, types: tuple[str, ...], embedder: Embedder, searcher: VectorSearcher
+    ) -> None:
+        self.ask, self.types, self.searcher = ask, types, searcher
+        searcher.sync(ask.conn)
+        self.vector = np.ascontiguousarray(embedder.embed([ask.query])[0], dtype=np.float32)
+        self.extra: list[VectorHit] = []
+        if ask.cut is not None:  # items archived after the cut left the index: score them too
+            agent = ask.memory.agent
+            gone = lexical.archived_after(ask.conn, ask.cut, agent=agent, types=types)
+            scores = semantic.similarities(embedder, self.vector, [text for _, text in gone])
+            self.extra = [VectorHit(p, s) for (p, _), s in zip(gone, scores, strict=True)]
+        self.want = max(4 * ask.k, 50) // 4
+        self.exhausted = False
+        self.lowest = 1.0  # the lowest similarity fetched: no unfetched item is above it
+
+    def more(self, found: dict[int, _Candidate]) -> None:
+        """Fetch four times as many nearest vectors as last time into ``found``."""
+        self.want *= 4
+        hits = self.searcher.search(
+            self.vector, self.want, agent=self.ask.memory.agent, types=self.types
+        )
+        for h in [*hits, *self.extra]:
             c = found.setdefault(h.position, _Candidate())
             if c.cosine is None:
                 c.cosine, c.via = h.score, (*c.via, "semantic")
-        _fetch_events(ask, found, events)
-        if len(hits) < want:
-            return vector  # the index holds no more of these types
-        best = sorted((_scored(ask, e, found[p]).score for p, e in events.items()), reverse=True)
-        lowest = max(min(h.score for h in hits), 0.0)
-        if len(best) >= ask.k and best[ask.k - 1] >= MAX_MULTIPLIER * lowest:
-            return vector
-        want *= 4
+        self.exhausted = len(hits) < self.want
+        if hits:
+            self.lowest = max(min(h.score for h in hits), 0.0)
 
 
-def _fetch_events(ask: Ask, found: dict[int, _Candidate], events: dict[int, Event]) -> None:
-    """Read the candidates' events not read yet; drop those recorded after the cut."""
-    unread = sorted(p for p in found if p not in events)
-    for event in ask.memory.ledger.get(unread) if unread else ():
-        if ask.cut is None or micros(event.at) <= ask.cut:
-            events[event.position] = event
-    for p in unread:
-        if p not in events:
-            del found[p]
+def _top(ask: Ask, found: dict[int, _Candidate], events: dict[int, Event | None]) -> list[Recalled]:
+    """Return the ``k`` best candidates by the formula, best first.
+
+    Candidates are read from the ledger in order of similarity, in chunks, until the next
+    one could not reach the k-th score even with the largest multiplier: only the events
+    that can rank are read.
+    """
+    order = sorted(found, key=lambda p: (-_similarity(found[p]), -p))
+    best: list[Recalled] = []
+    for start in range(0, len(order), _CHUNK):
+        chunk = order[start : start + _CHUNK]
+        if len(best) >= ask.k and MAX_MULTIPLIER * _similarity(found[chunk[0]]) < best[-1].score:
+            break
+        unread = [p for p in chunk if p not in events]
+        for p in unread:
+            events[p] = None
+        for event in ask.memory.ledger.get(unread) if unread else ():
+            if ask.cut is None or micros(event.at) <= ask.cut:
+                events[event.position] = event
+        scored = [_scored(ask, e, found[p]) for p in chunk if (e := events[p]) is not None]
+        best = sorted([*best, *scored], key=lambda r: (-r.score, -r.event.position))[: ask.k]
+    return best
+
+
+def _similarity(c: _Candidate) -> float:
+    """The candidate's similarity: its cosine clipped to 0..1, else its lexical match."""
+    return min(max(c.cosine, 0.0), 1.0) if c.cosine is not None else c.match or 0.0
 
 
 def _scored(ask: Ask, event: Event, c: _Candidate) -> Recalled:
     """Score one candidate by the formula; similarity is its cosine, else its lexical match."""
-    similarity = min(max(c.cosine, 0.0), 1.0) if c.cosine is not None else c.match or 0.0
+    similarity = _similarity(c)
     importance = getattr(event.payload, "importance", None)
     age_days = (ask.at_us - micros(event.at)) / _US_PER_DAY
     score = rerank_score(similarity, importance, age_days)

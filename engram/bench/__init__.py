@@ -32,6 +32,7 @@ RECALL_PARTS = {
     "quality": "LoCoMo recall@10",
     "latency": "recall latency",
     "rebuild": "semantic rebuild, MiniLM",
+    "scars": "scar recall latency and score bands",
 }
 
 
@@ -90,6 +91,7 @@ def run(
         recall_bench,
         recall_latency,
         report,
+        scar_bench,
     )
     from engram.bench import locomo as locomo_module
 
@@ -153,6 +155,7 @@ def run(
                 "quality": ("LoCoMo recall quality", recall_bench.quality),
                 "latency": ("recall latency", recall_latency.latency),
                 "rebuild": ("MiniLM rebuild", recall_latency.rebuild),
+                "scars": ("scar recall", scar_bench.latency),
             }
             steps += [recall_steps[part] for part in parts]
     env = report.environment(config)
