@@ -34,10 +34,14 @@ RECALL_PARTS = {
     "rebuild": "semantic rebuild, MiniLM",
     "scars": "scar recall latency and score bands",
 }
+#: Parts that run only when named (``--only scars``): the default recall suite stays as it was.
+OPT_IN_PARTS = frozenset({"scars"})
 
 
 def recall_parts(only: Iterable[str] | None) -> tuple[str, ...]:
-    """Return the recall parts ``only`` names (items may hold comma lists); all when empty.
+    """Return the recall parts ``only`` names (comma lists allowed); when empty, the defaults.
+
+    The defaults are every part but :data:`OPT_IN_PARTS`.
 
     Raises ValueError naming an unknown part; the order is the suite's, whatever the order
     given.
@@ -49,7 +53,9 @@ def recall_parts(only: Iterable[str] | None) -> tuple[str, ...]:
             f"unknown recall part {', '.join(map(repr, unknown))} "
             f"(known: {', '.join(RECALL_PARTS)})"
         )
-    return tuple(part for part in RECALL_PARTS if part in named or not named)
+    return tuple(
+        part for part in RECALL_PARTS if part in named or not (named or part in OPT_IN_PARTS)
+    )
 
 
 def _named(only: Iterable[str] | None) -> set[str]:

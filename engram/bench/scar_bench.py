@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import random
-import statistics
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -160,7 +159,7 @@ def bands(config: Config) -> list[Figure]:
     ]
     figures = []
     for name, embedder in embedders:
-        figure = Figure(f"similarity bands, {name}", "share", "-", None)
+        figure = Figure(f"relevant pairs at >= {RELEVANT}, {name}", "recall", "-", None)
         if embedder is None:
             figure.skipped = "needs the 'embeddings' extra (all-MiniLM-L6-v2)"
             figures.append(figure)
@@ -168,9 +167,9 @@ def bands(config: Config) -> list[Figure]:
         good, bad = _cosines(embedder, relevant), _cosines(embedder, irrelevant)
         figure.engram_samples.append(_share(good, RELEVANT, 2.0))
         figure.note = (
-            f"{len(good)} relevant / {len(bad)} irrelevant LoCoMo pairs; "
-            f"relevant: {_shares(good)}, median {statistics.median(good):.3f}; "
-            f"irrelevant: {_shares(bad)}, median {statistics.median(bad):.3f}"
+            f"similarity of {len(good)} relevant / {len(bad)} irrelevant LoCoMo pairs; "
+            f"relevant: {_shares(good)}, {_percentiles(good)}; "
+            f"irrelevant: {_shares(bad)}, {_percentiles(bad)}"
         )
         log(f"  bands, {name}: {figure.note}")
         figures.append(figure)
@@ -185,6 +184,11 @@ def _cosines(embedder: Embedder, pairs: list[tuple[str, str]]) -> list[float]:
 
 def _share(values: list[float], low: float, high: float) -> float:
     return sum(low <= v < high for v in values) / len(values)
+
+
+def _percentiles(values: list[float]) -> str:
+    p10, p50, p90, p99 = np.percentile(values, [10, 50, 90, 99])
+    return f"p10 {p10:.2f} / p50 {p50:.2f} / p90 {p90:.2f} / p99 {p99:.2f}"
 
 
 def _shares(values: list[float]) -> str:

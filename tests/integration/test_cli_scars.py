@@ -142,3 +142,11 @@ def test_errors_are_one_line_and_change_nothing(
     assert "archived already" in err
     with Ledger.open(db) as ledger:
         assert ledger.head() == head + 1
+
+
+def test_the_scar_bench_part_runs_only_when_named() -> None:
+    from engram import bench
+
+    assert "scars" not in bench.recall_parts(None)
+    assert bench.recall_parts(["scars"]) == ("scars",)
+    assert bench.recall_parts(["scars,latency"]) == ("latency", "scars")
