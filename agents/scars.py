@@ -137,10 +137,10 @@ class Scars:
         if archived:
             raise UnknownScarError(f"position(s) {archived} hold scars archived already")
         payload = ScarArchived(positions=list(positions), reason=reason)
-        event = NewEvent(
+        archival = NewEvent(
             stream=f"agent:{self.agent}", kind="scar.archived", payload=payload, actor=self.agent
         )
-        return self.ledger.append(event)[0]
+        return self.ledger.append(archival)[0]
 
 
 def _sources(sources: ScarSources | Mapping[str, Any] | None) -> ScarSources:

@@ -28,7 +28,7 @@ from engram.bench import locomo
 from engram.bench.common import Config, Figure, log, remove_tree
 from engram.bench.recall_bench import minilm
 from engram.ledger import Ledger, NewEvent, default_registry
-from engram.ledger.catalog import MemoryObserved, ScarRecorded
+from engram.ledger.catalog import MemoryObserved, ScarRecorded, Visibility
 from engram.projections.embedding import Embedder, HashEmbedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
@@ -72,7 +72,7 @@ def _fill(ledger: Ledger, texts: list[str], n: int, seed: int) -> None:
     for i in range(n):
         author = f"a{i % 8}"
         at = NOW - timedelta(days=rng.uniform(0, 730))
-        visibility = "private" if i % 10 == 0 else "public"
+        visibility: Visibility = "private" if i % 10 == 0 else "public"
         events.append(
             NewEvent(
                 stream=f"agent:{author}",
