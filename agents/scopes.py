@@ -241,6 +241,8 @@ def _indexed(ask: Ask, types: tuple[str, ...]) -> Ranked:
             c.bm25, c.match, c.via = h.score, h.match, (*c.via, "lexical")
     except (ProjectionError, sqlite3.Error) as exc:
         problems.append(f"lexical index unavailable ({exc})")
+        if search is None:
+            problems[-1] += ": nothing to rank"
     if search is not None:
         missing = [p for p, c in found.items() if c.cosine is None]
         for p, blob in (semantic.vectors_of(conn, missing) if missing else {}).items():
@@ -256,8 +258,9 @@ def _indexed(ask: Ask, types: tuple[str, ...]) -> Ranked:
         search.more(found)
     fallback = None
     if problems:
-        stands_in = "lexical match stands in for similarity" if search is None else ""
-        fallback = "; ".join(problems) + (f": {stands_in}" if stands_in else "")
+        fallback = "; ".join(problems)
+        if search is None and not fallback.endswith("nothing to rank"):
+            fallback += ": lexical match stands in for similarity"
     return Ranked(items, fallback)
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,8 @@ from engram.agents.scopes import SCOPES, item_text, rerank_score
 from engram.ledger import NewEvent, PayloadError
 from engram.ledger.catalog import MemoryArchived
 from engram.projections import scars
-from engram.projections.errors import QueryError
+from engram.projections.embedding import HashEmbedder
+from engram.projections.errors import EmbeddingUnavailableError, QueryError
 from engram.runtime import Memory
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
@@ -273,3 +275,25 @@ def test_list_filters_by_kind_agent_learnable_and_archival(memory: Memory) -> No
         assert positions(limit=1) == [b]
         with pytest.raises(QueryError, match="kind must be one of"):
             scars.list_scars(conn, kind="oops")
+
+
+class _DownEmbedder(HashEmbedder):
+    """The hash embedder's shape, but the model is down."""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        raise EmbeddingUnavailableError("the model is down")
+
+
+def test_a_model_down_degrades_to_the_lexical_match(memory: Memory) -> None:
+    scar = memory.scars("alice").record("failure", "the printer jammed", "clear the tray")
+    down = AgentMemory("alice", memory.ledger, memory.engine, embedder=_DownEmbedder(),
+                       searcher=memory.searcher)  # fmt: skip
+    got = down.recall("printer jammed", scope="scars")
+    assert [r.event.position for r in got.items] == [scar]
+    assert got.fallback is not None
+    assert "semantic index unavailable (EmbeddingUnavailableError: the model is down)" in (
+        got.fallback
+    )
+    assert got.fallback.endswith("lexical match stands in for similarity")
+    assert got.recorded_at is not None  # served, so recorded and counted
+    assert _row(memory, scar).recall_count == 1  # type: ignore[union-attr]
