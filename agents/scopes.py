@@ -117,8 +117,9 @@ class Scope:
     fetch: Fetch | None = None
 
 
-#: The scopes ``recall`` accepts besides ``memories``; ``all`` merges every one of them.
-#: The rules projection's scope joins here as one more entry.
+#: The scopes recall accepts, besides ``all``, which merges every one of them. ``memories``
+#: alone is memory recall's own path; its entry here ranks memories within ``all``. The rules
+#: projection's scope joins as one more entry.
 SCOPES: dict[str, Scope] = {
     s.name: s
     for s in (

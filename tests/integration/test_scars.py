@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
@@ -13,7 +14,7 @@ import pytest
 import engram
 from engram.agents.errors import MemoryOwnerError, UnknownScarError
 from engram.agents.memory import AgentMemory
-from engram.agents.scopes import SCOPES, item_text, rerank_score
+from engram.agents.scopes import SCOPES, band, item_text, rerank_score
 from engram.ledger import NewEvent, PayloadError
 from engram.ledger.catalog import MemoryArchived
 from engram.projections import scars
@@ -297,3 +298,17 @@ def test_a_model_down_degrades_to_the_lexical_match(memory: Memory) -> None:
     assert got.fallback.endswith("lexical match stands in for similarity")
     assert got.recorded_at is not None  # served, so recorded and counted
     assert _row(memory, scar).recall_count == 1  # type: ignore[union-attr]
+
+
+def test_bands_and_the_formula_at_their_edges() -> None:
+    assert [band(s) for s in (1.0, 0.75, 0.7499, 0.65, 0.6499, 0.0)] == [
+        "highly relevant",
+        "highly relevant",
+        "relevant",
+        "relevant",
+        "check by hand",
+        "check by hand",
+    ]
+    assert rerank_score(0.5, 10, 0.0) == 1.0
+    assert rerank_score(0.5, None, 365.0) == pytest.approx(0.5 * 1.5 / math.e)
+    assert rerank_score(0.5, 1, -3.0) == pytest.approx(0.55)  # a future item is age 0
