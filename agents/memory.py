@@ -277,7 +277,7 @@ class AgentMemory:
             )
         when = as_of or datetime.now(UTC)
         at_us = check_as_of(when)
-        types = types or lexical.MEMORY_TYPES  # scars and reflections share the indexes
+        types = lexical.memory_types(types)  # scars and reflections share the indexes
         w = _weights(weights)
         use = _paths(paths)
         self.engine.wait_for(self.ledger.head())

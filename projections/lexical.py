@@ -62,6 +62,21 @@ ARCHIVES: dict[str, tuple[str, ...]] = {
 }
 
 
+def memory_types(types: Sequence[str] | None) -> tuple[str, ...]:
+    """Return ``types`` checked to be memory types; every memory type when None or empty."""
+    if not types:
+        return MEMORY_TYPES
+    if isinstance(types, str) or not isinstance(types, Sequence):
+        raise QueryError(f"types must be a sequence drawn from {list(MEMORY_TYPES)}, got {types!r}")
+    unknown = [t for t in types if t not in MEMORY_TYPES]
+    if unknown:
+        raise QueryError(
+            f"types: {unknown} are not memory types ({list(MEMORY_TYPES)}); scars and"
+            " reflections are recalled with a scope (scars, victories, reflections)"
+        )
+    return tuple(types)
+
+
 def item_text(event: Event) -> tuple[str, str]:
     """Return the text a text-bearing event is indexed by, and its item type.
 

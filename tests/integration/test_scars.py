@@ -157,6 +157,12 @@ def test_memory_recall_is_unchanged_by_scars_and_reflections(memory: Memory) -> 
     got = alice.recall("deploy failed", record=False)
     assert [r.event.position for r in got.items] == [note]
     assert [r.event.position for r in alice.recall("deploy", types=["plan"]).items] == []
+    head = memory.ledger.head()
+    with pytest.raises(QueryError, match=r"\['failure'\] are not memory types"):
+        alice.recall("deploy", types=["failure"])
+    with pytest.raises(QueryError, match="types must be a sequence"):
+        alice.recall("deploy", types="plan")
+    assert memory.ledger.head() == head
 
 
 def test_scopes_serve_their_items_ranked_by_the_formula(memory: Memory) -> None:
