@@ -15,8 +15,8 @@ Each hit carries its raw BM25 score and ``match``, the IDF-weighted share of the
 words the item contains (0..1): a number that means the same for every query, where BM25's
 scale depends on the query and the corpus.
 
-To add a projection, read this module: a name, a version, the kinds it consumes, its tables,
-``create`` and ``apply`` dispatching per kind, and the read functions that own its SQL.
+To add a projection, read ``projections/scars.py``, the plain template; this module batches
+its inserts for speed.
 """
 
 from __future__ import annotations
