@@ -50,7 +50,7 @@ import numpy as np
 from engram.agents.memory import Recalled, RecallResult
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
-from engram.projections import lexical, semantic
+from engram.projections import lexical, queries, semantic
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of
@@ -275,7 +275,9 @@ class _Nearest:
         searcher.sync(ask.conn)
         self.vector = np.ascontiguousarray(embedder.embed([ask.query])[0], dtype=np.float32)
         self.extra: list[VectorHit] = []
-        if ask.cut is not None:  # items archived after the cut left the index: score them too
+        # Items archived after the cut left the index: score them too. latest_change (cached
+        # per store state) covers every archival time, so most reads skip the table scan.
+        if ask.cut is not None and queries.latest_change(ask.conn, ("salience",)) > ask.cut:
             agent = ask.memory.agent
             gone = lexical.archived_after(ask.conn, ask.cut, agent=agent, types=types)
             scores = semantic.similarities(embedder, self.vector, [text for _, text in gone])
