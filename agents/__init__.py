@@ -2,9 +2,10 @@
 
 Agents read projections through the projections' own read functions and change the world
 only by appending to the ledger. :class:`AgentMemory` observes, recalls and archives;
-:class:`NeuronNetwork` grows, stimulates and inspects the graph; :class:`Mailbox` and
-:class:`SharedMemo` carry signals and the session memo through the ledger; :class:`Runner`
-runs agents' cycles (spawn, cognition, commit with retries, sleep).
+:class:`NeuronNetwork` grows, stimulates and inspects the graph; :class:`Scars` records and
+archives failures and victories, which recall serves with a scope (:mod:`engram.agents.scopes`);
+:class:`Mailbox` and :class:`SharedMemo` carry signals and the session memo through the
+ledger; :class:`Runner` runs agents' cycles (spawn, cognition, commit with retries, sleep).
 """
 
 from engram.agents.concepts import ConceptBook
@@ -18,6 +19,7 @@ from engram.agents.errors import (
     SignalRecipientError,
     UnknownMemoryError,
     UnknownNeuronError,
+    UnknownScarError,
     UnknownSignalError,
 )
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
@@ -45,6 +47,8 @@ from engram.agents.runner import (
     inbox_waiting,
     salience_above,
 )
+from engram.agents.scars import Scars
+from engram.agents.scopes import SCOPES, Scope
 from engram.agents.signals import Mailbox, SharedMemo
 
 __all__ = [
@@ -56,6 +60,7 @@ __all__ = [
     "FUSION_BY_PROVIDER",
     "PATHS",
     "RRF_K",
+    "SCOPES",
     "AgentError",
     "AgentMemory",
     "AgentSpec",
@@ -75,6 +80,8 @@ __all__ = [
     "Recalled",
     "RetryPolicy",
     "Runner",
+    "Scars",
+    "Scope",
     "SharedMemo",
     "SignalAckedError",
     "SignalRecipientError",
@@ -82,6 +89,7 @@ __all__ = [
     "Stimulation",
     "UnknownMemoryError",
     "UnknownNeuronError",
+    "UnknownScarError",
     "UnknownSignalError",
     "any_of",
     "inbox_waiting",

@@ -12,6 +12,7 @@ Every error derives from :class:`AgentError`.
     ├── SignalRecipientError    acknowledging a signal that was not addressed to the agent
     ├── SignalAckedError        acknowledging, with effects, a signal already acknowledged
     ├── ConceptOwnerError       replacing a concept another agent keeps private
+    ├── UnknownScarError        a position that holds no scar (or an archived one) was named
     └── CompletionError         a model gave no valid answer (engram.agents.completion)
         ├── CompletionUnavailableError   unreachable or kept failing; try again later
         ├── CompletionRejectedError      the provider refused the request (4xx)
@@ -59,3 +60,7 @@ class ConceptOwnerError(AgentError):
 
 class SignalAckedError(AgentError):
     """A signal was acknowledged already, so the effects given with the ack were not appended."""
+
+
+class UnknownScarError(AgentError):
+    """A position that holds no scar, or holds an archived one, was named."""

@@ -22,14 +22,15 @@ _SIGNALS: dict[str, int] = {
     **dict.fromkeys(["married", "born", "died", "moved", "graduated", "hired", "fired"], 3),
     **dict.fromkeys(["plan", "goal", "important", "remember", "must", "love", "hate"], 1),
 }
-_TYPE_BONUS = {"observation": 0, "plan": 1, "thought": 1}
+# A scar is a failure or a victory someone chose to record: it starts above a mundane memory.
+_TYPE_BONUS = {"observation": 0, "plan": 1, "thought": 1, "failure": 3, "victory": 2}
 
 
 class ImportanceScorer(Protocol):
     """Rates a memory's importance from 1 (mundane) to 10 (poignant)."""
 
     def score(self, text: str, type: str) -> int:
-        """Return the importance of ``text`` (of memory ``type``), an int in 1..10."""
+        """Return the importance of ``text`` (a memory's type or a scar's kind), an int in 1..10."""
         ...
 
 
@@ -37,7 +38,7 @@ class HeuristicScorer:
     """A deterministic importance heuristic: signal words, memory type and length."""
 
     def score(self, text: str, type: str) -> int:
-        """Return 2 plus weighted signal words, a bonus for plans and thoughts, capped at 10."""
+        """Return 2 + weighted signal words + a bonus by type (plans, thoughts, scars), up to 10."""
         words = {w.lower() for w in _WORD.findall(text)}
         value = 2 + sum(_SIGNALS.get(w, 0) for w in words) + _TYPE_BONUS.get(type, 0)
         if len(words) > 40:

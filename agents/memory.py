@@ -246,17 +246,18 @@ class AgentMemory:
         record: bool = True,
         paths: Sequence[str] = PATHS,
         min_score: float = DEFAULT_MIN_SCORE,
+        scope: str = "memories",
     ) -> RecallResult:
-        """Return the ``k`` memories that matter most for ``query`` as of a time.
+        """Return the ``k`` memories (or other items: ``scope``, agents.scopes) for ``query``.
 
         ``as_of`` (default: now, with everything the store holds) recalls what the store knew
         then: no memory observed after it, no recall after it counted, no archival after it
         applied. ``min_score`` (0..1) drops items whose ``match`` is below it, before the
         ``k`` best are taken: fewer than ``k``, or none, may come back.
 
-        ``paths`` narrows the candidates to one index (``("lexical",)`` or
-        ``("semantic",)``); the keyword fallback serves only when every path asked for is
-        unavailable, and the result says why.
+        ``paths`` narrows the candidates to one index (``("lexical",)`` or ``("semantic",)``);
+        the keyword fallback serves only when every path asked for is unavailable, and the
+        result says why. ``scope``: memories, scars, victories, reflections or all.
         """
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query must be a non-empty string")
@@ -268,8 +269,15 @@ class AgentMemory:
             or not 0 <= min_score <= 1
         ):
             raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
+        if scope != "memories":  # imported here: scopes builds on this module
+            from engram.agents.scopes import recall
+
+            return recall(
+                self, query, k, scope, as_of=as_of, record=record, floor=min_score, types=types
+            )
         when = as_of or datetime.now(UTC)
         at_us = check_as_of(when)
+        types = lexical.memory_types(types)  # scars and reflections share the indexes
         w = _weights(weights)
         use = _paths(paths)
         self.engine.wait_for(self.ledger.head())

@@ -17,6 +17,7 @@ from typing import Any
 from engram.agents.concepts import ConceptBook
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
+from engram.agents.scars import Scars
 from engram.agents.signals import Mailbox, SharedMemo
 from engram.config import Settings, add_kinds, resolve_settings
 from engram.ledger import ConfigError, KindRegistry, KindRegistryError, Ledger, default_registry
@@ -35,6 +36,7 @@ from engram.projections.inbox import Inbox
 from engram.projections.lexical import LexicalIndex
 from engram.projections.memo import Memo
 from engram.projections.salience import SalienceIndex
+from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 
 EMBEDDING_CACHE = "embeddings.db"
@@ -123,6 +125,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         Inbox(),
         Memo(),
         Concepts(),
+        ScarsTable(),
     ]
 
 
@@ -172,6 +175,10 @@ class Memory:
     def memo(self, session: str) -> SharedMemo:
         """Return ``session``'s shared memo: post, read."""
         return SharedMemo(session, self.ledger, self.engine)
+
+    def scars(self, name: str) -> Scars:
+        """Return ``name``'s scars (record, archive); recall them with ``agent(name).recall``."""
+        return Scars(name, self.ledger, self.engine)
 
 
 @contextmanager

@@ -14,10 +14,13 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``inbox`` (:class:`Inbox`: signals by recipient and their acknowledgements) and ``memo``
   (:class:`Memo`: each session's newest notes), with their read functions;
 - ``activation``: spreading activation over a snapshot of the graph; ``vitality``: the
-  graph's vital signs as of a time.
+  graph's vital signs as of a time;
+- ``scars`` (:class:`ScarsTable`): failures and victories with their lessons and recall
+  counters, read through ``scars.get`` and ``scars.list_scars``.
 
-To add a projection, read ``projections/lexical.py``: a name, a version, the kinds it
-consumes, its tables, ``create`` and ``apply`` dispatching per kind, and its read functions.
+To add a projection, read ``projections/scars.py``: a name, a version, the kinds it
+consumes, its tables, ``create``, ``apply`` dispatching to one handler per kind, and its
+read functions beside it.
 """
 
 from engram.projections.activation import Activation, GraphSnapshot, SnapshotCache
@@ -45,6 +48,7 @@ from engram.projections.lexical import LexicalIndex
 from engram.projections.memo import Memo, Note
 from engram.projections.queries import Item, MemoryFacts, Vitality
 from engram.projections.salience import SalienceIndex
+from engram.projections.scars import Scar, ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore
@@ -80,6 +84,8 @@ __all__ = [
     "ProjectionStoreError",
     "QueryError",
     "SalienceIndex",
+    "Scar",
+    "ScarsTable",
     "SemanticIndex",
     "Signal",
     "SnapshotCache",

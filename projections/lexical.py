@@ -1,10 +1,12 @@
 """The lexical index: SQLite FTS5 with BM25 over every text-bearing event.
 
-One row per ``memory.observed`` event, keyed by its ledger position (the FTS5 rowid), with
-the author, visibility, type and observation time kept beside the text so every search
-filters visibility in the same statement that ranks: an agent finds its own items and public
-items, never another agent's private ones. ``memory.archived`` stamps the rows it names with
-the archive's time (a position that holds no row, or an archived one, is ignored); searches
+One row per ``memory.observed``, ``scar.recorded`` and ``memory.reflected`` event, keyed by
+its ledger position (the FTS5 rowid), with the author, visibility, item type (a memory's
+type, a scar's kind, ``reflection``: :func:`item_text`) and time kept beside the text so
+every search filters visibility and type in the same statement that ranks: an agent finds
+its own items and public items, never another agent's private ones. ``memory.archived``
+(memories) and ``scar.archived`` (scars) stamp the rows they name with the archive's time (a
+position that holds no such row, or an archived one, is ignored); searches
 leave archived rows out, except a search ``as_of`` a time before the archival, which sees
 what was known then (ADR 0019). It is the other half of hybrid recall and the fallback when
 vectors are unavailable.
@@ -13,8 +15,8 @@ Each hit carries its raw BM25 score and ``match``, the IDF-weighted share of the
 words the item contains (0..1): a number that means the same for every query, where BM25's
 scale depends on the query and the corpus.
 
-To add a projection, read this module: a name, a version, the kinds it consumes, its tables,
-``create`` and ``apply`` dispatching per kind, and the read functions that own its SQL.
+To add a projection, read ``projections/scars.py``, the plain template; this module batches
+its inserts for speed.
 """
 
 from __future__ import annotations
@@ -46,6 +48,49 @@ def tokens(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+#: The item types each kind of event is indexed under (the ``type`` column): a memory's own
+#: type, a scar's kind, ``reflection``. Searches filter on them; memory recall asks for
+#: :data:`MEMORY_TYPES` only, so scars and reflections never enter it unasked.
+MEMORY_TYPES = ("observation", "plan", "thought")
+SCAR_TYPES = ("failure", "victory")
+REFLECTION_TYPES = ("reflection",)
+#: Each archiving kind and the item types it may archive: a memory archive never hides a
+#: scar that happens to sit at a position it names, nor the other way round.
+ARCHIVES: dict[str, tuple[str, ...]] = {
+    "memory.archived": MEMORY_TYPES,
+    "scar.archived": SCAR_TYPES,
+}
+
+
+def memory_types(types: Sequence[str] | None) -> tuple[str, ...]:
+    """Return ``types`` checked to be memory types; every memory type when None or empty."""
+    if not types:
+        return MEMORY_TYPES
+    if isinstance(types, str) or not isinstance(types, Sequence):
+        raise QueryError(f"types must be a sequence drawn from {list(MEMORY_TYPES)}, got {types!r}")
+    unknown = [t for t in types if t not in MEMORY_TYPES]
+    if unknown:
+        raise QueryError(
+            f"types: {unknown} are not memory types ({list(MEMORY_TYPES)}); scars and"
+            " reflections are recalled with a scope (scars, victories, reflections)"
+        )
+    return tuple(types)
+
+
+def item_text(event: Event) -> tuple[str, str]:
+    """Return the text a text-bearing event is indexed by, and its item type.
+
+    A memory: its text and type; a scar: what happened and the lesson, and its kind; a
+    reflection: its text, ``reflection``. The semantic index embeds the same text.
+    """
+    p = event.payload
+    if event.kind == "scar.recorded":
+        return f"{p.what}\n{p.lesson}", p.kind
+    if event.kind == "memory.reflected":
+        return p.text, "reflection"
+    return p.text, p.type
+
+
 class Hit(NamedTuple):
     """A lexical match: the event position, its BM25 score (higher is better) and its match.
 
@@ -63,11 +108,17 @@ class Hit(NamedTuple):
 
 
 class LexicalIndex(Projection):
-    """Full-text index of observations, ranked by BM25."""
+    """Full-text index of memories, scars and reflections, ranked by BM25."""
 
     name = "lexical"
-    version = 4
-    kinds = ("memory.observed", "memory.archived")
+    version = 5
+    kinds = (
+        "memory.observed",
+        "memory.archived",
+        "scar.recorded",
+        "scar.archived",
+        "memory.reflected",
+    )
     tables = ("lexical",)
 
     def create(self, db: Tables) -> None:
@@ -79,22 +130,24 @@ class LexicalIndex(Projection):
         )
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
-        """Index each observation under its ledger position; stamp the archived ones."""
+        """Index each text-bearing event under its ledger position; stamp the archived ones."""
         table = db["lexical"]
         rows: list[tuple[int, str, str, str, str, int]] = []
         for e in events:
             p = e.payload
-            if e.kind == "memory.observed":
-                at = micros(e.at)
-                rows.append((e.position, p.text[:MAX_TEXT], p.agent, p.visibility, p.type, at))
+            if e.kind in ARCHIVES:
+                # In position order: an archive only reaches the items before it.
+                self._insert(db, rows)
+                rows = []
+                marks = ",".join("?" * len(ARCHIVES[e.kind]))
+                db.conn.executemany(
+                    f"UPDATE {table} SET archived_us = ? WHERE rowid = ? AND archived_us IS NULL"
+                    f" AND type IN ({marks})",
+                    [(micros(e.at), position, *ARCHIVES[e.kind]) for position in p.positions],
+                )
                 continue
-            # In position order: an archive only reaches the observations before it.
-            self._insert(db, rows)
-            rows = []
-            db.conn.executemany(
-                f"UPDATE {table} SET archived_us = ? WHERE rowid = ? AND archived_us IS NULL",
-                [(micros(e.at), position) for position in p.positions],
-            )
+            text, kind = item_text(e)
+            rows.append((e.position, text[:MAX_TEXT], p.agent, p.visibility, kind, micros(e.at)))
         self._insert(db, rows)
 
     @staticmethod

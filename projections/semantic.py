@@ -1,9 +1,11 @@
 """The semantic index: FAISS vectors of every text-bearing event, keyed by ledger position.
 
-The projection's state is a table of vectors (position, author, visibility, type, float32
-bytes), committed with the checkpoint like every projection's; its identity includes the
-embedder's fingerprint, so changing the model rebuilds it. ``memory.archived`` deletes the
-named vectors and records each removal (position, and the archive's position as
+The projection's state is a table of vectors (position, author, visibility, item type,
+float32 bytes) of the same events and texts as the lexical index (memories, scars,
+reflections: :func:`engram.projections.lexical.item_text`), committed with the checkpoint
+like every projection's; its identity includes the embedder's fingerprint, so changing the
+model rebuilds it. ``memory.archived`` and ``scar.archived`` delete the named vectors of
+their item types and record each removal (position, and the archive's position as
 ``removed_at``) in ``semantic_removed``; a position without a vector is ignored.
 
 The FAISS index is an accelerator over that table, held by :class:`VectorSearcher`: saved
@@ -38,6 +40,7 @@ from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables
 from engram.projections.embedding import Embedder
 from engram.projections.errors import QueryError
+from engram.projections.lexical import ARCHIVES, item_text
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore, physical
 
@@ -52,11 +55,17 @@ TOMBSTONE_SHARE = 0.2
 
 
 class SemanticIndex(Projection):
-    """Vectors of observations, embedded once and kept with the checkpoint."""
+    """Vectors of memories, scars and reflections, embedded once and kept with the checkpoint."""
 
     name = "semantic"
-    version = 2
-    kinds = ("memory.observed", "memory.archived")
+    version = 3
+    kinds = (
+        "memory.observed",
+        "memory.archived",
+        "scar.recorded",
+        "scar.archived",
+        "memory.reflected",
+    )
     tables = ("semantic_vectors", "semantic_removed")
 
     def __init__(self, embedder: Embedder) -> None:
@@ -86,25 +95,29 @@ class SemanticIndex(Projection):
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
         """Embed the batch's texts in one call and store the vectors; remove archived ones."""
-        observed = [e for e in events if e.kind == "memory.observed"]
+        texts = {e.position: item_text(e) for e in events if e.kind not in ARCHIVES}
         vectors: dict[int, bytes] = {}
-        if observed:
-            embedded = self.embedder.embed([e.payload.text[:MAX_TEXT] for e in observed])
+        if texts:
+            embedded = self.embedder.embed([text[:MAX_TEXT] for text, _ in texts.values()])
             embedded = np.ascontiguousarray(embedded, dtype=np.float32)
-            for e, v in zip(observed, embedded, strict=True):
-                vectors[e.position] = v.tobytes()
+            for position, v in zip(texts, embedded, strict=True):
+                vectors[position] = v.tobytes()
         rows: list[tuple[int, str, str, str, bytes]] = []
         for e in events:
             p = e.payload
-            if e.kind == "memory.observed":
-                rows.append((e.position, p.agent, p.visibility, p.type, vectors[e.position]))
+            if e.kind not in ARCHIVES:
+                kind = texts[e.position][1]
+                rows.append((e.position, p.agent, p.visibility, kind, vectors[e.position]))
                 continue
-            # In position order: an archive only reaches the observations before it.
+            # In position order: an archive only reaches the items before it.
             self._insert(db, rows)
             rows = []
+            marks = ",".join("?" * len(ARCHIVES[e.kind]))
             for position in p.positions:
                 deleted = db.conn.execute(
-                    f"DELETE FROM {db['semantic_vectors']} WHERE position = ?", (position,)
+                    f"DELETE FROM {db['semantic_vectors']} WHERE position = ?"
+                    f" AND type IN ({marks})",
+                    (position, *ARCHIVES[e.kind]),
                 ).rowcount
                 if deleted:
                     db.conn.execute(

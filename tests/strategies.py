@@ -29,10 +29,14 @@ from engram.ledger.catalog import (
     MemoryArchived,
     MemoryObserved,
     MemoryRecalled,
+    MemoryReflected,
     NeuronActivated,
     NeuronArchived,
     NeuronCreated,
     RecalledItem,
+    ScarArchived,
+    ScarRecorded,
+    ScarSources,
     SignalAcked,
     SignalSent,
     VitalityMeasured,
@@ -504,6 +508,9 @@ HISTORY_KINDS = (
     "signal.acked",
     "memo.posted",
     "concept.upserted",
+    "scar.recorded",
+    "scar.archived",
+    "memory.reflected",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -538,6 +545,7 @@ def _history(
     texts = _HISTORY_TEXTS if long_texts else _HISTORY_TEXTS[:-1]
     events: list[NewEvent] = []
     memories: list[int] = []  # positions of memory.observed events
+    scars: list[int] = []  # positions of scar.recorded events
     others: list[int] = []  # positions of every other event
     signals: list[int] = []  # positions of signal.sent events
 
@@ -595,16 +603,22 @@ def _history(
                 source=c.pick((None, "tool")),
                 tags=c.pick(([], ["x"], ["x", "ÿ"])),
             )
-        elif kind in ("memory.recalled", "memory.archived"):
+        elif kind in ("memory.recalled", "memory.archived", "scar.archived"):
+            # Recalls serve memories and scars; each archive may name the other's items too.
             positions = [
                 *memories[-6:],
+                *scars[-4:],
                 *others[-2:],
                 position + c.integer(1, 3),  # a future position
                 10**9,
                 _MAX_POSITION,
             ]
             named = [c.pick(positions) for _ in range(c.integer(0 if "recalled" in kind else 1, 4))]
-            if kind == "memory.recalled":  # a recall may serve one memory twice
+            if kind == "scar.archived":
+                payload = ScarArchived(
+                    positions=list(dict.fromkeys(named)), reason=c.pick((None, "fixed"))
+                )
+            elif kind == "memory.recalled":  # a recall may serve one memory twice
                 payload = MemoryRecalled(
                     agent=c.pick(_HISTORY_AGENTS),
                     query=c.pick(_HISTORY_TEXTS[:6]),
@@ -617,6 +631,33 @@ def _history(
                     positions=list(dict.fromkeys(named)),
                     reason=c.pick((None, "stale")),
                 )
+        elif kind == "scar.recorded":
+            agent = c.pick(_HISTORY_AGENTS)
+            stream = f"agent:{agent}"
+            payload = ScarRecorded(
+                agent=agent,
+                kind=c.pick(("failure", "victory")),
+                what=c.pick(texts),
+                lesson=c.pick(_HISTORY_TEXTS[:6]),
+                importance=c.integer(1, 10),
+                learnable=c.pick((True, False)),
+                visibility=c.pick(("public", "private")),
+                sources=c.pick((ScarSources(), ScarSources(task="t-1", file="a.py", agent=agent))),
+                tags=c.pick(([], ["x"])),
+            )
+        elif kind == "memory.reflected":
+            agent = c.pick(_HISTORY_AGENTS)
+            stream = f"agent:{agent}"
+            evidence = [str(uuid.UUID(int=(salt << 64) | p)) for p in memories[-3:]]
+            payload = MemoryReflected(
+                agent=agent,
+                text=c.pick(texts),
+                evidence=evidence or [str(uuid.UUID(int=salt << 64 | 1))],
+                depth=1,
+                question=c.pick(("", "what failed?")),
+                importance=c.integer(0, 10) or None,
+                visibility=c.pick(("public", "private")),
+            )
         elif kind == "signal.sent":
             payload = SignalSent(to=c.pick(("*", *_HISTORY_AGENTS)), topic="ping", body="")
             signals.append(position)
@@ -644,7 +685,12 @@ def _history(
             )
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
-        (memories if kind == "memory.observed" else others).append(position)
+        if kind == "memory.observed":
+            memories.append(position)
+        elif kind == "scar.recorded":
+            scars.append(position)
+        else:
+            others.append(position)
         events.append(
             NewEvent(
                 stream=stream,

@@ -32,11 +32,16 @@ RECALL_PARTS = {
     "quality": "LoCoMo recall@10",
     "latency": "recall latency",
     "rebuild": "semantic rebuild, MiniLM",
+    "scars": "scar recall latency and score bands",
 }
+#: Parts that run only when named (``--only scars``): the default recall suite stays as it was.
+OPT_IN_PARTS = frozenset({"scars"})
 
 
 def recall_parts(only: Iterable[str] | None) -> tuple[str, ...]:
-    """Return the recall parts ``only`` names (items may hold comma lists); all when empty.
+    """Return the recall parts ``only`` names (comma lists allowed); when empty, the defaults.
+
+    The defaults are every part but :data:`OPT_IN_PARTS`.
 
     Raises ValueError naming an unknown part; the order is the suite's, whatever the order
     given.
@@ -48,7 +53,9 @@ def recall_parts(only: Iterable[str] | None) -> tuple[str, ...]:
             f"unknown recall part {', '.join(map(repr, unknown))} "
             f"(known: {', '.join(RECALL_PARTS)})"
         )
-    return tuple(part for part in RECALL_PARTS if part in named or not named)
+    return tuple(
+        part for part in RECALL_PARTS if part in named or not (named or part in OPT_IN_PARTS)
+    )
 
 
 def _named(only: Iterable[str] | None) -> set[str]:
@@ -90,6 +97,7 @@ def run(
         recall_bench,
         recall_latency,
         report,
+        scar_bench,
     )
     from engram.bench import locomo as locomo_module
 
@@ -153,6 +161,7 @@ def run(
                 "quality": ("LoCoMo recall quality", recall_bench.quality),
                 "latency": ("recall latency", recall_latency.latency),
                 "rebuild": ("MiniLM rebuild", recall_latency.rebuild),
+                "scars": ("scar recall", scar_bench.latency),
             }
             steps += [recall_steps[part] for part in parts]
     env = report.environment(config)

@@ -10,6 +10,7 @@ from typing import IO, Any
 import click
 
 from engram.agents.memory import RecallResult
+from engram.agents.scopes import SCOPES, item_text, item_type
 from engram.cli.app import cli, examples
 from engram.cli.base import (
     TIME,
@@ -23,6 +24,7 @@ from engram.cli.base import (
 from engram.projections.engine import ProjectionStatus
 
 MEMORY_TYPES = ("observation", "plan", "thought")
+RECALL_SCOPES = (*SCOPES, "all")
 
 
 @cli.command(
@@ -104,6 +106,7 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
         'engram recall alice "what went wrong with the deploy?" -k 5',
         'engram recall alice "deploy" --no-record --format json | jq ".[0].text"',
         'engram recall alice "deploy" --as-of 2026-05-01T00:00:00Z --type plan',
+        'engram recall alice "migration locked the table" --scope scars',
     )
 )
 @click.argument("agent")
@@ -125,6 +128,13 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
     help="Serve only items whose match (0..1, comparable across queries) reaches this.",
 )
 @click.option("--no-record", is_flag=True, help="Do not append memory.recalled.")
+@click.option(
+    "--scope",
+    type=click.Choice(RECALL_SCOPES),
+    default="memories",
+    show_default=True,
+    help="What to recall: memories, scars (failures), victories, reflections, or all of them.",
+)
 @output_format()
 def recall(
     agent: str,
@@ -134,6 +144,7 @@ def recall(
     kinds: tuple[str, ...],
     min_score: float,
     no_record: bool,
+    scope: str,
     fmt: str,
 ) -> None:
     """Recall what matters to an agent for a query.
@@ -143,7 +154,8 @@ def recall(
     match (0..1: how well it matches the query, comparable across queries; bm25 and cosine
     are the paths' raw scores). --min-score makes "nothing relevant" a possible answer. AGENT
     sees its own memories and public ones. The recall is appended as memory.recalled unless
-    --no-record.
+    --no-record. With --scope other than memories, score is similarity x (1 + importance/10)
+    x exp(-age_days/365) and match is the similarity (see engram scars recall).
     """
     out = state()
     with opened(out.settings(), actor=agent) as memory:
@@ -155,6 +167,7 @@ def recall(
             types=list(kinds) or None,
             record=not no_record,
             min_score=min_score,
+            scope=scope,
         )
     if result.fallback:
         note(f"note: {result.fallback}")
@@ -202,9 +215,9 @@ def _recall_records(result: RecallResult) -> Iterable[dict[str, Any]]:
             "bm25": None if r.bm25 is None else round(r.bm25, 6),
             "cosine": None if r.cosine is None else round(r.cosine, 6),
             "agent": r.event.payload.agent,
-            "type": r.event.payload.type,
-            "text": r.event.payload.text,
-            "source": r.event.payload.source,
+            "type": item_type(r.event),
+            "text": item_text(r.event),
+            "source": getattr(r.event.payload, "source", None),
             "at": r.event.at,
             "id": r.event.id,
             "via": list(r.via),

@@ -75,8 +75,8 @@ from engram.cli.base import state
     "--only",
     metavar="PART",
     multiple=True,
-    help="With --suite recall, measure only these parts: quality, latency, rebuild "
-    "(repeatable or a comma list; default: all three).",
+    help="With --suite recall, measure only these parts: quality, latency, rebuild, scars "
+    "(repeatable or a comma list; default: the first three; scars runs only when named).",
 )
 def bench(
     suite: str,
