@@ -29,6 +29,7 @@ from engram.projections.embedding import (
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.lexical import LexicalIndex
+from engram.projections.reflections import Reflections
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 
@@ -115,6 +116,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         SalienceIndex(settings.decay_rate),
         LexicalIndex(),
         SemanticIndex(embedder),
+        Reflections(),
     ]
 
 
