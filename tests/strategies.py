@@ -26,6 +26,7 @@ from engram.ledger.catalog import (
     MemoryArchived,
     MemoryObserved,
     MemoryRecalled,
+    MemoryReflected,
     NeuronActivated,
     NeuronArchived,
     NeuronCreated,
@@ -369,6 +370,31 @@ def memory_recalled(positions: Sequence[int], at: datetime, *, agent: str = "inn
     )
 
 
+def memory_reflected(
+    evidence: Sequence[str],
+    at: datetime,
+    *,
+    depth: int = 1,
+    agent: str = "inner",
+    text: str = "the parser keeps failing",
+    visibility: str = "public",
+) -> NewEvent:
+    """A ``memory.reflected`` citing the events whose ids are ``evidence``."""
+    return NewEvent(
+        stream=f"agent:{agent}",
+        kind="memory.reflected",
+        payload=MemoryReflected(
+            agent=agent,
+            text=text,
+            evidence=list(evidence),
+            depth=depth,
+            question="what keeps failing?",
+            visibility=visibility,
+        ),
+        at=at,
+    )
+
+
 @st.composite
 def graph_histories(
     draw: st.DrawFn,
@@ -462,6 +488,7 @@ HISTORY_KINDS = (
     "memory.recalled",
     "memory.archived",
     "signal.sent",
+    "memory.reflected",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -495,6 +522,7 @@ def _history(
     texts = _HISTORY_TEXTS if long_texts else _HISTORY_TEXTS[:-1]
     events: list[NewEvent] = []
     memories: list[int] = []  # positions of memory.observed events
+    reflected: list[int] = []  # positions of memory.reflected events
     others: list[int] = []  # positions of every other event
     minutes = 0
     for i in range(n):
@@ -571,20 +599,41 @@ def _history(
                 )
         elif kind == "signal.sent":
             payload = SignalSent(to=c.pick(("*", *_HISTORY_AGENTS)), topic="ping", body="")
+        elif kind == "memory.reflected":
+            # Evidence: memories, reflections, other kinds, a future id, an id no event has,
+            # one id twice; depths consistent with it or not.
+            cited = [*memories[-4:], *reflected[-2:], *others[-1:], position + c.integer(1, 3)]
+            ids = [_history_id(salt, c.pick(cited)) for _ in range(c.integer(1, 3))]
+            ids += [c.pick((str(uuid.UUID(int=2**128 - position)), ids[0]))][: c.integer(0, 1)]
+            payload = MemoryReflected(
+                agent=c.pick(_HISTORY_AGENTS),
+                text=c.pick(texts),
+                evidence=ids,
+                depth=c.integer(1, 3),
+                question=c.pick(("", "what matters?")),
+                importance=c.integer(0, 10) or None,
+                visibility=c.pick(("public", "private")),
+            )
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
-        (memories if kind == "memory.observed" else others).append(position)
+        kept = {"memory.observed": memories, "memory.reflected": reflected}.get(kind, others)
+        kept.append(position)
         events.append(
             NewEvent(
                 stream=stream,
                 kind=kind,
                 payload=payload,
                 actor=c.pick(("system", "agent:inner", "ünïcödé")),
-                id=str(uuid.UUID(int=(salt << 64) | position)),
+                id=_history_id(salt, position),
                 at=at,
             )
         )
     return events
+
+
+def _history_id(salt: int, position: int) -> str:
+    """The id of event ``position`` of a history built with ``salt``."""
+    return str(uuid.UUID(int=(salt << 64) | position))
 
 
 @st.composite
