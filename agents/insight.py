@@ -40,7 +40,8 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\n)$")
 # Transcripts tag a line with its speaker ("Caroline: ..."): who a memory is from.
 _SPEAKER = re.compile(r"\s*([A-Z][\w'-]{0,40}(?: [A-Z][\w'-]{0,40}){0,2}):\s")
-# Function words, chat fillers and evaluative words: they say how, not what about.
+# Function words, chat fillers, evaluative words and the words of this module's own
+# sentences (an earlier reflection is evidence too): they say how, not what about.
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren as at be because been
     before being below between both but by can cannot could did didn do does doesn doing
@@ -64,7 +65,7 @@ _STOPWORD_TEXT = """
     several someone soon together toward upon whether within ago almost talk talked talking
     chat chatted happen happened happening went came come coming take took taken give gave
     tell told says seem seems try tried trying keep kept put done start started mean means
-    meant stuff"""
+    meant stuff matters memories comes coming keeps"""
 _STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
