@@ -139,7 +139,7 @@ def reflect_if_due(
         reason = (
             f"{state.visible} visible memories (importance {state.importance}) since"
             f" position {state.last_position}; due at {triggers.every or 'off'}"
-            f" or importance {triggers.importance or 'off'}"
+            f" or importance {triggers.importance or 0:g}{'' if triggers.importance else ' (off)'}"
         )
         window = (state.last_position, state.last_position)
         return Outcome(memory.agent, "not-due", reason, [], window, "", state)
