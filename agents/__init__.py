@@ -2,7 +2,8 @@
 
 Agents read projections through the projections' own read functions and change the world
 only by appending to the ledger. :class:`AgentMemory` observes, recalls and archives;
-:class:`NeuronNetwork` grows, stimulates and inspects the graph.
+:class:`NeuronNetwork` grows, stimulates and inspects the graph; :func:`reflect` turns an
+agent's memories into beliefs citing their evidence (:mod:`engram.agents.reflection`).
 """
 
 from engram.agents.errors import (
@@ -14,6 +15,7 @@ from engram.agents.errors import (
     UnknownNeuronError,
 )
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
+from engram.agents.insight import ModelGenerator, OfflineGenerator
 from engram.agents.memory import (
     DEFAULT_FUSION,
     DEFAULT_MIN_SCORE,
@@ -26,6 +28,7 @@ from engram.agents.memory import (
     RecallResult,
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
+from engram.agents.reflection import Insight, Outcome, Triggers, reflect, reflect_if_due
 
 __all__ = [
     "CORE_CONNECTIONS",
@@ -41,12 +44,19 @@ __all__ = [
     "ConnectionStateError",
     "HeuristicScorer",
     "ImportanceScorer",
+    "Insight",
     "MemoryOwnerError",
+    "ModelGenerator",
     "NeuronExistsError",
     "NeuronNetwork",
+    "OfflineGenerator",
+    "Outcome",
     "RecallResult",
     "Recalled",
     "Stimulation",
+    "Triggers",
     "UnknownMemoryError",
     "UnknownNeuronError",
+    "reflect",
+    "reflect_if_due",
 ]

@@ -10,6 +10,8 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``lexical`` (:class:`LexicalIndex`, FTS5 and BM25) with ``lexical.search``;
 - ``semantic`` (:class:`SemanticIndex`, FAISS through :class:`VectorSearcher`), its vectors
   made by an :class:`~engram.projections.embedding.Embedder` (``embedding``);
+- ``reflections`` (:class:`Reflections`): beliefs with their evidence, and each agent's
+  counters since its last reflection (the reflection triggers);
 - ``activation``: spreading activation over a snapshot of the graph.
 
 To add a projection, read ``projections/lexical.py``: a name, a version, the kinds it
@@ -37,6 +39,7 @@ from engram.projections.errors import (
 from engram.projections.graph import NeuronGraph
 from engram.projections.lexical import LexicalIndex
 from engram.projections.queries import Item, MemoryFacts, Vitality
+from engram.projections.reflections import Reflections
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
 from engram.projections.semantic_file import IndexFileWarning
@@ -65,6 +68,7 @@ __all__ = [
     "ProjectionStore",
     "ProjectionStoreError",
     "QueryError",
+    "Reflections",
     "SalienceIndex",
     "SemanticIndex",
     "SnapshotCache",
