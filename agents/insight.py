@@ -114,6 +114,10 @@ def words(text: str) -> list[str]:
     ]
 
 
+def _stem(word: str) -> str:
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+
+
 def _importance(event: Event) -> int:
     value = getattr(event.payload, "importance", None)
     return NEUTRAL_IMPORTANCE if value is None else int(value)
@@ -195,8 +199,10 @@ class OfflineGenerator:
         covered: list[set[int]] = []
         for _, word in sorted(scored):
             held = {e.position for e in vocabulary.holding[word]}
-            # A term found mostly beside a chosen one asks the same question again.
-            if any(len(held & seen) >= 0.7 * len(held) for seen in covered):
+            # A term found mostly beside a chosen one, or its plural, asks the same again.
+            if any(len(held & seen) >= 0.7 * len(held) for seen in covered) or any(
+                _stem(word) == _stem(other) for other in chosen
+            ):
                 continue
             chosen.append(word)
             covered.append(held)
