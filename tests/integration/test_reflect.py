@@ -358,3 +358,38 @@ def test_nothing_to_reflect_on_appends_nothing(memory: Memory) -> None:
     lone = reflect(agent)
     assert lone.status == "no-insight"
     assert memory.ledger.head() == 1
+
+
+def test_the_offline_generator_says_the_same_of_the_same_memories(tmp_path: Path) -> None:
+    said = []
+    for name in ("one", "two"):
+        path = str(tmp_path / name / "ledger.db")
+        with open_memory(path, config=os.devnull) as opened:
+            observe_story(opened)
+            observe_story(opened, "bob", start=T0 + timedelta(hours=1))
+            outcome = reflect(opened.agent("alice"))
+            said.append([(i.text, [e.position for e in i.evidence]) for i in outcome.insights])
+    assert said[0]
+    assert said[0] == said[1]
+
+
+@pytest.mark.postgres
+def test_reflect_on_a_postgresql_ledger_appends_once(
+    pg_dsn: str, pg_schema: str, tmp_path: Path
+) -> None:
+    with open_memory(
+        pg_dsn, config=os.devnull, pg_schema=pg_schema, projections=str(tmp_path / "store")
+    ) as opened:
+        assert opened.ledger.backend_name == "postgresql"
+        observe_story(opened)
+        agent = opened.agent("alice")
+        outcome = reflect(agent)
+        assert outcome.status == "reflected", outcome.reason
+        head = opened.ledger.head()
+        assert reflect(agent).status == "nothing-new"
+        assert opened.ledger.head() == head
+        opened.engine.catch_up()
+        for insight in outcome.insights:
+            (event,) = opened.ledger.get([insight.position or 0])
+            assert event.id == insight.id
+            assert resolved(opened, event) == insight.evidence
