@@ -281,7 +281,7 @@ Line = Annotated[str, msgspec.Meta(min_length=1, max_length=1000)]
 class FocalQuestions(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The model's focal questions about the recent memories."""
 
-    questions: Annotated[list[Line], msgspec.Meta(min_length=1, max_length=QUESTIONS)]
+    questions: Annotated[list[Line], msgspec.Meta(min_length=1, max_length=2 * QUESTIONS)]
 
 
 class InsightItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

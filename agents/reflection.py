@@ -158,6 +158,8 @@ def reflect(
     """
     if not isinstance(memory, AgentMemory):
         raise QueryError(f"memory must be an AgentMemory, got {type(memory).__name__}")
+    if completer is not None and not callable(getattr(completer, "complete", None)):
+        raise QueryError(f"completer must be a Completer, got {type(completer).__name__}")
     generator: Generator = OfflineGenerator() if completer is None else ModelGenerator(completer)
     state = trigger_state(memory)
     recent = _recent(memory, state.last_position)

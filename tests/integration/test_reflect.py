@@ -231,6 +231,8 @@ def test_reflect_if_due_waits_for_a_trigger(memory: Memory) -> None:
         reflect_if_due(agent, {"every": 1})  # type: ignore[arg-type]
     with pytest.raises(QueryError, match="memory must be an AgentMemory"):
         reflect("alice")  # type: ignore[arg-type]
+    with pytest.raises(QueryError, match="completer must be a Completer, got str"):
+        reflect(agent, "gpt")  # type: ignore[arg-type]
 
 
 def test_reflections_respect_visibility(memory: Memory) -> None:

@@ -9,6 +9,7 @@ included, appended and caught up in random batch sizes.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -29,7 +30,8 @@ from strategies import (
 )
 
 from engram.agents.reflection import Triggers
-from engram.ledger import Ledger, NewEvent
+from engram.config import resolve_settings
+from engram.ledger import ConfigError, Ledger, NewEvent
 from engram.ledger.catalog import MemoryObserved
 from engram.projections import reflections
 from engram.projections.engine import ProjectionEngine
@@ -218,3 +220,28 @@ def test_the_reads_name_what_is_wrong() -> None:
 def test_triggers_refuse_bad_thresholds(every: object, importance: object, message: str) -> None:
     with pytest.raises(QueryError, match=message):
         Triggers(every=every, importance=importance)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"reflect_every": -1}, "reflect_every must be an int >= 0"),
+        ({"reflect_every": 2.5}, "reflect_every must be an int >= 0"),
+        ({"reflect_importance": -3}, "reflect_importance must be a number >= 0"),
+        ({"reflect_importance": float("nan")}, "reflect_importance must be a number >= 0"),
+    ],
+)
+def test_trigger_settings_are_checked(options: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        resolve_settings("ledger.db", config=os.devnull, **options)
+
+
+def test_trigger_settings_default_to_generative_agents(tmp_path: Path) -> None:
+    assert resolve_settings("l.db", config=os.devnull).reflect_importance == 150
+    config = tmp_path / "engram.toml"
+    config.write_text("reflect_every = 0\nreflect_importance = 90.5\n")
+    settings = resolve_settings("l.db", config=str(config))
+    assert (settings.reflect_every, settings.reflect_importance) == (0, 90.5)
+    config.write_text('reflect_every = "ten"\n')
+    with pytest.raises(ConfigError, match="reflect_every has the wrong type"):
+        resolve_settings("l.db", config=str(config))
