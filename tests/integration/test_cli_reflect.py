@@ -130,3 +130,21 @@ def test_readers_never_create_a_ledger(tmp_path: Path, capsys: pytest.CaptureFix
     code, _, err = run(capsys, "--ledger", missing, "reflections", "--agent", "")
     assert code == 2
     assert "--agent" in err
+
+
+def test_provenance_is_an_audit_question_in_sql(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "--ledger", db, "reflect", "alice")[0] == 0
+    query = (
+        "SELECT r.position AS reflection, o.position AS memory, o.text"
+        " FROM projections.reflections r"
+        " JOIN projections.reflection_evidence e ON e.reflection = r.position"
+        " JOIN memory_observed o ON o.event_id = e.evidence ORDER BY 1, 2"
+    )
+    code, out, err = run(capsys, "--ledger", db, "sql", query, "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)
+    assert rows
+    assert {r["memory"] for r in rows} <= {8, 9, 10}
+    assert {r["text"] for r in rows} <= set(STORY)
