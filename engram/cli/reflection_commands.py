@@ -63,7 +63,7 @@ def reflect(agent: str, dry_run: bool, if_due: bool, fmt: str) -> None:
     a recall per question, and insights that cite the memories they rest on, appended as
     memory.reflected events (the offline, extractive generator writes them). Each row is an
     insight; evidence lists the positions it rests on. Reflecting again on the same memories
-    appends nothing.
+    appends nothing. The projections are caught up with what it appended.
     """
     out = state()
     settings = out.settings()
@@ -75,6 +75,9 @@ def reflect(agent: str, dry_run: bool, if_due: bool, fmt: str) -> None:
             outcome = reflect_if_due(stream, triggers, dry_run=dry_run)
         else:
             outcome = reflect_now(stream, dry_run=dry_run)
+        if outcome.status == "reflected":
+            # So that the projection store read by engram sql holds what was just appended.
+            memory.engine.catch_up()
     note(f"{outcome.status}: {outcome.reason}")
     out.render(
         _insights(outcome),
