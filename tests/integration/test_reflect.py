@@ -9,8 +9,14 @@ decodes JSON answers against the schema asked for, as providers do.
 
 from __future__ import annotations
 
+import json
 import os
+import random
 import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -395,3 +401,57 @@ def test_reflect_on_a_postgresql_ledger_appends_once(
             (event,) = opened.ledger.get([insight.position or 0])
             assert event.id == insight.id
             assert resolved(opened, event) == insight.evidence
+
+
+# -- a SIGKILL while reflecting ----------------------------------------------------------------
+
+WORKER = Path(__file__).parent / "_workers" / "reflect_worker.py"
+
+
+def test_a_reflection_killed_at_any_moment_is_appended_once_when_run_again(
+    tmp_path: Path,
+) -> None:
+    seed = random.randrange(2**31)
+    print(f"kill seed {seed}")
+    rng = random.Random(seed)
+    cfg = {"ledger": str(tmp_path / "ledger.db"), "total": 40}
+    argv = [sys.executable, "-W", "error", str(WORKER), json.dumps(cfg)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(rng.randint(1, 3)):
+            line = proc.stdout.readline() if proc.stdout else ""
+            assert "reflected" in line, proc.communicate()[1]
+        time.sleep(rng.random() * 0.3)  # into the next observations, recalls or appends
+        proc.send_signal(signal.SIGKILL)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == -signal.SIGKILL, err
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+    with open_memory(cfg["ledger"], config=os.devnull) as memory:
+        events = list(memory.ledger.read(0))
+        observed = [e for e in events if e.kind == "memory.observed"]
+        assert len(observed) == len({e.payload.text for e in observed}) == 40
+        # Each batch of reflections has the ids of its window: the previous reflection's
+        # position and the newest memory before it. A window reflected twice would show as
+        # two batches with one window, or as ids that match no window.
+        last_reflection, newest, batch, windows = 0, 0, 0, []
+        for e in events:
+            if e.kind == "memory.observed":
+                newest, batch = e.position, 0
+                continue
+            window = (last_reflection, newest) if batch == 0 else windows[-1]
+            if batch == 0:
+                windows.append(window)
+            assert e.id == reflection_id("alice", window, batch), (e.position, window)
+            batch += 1
+            if e is events[-1] or events[e.position].kind != "memory.reflected":
+                last_reflection = e.position
+        assert len(windows) == len(set(windows)) >= 3
+        memory.engine.catch_up()
+        with memory.engine.read() as conn:
+            assert reflections.unsupported(conn) == []
+            assert reflections.trigger_state(conn, "alice").visible < 4
