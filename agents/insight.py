@@ -220,7 +220,14 @@ class OfflineGenerator:
             return []
         about = [e for e in memories if set(focal) <= set(words(e.payload.text))]
         vocabulary = _Vocabulary(about)
+        # Speakers' names, and the short names they call each other by ("Mel"), say who
+        # talks to whom, not what about.
         speakers = vocabulary.speaker_words()
+        speakers |= {
+            w
+            for w in vocabulary.holding
+            if vocabulary.is_name(w) and any(s.startswith(w) for s in speakers)
+        }
         # What recurs beside the term (squared: recurring is the point), more than it does
         # everywhere (a lift, as in tf-idf).
         recurring = sorted(
