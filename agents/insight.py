@@ -152,7 +152,8 @@ class _Vocabulary:
 
     def form(self, word: str) -> str:
         """Return how the word is most often written (``LGBTQ``, ``Caroline``, ``adoption``)."""
-        return min(self.forms[word].items(), key=lambda f: (-f[1], f[0]))[0]
+        # On a tie the lowercase form: a capital may only mean the word began a sentence.
+        return min(self.forms[word].items(), key=lambda f: (-f[1], f[0] != f[0].lower(), f[0]))[0]
 
     def is_name(self, word: str) -> bool:
         """Say whether the word reads as a name: capitalised mid-sentence, nearly always."""
