@@ -5,7 +5,9 @@ only by appending to the ledger. :class:`AgentMemory` observes, recalls and arch
 :class:`NeuronNetwork` grows, stimulates and inspects the graph; :class:`Scars` records and
 archives failures and victories, which recall serves with a scope (:mod:`engram.agents.scopes`);
 :class:`Mailbox` and :class:`SharedMemo` carry signals and the session memo through the
-ledger; :class:`Runner` runs agents' cycles (spawn, cognition, commit with retries, sleep).
+ledger; :class:`Runner` runs agents' cycles (spawn, cognition, commit with retries, sleep);
+:func:`reflect` turns an agent's memories into beliefs citing their evidence
+(:mod:`engram.agents.reflection`).
 """
 
 from engram.agents.concepts import ConceptBook
@@ -23,6 +25,7 @@ from engram.agents.errors import (
     UnknownSignalError,
 )
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
+from engram.agents.insight import ModelGenerator, OfflineGenerator
 from engram.agents.memory import (
     DEFAULT_FUSION,
     DEFAULT_MIN_SCORE,
@@ -35,6 +38,7 @@ from engram.agents.memory import (
     RecallResult,
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
+from engram.agents.reflection import Insight, Outcome, Triggers, reflect, reflect_if_due
 from engram.agents.runner import (
     AgentSpec,
     CycleResult,
@@ -70,10 +74,14 @@ __all__ = [
     "CycleResult",
     "HeuristicScorer",
     "ImportanceScorer",
+    "Insight",
     "Mailbox",
     "MemoryOwnerError",
+    "ModelGenerator",
     "NeuronExistsError",
     "NeuronNetwork",
+    "OfflineGenerator",
+    "Outcome",
     "Plan",
     "Probe",
     "RecallResult",
@@ -87,11 +95,14 @@ __all__ = [
     "SignalRecipientError",
     "Situation",
     "Stimulation",
+    "Triggers",
     "UnknownMemoryError",
     "UnknownNeuronError",
     "UnknownScarError",
     "UnknownSignalError",
     "any_of",
     "inbox_waiting",
+    "reflect",
+    "reflect_if_due",
     "salience_above",
 ]

@@ -9,6 +9,8 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     projections = "/var/lib/engram/projections"      # the local projection store
     decay_rate = 0.99                                # salience kept per hour
     routing = "~/.config/engram/routing.toml"        # embedders by use (default: hash)
+    reflect_every = 100                              # reflect after N visible memories (0: off)
+    reflect_importance = 150                         # ... or once their importance sums to this
 
     [kinds."task.assigned"]                          # your own event kinds (ADR 0018)
     schema = 1                                       # the payload's schema number (default 1)
@@ -52,6 +54,8 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "projections": str,
     "decay_rate": (int, float),
     "routing": str,
+    "reflect_every": int,
+    "reflect_importance": (int, float),
     "kinds": dict,
 }
 #: Field types a config-declared kind may use, and the Python type each becomes.
@@ -108,6 +112,10 @@ class Settings:
     projections: str = ""
     decay_rate: float = 0.99
     routing: str = ""
+    #: Reflection triggers (ADR 0030): due after this many visible memories since the last
+    #: reflection, or once their importance sums to ``reflect_importance``; 0 turns one off.
+    reflect_every: int = 100
+    reflect_importance: float = 150.0
     kinds: tuple[KindDeclaration, ...] = ()
     source: str = "default"
 
@@ -274,5 +282,15 @@ def resolve_settings(
     rate = values.get("decay_rate", 0.99)
     if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 < rate <= 1:
         raise ConfigError(f"decay_rate must be a number in (0, 1], got {rate!r}")
+    every = values.get("reflect_every", 100)
+    if not isinstance(every, int) or isinstance(every, bool) or every < 0:
+        raise ConfigError(f"reflect_every must be an int >= 0 (0: off), got {every!r}")
+    threshold = values.get("reflect_importance", 150.0)
+    if (
+        not isinstance(threshold, int | float)
+        or isinstance(threshold, bool)
+        or not 0 <= threshold < float("inf")
+    ):
+        raise ConfigError(f"reflect_importance must be a number >= 0 (0: off), got {threshold!r}")
     known = {f.name for f in fields(Settings)}
     return Settings(**{k: v for k, v in values.items() if k in known}, source=source)

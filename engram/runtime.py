@@ -35,6 +35,7 @@ from engram.projections.graph import NeuronGraph
 from engram.projections.inbox import Inbox
 from engram.projections.lexical import LexicalIndex
 from engram.projections.memo import Memo
+from engram.projections.reflections import Reflections
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher
@@ -126,6 +127,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         Memo(),
         Concepts(),
         ScarsTable(),
+        Reflections(),
     ]
 
 

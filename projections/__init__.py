@@ -16,7 +16,9 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``activation``: spreading activation over a snapshot of the graph; ``vitality``: the
   graph's vital signs as of a time;
 - ``scars`` (:class:`ScarsTable`): failures and victories with their lessons and recall
-  counters, read through ``scars.get`` and ``scars.list_scars``.
+  counters, read through ``scars.get`` and ``scars.list_scars``;
+- ``reflections`` (:class:`Reflections`): beliefs with their evidence, and each agent's
+  counters since its last reflection (the reflection triggers).
 
 To add a projection, read ``projections/scars.py``: a name, a version, the kinds it
 consumes, its tables, ``create``, ``apply`` dispatching to one handler per kind, and its
@@ -47,6 +49,7 @@ from engram.projections.inbox import Inbox, Signal
 from engram.projections.lexical import LexicalIndex
 from engram.projections.memo import Memo, Note
 from engram.projections.queries import Item, MemoryFacts, Vitality
+from engram.projections.reflections import Reflections
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import Scar, ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
@@ -83,6 +86,7 @@ __all__ = [
     "ProjectionStore",
     "ProjectionStoreError",
     "QueryError",
+    "Reflections",
     "SalienceIndex",
     "Scar",
     "ScarsTable",

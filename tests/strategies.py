@@ -412,6 +412,31 @@ def memory_recalled(positions: Sequence[int], at: datetime, *, agent: str = "inn
     )
 
 
+def memory_reflected(
+    evidence: Sequence[str],
+    at: datetime,
+    *,
+    depth: int = 1,
+    agent: str = "inner",
+    text: str = "the parser keeps failing",
+    visibility: str = "public",
+) -> NewEvent:
+    """A ``memory.reflected`` citing the events whose ids are ``evidence``."""
+    return NewEvent(
+        stream=f"agent:{agent}",
+        kind="memory.reflected",
+        payload=MemoryReflected(
+            agent=agent,
+            text=text,
+            evidence=list(evidence),
+            depth=depth,
+            question="what keeps failing?",
+            visibility=visibility,
+        ),
+        at=at,
+    )
+
+
 @st.composite
 def graph_histories(
     draw: st.DrawFn,
@@ -546,11 +571,12 @@ def _history(
     events: list[NewEvent] = []
     memories: list[int] = []  # positions of memory.observed events
     scars: list[int] = []  # positions of scar.recorded events
+    reflected: list[int] = []  # positions of memory.reflected events
     others: list[int] = []  # positions of every other event
     signals: list[int] = []  # positions of signal.sent events
 
     def id_at(position: int) -> str:
-        return str(uuid.UUID(int=(salt << 64) | position))
+        return _history_id(salt, position)
 
     minutes = 0
     for i in range(n):
@@ -645,19 +671,6 @@ def _history(
                 sources=c.pick((ScarSources(), ScarSources(task="t-1", file="a.py", agent=agent))),
                 tags=c.pick(([], ["x"])),
             )
-        elif kind == "memory.reflected":
-            agent = c.pick(_HISTORY_AGENTS)
-            stream = f"agent:{agent}"
-            evidence = [str(uuid.UUID(int=(salt << 64) | p)) for p in memories[-3:]]
-            payload = MemoryReflected(
-                agent=agent,
-                text=c.pick(texts),
-                evidence=evidence or [str(uuid.UUID(int=salt << 64 | 1))],
-                depth=1,
-                question=c.pick(("", "what failed?")),
-                importance=c.integer(0, 10) or None,
-                visibility=c.pick(("public", "private")),
-            )
         elif kind == "signal.sent":
             payload = SignalSent(to=c.pick(("*", *_HISTORY_AGENTS)), topic="ping", body="")
             signals.append(position)
@@ -683,14 +696,29 @@ def _history(
             payload = MemoPosted(
                 agent=c.pick(_HISTORY_AGENTS), session=c.pick(("s1", "s2")), text=c.pick(texts)
             )
+        elif kind == "memory.reflected":
+            # Evidence: memories, reflections, other kinds, a future id, an id no event has,
+            # one id twice; depths consistent with it or not.
+            cited = [*memories[-4:], *reflected[-2:], *others[-1:], position + c.integer(1, 3)]
+            ids = [_history_id(salt, c.pick(cited)) for _ in range(c.integer(1, 3))]
+            ids += [c.pick((str(uuid.UUID(int=2**128 - position)), ids[0]))][: c.integer(0, 1)]
+            payload = MemoryReflected(
+                agent=c.pick(_HISTORY_AGENTS),
+                text=c.pick(texts),
+                evidence=ids,
+                depth=c.integer(1, 3),
+                question=c.pick(("", "what matters?")),
+                importance=c.integer(0, 10) or None,
+                visibility=c.pick(("public", "private")),
+            )
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
-        if kind == "memory.observed":
-            memories.append(position)
-        elif kind == "scar.recorded":
-            scars.append(position)
-        else:
-            others.append(position)
+        kept = {
+            "memory.observed": memories,
+            "scar.recorded": scars,
+            "memory.reflected": reflected,
+        }.get(kind, others)
+        kept.append(position)
         events.append(
             NewEvent(
                 stream=stream,
@@ -702,6 +730,11 @@ def _history(
             )
         )
     return events
+
+
+def _history_id(salt: int, position: int) -> str:
+    """The id of event ``position`` of a history built with ``salt``."""
+    return str(uuid.UUID(int=(salt << 64) | position))
 
 
 @st.composite

@@ -11,6 +11,7 @@ from engram.cli import (  # noqa: F401
     concept_commands,
     ledger_commands,
     memory_commands,
+    reflection_commands,
     scars_commands,
     signal_commands,
     tools,

@@ -57,6 +57,7 @@ from strategies import (
     connection_created,
     memory_observed,
     memory_recalled,
+    memory_reflected,
     neuron_activated,
     neuron_archived,
     neuron_created,
@@ -247,6 +248,20 @@ _EDGE_CASES = [
     memory_observed("later", _T + timedelta(hours=1)),  # 12: archived before it existed
     neuron_archived("n2", _T),  # 13
     neuron_activated("n2", _T + timedelta(hours=3), 1e6),  # 14: after archival
+    memory_reflected(
+        ["00000000-0000-7000-8000-000000000008", "00000000-0000-7000-8000-000000000012"], _T
+    ),  # 15: on an archived memory and one observed after the archival
+    memory_reflected(
+        [
+            "00000000-0000-7000-8000-000000000015",
+            "00000000-0000-7000-8000-000000000009",
+            "00000000-0000-7000-8000-000000000099",
+            "00000000-0000-7000-8000-000000000015",
+        ],
+        _T - timedelta(hours=9),
+        depth=5,
+        agent="outer",
+    ),  # 16: a reflection, a recall, an id no event has, one twice; a depth that is wrong
 ]
 EDGE_CASES = [
     msgspec.structs.replace(e, id=f"00000000-0000-7000-8000-{i:012d}")
