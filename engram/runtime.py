@@ -29,8 +29,10 @@ from engram.projections.embedding import (
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.lexical import LexicalIndex
+from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.suggestions import SuggestionQueue
 
 EMBEDDING_CACHE = "embeddings.db"
 
@@ -115,6 +117,8 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         SalienceIndex(settings.decay_rate),
         LexicalIndex(),
         SemanticIndex(embedder),
+        SuggestionQueue(),
+        RuleBook(),
     ]
 
 

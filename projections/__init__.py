@@ -10,7 +10,9 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``lexical`` (:class:`LexicalIndex`, FTS5 and BM25) with ``lexical.search``;
 - ``semantic`` (:class:`SemanticIndex`, FAISS through :class:`VectorSearcher`), its vectors
   made by an :class:`~engram.projections.embedding.Embedder` (``embedding``);
-- ``activation``: spreading activation over a snapshot of the graph.
+- ``activation``: spreading activation over a snapshot of the graph;
+- ``suggestions`` (:class:`SuggestionQueue`, the lessons queue under review) and ``rules``
+  (:class:`RuleBook`, the applied rules every session loads).
 
 To add a projection, read ``projections/lexical.py``: a name, a version, the kinds it
 consumes, its tables, ``create`` and ``apply`` dispatching per kind, and its read functions.
@@ -37,10 +39,12 @@ from engram.projections.errors import (
 from engram.projections.graph import NeuronGraph
 from engram.projections.lexical import LexicalIndex
 from engram.projections.queries import Item, MemoryFacts, Vitality
+from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore
+from engram.projections.suggestions import SuggestionQueue
 
 __all__ = [
     "Activation",
@@ -65,9 +69,11 @@ __all__ = [
     "ProjectionStore",
     "ProjectionStoreError",
     "QueryError",
+    "RuleBook",
     "SalienceIndex",
     "SemanticIndex",
     "SnapshotCache",
+    "SuggestionQueue",
     "Tables",
     "UnknownProjectionError",
     "VectorHit",

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
+    FileDiff,
     MemoryArchived,
     MemoryObserved,
     MemoryRecalled,
@@ -30,7 +31,14 @@ from engram.ledger.catalog import (
     NeuronArchived,
     NeuronCreated,
     RecalledItem,
+    ScarArchived,
+    ScarRecorded,
+    ScarSources,
     SignalSent,
+    SuggestionDeferred,
+    SuggestionProposed,
+    SuggestionReviewed,
+    SuggestionWritten,
 )
 from engram.ledger.events import NewEvent
 
@@ -451,6 +459,16 @@ def cyclic_graphs(
 # for the crash tests that need one large history outside Hypothesis. Event ``i`` of a
 # history appended in order to a fresh ledger lands at position ``i + 1``.
 
+#: The lessons loop's kinds (scars, suggestions and their lifecycle).
+LESSON_KINDS = (
+    "scar.recorded",
+    "scar.archived",
+    "suggestion.proposed",
+    "suggestion.reviewed",
+    "suggestion.deferred",
+    "suggestion.written",
+)
+
 #: The kinds :func:`projection_histories` generates (every catalog kind).
 HISTORY_KINDS = (
     "neuron.created",
@@ -462,6 +480,7 @@ HISTORY_KINDS = (
     "memory.recalled",
     "memory.archived",
     "signal.sent",
+    *LESSON_KINDS,
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -571,6 +590,8 @@ def _history(
                 )
         elif kind == "signal.sent":
             payload = SignalSent(to=c.pick(("*", *_HISTORY_AGENTS)), topic="ping", body="")
+        elif kind in LESSON_KINDS:
+            stream, payload = _lesson(c, kind, position, salt, events, memories + others)
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
         (memories if kind == "memory.observed" else others).append(position)
@@ -585,6 +606,87 @@ def _history(
             )
         )
     return events
+
+
+_LESSON_TEXTS = (
+    "Run the parser tests before every release.",
+    "always pin the tokenizer version\nand say why",  # a rule text over two lines
+    "Ünïcödé — ✓ 漢字",
+)
+_DESTINATIONS = ("rules", "rules", "instructions_file", "settings", "notes_inbox", "skill", "task")
+_UNKNOWN_ID = "ffffffff-ffff-4fff-bfff-ffffffffffff"
+
+
+def _lesson(
+    c: _Choices,
+    kind: str,
+    position: int,
+    salt: int,
+    events: Sequence[NewEvent],
+    earlier: Sequence[int],
+) -> tuple[str, msgspec.Struct]:
+    """A lessons-loop event naming earlier scars and suggestions, legal or not.
+
+    Reviews hit pending suggestions, reviewed ones (a second review, an applied refusal),
+    unknown ids, and ``modified`` comes without a text at times; proposals, deferrals and
+    writes name unknown ids too.
+    """
+    scars = [e.id for e in events if e.kind == "scar.recorded"] or [_UNKNOWN_ID]
+    proposals = [e.id for e in events if e.kind == "suggestion.proposed"] or [_UNKNOWN_ID]
+    some_scars = [c.pick([*scars[-4:], _UNKNOWN_ID]) for _ in range(c.integer(1, 3))]
+    if kind == "scar.recorded":
+        return "scar:" + str(uuid.UUID(int=(salt << 64) | position)), ScarRecorded(
+            agent=c.pick(_HISTORY_AGENTS),
+            kind=c.pick(("failure", "victory")),
+            what=c.pick(_HISTORY_TEXTS[:6]),
+            lesson=c.pick(_LESSON_TEXTS),
+            importance=c.integer(1, 10),
+            learnable=c.pick((True, True, False)),
+            visibility=c.pick(("public", "private")),
+            sources=c.pick((ScarSources(), ScarSources(task="t-1", file="a.py", agent="inner"))),
+        )
+    if kind == "scar.archived":
+        named = [*earlier[-4:], position + c.integer(1, 3), _MAX_POSITION]
+        return "scars", ScarArchived(
+            positions=list(dict.fromkeys(c.pick(named) for _ in range(c.integer(1, 3))))
+        )
+    if kind == "suggestion.proposed":
+        diff = c.pick((None, FileDiff(path="AGENTS.md", before="", after="- pin it\n")))
+        return "suggestion:" + str(uuid.UUID(int=(salt << 64) | position)), SuggestionProposed(
+            scars=some_scars,
+            destination=c.pick(_DESTINATIONS),
+            text=c.pick(_LESSON_TEXTS),
+            diff=diff,
+            drafter=c.pick(("offline", "http:stub")),
+        )
+    target = c.pick([*proposals[-3:], _UNKNOWN_ID])
+    if kind == "suggestion.reviewed":
+        decision = c.pick(("applied", "refused", "modified"))
+        text = (
+            c.pick((None, "", "  ", "Pin the tokenizer.", "two\nlines"))
+            if decision != "applied"
+            else None
+        )
+        return "suggestion:" + target, SuggestionReviewed(
+            suggestion=target,
+            decision=decision,
+            reviewer=c.pick(("ana", "bo")),
+            note=c.pick(("", "ok")),
+            text=text,
+        )
+    if kind == "suggestion.deferred":
+        return "learning", SuggestionDeferred(
+            scars=list(dict.fromkeys(some_scars)),
+            reason=c.pick(("model unavailable: HTTP 503", "answer out of shape")),
+            drafter=c.pick(("offline", "http:stub")),
+        )
+    return "suggestion:" + target, SuggestionWritten(
+        suggestion=target,
+        destination=c.pick(_DESTINATIONS),
+        path=c.pick(("AGENTS.md", "notes/inbox/x.md")),
+        mode=c.pick(("appended", "replaced", "created")),
+        sha256="0" * 63 + str(c.integer(0, 9)),
+    )
 
 
 @st.composite
