@@ -9,7 +9,7 @@ adds a rule.
 
 Tables: ``proposals`` (the ``rules`` suggestions and their status), ``rules`` (one row per
 rule) and ``rules_text`` (FTS5 over the rules' text, keyed by the review's position) for
-:func:`for_query`.
+:func:`rules_for_query`.
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def active(conn: sqlite3.Connection) -> list[Rule]:
     ]
 
 
-def for_query(conn: sqlite3.Connection, query: str, k: int) -> list[Rule]:
+def rules_for_query(conn: sqlite3.Connection, query: str, k: int) -> list[Rule]:
     """Return the ``k`` rules that best match ``query`` (BM25), with their match (0..1)."""
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
