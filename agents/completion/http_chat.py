@@ -234,7 +234,9 @@ class HttpCompleter:
         except (OSError, http.client.HTTPException) as error:
             # URLError, timeouts, refused and reset connections are OSErrors.
             reason = f"network error: {getattr(error, 'reason', None) or error!s}"
-            raise _Retryable(excerpt(reason.encode(), secret), None) from None
+            if secret:
+                reason = reason.replace(secret, "[redacted]")
+            raise _Retryable(reason, None) from None
 
 
 def _answer(raw: bytes, schema: type[T], url: str, secret: str | None) -> T:

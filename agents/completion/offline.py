@@ -44,6 +44,8 @@ class OfflineCompleter:
 
     def complete(self, system: str, prompt: str, schema: type[T]) -> T:
         """Return the registered answer for ``schema``, checked against it."""
+        if not isinstance(system, str) or not isinstance(prompt, str):
+            raise TypeError("complete: system and prompt must be str")
         answer = self._answers.get(schema)
         if answer is None:
             raise CompletionUnavailableError(

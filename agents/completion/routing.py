@@ -49,7 +49,9 @@ class CompletionConfigWarning(UserWarning):
     """The completion routing was missing or invalid; every use runs offline instead."""
 
 
-class OfflineRoute(msgspec.Struct, tag_field="provider", tag="offline", frozen=True):
+class OfflineRoute(
+    msgspec.Struct, tag_field="provider", tag="offline", frozen=True, forbid_unknown_fields=True
+):
     """Route a use to the deterministic offline provider."""
 
 
