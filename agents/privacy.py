@@ -10,7 +10,8 @@ replacements. It is a set of regular expressions with validators, stdlib only (A
   the first starting ``eyJ``), ``Bearer`` tokens, and the value after ``api_key=``,
   ``token:``, ``password=``, ``secret=`` and the like;
 - **emails**;
-- **IP addresses**: IPv4 with every octet 0..255, IPv6 as :mod:`ipaddress` parses it;
+- **IP addresses**: IPv4 with every octet 0..255, IPv6 as :mod:`ipaddress` parses it and
+  holding a decimal digit (``a::b`` and ``dead::beef`` read as C++ scopes and hex words);
 - **card numbers**: 13 to 19 digits, spaces or dashes between groups, Luhn-valid;
 - **phone numbers**: an optional ``+`` country code then 9 to 15 digits in groups, or a
   ``(area)`` group, with at most one space, dash or dot between groups. Dates (2026-11-23),
@@ -76,7 +77,7 @@ _PHONE = re.compile(
     (?<![\w+\-./])
     (?:\+\d{1,3}[\ .\-]?)?                # a country code
     (?:\(\d{1,4}\)[\ .\-]?)?              # an area code in brackets
-    \d{2,4}(?:[\ .\-]?\d{2,4}){1,4}       # groups of digits
+    \d{1,4}(?:[\ .\-]?\d{2,4}){1,5}       # groups of digits
     (?![\w\-]|[./]\d)
     """,
     re.VERBOSE,
@@ -111,7 +112,8 @@ def _is_ipv4(candidate: str) -> bool:
 
 
 def _is_ipv6(candidate: str) -> bool:
-    if candidate.count(":") < 2 or candidate in ("::",):
+    # Without a decimal digit it reads as a C++ scope or hex words (a::b, dead::beef).
+    if candidate.count(":") < 2 or not any(c.isdigit() for c in candidate):
         return False
     try:
         ipaddress.IPv6Address(candidate.split("%", 1)[0])
@@ -168,6 +170,11 @@ def scrub(text: str) -> Scrubbed:
         ) -> str:
             candidate = match.group(0)
             if valid is not None and not valid(candidate):
+                if " " in candidate and category in ("card", "phone"):
+                    # Grouped digits ran into a neighbour ("2026-11-23 415.555.0134"):
+                    # look again after the first space.
+                    head, _, tail = candidate.partition(" ")
+                    return f"{head} {pattern.sub(replace, tail)}"
                 return candidate
             found[category] += 1
             if "v" in match.re.groupindex:  # keep the name, replace the value

@@ -762,3 +762,107 @@ def jsonl_lines(draw: st.DrawFn) -> bytes:
         )
     )
     return msgspec.json.encode({"stream": "agent:fuzz", "kind": "signal.sent", "payload": value})
+
+
+# -- personal data, for the scrubber and the lessons loop ----------------------------------------
+
+_ALNUM = string.ascii_letters + string.digits
+_B64URL = _ALNUM + "-_"
+
+
+def _chars(alphabet: str, low: int, high: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet=alphabet, min_size=low, max_size=high)
+
+
+emails = st.builds(
+    "{}{}@{}.{}".format,
+    _chars(string.ascii_lowercase + string.digits, 1, 1),
+    _chars(string.ascii_lowercase + string.digits + "._+-", 0, 15).filter(
+        lambda s: not s.endswith((".", "-", "+", "_"))
+    ),
+    _chars(string.ascii_lowercase + string.digits, 1, 12),
+    st.sampled_from(["com", "org", "co.uk", "io", "de", "example"]),
+)
+
+
+def _digits(n: int) -> st.SearchStrategy[str]:
+    return _chars(string.digits, n, n)
+
+
+phones = st.one_of(
+    st.builds("+1 {}-{}-{}".format, _digits(3), _digits(3), _digits(4)),
+    st.builds("({}) {}-{}".format, _digits(3), _digits(3), _digits(4)),
+    st.builds("{}.{}.{}".format, _digits(3), _digits(3), _digits(4)),
+    st.builds("+44 {} {} {}".format, _digits(2), _digits(4), _digits(4)),
+    st.builds("+{}{}".format, st.sampled_from(["33", "49", "81", "91"]), _digits(10)),
+    st.builds("+33 6 {} {} {} {}".format, _digits(2), _digits(2), _digits(2), _digits(2)),
+)
+
+api_keys = st.one_of(
+    st.builds("sk-{}".format, _chars(_ALNUM, 20, 48)),
+    st.builds("sk-proj-{}".format, _chars(_ALNUM + "_-", 20, 48)),
+    st.builds("ghp_{}".format, _chars(_ALNUM, 36, 36)),
+    st.builds("github_pat_{}".format, _chars(_ALNUM + "_", 22, 60)),
+    st.builds("AKIA{}".format, _chars(string.ascii_uppercase + string.digits, 16, 16)),
+    st.builds("xoxb-{}".format, _chars(_ALNUM + "-", 10, 40)),
+    st.builds(
+        "eyJ{}.eyJ{}.{}".format,
+        _chars(_B64URL, 8, 30),
+        _chars(_B64URL, 8, 60),
+        _chars(_B64URL, 8, 43),
+    ),
+)
+
+ipv4s = st.ip_addresses(v=4).map(str)
+ipv6s = (
+    st.ip_addresses(v=6)
+    .flatmap(lambda a: st.sampled_from([a.compressed, a.exploded]))
+    .filter(lambda s: "." not in s and any(c.isdigit() for c in s))  # see engram.agents.privacy
+)
+
+
+def _luhn_complete(body: str) -> str:
+    total = 0
+    for i, char in enumerate(reversed(body)):
+        d = int(char)
+        if i % 2 == 0:  # doubled: these sit at odd positions once the check digit is added
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return body + str((10 - total % 10) % 10)
+
+
+@st.composite
+def card_numbers(draw: st.DrawFn) -> str:
+    """A Luhn-valid card number of 16 digits, grouped by 4 with spaces, dashes or nothing."""
+    number = _luhn_complete(draw(st.sampled_from("3456")) + draw(_digits(14)))
+    separator = draw(st.sampled_from([" ", "-", ""]))
+    return separator.join(number[i : i + 4] for i in range(0, 16, 4))
+
+
+#: ``(category, value)``: one piece of personal data of each kind the scrubber removes.
+personal_data = st.one_of(
+    emails.map(lambda v: ("email", v)),
+    phones.map(lambda v: ("phone", v)),
+    api_keys.map(lambda v: ("key", v)),
+    ipv4s.map(lambda v: ("ip", v)),
+    ipv6s.map(lambda v: ("ip", v)),
+    card_numbers().map(lambda v: ("card", v)),
+)
+
+_FILLER = st.sampled_from(
+    ["the deploy failed", "ask", "contact", "see", "retry with", "ünïcödé ✓", "on 2026-11-23", ""]
+)
+_AROUND = st.sampled_from(
+    [("", ""), (" ", " "), ("(", ")"), ('"', '"'), (" ", "."), (" ", ","), ("<", ">")]
+)
+
+
+@st.composite
+def texts_with_personal_data(draw: st.DrawFn, max_items: int = 3) -> tuple[str, list[str]]:
+    """A text holding 1..``max_items`` pieces of personal data, and the pieces."""
+    items = draw(st.lists(personal_data, min_size=1, max_size=max_items))
+    parts = []
+    for _, value in items:
+        left, right = draw(_AROUND)
+        parts.append(f"{draw(_FILLER)} {left}{value}{right} {draw(_FILLER)}")
+    return " ".join(parts).strip() or "x", [value for _, value in items]
