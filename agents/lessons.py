@@ -84,11 +84,15 @@ class Lessons:
         Raises:
             UnknownSuggestionError: none, or several, match.
         """
-        self._caught_up()
+        return self._find(suggestion)[0]
+
+    def _find(self, suggestion: str) -> tuple[Suggestion, int]:
+        """Return the suggestion and the ledger head the queue had reached when read."""
+        head = self._caught_up()
         with self.engine.read() as conn:
             found = suggestions.get(conn, suggestion) if isinstance(suggestion, str) else None
             if found is not None:
-                return found
+                return found, head
             if not isinstance(suggestion, str) or not suggestion:
                 raise SuggestionInputError(
                     f"suggestion must be an id or id prefix, got {suggestion!r}"
@@ -99,7 +103,7 @@ class Lessons:
         if found is None:
             several = f"{len(ids)} suggestions start with it" if ids else "no suggestion has it"
             raise UnknownSuggestionError(f"suggestion {suggestion!r}: {several}")
-        return found
+        return found, head
 
     def suggestions(
         self, status: Sequence[str] | None = None, limit: int | None = None
@@ -222,7 +226,7 @@ class Lessons:
             raise SuggestionInputError(
                 f"text is the reviewer's own text, given with 'modified' only, not {decision!r}"
             )
-        found = self.suggestion(suggestion)
+        found, head = self._find(suggestion)
         problem = suggestions.review_problem(found.status, decision, text)
         if problem == "modified without a text":
             raise SuggestionInputError("modified needs the final text (--text)")
@@ -246,7 +250,9 @@ class Lessons:
             ),  # type: ignore[arg-type]
             actor=reviewer,
         )
-        expect = self._version(stream)
+        # The stream's version as the check saw it: a review appended since (by another
+        # reviewer) moves the stream on, and this append then fails instead of adding a second.
+        expect = self._version(stream, head)
         try:
             (position,) = self.ledger.append(review, expect=expect)
         except ConcurrencyError:
@@ -316,14 +322,19 @@ class Lessons:
         )
         return self.ledger.append(event, expect=self._version(stream))[0]
 
-    def _version(self, stream: str) -> Expectation:
+    def _version(self, stream: str, upto: int | None = None) -> Expectation:
+        """Return ``stream``'s version counting its events up to position ``upto``."""
         last = 0
         for event in self.ledger.read_stream(stream):
+            if upto is not None and event.position > upto:
+                break
             last = event.version
         return last or NO_STREAM
 
-    def _caught_up(self) -> None:
-        self.engine.wait_for(self.ledger.head())
+    def _caught_up(self) -> int:
+        head = self.ledger.head()
+        self.engine.wait_for(head)
+        return head
 
     @staticmethod
     def _checked_text(text: str, destination: str) -> str:

@@ -167,6 +167,7 @@ def scrub(text: str) -> Scrubbed:
             category: str = category,
             valid: Callable[[str], bool] | None = valid,
             placeholder: str = placeholder,
+            pattern: re.Pattern[str] = pattern,
         ) -> str:
             candidate = match.group(0)
             if valid is not None and not valid(candidate):
