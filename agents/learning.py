@@ -32,6 +32,7 @@ from engram.agents.completion import (
     Completer,
     CompletionError,
     CompletionUnavailableError,
+    OfflineAnswer,
     OfflineCompleter,
 )
 from engram.agents.errors import SuggestionInputError
@@ -114,7 +115,7 @@ def _offline_answer(system: str, prompt: str) -> Draft:
 
 
 #: The offline provider's answers for the learning step (pass to ``completer_for``).
-OFFLINE_ANSWERS = {Draft: _offline_answer}
+OFFLINE_ANSWERS: dict[type[msgspec.Struct], OfflineAnswer] = {Draft: _offline_answer}
 
 
 def offline_drafter() -> OfflineCompleter:

@@ -21,6 +21,7 @@ Nothing is applied automatically: a review is always a person's call.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 from engram.agents import destinations
 from engram.agents.completion import Completer
@@ -32,6 +33,7 @@ from engram.agents.errors import (
 from engram.agents.learning import DEFAULT_BATCH, MAX_RULE, LearnReport, learn
 from engram.ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent
 from engram.ledger.catalog import (
+    Decision,
     Destination,
     FileDiff,
     SuggestionProposed,
@@ -43,7 +45,7 @@ from engram.ledger.ids import new_id
 from engram.projections import rules, suggestions
 from engram.projections.engine import ProjectionEngine
 from engram.projections.rules import Rule, one_line
-from engram.projections.suggestions import Suggestion
+from engram.projections.suggestions import Suggestion, Waiting
 
 DESTINATIONS = ("rules", "instructions_file", "settings", "notes_inbox", "skill", "task")
 DECISIONS = ("applied", "refused", "modified")
@@ -113,7 +115,7 @@ class Lessons:
         with self.engine.read() as conn:
             return suggestions.listing(conn, status, limit)
 
-    def waiting(self, limit: int | None = None) -> list[suggestions.Waiting]:
+    def waiting(self, limit: int | None = None) -> list[Waiting]:
         """Return the learning queue: scars waiting for a suggestion, by importance."""
         self._caught_up()
         with self.engine.read() as conn:
@@ -246,8 +248,12 @@ class Lessons:
             stream=stream,
             kind="suggestion.reviewed",
             payload=SuggestionReviewed(
-                suggestion=found.id, decision=decision, reviewer=reviewer, note=note, text=final
-            ),  # type: ignore[arg-type]
+                suggestion=found.id,
+                decision=cast(Decision, decision),
+                reviewer=reviewer,
+                note=note,
+                text=final,
+            ),
             actor=reviewer,
         )
         # The stream's version as the check saw it: a review appended since (by another

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engram.agents.completion import Completer
+from engram.agents.lessons import Lessons
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
 from engram.config import Settings, add_kinds, resolve_settings
@@ -155,6 +157,12 @@ class Memory:
             embedder=self.embedder,
             searcher=self.searcher,
             rate=self.settings.decay_rate,
+        )
+
+    def lessons(self, completer: Completer | None = None) -> Lessons:
+        """Return the lessons loop (suggestions, reviews, rules) with the settings' places."""
+        return Lessons(
+            self.ledger, self.engine, places=dict(self.settings.destinations), completer=completer
         )
 
 
