@@ -9,7 +9,11 @@
   same run is one ``re.sub`` of a single email pattern over the same texts: the floor any
   regex scrubber pays for one pass.
 
-Run: ``python -m engram.bench.scrub [--locomo FILE] [--scars N] [--show]``.
+- **A peer** (``--peer``): scrubadub's default ``Scrubber`` over the same turns and scars,
+  when it is importable (it is not a dependency): its changed turns, its rate, and which
+  planted kinds it leaves.
+
+Run: ``python -m engram.bench.scrub [--locomo FILE] [--scars N] [--show] [--peer]``.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs; the best is reported")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--show", action="store_true", help="list the turns changed")
+    parser.add_argument("--peer", action="store_true", help="also measure scrubadub")
     args = parser.parse_args(argv)
 
     turns = [t.text for c in locomo.load(args.locomo) for t in c.turns]
@@ -91,6 +96,33 @@ def main(argv: list[str] | None = None) -> None:
         f" two fields); one email re.sub: {args.scars / reference:,.0f} scars/s;"
         f" ratio {best / reference:.1f}x; scars changed {planted} of {args.scars}"
         f" (planted: {args.scars // 5 + (args.scars % 5 > 0)})"
+    )
+
+    if args.peer:
+        _peer(turns, pairs[: max(1, args.scars // 10)], args.show)
+
+
+def _peer(turns: list[str], pairs: list[tuple[str, str]], show: bool) -> None:
+    try:
+        import scrubadub  # type: ignore[import-not-found]
+    except ImportError:
+        print("peer: scrubadub is not importable; install it beside engram to compare")
+        return
+    scrubber = scrubadub.Scrubber()
+    changed = [(t, c) for t in turns if (c := scrubber.clean(t)) != t]
+    print(f"scrubadub: LoCoMo turns changed {len(changed)} ({len(changed) / len(turns):.2%})")
+    if show:
+        for before, after in changed:
+            print(f"  - {before!r}\n    {after!r}")
+    start = time.perf_counter()
+    cleaned = [(scrubber.clean(what), scrubber.clean(lesson)) for what, lesson in pairs]
+    elapsed = time.perf_counter() - start
+    left: Counter[str] = Counter()
+    for (what, _), (out, _) in zip(pairs, cleaned, strict=True):
+        left.update(p for p in _PLANTS if p in what and p in out)
+    print(
+        f"scrubadub: {len(pairs) / elapsed:,.0f} scars/s; planted values it left, by value:"
+        f" {dict(left)}"
     )
 
 
