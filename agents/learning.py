@@ -198,7 +198,7 @@ def learn(
                 stream="learning",
                 kind="suggestion.deferred",
                 payload=SuggestionDeferred(
-                    scars=scars, reason=reason[:2000], drafter=drafter.fingerprint
+                    scars=scars, reason=reason[:2000], drafter=drafter.fingerprint[:512]
                 ),
                 actor=actor,
             )
