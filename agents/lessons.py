@@ -31,7 +31,7 @@ from engram.agents.errors import (
     UnknownSuggestionError,
 )
 from engram.agents.learning import DEFAULT_BATCH, MAX_RULE, LearnReport, learn
-from engram.ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent
+from engram.ledger import NO_STREAM, ConcurrencyError, Ledger, NewEvent, new_id
 from engram.ledger.catalog import (
     Decision,
     Destination,
@@ -41,7 +41,6 @@ from engram.ledger.catalog import (
     SuggestionWritten,
 )
 from engram.ledger.events import Expectation
-from engram.ledger.ids import new_id
 from engram.projections import rules, suggestions
 from engram.projections.engine import ProjectionEngine
 from engram.projections.rules import Rule, one_line
