@@ -10,6 +10,8 @@ destination:
   file ``<suggestion id>.md`` in it, holding the text and the scars it came from;
 - ``rules`` is written nowhere: the rules projection serves it.
 
+A relative place is taken from the current directory; ``~`` is expanded.
+
 :func:`plan` checks everything and computes the bytes before anything is appended;
 :func:`commit` writes them atomically (a temporary file renamed over the target).
 """

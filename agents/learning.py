@@ -20,6 +20,7 @@ event records the scars and the reason, which the learning queue shows. Nothing 
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 from collections.abc import Sequence
@@ -34,6 +35,8 @@ from engram.agents.completion import (
     CompletionUnavailableError,
     OfflineAnswer,
     OfflineCompleter,
+    completer_for,
+    load_completion_routing,
 )
 from engram.agents.errors import SuggestionInputError
 from engram.agents.privacy import scrub
@@ -121,6 +124,13 @@ OFFLINE_ANSWERS: dict[type[msgspec.Struct], OfflineAnswer] = {Draft: _offline_an
 def offline_drafter() -> OfflineCompleter:
     """Return the default drafter: the offline provider answering :class:`Draft`."""
     return OfflineCompleter(OFFLINE_ANSWERS)
+
+
+def routed_drafter(routing: str | os.PathLike[str] | None) -> Completer:
+    """Return the drafter the routing file's ``[complete.learn]`` route names (offline by
+    default); a missing or invalid file warns (``CompletionConfigWarning``) and drafts offline."""
+    path = os.path.expanduser(routing) if routing else None
+    return completer_for("learn", load_completion_routing(path), offline=OFFLINE_ANSWERS)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.agents.completion import Completer
+from engram.agents.learning import routed_drafter
 from engram.agents.lessons import Lessons
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
@@ -160,10 +161,11 @@ class Memory:
         )
 
     def lessons(self, completer: Completer | None = None) -> Lessons:
-        """Return the lessons loop (suggestions, reviews, rules) with the settings' places."""
-        return Lessons(
-            self.ledger, self.engine, places=dict(self.settings.destinations), completer=completer
-        )
+        """Return the lessons loop with the settings' places; drafts through ``completer``,
+        else the routing file's ``learn`` route (offline by default)."""
+        drafter = completer or routed_drafter(self.settings.routing or None)
+        places = dict(self.settings.destinations)
+        return Lessons(self.ledger, self.engine, places=places, completer=drafter)
 
 
 @contextmanager

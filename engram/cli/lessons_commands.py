@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -11,12 +10,8 @@ from typing import IO, Any
 
 import click
 
-from engram.agents.completion import (
-    CompletionConfigWarning,
-    completer_for,
-    load_completion_routing,
-)
-from engram.agents.learning import DEFAULT_BATCH, OFFLINE_ANSWERS
+from engram.agents.completion import CompletionConfigWarning
+from engram.agents.learning import DEFAULT_BATCH, routed_drafter
 from engram.agents.lessons import Lessons
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, opened, output_format, state
@@ -33,13 +28,11 @@ def _lessons(settings: Settings, *, learning: bool = False) -> Iterator[Lessons]
     with opened(settings) as memory:
         completer = None
         if learning:
-            routing_file = os.path.expanduser(settings.routing) if settings.routing else None
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", CompletionConfigWarning)
-                routing = load_completion_routing(routing_file)
+                completer = routed_drafter(settings.routing or None)
             for warning in caught:
                 note(f"warning: {warning.message}")
-            completer = completer_for("learn", routing, offline=OFFLINE_ANSWERS)
         yield Lessons(
             memory.ledger, memory.engine, places=dict(settings.destinations), completer=completer
         )

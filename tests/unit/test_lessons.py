@@ -511,3 +511,24 @@ def test_an_offline_completer_without_the_draft_answer_defers(memory: Memory) ->
     report = lessons.learn()
     assert "no answer for Draft" in report.deferred[0][1]
     assert msgspec.json.encode(report.deferred)  # plain data, for the CLI's JSON
+
+
+def test_memory_lessons_drafts_through_the_routed_learn_use(tmp_path: Path) -> None:
+    with stub_server() as server:
+        routing = tmp_path / "routing.toml"
+        routing.write_text(
+            '[embedding.default]\nprovider = "hash"\n[complete.learn]\nprovider = "http"\n'
+            f'base_url = "{server.base_url}"\nmodel = "stub"\ntimeout = 5\n'
+        )
+        with open_memory(
+            str(tmp_path / "l.db"),
+            config="/dev/null",
+            routing=str(routing),
+            destinations={"skill": str(tmp_path / "skills")},
+        ) as memory:
+            record(memory, "Always check the disk first.")
+            lessons = memory.lessons()
+            assert lessons.places == {"skill": str(tmp_path / "skills")}
+            (drafted,) = lessons.learn().drafted
+            assert lessons.suggestion(drafted.suggestion).drafter == "http:stub"
+            assert len(server.requests) == 1
