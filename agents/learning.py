@@ -182,7 +182,8 @@ def learn(
     drafter = completer or offline_drafter()
     engine.wait_for(ledger.head())
     with engine.read() as conn:
-        queue = suggestions.waiting(conn, limit)
+        everything = suggestions.waiting(conn)
+    queue = everything[:limit] if limit is not None else everything
     report = LearnReport(dry_run=dry_run)
     down: str | None = None
     for start in range(0, len(queue), batch):
@@ -227,7 +228,7 @@ def learn(
                 )
             )
     if dry_run:
-        report.waiting = len(queue)
+        report.waiting = len(everything)
     else:
         engine.wait_for(ledger.head())
         with engine.read() as conn:
