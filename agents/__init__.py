@@ -7,7 +7,8 @@ archives failures and victories, which recall serves with a scope (:mod:`engram.
 :class:`Mailbox` and :class:`SharedMemo` carry signals and the session memo through the
 ledger; :class:`Runner` runs agents' cycles (spawn, cognition, commit with retries, sleep);
 :func:`reflect` turns an agent's memories into beliefs citing their evidence
-(:mod:`engram.agents.reflection`).
+(:mod:`engram.agents.reflection`); :class:`Lessons` runs the lessons loop (scars drafted into
+suggestions, reviewed by a person, applied as rules).
 """
 
 from engram.agents.concepts import ConceptBook
@@ -15,17 +16,24 @@ from engram.agents.errors import (
     AgentError,
     ConceptOwnerError,
     ConnectionStateError,
+    DestinationError,
     MemoryOwnerError,
     NeuronExistsError,
     SignalAckedError,
     SignalRecipientError,
+    SuggestionError,
+    SuggestionInputError,
+    SuggestionStateError,
     UnknownMemoryError,
     UnknownNeuronError,
     UnknownScarError,
     UnknownSignalError,
+    UnknownSuggestionError,
 )
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.insight import ModelGenerator, OfflineGenerator
+from engram.agents.learning import LearnReport
+from engram.agents.lessons import Lessons
 from engram.agents.memory import (
     DEFAULT_FUSION,
     DEFAULT_MIN_SCORE,
@@ -72,9 +80,12 @@ __all__ = [
     "ConceptOwnerError",
     "ConnectionStateError",
     "CycleResult",
+    "DestinationError",
     "HeuristicScorer",
     "ImportanceScorer",
     "Insight",
+    "LearnReport",
+    "Lessons",
     "Mailbox",
     "MemoryOwnerError",
     "ModelGenerator",
@@ -95,11 +106,15 @@ __all__ = [
     "SignalRecipientError",
     "Situation",
     "Stimulation",
+    "SuggestionError",
+    "SuggestionInputError",
+    "SuggestionStateError",
     "Triggers",
     "UnknownMemoryError",
     "UnknownNeuronError",
     "UnknownScarError",
     "UnknownSignalError",
+    "UnknownSuggestionError",
     "any_of",
     "inbox_waiting",
     "reflect",

@@ -13,10 +13,16 @@ Every error derives from :class:`AgentError`.
     ├── SignalAckedError        acknowledging, with effects, a signal already acknowledged
     ├── ConceptOwnerError       replacing a concept another agent keeps private
     ├── UnknownScarError        a position that holds no scar (or an archived one) was named
-    └── CompletionError         a model gave no valid answer (engram.agents.completion)
-        ├── CompletionUnavailableError   unreachable or kept failing; try again later
-        ├── CompletionRejectedError      the provider refused the request (4xx)
-        └── CompletionFormatError        the answer was not JSON of the expected schema
+    ├── CompletionError         a model gave no valid answer (engram.agents.completion)
+    │   ├── CompletionUnavailableError   unreachable or kept failing; try again later
+    │   ├── CompletionRejectedError      the provider refused the request (4xx)
+    │   ├── CompletionFormatError        the answer was not JSON of the expected schema
+    │   └── CompletionConfigError        a completer option is malformed
+    └── SuggestionError         the lessons loop refused a request (engram.agents.lessons)
+        ├── SuggestionInputError         an argument is malformed (the message names it)
+        ├── UnknownSuggestionError       no suggestion (or more than one) has this id or prefix
+        ├── SuggestionStateError         an illegal transition, or another review came first
+        └── DestinationError             the destination is not configured, or its file moved on
 """
 
 from __future__ import annotations
@@ -64,3 +70,23 @@ class SignalAckedError(AgentError):
 
 class UnknownScarError(AgentError):
     """A position that holds no scar, or holds an archived one, was named."""
+
+
+class SuggestionError(AgentError):
+    """The lessons loop refused a request; nothing was appended."""
+
+
+class SuggestionInputError(SuggestionError):
+    """An argument of the lessons loop is malformed; the message names it."""
+
+
+class UnknownSuggestionError(SuggestionError):
+    """No suggestion, or more than one, has this id or id prefix."""
+
+
+class SuggestionStateError(SuggestionError):
+    """The suggestion is not in a state that allows this (or another review came first)."""
+
+
+class DestinationError(SuggestionError):
+    """A destination is not configured, or its file is not what the suggestion expects."""

@@ -19,6 +19,13 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     [kinds."note.taken"]
     open = true                                      # payload {"data": {any JSON object}}
 
+    [destinations]                                   # where applied suggestions are written
+    instructions_file = "AGENTS.md"                  # a file: lines appended, diffs applied
+    settings = "settings.md"
+    notes_inbox = "notes/inbox"                      # a folder: one file per suggestion
+    skill = "skills"
+    task = "tasks"
+
 Field types: ``str``, ``int``, ``float``, ``bool``, ``list[str]``, ``list[int]``,
 ``list[float]``, ``list[bool]`` and ``json`` (a JSON object); a trailing ``?`` makes a field
 optional (absent means null). Payloads of these kinds are validated like engram's own.
@@ -57,7 +64,10 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "reflect_every": int,
     "reflect_importance": (int, float),
     "kinds": dict,
+    "destinations": dict,
 }
+#: Where applied suggestions are written, by destination (``rules`` is served, not written).
+DESTINATION_KEYS = ("instructions_file", "settings", "notes_inbox", "skill", "task")
 #: Field types a config-declared kind may use, and the Python type each becomes.
 FIELD_TYPES: dict[str, Any] = {
     "str": str,
@@ -117,6 +127,7 @@ class Settings:
     reflect_every: int = 100
     reflect_importance: float = 150.0
     kinds: tuple[KindDeclaration, ...] = ()
+    destinations: tuple[tuple[str, str], ...] = ()
     source: str = "default"
 
     @property
@@ -174,7 +185,22 @@ def _read_config(path: Path) -> dict[str, Any]:
             raise ConfigError(f"config file {path}: {key} has the wrong type ({value!r})")
     if "kinds" in data:
         data["kinds"] = _declarations(path, data["kinds"])
+    if "destinations" in data:
+        data["destinations"] = _destinations(f"config file {path}", data["destinations"])
     return data
+
+
+def _destinations(where: str, table: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Check a ``[destinations]`` table: known destinations, each a non-empty path."""
+    for name, place in table.items():
+        if name not in DESTINATION_KEYS:
+            raise ConfigError(
+                f"{where}: [destinations] {name!r} is not a destination written to a file"
+                f" (known: {', '.join(DESTINATION_KEYS)})"
+            )
+        if not isinstance(place, str) or not place.strip():
+            raise ConfigError(f"{where}: [destinations] {name} must be a path, got {place!r}")
+    return tuple(sorted(table.items()))
 
 
 def _declarations(path: Path, table: dict[str, Any]) -> tuple[KindDeclaration, ...]:
@@ -275,6 +301,8 @@ def resolve_settings(
     values.update({k: v for k, v in overrides.items() if v is not None})
     if isinstance(overrides.get("kinds"), dict):
         values["kinds"] = _declarations(Path("<options>"), overrides["kinds"])
+    if isinstance(overrides.get("destinations"), dict):
+        values["destinations"] = _destinations("options", overrides["destinations"])
     values.setdefault("ledger", default_ledger_path())
     timeout = values.get("busy_timeout", 30.0)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:

@@ -14,7 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engram.agents.completion import Completer
 from engram.agents.concepts import ConceptBook
+from engram.agents.learning import routed_drafter
+from engram.agents.lessons import Lessons
 from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
 from engram.agents.scars import Scars
@@ -36,9 +39,11 @@ from engram.projections.inbox import Inbox
 from engram.projections.lexical import LexicalIndex
 from engram.projections.memo import Memo
 from engram.projections.reflections import Reflections
+from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.suggestions import SuggestionQueue
 
 EMBEDDING_CACHE = "embeddings.db"
 
@@ -128,6 +133,8 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         Concepts(),
         ScarsTable(),
         Reflections(),
+        SuggestionQueue(),
+        RuleBook(),
     ]
 
 
@@ -181,6 +188,13 @@ class Memory:
     def scars(self, name: str) -> Scars:
         """Return ``name``'s scars (record, archive); recall them with ``agent(name).recall``."""
         return Scars(name, self.ledger, self.engine)
+
+    def lessons(self, completer: Completer | None = None) -> Lessons:
+        """Return the lessons loop with the settings' places; drafts through ``completer``,
+        else the routing file's ``learn`` route (offline by default)."""
+        drafter = completer or routed_drafter(self.settings.routing or None)
+        places = dict(self.settings.destinations)
+        return Lessons(self.ledger, self.engine, places=places, completer=drafter)
 
 
 @contextmanager

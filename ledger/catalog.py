@@ -316,6 +316,39 @@ class VitalityMeasured(_Payload, frozen=True):
     growth: Annotated[int, msgspec.Meta(ge=0)]
 
 
+class SuggestionDeferred(_Payload, frozen=True):
+    """A learning step could not draft a suggestion for some scars; they stay waiting.
+
+    ``reason`` says why (the model was unreachable, refused, or answered out of shape), so
+    the learning queue shows it; the scars are tried again by a later step.
+    """
+
+    __kind__: ClassVar[str] = "suggestion.deferred"
+
+    scars: Annotated[list[EventId], msgspec.Meta(min_length=1)]
+    reason: Text
+    drafter: Name = "offline"
+
+
+WriteMode = Literal["appended", "replaced", "created"]
+
+
+class SuggestionWritten(_Payload, frozen=True):
+    """An applied suggestion was written to its destination's file or folder.
+
+    ``sha256`` is the digest of the bytes written (the new file for ``created`` and
+    ``replaced``, the appended text for ``appended``).
+    """
+
+    __kind__: ClassVar[str] = "suggestion.written"
+
+    suggestion: EventId
+    destination: Destination
+    path: Text
+    mode: WriteMode
+    sha256: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -337,6 +370,8 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         MemoPosted,
         ConceptUpserted,
         VitalityMeasured,
+        SuggestionDeferred,
+        SuggestionWritten,
     )
 }
 

@@ -18,7 +18,9 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``scars`` (:class:`ScarsTable`): failures and victories with their lessons and recall
   counters, read through ``scars.get`` and ``scars.list_scars``;
 - ``reflections`` (:class:`Reflections`): beliefs with their evidence, and each agent's
-  counters since its last reflection (the reflection triggers).
+  counters since its last reflection (the reflection triggers);
+- ``suggestions`` (:class:`SuggestionQueue`, the lessons queue under review) and ``rules``
+  (:class:`RuleBook`, the applied rules every session loads).
 
 To add a projection, read ``projections/scars.py``: a name, a version, the kinds it
 consumes, its tables, ``create``, ``apply`` dispatching to one handler per kind, and its
@@ -50,11 +52,13 @@ from engram.projections.lexical import LexicalIndex
 from engram.projections.memo import Memo, Note
 from engram.projections.queries import Item, MemoryFacts, Vitality
 from engram.projections.reflections import Reflections
+from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import Scar, ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore
+from engram.projections.suggestions import SuggestionQueue
 from engram.projections.vitality import BrainVitality
 
 __all__ = [
@@ -87,12 +91,14 @@ __all__ = [
     "ProjectionStoreError",
     "QueryError",
     "Reflections",
+    "RuleBook",
     "SalienceIndex",
     "Scar",
     "ScarsTable",
     "SemanticIndex",
     "Signal",
     "SnapshotCache",
+    "SuggestionQueue",
     "Tables",
     "UnknownProjectionError",
     "VectorHit",

@@ -25,6 +25,7 @@ from engram.ledger.catalog import (
     ConceptUpserted,
     ConnectionCreated,
     ConnectionReweighted,
+    FileDiff,
     MemoPosted,
     MemoryArchived,
     MemoryObserved,
@@ -39,6 +40,10 @@ from engram.ledger.catalog import (
     ScarSources,
     SignalAcked,
     SignalSent,
+    SuggestionDeferred,
+    SuggestionProposed,
+    SuggestionReviewed,
+    SuggestionWritten,
     VitalityMeasured,
 )
 from engram.ledger.events import NewEvent
@@ -519,6 +524,16 @@ def cyclic_graphs(
 # for the crash tests that need one large history outside Hypothesis. Event ``i`` of a
 # history appended in order to a fresh ledger lands at position ``i + 1``.
 
+#: The lessons loop's kinds (scars, suggestions and their lifecycle).
+LESSON_KINDS = (
+    "scar.recorded",
+    "scar.archived",
+    "suggestion.proposed",
+    "suggestion.reviewed",
+    "suggestion.deferred",
+    "suggestion.written",
+)
+
 #: The kinds :func:`projection_histories` generates (every catalog kind).
 HISTORY_KINDS = (
     "neuron.created",
@@ -536,6 +551,10 @@ HISTORY_KINDS = (
     "scar.recorded",
     "scar.archived",
     "memory.reflected",
+    "suggestion.proposed",
+    "suggestion.reviewed",
+    "suggestion.deferred",
+    "suggestion.written",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -711,6 +730,8 @@ def _history(
                 importance=c.integer(0, 10) or None,
                 visibility=c.pick(("public", "private")),
             )
+        elif kind in LESSON_KINDS:
+            stream, payload = _lesson(c, kind, position, salt, events, memories + others)
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
         kept = {
@@ -735,6 +756,72 @@ def _history(
 def _history_id(salt: int, position: int) -> str:
     """The id of event ``position`` of a history built with ``salt``."""
     return str(uuid.UUID(int=(salt << 64) | position))
+
+
+_LESSON_TEXTS = (
+    "Run the parser tests before every release.",
+    "always pin the tokenizer version\nand say why",  # a rule text over two lines
+    "Ünïcödé — ✓ 漢字",
+)
+_DESTINATIONS = ("rules", "rules", "instructions_file", "settings", "notes_inbox", "skill", "task")
+_UNKNOWN_ID = "ffffffff-ffff-4fff-bfff-ffffffffffff"
+
+
+def _lesson(
+    c: _Choices,
+    kind: str,
+    position: int,
+    salt: int,
+    events: Sequence[NewEvent],
+    earlier: Sequence[int],
+) -> tuple[str, msgspec.Struct]:
+    """A suggestion event naming earlier scars and suggestions, legal or not (scars
+    themselves come from :func:`_history`'s own branches).
+
+    Reviews hit pending suggestions, reviewed ones (a second review, an applied refusal),
+    unknown ids, and ``modified`` comes without a text at times; proposals, deferrals and
+    writes name unknown ids too.
+    """
+    scars = [e.id for e in events if e.kind == "scar.recorded"] or [_UNKNOWN_ID]
+    proposals = [e.id for e in events if e.kind == "suggestion.proposed"] or [_UNKNOWN_ID]
+    some_scars = [c.pick([*scars[-4:], _UNKNOWN_ID]) for _ in range(c.integer(1, 3))]
+    if kind == "suggestion.proposed":
+        diff = c.pick((None, FileDiff(path="AGENTS.md", before="", after="- pin it\n")))
+        return "suggestion:" + str(uuid.UUID(int=(salt << 64) | position)), SuggestionProposed(
+            scars=some_scars,
+            destination=c.pick(_DESTINATIONS),
+            text=c.pick(_LESSON_TEXTS),
+            diff=diff,
+            drafter=c.pick(("offline", "http:stub")),
+        )
+    target = c.pick([*proposals[-3:], _UNKNOWN_ID])
+    if kind == "suggestion.reviewed":
+        decision = c.pick(("applied", "refused", "modified"))
+        text = (
+            c.pick((None, "", "  ", "Pin the tokenizer.", "two\nlines"))
+            if decision != "applied"
+            else None
+        )
+        return "suggestion:" + target, SuggestionReviewed(
+            suggestion=target,
+            decision=decision,
+            reviewer=c.pick(("ana", "bo")),
+            note=c.pick(("", "ok")),
+            text=text,
+        )
+    if kind == "suggestion.deferred":
+        return "learning", SuggestionDeferred(
+            scars=list(dict.fromkeys(some_scars)),
+            reason=c.pick(("model unavailable: HTTP 503", "answer out of shape")),
+            drafter=c.pick(("offline", "http:stub")),
+        )
+    return "suggestion:" + target, SuggestionWritten(
+        suggestion=target,
+        destination=c.pick(_DESTINATIONS),
+        path=c.pick(("AGENTS.md", "notes/inbox/x.md")),
+        mode=c.pick(("appended", "replaced", "created")),
+        sha256="0" * 63 + str(c.integer(0, 9)),
+    )
 
 
 @st.composite
@@ -810,3 +897,107 @@ def jsonl_lines(draw: st.DrawFn) -> bytes:
         )
     )
     return msgspec.json.encode({"stream": "agent:fuzz", "kind": "signal.sent", "payload": value})
+
+
+# -- personal data, for the scrubber and the lessons loop ----------------------------------------
+
+_ALNUM = string.ascii_letters + string.digits
+_B64URL = _ALNUM + "-_"
+
+
+def _chars(alphabet: str, low: int, high: int) -> st.SearchStrategy[str]:
+    return st.text(alphabet=alphabet, min_size=low, max_size=high)
+
+
+emails = st.builds(
+    "{}{}@{}.{}".format,
+    _chars(string.ascii_lowercase + string.digits, 1, 1),
+    _chars(string.ascii_lowercase + string.digits + "._+-", 0, 15).filter(
+        lambda s: not s.endswith((".", "-", "+", "_"))
+    ),
+    _chars(string.ascii_lowercase + string.digits, 1, 12),
+    st.sampled_from(["com", "org", "co.uk", "io", "de", "example"]),
+)
+
+
+def _digits(n: int) -> st.SearchStrategy[str]:
+    return _chars(string.digits, n, n)
+
+
+phones = st.one_of(
+    st.builds("+1 {}-{}-{}".format, _digits(3), _digits(3), _digits(4)),
+    st.builds("({}) {}-{}".format, _digits(3), _digits(3), _digits(4)),
+    st.builds("{}.{}.{}".format, _digits(3), _digits(3), _digits(4)),
+    st.builds("+44 {} {} {}".format, _digits(2), _digits(4), _digits(4)),
+    st.builds("+{}{}".format, st.sampled_from(["33", "49", "81", "91"]), _digits(10)),
+    st.builds("+33 6 {} {} {} {}".format, _digits(2), _digits(2), _digits(2), _digits(2)),
+)
+
+api_keys = st.one_of(
+    st.builds("sk-{}".format, _chars(_ALNUM, 20, 48)),
+    st.builds("sk-proj-{}".format, _chars(_ALNUM + "_-", 20, 48)),
+    st.builds("ghp_{}".format, _chars(_ALNUM, 36, 36)),
+    st.builds("github_pat_{}".format, _chars(_ALNUM + "_", 22, 60)),
+    st.builds("AKIA{}".format, _chars(string.ascii_uppercase + string.digits, 16, 16)),
+    st.builds("xoxb-{}".format, _chars(_ALNUM + "-", 10, 40)),
+    st.builds(
+        "eyJ{}.eyJ{}.{}".format,
+        _chars(_B64URL, 8, 30),
+        _chars(_B64URL, 8, 60),
+        _chars(_B64URL, 8, 43),
+    ),
+)
+
+ipv4s = st.ip_addresses(v=4).map(str)
+ipv6s = (
+    st.ip_addresses(v=6)
+    .flatmap(lambda a: st.sampled_from([a.compressed, a.exploded]))
+    .filter(lambda s: "." not in s and any(c.isdigit() for c in s))  # see engram.agents.privacy
+)
+
+
+def _luhn_complete(body: str) -> str:
+    total = 0
+    for i, char in enumerate(reversed(body)):
+        d = int(char)
+        if i % 2 == 0:  # doubled: these sit at odd positions once the check digit is added
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return body + str((10 - total % 10) % 10)
+
+
+@st.composite
+def card_numbers(draw: st.DrawFn) -> str:
+    """A Luhn-valid card number of 16 digits, grouped by 4 with spaces, dashes or nothing."""
+    number = _luhn_complete(draw(st.sampled_from("3456")) + draw(_digits(14)))
+    separator = draw(st.sampled_from([" ", "-", ""]))
+    return separator.join(number[i : i + 4] for i in range(0, 16, 4))
+
+
+#: ``(category, value)``: one piece of personal data of each kind the scrubber removes.
+personal_data = st.one_of(
+    emails.map(lambda v: ("email", v)),
+    phones.map(lambda v: ("phone", v)),
+    api_keys.map(lambda v: ("key", v)),
+    ipv4s.map(lambda v: ("ip", v)),
+    ipv6s.map(lambda v: ("ip", v)),
+    card_numbers().map(lambda v: ("card", v)),
+)
+
+_FILLER = st.sampled_from(
+    ["the deploy failed", "ask", "contact", "see", "retry with", "ünïcödé ✓", "on 2026-11-23", ""]
+)
+_AROUND = st.sampled_from(
+    [("", ""), (" ", " "), ("(", ")"), ('"', '"'), (" ", "."), (" ", ","), ("<", ">")]
+)
+
+
+@st.composite
+def texts_with_personal_data(draw: st.DrawFn, max_items: int = 3) -> tuple[str, list[str]]:
+    """A text holding 1..``max_items`` pieces of personal data, and the pieces."""
+    items = draw(st.lists(personal_data, min_size=1, max_size=max_items))
+    parts = []
+    for _, value in items:
+        left, right = draw(_AROUND)
+        parts.append(f"{draw(_FILLER)} {left}{value}{right} {draw(_FILLER)}")
+    return " ".join(parts).strip() or "x", [value for _, value in items]

@@ -10,6 +10,7 @@ from engram.cli import (  # noqa: F401
     checkpoint_commands,
     concept_commands,
     ledger_commands,
+    lessons_commands,
     memory_commands,
     reflection_commands,
     scars_commands,

@@ -1,0 +1,301 @@
+"""The http provider: an OpenAI-compatible ``POST {base_url}/chat/completions``, stdlib only.
+
+Request: the system text and the prompt as two messages, ``temperature`` 0 and
+``response_format {"type": "json_object"}``; the schema's JSON Schema is appended to the
+system text so any compatible server knows the shape wanted. Response: the first choice's
+``message.content``, decoded as JSON and validated against the msgspec schema.
+
+Failures map onto the port's errors: a 429, a 5xx, a timeout or a network error is retried
+with exponential backoff, at most twice (three attempts), honouring a capped
+``Retry-After``, then :class:`CompletionUnavailableError`; any other non-2xx status is
+:class:`CompletionRejectedError` at once; an answer that is not JSON or does not fit the
+schema is :class:`CompletionFormatError`. Redirects are not followed, so the Authorization
+header never leaves the configured host.
+
+The API key is read from the environment variable *named* in the route, at each request; it
+is never stored on the completer, logged, or put in a message, repr or fingerprint.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import http.client
+import json
+import logging
+import math
+import os
+import re
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import msgspec
+
+from engram.agents.completion.errors import CompletionConfigError
+from engram.agents.completion.port import (
+    CompletionFormatError,
+    CompletionRejectedError,
+    CompletionUnavailableError,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T", bound=msgspec.Struct)
+
+ATTEMPTS = 3
+"""One try plus at most two retries."""
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_EXCERPT = 200
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # urllib then raises HTTPError with the 3xx status: a permanent failure
+
+
+_OPENER = urllib.request.build_opener(_NoRedirect)
+
+
+class _Retryable(Exception):
+    def __init__(self, reason: str, retry_after: float | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+class HttpCompleter:
+    """Ask an OpenAI-compatible chat completions endpoint for a JSON object.
+
+    Args:
+        base_url: the API root, e.g. ``https://api.openai.com/v1``.
+        model: the model name sent with every request.
+        api_key_env: name of the environment variable holding the bearer token, if any.
+        timeout: seconds per attempt (connect and read).
+        backoff: first retry delay in seconds; doubled for the next one.
+        max_retry_after: cap, in seconds, on a server's ``Retry-After``.
+        max_tokens: the answer's length cap sent to the server.
+        sleep: how to wait between attempts (``time.sleep``; tests pass a recorder).
+
+    Raises:
+        CompletionConfigError: an option is malformed (named in the message).
+    """
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key_env: str | None = None,
+        timeout: float = 60.0,
+        backoff: float = 0.5,
+        max_retry_after: float = 30.0,
+        max_tokens: int = 1024,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        try:
+            parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+            _ = parts and parts.port  # an invalid port raises here, not at the first request
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise CompletionConfigError(
+                f"base_url must be an http(s) URL, got {safe_url(base_url)!r}"
+            )
+        if not isinstance(model, str) or not model:
+            raise CompletionConfigError(f"model must be a non-empty str, got {model!r}")
+        if api_key_env is not None and (
+            not isinstance(api_key_env, str) or not ENV_NAME.match(api_key_env)
+        ):
+            raise CompletionConfigError(
+                f"api_key_env must be an environment variable name, got {api_key_env!r}"
+            )
+        for name, value, positive in (
+            ("timeout", timeout, True),
+            ("backoff", backoff, False),
+            ("max_retry_after", max_retry_after, False),
+        ):
+            if (
+                not isinstance(value, int | float)
+                or isinstance(value, bool)
+                or not math.isfinite(value)
+                or value < 0
+                or (positive and value == 0)
+            ):
+                kind = "positive" if positive else "non-negative"
+                raise CompletionConfigError(
+                    f"{name} must be a {kind} number of seconds, got {value!r}"
+                )
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise CompletionConfigError(f"max_tokens must be a positive int, got {max_tokens!r}")
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._model = model
+        self._api_key_env = api_key_env
+        self._timeout = float(timeout)
+        self._backoff = float(backoff)
+        self._max_retry_after = float(max_retry_after)
+        self._max_tokens = max_tokens
+        self._sleep = sleep
+
+    @property
+    def fingerprint(self) -> str:
+        """Name the provider and model: ``"http:<model>"``."""
+        return f"http:{self._model}"
+
+    def __repr__(self) -> str:
+        return (
+            f"HttpCompleter(url={safe_url(self._url)!r}, model={self._model!r}, "
+            f"api_key_env={self._api_key_env!r})"
+        )
+
+    def complete(self, system: str, prompt: str, schema: type[T]) -> T:
+        """Return the model's answer to ``prompt`` as an instance of ``schema``."""
+        if not isinstance(system, str) or not isinstance(prompt, str):
+            raise TypeError("complete: system and prompt must be str")
+        shape = json.dumps(msgspec.json.schema(schema), sort_keys=True)
+        body = {
+            "model": self._model,
+            "messages": [
+                {
+                    "role": "system",
+                    "content": f"{system}\n\nAnswer with one JSON object of this schema: {shape}",
+                },
+                {"role": "user", "content": prompt},
+            ],
+            "temperature": 0,
+            "max_tokens": self._max_tokens,
+            "response_format": {"type": "json_object"},
+        }
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": "engram-completer",
+        }
+        secret = None
+        if self._api_key_env is not None:
+            secret = os.environ.get(self._api_key_env)
+            if not secret:
+                raise CompletionUnavailableError(
+                    f"environment variable {self._api_key_env} (api_key_env) is not set or empty"
+                )
+            headers["Authorization"] = f"Bearer {secret}"
+        payload = json.dumps(body).encode()
+        url = safe_url(self._url)
+        last: _Retryable | None = None
+        for attempt in range(1, ATTEMPTS + 1):
+            try:
+                raw = self._post(payload, headers, url, secret)
+            except _Retryable as failure:
+                last = failure
+                if attempt == ATTEMPTS:
+                    break
+                delay = self._backoff * 2 ** (attempt - 1)
+                if failure.retry_after is not None:
+                    delay = min(failure.retry_after, self._max_retry_after)
+                logger.warning(
+                    "completion request to %s failed (%s); retry %d of %d in %.2fs",
+                    url,
+                    failure.reason,
+                    attempt,
+                    ATTEMPTS - 1,
+                    delay,
+                )
+                self._sleep(delay)
+                continue
+            return _answer(raw, schema, url, secret)
+        assert last is not None
+        raise CompletionUnavailableError(
+            f"completion request to {url} failed after {ATTEMPTS} attempts: {last.reason}"
+        )
+
+    def _post(self, payload: bytes, headers: dict[str, str], url: str, secret: str | None) -> bytes:
+        request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
+        try:
+            with _OPENER.open(request, timeout=self._timeout) as response:
+                return bytes(response.read())
+        except urllib.error.HTTPError as error:
+            with error:
+                status = error.code
+                try:
+                    body = error.read(4 * _EXCERPT)
+                except (OSError, http.client.HTTPException):
+                    body = b""
+                retry_after = _retry_after(error.headers.get("Retry-After"))
+            reason = f"HTTP {status}: {excerpt(body, secret)}"
+            if status == 429 or 500 <= status <= 599:
+                raise _Retryable(reason, retry_after) from None
+            raise CompletionRejectedError(
+                f"completion request to {url} refused with {reason}"
+            ) from None
+        except (OSError, http.client.HTTPException) as error:
+            # URLError, timeouts, refused and reset connections are OSErrors.
+            reason = f"network error: {getattr(error, 'reason', None) or error!s}"
+            if secret:
+                reason = reason.replace(secret, "[redacted]")
+            raise _Retryable(reason, None) from None
+
+
+def _answer(raw: bytes, schema: type[T], url: str, secret: str | None) -> T:
+    try:
+        document = json.loads(raw)
+        content = document["choices"][0]["message"]["content"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise CompletionFormatError(
+            f"completion response from {url} is not a chat completion: {excerpt(raw, secret)}"
+        ) from None
+    if not isinstance(content, str):
+        raise CompletionFormatError(f"completion response from {url}: content is not a string")
+    text = content.strip()
+    if text.startswith("```"):  # some servers fence JSON despite the response format
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        return msgspec.json.decode(text.encode(), type=schema)
+    except msgspec.ValidationError as error:
+        raise CompletionFormatError(
+            f"completion answer from {url} does not fit {schema.__name__}: {error}"
+        ) from None
+    except msgspec.DecodeError:
+        raise CompletionFormatError(
+            f"completion answer from {url} is not JSON: {excerpt(text.encode(), secret)}"
+        ) from None
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - datetime.now(UTC)).total_seconds()
+    return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def excerpt(body: bytes, secret: str | None) -> str:
+    """Return the start of ``body`` for a message, with ``secret`` (if any) redacted."""
+    text = body.decode("utf-8", "replace")
+    if secret:
+        text = text.replace(secret, "[redacted]")
+    text = " ".join(text.split())
+    return repr(text[:_EXCERPT] + ("…" if len(text) > _EXCERPT else ""))
+
+
+def safe_url(url: Any) -> str:
+    """Return ``url`` without user:password, for messages and logs."""
+    if not isinstance(url, str):
+        return repr(url)
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    netloc = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))

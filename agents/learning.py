@@ -1,0 +1,302 @@
+"""The learning step: draft suggestions from the scars waiting for one.
+
+:func:`learn` takes learnable scars that no suggestion names, by importance, in batches, and
+asks a :class:`~engram.agents.completion.Completer` (routed as the ``learn`` use) for a
+:class:`Draft`: a destination and a text. The scar is scrubbed of personal data
+(:mod:`engram.agents.privacy`) before the prompt is built, whatever the provider, and the
+answer is scrubbed again. Each draft is appended as a ``suggestion.proposed`` event, so a
+rebuild never calls a model (ADR 0028).
+
+The default provider is offline: :func:`draft_offline` is extractive and deterministic. It
+takes the lesson's first sentence and chooses the destination by rule: a lesson that reads
+as an instruction (an imperative or a "must"/"should") becomes a rule when it fits on one
+short line, the instructions file otherwise; one about a setting goes to ``settings``; a
+victory's pattern to ``skill``; pending work to ``task``; anything else to the notes inbox.
+
+A model that is unreachable leaves the rest of the run's scars waiting; an answer that is
+refused or out of shape leaves its scar waiting; either way one ``suggestion.deferred``
+event records the scars and the reason, which the learning queue shows. Nothing raises.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Annotated
+
+import msgspec
+
+from engram.agents.completion import (
+    Completer,
+    CompletionError,
+    CompletionUnavailableError,
+    OfflineAnswer,
+    OfflineCompleter,
+    completer_for,
+    load_completion_routing,
+)
+from engram.agents.errors import SuggestionInputError
+from engram.agents.privacy import scrub
+from engram.ledger import ANY, NO_STREAM, ConcurrencyError, Ledger, NewEvent
+from engram.ledger.catalog import Destination, SuggestionDeferred, SuggestionProposed
+from engram.projections import suggestions
+from engram.projections.engine import ProjectionEngine
+from engram.projections.rules import one_line
+
+#: The longest text a rule may have (rules are loaded into every session).
+MAX_RULE = 300
+DEFAULT_BATCH = 10
+#: Event ids of drafts are derived from (scar, drafter): a re-run after a crash is a no-op.
+_NAMESPACE = uuid.UUID("6f1b2f5e-4c1a-5d9e-9a43-2f6c8e0b7d11")
+
+
+class Draft(msgspec.Struct, frozen=True):
+    """What a drafter answers for one scar: where the lesson should go and its text."""
+
+    destination: Destination
+    text: Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
+
+
+class ScarPrompt(msgspec.Struct, frozen=True):
+    """The part of a scar a drafter sees (scrubbed), as the prompt's JSON."""
+
+    kind: str
+    what: str
+    lesson: str
+    importance: int
+
+
+SYSTEM = (
+    "You turn one lesson an AI agent learned (a failure or a victory) into one concrete "
+    "suggestion a person will review. Choose the destination: 'rules' for a short "
+    "instruction every session must follow (one line), 'instructions_file' for a longer "
+    "instruction, 'settings' for a configuration change, 'skill' for a reusable procedure, "
+    "'task' for work still to do, 'notes_inbox' for anything else. Write the text as the "
+    "instruction itself, in the imperative, without personal data."
+)
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_INSTRUCTION = re.compile(
+    r"^(?:always|never|do|don't|do not|use|run|check|verify|prefer|avoid|make sure|ensure|"
+    r"pin|add|keep|set|call|read|write|test|retry|wait|ask|log|validate|remove|stop|start|"
+    r"before|after|when|if)\b|\b(?:must|should|need to|has to|have to)\b",
+    re.IGNORECASE,
+)
+_SETTING = re.compile(
+    r"\b(?:setting|config(?:uration)?|flag|option|timeout|env(?:ironment)? var(?:iable)?|"
+    r"threshold|limit)\b",
+    re.IGNORECASE,
+)
+_TASK = re.compile(r"\b(?:todo|follow[- ]up|investigate|still need|later|open question)\b", re.I)
+
+
+def draft_offline(scar: ScarPrompt) -> Draft:
+    """Draft a suggestion from a scar's own lesson, deterministically, without a model."""
+    lesson = one_line(scar.lesson)
+    first = _SENTENCE.split(lesson, maxsplit=1)[0].strip()
+    text = first[:1].upper() + first[1:]
+    if text and text[-1] not in ".!?":
+        text += "."
+    if _TASK.search(lesson):
+        return Draft("task", f"{text} (from: {one_line(scar.what)})")
+    if _SETTING.search(lesson) and not _INSTRUCTION.match(lesson):
+        return Draft("settings", text)
+    if _INSTRUCTION.search(first):
+        if len(text) <= MAX_RULE:
+            return Draft("rules", text)
+        return Draft("instructions_file", lesson)
+    if scar.kind == "victory":
+        return Draft("skill", f"{text} (worked when: {one_line(scar.what)})")
+    return Draft("notes_inbox", f"{one_line(scar.what)} Lesson: {text}")
+
+
+def _offline_answer(system: str, prompt: str) -> Draft:
+    return draft_offline(msgspec.json.decode(prompt.encode(), type=ScarPrompt))
+
+
+#: The offline provider's answers for the learning step (pass to ``completer_for``).
+OFFLINE_ANSWERS: dict[type[msgspec.Struct], OfflineAnswer] = {Draft: _offline_answer}
+
+
+def offline_drafter() -> OfflineCompleter:
+    """Return the default drafter: the offline provider answering :class:`Draft`."""
+    return OfflineCompleter(OFFLINE_ANSWERS)
+
+
+def routed_drafter(routing: str | os.PathLike[str] | None) -> Completer:
+    """Return the drafter the routing file's ``[complete.learn]`` route names (offline by
+    default); a missing or invalid file warns (``CompletionConfigWarning``) and drafts offline."""
+    path = os.path.expanduser(routing) if routing else None
+    return completer_for("learn", load_completion_routing(path), offline=OFFLINE_ANSWERS)
+
+
+@dataclass
+class Drafted:
+    """One suggestion drafted for a scar (``position`` None in a dry run)."""
+
+    scar: str
+    suggestion: str
+    destination: str
+    text: str
+    position: int | None
+
+
+@dataclass
+class LearnReport:
+    """What a learning step did: drafts, deferrals with their reason, what stays waiting."""
+
+    drafted: list[Drafted] = field(default_factory=list)
+    deferred: list[tuple[str, str]] = field(default_factory=list)  # (scar id, reason)
+    scrubbed: dict[str, int] = field(default_factory=dict)  # replacements in prompts
+    filtered: dict[str, int] = field(default_factory=dict)  # replacements in answers
+    waiting: int = 0  # scars still waiting after the step
+    dry_run: bool = False
+
+
+def learn(
+    ledger: Ledger,
+    engine: ProjectionEngine,
+    completer: Completer | None = None,
+    *,
+    batch: int = DEFAULT_BATCH,
+    limit: int | None = None,
+    dry_run: bool = False,
+    actor: str = "job:learn",
+) -> LearnReport:
+    """Draft suggestions for the scars waiting for one, most important first.
+
+    ``batch`` scars are drafted, then appended together; ``limit`` caps the scars taken
+    (default: all). ``dry_run`` drafts and reports but appends nothing.
+
+    Raises:
+        SuggestionInputError: ``batch`` or ``limit`` is not a positive int.
+    """
+    for name, value in (("batch", batch), ("limit", limit)):
+        if value is None and name == "limit":
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise SuggestionInputError(f"{name} must be a positive int, got {value!r}")
+    drafter = completer or offline_drafter()
+    engine.wait_for(ledger.head())
+    with engine.read() as conn:
+        everything = suggestions.waiting(conn)
+    queue = everything[:limit] if limit is not None else everything
+    report = LearnReport(dry_run=dry_run)
+    down: str | None = None
+    for start in range(0, len(queue), batch):
+        chunk = queue[start : start + batch]
+        proposals: list[NewEvent] = []
+        failed: dict[str, list[str]] = {}
+        for scar in chunk:
+            if down is not None:
+                failed.setdefault(down, []).append(scar.id)
+                continue
+            try:
+                draft = _draft(drafter, scar, report)
+            except CompletionUnavailableError as error:
+                down = f"model unavailable: {error}"
+                failed.setdefault(down, []).append(scar.id)
+                continue
+            except CompletionError as error:
+                failed.setdefault(f"{type(error).__name__}: {error}", []).append(scar.id)
+                continue
+            proposals.append(_proposal(scar.id, draft, drafter.fingerprint, actor))
+        deferrals = [
+            NewEvent(
+                stream="learning",
+                kind="suggestion.deferred",
+                payload=SuggestionDeferred(
+                    scars=scars, reason=reason[:2000], drafter=drafter.fingerprint[:512]
+                ),
+                actor=actor,
+            )
+            for reason, scars in failed.items()
+        ]
+        report.deferred += [(s, r) for r, scars in failed.items() for s in scars]
+        positions = {} if dry_run else _append(ledger, proposals + deferrals)
+        for event in proposals:
+            report.drafted.append(
+                Drafted(
+                    scar=event.payload.scars[0],
+                    suggestion=str(event.id),
+                    destination=event.payload.destination,
+                    text=event.payload.text,
+                    position=positions.get(str(event.id)),
+                )
+            )
+    if dry_run:
+        report.waiting = len(everything)
+    else:
+        engine.wait_for(ledger.head())
+        with engine.read() as conn:
+            report.waiting = len(suggestions.waiting(conn))
+    return report
+
+
+def _draft(drafter: Completer, scar: suggestions.Waiting, report: LearnReport) -> Draft:
+    parts = [scrub(scar.what), scrub(scar.lesson)]
+    for part in parts:
+        for category, n in part.found.items():
+            report.scrubbed[category] = report.scrubbed.get(category, 0) + n
+    prompt = ScarPrompt(
+        kind=scar.kind, what=parts[0].text, lesson=parts[1].text, importance=scar.importance
+    )
+    answer = drafter.complete(SYSTEM, msgspec.json.encode(prompt).decode(), Draft)
+    cleaned = scrub(answer.text)
+    for category, n in cleaned.found.items():
+        report.filtered[category] = report.filtered.get(category, 0) + n
+    text = cleaned.text.strip()
+    destination = answer.destination
+    if destination == "rules":
+        text = one_line(text)
+        if len(text) > MAX_RULE:  # too long to load into every session
+            destination = "instructions_file"
+    if not text:
+        raise _EmptyAnswerError("the drafter answered an empty text")
+    return Draft(destination, text)
+
+
+class _EmptyAnswerError(CompletionError):
+    pass
+
+
+def suggestion_id(scar: str, drafter: str) -> str:
+    """Return the event id of the suggestion ``drafter`` drafts for ``scar``."""
+    return str(uuid.uuid5(_NAMESPACE, f"{scar}|{drafter}"))
+
+
+def _proposal(scar: str, draft: Draft, drafter: str, actor: str) -> NewEvent:
+    event_id = suggestion_id(scar, drafter)
+    return NewEvent(
+        stream=f"suggestion:{event_id}",
+        kind="suggestion.proposed",
+        payload=SuggestionProposed(
+            scars=[scar], destination=draft.destination, text=draft.text, drafter=drafter[:512]
+        ),
+        actor=actor,
+        id=event_id,
+    )
+
+
+def _append(ledger: Ledger, events: Sequence[NewEvent]) -> dict[str, int]:
+    """Append a batch; if a suggestion's stream exists already (a concurrent step drafted
+    it), append the others one by one and skip it."""
+    if not events:
+        return {}
+    expect = {e.stream: NO_STREAM for e in events if e.kind == "suggestion.proposed"}
+    try:
+        positions = ledger.append(list(events), expect=expect or ANY)
+        return {str(e.id): p for e, p in zip(events, positions, strict=True) if e.id}
+    except ConcurrencyError:
+        out = {}
+        for event in events:
+            try:
+                (position,) = ledger.append(event, expect=expect.get(event.stream, ANY))
+            except ConcurrencyError:
+                continue
+            if event.id:
+                out[str(event.id)] = position
+        return out
