@@ -17,6 +17,19 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     [kinds."note.taken"]
     open = true                                      # payload {"data": {any JSON object}}
 
+    [jobs.sleep]                                     # the daemon's jobs (ADR 0031, 0032)
+    every = "1h"                                     # a number of seconds, or 90s, 15m, 1h, 7d
+    threshold = 50000                                # salience a consolidation candidate reaches
+    boost = 512                                      # weight added per sleep, capped at 65535
+    after_actions = 0                                # also sleep after N activations (0: off)
+    saturation = 0                                   # also sleep past N active neurons (0: off)
+
+    [jobs.archive]
+    every = "1d"
+    min_activations = 1                              # neurons activated fewer times than this...
+    neuron_age = "30d"                               # ...and older than this are archived
+    memory_age = "90d"                               # memories never recalled, older than this
+
 Field types: ``str``, ``int``, ``float``, ``bool``, ``list[str]``, ``list[int]``,
 ``list[float]``, ``list[bool]`` and ``json`` (a JSON object); a trailing ``?`` makes a field
 optional (absent means null). Payloads of these kinds are validated like engram's own.
@@ -29,6 +42,7 @@ database and schema under ``$XDG_DATA_HOME/engram/projections``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import keyword
@@ -53,6 +67,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "decay_rate": (int, float),
     "routing": str,
     "kinds": dict,
+    "jobs": dict,
 }
 #: Field types a config-declared kind may use, and the Python type each becomes.
 FIELD_TYPES: dict[str, Any] = {
@@ -110,6 +125,8 @@ class Settings:
     routing: str = ""
     kinds: tuple[KindDeclaration, ...] = ()
     source: str = "default"
+    #: The config file's ``[jobs.*]`` tables as read; engram.jobs.settings checks them.
+    jobs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def projection_store(self) -> str:
