@@ -138,6 +138,14 @@ class Settings:
         digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
         return os.path.join(_data_home(), "engram", "projections", digest.hexdigest()[:16])
 
+    @property
+    def cold_directory(self) -> str:
+        """Return where cold ledger segments go: beside a SQLite ledger, else in the data home."""
+        if "://" not in self.ledger or self.ledger.startswith("sqlite:///"):
+            return self.ledger.removeprefix("sqlite:///") + ".cold"
+        digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
+        return os.path.join(_data_home(), "engram", "cold", digest.hexdigest()[:16])
+
 
 def _data_home() -> str:
     return os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")

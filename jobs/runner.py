@@ -124,7 +124,7 @@ class JobRunner:
                     return RunResult(name, "done", window, plan)
                 raise
             ms = _ms(started)
-            _log.info(
+            _log.debug(
                 "%s: window %s..%s appended %d events in %.0f ms",
                 name,
                 window.start.isoformat(),

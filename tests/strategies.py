@@ -660,3 +660,39 @@ def jsonl_lines(draw: st.DrawFn) -> bytes:
         )
     )
     return msgspec.json.encode({"stream": "agent:fuzz", "kind": "signal.sent", "payload": value})
+
+
+# -- jobs: consolidation and archival ----------------------------------------------------------
+
+_JOB_NEURONS = [f"n{i}" for i in range(8)]
+_JOB_TYPES = ["feeds_into", "influences", "recalls"]
+
+
+@st.composite
+def weighted_graphs(draw: st.DrawFn) -> dict[tuple[str, str, str], int]:
+    """Connections (source, target, type) -> uint16 weight over a few neurons, loops included."""
+    keys = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(_JOB_NEURONS),
+                st.sampled_from(_JOB_NEURONS),
+                st.sampled_from(_JOB_TYPES),
+            ),
+            unique=True,
+            max_size=30,
+        )
+    )
+    return {key: draw(st.integers(0, 65535)) for key in keys}
+
+
+#: One step of a neuron history: (hours after the start, action, neuron, strength).
+job_steps = st.lists(
+    st.tuples(
+        st.integers(0, 96),
+        st.sampled_from(["create", "activate", "activate", "activate", "archive", "connect"]),
+        st.sampled_from(_JOB_NEURONS[:6]),
+        st.sampled_from([0.5, 1.0, 3.0]),
+    ),
+    min_size=1,
+    max_size=40,
+)

@@ -6,7 +6,7 @@ Shared pieces (global options accepted before or after the command, ``--format``
 command modules registers their commands on :data:`cli`.
 """
 
-from engram.cli import ledger_commands, memory_commands, tools  # noqa: F401
+from engram.cli import jobs_commands, ledger_commands, memory_commands, tools  # noqa: F401
 from engram.cli.app import cli, main
 
 __all__ = ["cli", "main"]
