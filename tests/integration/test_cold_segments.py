@@ -61,7 +61,8 @@ def test_segments_export_contiguously_and_verify(tmp_path: Path) -> None:
             export_segment(ledger, tmp_path / "cold", 500)
         found = segments(tmp_path / "cold")
         assert [s.last for s in found] == [50, 100]
-        assert verify_segment(found[0]).ok and verify_segment(found[1], found[0]).ok
+        assert verify_segment(found[0]).ok
+        assert verify_segment(found[1], found[0]).ok
         # The second segment's chain starts from the first one's head, not from genesis.
         assert not verify_segment(found[1]).ok
         assert ledger.verify(expect_head=100, expect_hash=second.head_hash).ok
@@ -75,7 +76,8 @@ def test_a_changed_segment_file_is_named(tmp_path: Path) -> None:
     data[len(data) // 2] ^= 0xFF
     Path(segment.path).write_bytes(bytes(data))
     report = verify_segment(segment)
-    assert not report.ok and "sha256" in (report.reason or "")
+    assert not report.ok
+    assert "sha256" in (report.reason or "")
 
 
 def test_a_rewritten_and_rechained_ledger_fails_against_the_segment_head(tmp_path: Path) -> None:
@@ -87,7 +89,8 @@ def test_a_rewritten_and_rechained_ledger_fails_against_the_segment_head(tmp_pat
     with Ledger.open(str(path), readonly=True) as ledger:
         assert ledger.verify().ok  # the forged chain is consistent on its own...
         report = ledger.verify(expect_head=segment.last, expect_hash=segment.head_hash)
-        assert not report.ok and str(segment.last) in (report.reason or "")
+        assert not report.ok
+        assert str(segment.last) in (report.reason or "")
         # ...and the cold copy still holds what was appended.
         with open_audit(ledger.audit_target(), cold=[(segment.path, segment.last)]) as session:
             body = session.query("SELECT payload->>'body' FROM events WHERE position = 7").rows

@@ -7,6 +7,7 @@ must hold each (job, window) at most once, every window's effects exactly with i
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import signal
@@ -98,7 +99,7 @@ def _check_windows(events: list[Event]) -> dict[str, list[tuple[datetime, dateti
     for job, windows in by_job.items():
         assert len(windows) == len(set(windows)), f"{job}: a window completed twice"
         ordered = sorted(windows)
-        assert all(a[1] == b[0] for a, b in zip(ordered, ordered[1:], strict=False)), (
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ordered)), (
             f"{job}: windows overlap or leave a gap: {ordered}"
         )
     ids = Counter(e.id for e in events)
@@ -121,13 +122,11 @@ def test_sigkill_mid_window_then_restart_completes_it_once(tmp_path: Path) -> No
         tmp_path / "store",
         '[jobs.sleep]\nevery = "1d"\nthreshold = 40000\n[jobs.archive]\nevery = "1d"\n',
     )
-    kills = 0
     for _ in range(3):
         proc = _spawn(config)
         time.sleep(rng.uniform(1.0, 3.0))
         proc.send_signal(signal.SIGKILL)
         proc.communicate()
-        kills += 1
     with _spawn(config, "--once") as proc:
         out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
@@ -158,14 +157,19 @@ def test_sigterm_stops_the_daemon_cleanly(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     record = read_status(status_path(tmp_path / "store"))
-    assert liveness(record).state == "stopped" and record is not None and record["stopped"]
+    assert liveness(record).state == "stopped"
+    assert record is not None
+    assert record["stopped"]
 
 
 def test_two_daemons_on_one_postgres_ledger_run_each_window_once(
     tmp_path: Path, pg_dsn: str, pg_schema: str
 ) -> None:
     seconds = float(os.environ.get("ENGRAM_TEST_DAEMON_SECONDS", "15"))
-    body = '[jobs.sleep]\nevery = "1s"\nthreshold = 40000\n[jobs.archive]\nevery = "2s"\nneuron_age = "1s"\nmin_activations = 1\n'
+    body = (
+        '[jobs.sleep]\nevery = "1s"\nthreshold = 40000\n'
+        '[jobs.archive]\nevery = "2s"\nneuron_age = "1s"\nmin_activations = 1\n'
+    )
     with Ledger.open(pg_dsn, pg_schema=pg_schema) as ledger:
         configs = [
             _config(tmp_path / f"d{i}.toml", pg_dsn, tmp_path / f"store{i}", body, pg_schema)
@@ -218,6 +222,7 @@ def test_two_daemons_on_one_postgres_ledger_run_each_window_once(
     assert len(windows["archive"]) >= seconds / 4
     # Every pair that fired together was consolidated exactly once, in the window it fired in.
     reweighted = Counter(e.payload.source for e in events if e.kind == "connection.reweighted")
-    assert reweighted and set(reweighted.values()) == {1}
+    assert reweighted
+    assert set(reweighted.values()) == {1}
     archived = Counter(e.payload.id for e in events if e.kind == "neuron.archived")
     assert not archived or set(archived.values()) == {1}

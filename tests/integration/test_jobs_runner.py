@@ -6,6 +6,7 @@ event times. Leases are the real ones: flock on files, advisory locks on the rea
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -106,7 +107,8 @@ def test_a_window_runs_once_and_a_rerun_appends_nothing(
     clock = Clock(T0 + timedelta(hours=1, minutes=5))
     runner = JobRunner(ledger, engine, [SleepJob()], clock=clock)
     dry = runner.run("sleep", dry_run=True)
-    assert dry.outcome == "dry-run" and len(dry.plan.events) == 2
+    assert dry.outcome == "dry-run"
+    assert len(dry.plan.events) == 2
     assert not list(ledger.read(kinds=["job.completed"]))
     first = runner.run("sleep")
     assert first.outcome == "ok"
@@ -120,7 +122,9 @@ def test_a_window_runs_once_and_a_rerun_appends_nothing(
     assert ledger.append(again.events) == first.positions[:-1]
     assert ledger.head() == head
     done = last_completed(ledger, "sleep")
-    assert done is not None and done.counts["reweighted"] == 2 and done.trigger == "timer"
+    assert done is not None
+    assert done.counts["reweighted"] == 2
+    assert done.trigger == "timer"
 
 
 def test_time_travel_windows_are_aligned_contiguous_and_coalesced(
@@ -145,7 +149,7 @@ def test_time_travel_windows_are_aligned_contiguous_and_coalesced(
         (e.payload.window_start, e.payload.window_end) for e in ledger.read(kinds=["job.completed"])
     ]
     assert windows[0] == (T0, T0 + timedelta(hours=1))
-    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))
     assert windows[-1] == (T0 + timedelta(hours=48), T0 + timedelta(hours=60))
     assert len(windows) == 49 == len(set(windows))
     # Every 6 hours all four neurons fire together: their ring grows once per such window.
@@ -227,7 +231,8 @@ def _hold_then_kill(args: list[str], take: object) -> None:
         [sys.executable, "-c", _HOLDER, *args], stdout=subprocess.PIPE, text=True
     ) as proc:
         try:
-            assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == "held"
             with take.hold("sleep") as held:  # type: ignore[attr-defined]
                 assert not held
         finally:
@@ -270,7 +275,8 @@ def test_the_daemon_catches_up_runs_jobs_beats_and_stops(
             assert time.monotonic() < deadline, "no catch-up or no second window in 10 s"
             time.sleep(0.05)
         record = read_status(status_path(root / "store"))
-        assert record is not None and liveness(record).state == "running"
+        assert record is not None
+        assert liveness(record).state == "running"
         assert record["jobs"]["sleep"]["every_s"] == 1.0
     finally:
         daemon.stop()
@@ -279,5 +285,5 @@ def test_the_daemon_catches_up_runs_jobs_beats_and_stops(
     windows = [
         (e.payload.window_start, e.payload.window_end) for e in ledger.read(kinds=["job.completed"])
     ]
-    assert all(a[1] == b[0] for a, b in zip(windows, windows[1:], strict=False))
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))
     assert json.dumps(record)  # the record is plain JSON

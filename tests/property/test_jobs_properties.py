@@ -203,7 +203,8 @@ def test_archival_matches_a_replay_by_hand(
             ledger, engine, [job], lease=FileLease(str(tmp / "ledger.db")), clock=lambda: now
         )
         result = runner.run("archive")
-        assert result.outcome == "ok" and result.window is not None
+        assert result.outcome == "ok"
+        assert result.window is not None
         state = reference_neurons(events, result.window.as_of)
         cutoff = _us(result.window.as_of - timedelta(hours=age_hours))
         expected = sorted(
