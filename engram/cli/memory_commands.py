@@ -235,11 +235,16 @@ def status(digest: bool, fmt: str) -> None:
 
     The lag is how far its checkpoint is behind the ledger's head. States: live, stale (its code
     changed: rebuilt on next use), rebuilding (a rebuild was interrupted: resumed on next use)
-    and failed (the error names the event).
+    and failed (the error names the event). The daemon's liveness follows on stderr.
     """
+    from engram.jobs.status import liveness, read_status, status_path
+
     out = state()
-    with opened(out.settings(), catch_up=False) as memory:
+    settings = out.settings()
+    with opened(settings, catch_up=False) as memory:
         _render_status(memory.engine.status(digest=digest), fmt, digest)
+    daemon = liveness(read_status(status_path(settings.projection_store)))
+    note(f"daemon: {daemon.state} ({daemon.detail}); engram jobs shows its jobs")
 
 
 @cli.command(epilog=examples("engram rebuild", "engram rebuild salience lexical"))
