@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
+    JobCompleted,
     MemoryArchived,
     MemoryObserved,
     MemoryRecalled,
@@ -167,6 +168,22 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
         reason=st.none() | st.text(max_size=20),
     ),
     "signal.sent": st.builds(SignalSent, to=names, topic=names, body=st.text(max_size=40)),
+    "job.completed": st.builds(
+        lambda job, start, hours, counts, ms: JobCompleted(
+            job=job,
+            window_start=start,
+            window_end=start + timedelta(hours=hours),
+            counts=counts,
+            duration_ms=ms,
+        ),
+        st.sampled_from(["sleep", "archive", "my-job_2"]),
+        aware_datetimes(max_year=9000),
+        st.integers(1, 48),
+        st.dictionaries(
+            st.sampled_from(["events", "candidates", "neurons"]), st.integers(0, 10**6)
+        ),
+        st.floats(min_value=0, max_value=1e7, allow_nan=False),
+    ),
 }
 
 #: ``(kind, payload Struct)`` for every catalog kind.
@@ -462,6 +479,7 @@ HISTORY_KINDS = (
     "memory.recalled",
     "memory.archived",
     "signal.sent",
+    "job.completed",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -571,6 +589,15 @@ def _history(
                 )
         elif kind == "signal.sent":
             payload = SignalSent(to=c.pick(("*", *_HISTORY_AGENTS)), topic="ping", body="")
+        elif kind == "job.completed":
+            payload = JobCompleted(
+                job=c.pick(("sleep", "archive")),
+                window_start=at - timedelta(hours=1),
+                window_end=at,
+                trigger=c.pick(("timer", "hand")),
+                counts={"events": c.integer(0, 5)},
+                duration_ms=float(c.integer(0, 900)),
+            )
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
         (memories if kind == "memory.observed" else others).append(position)
