@@ -158,6 +158,16 @@ def test_sigterm_stops_the_daemon_cleanly(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     record = read_status(status_path(tmp_path / "store"))
     assert liveness(record).state == "stopped"
+    env = {**os.environ, "ENGRAM_CONFIG": str(config)}
+    env.pop("ENGRAM_LEDGER", None)
+    status = subprocess.run(
+        [sys.executable, "-m", "engram", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "daemon: stopped" in status.stderr
     assert record is not None
     assert record["stopped"]
 
