@@ -8,6 +8,7 @@ done or not done at all, and re-running it appends nothing new (ADR 0031).
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import uuid
 from dataclasses import dataclass, field
@@ -50,10 +51,13 @@ class Window:
         """Return the time the job reads the projections as of: just before ``end``."""
         return self.end - TICK
 
+    @functools.cached_property
+    def _key(self) -> str:
+        return f"{self.job}|{_iso(self.start)}|{_iso(self.end)}|"
+
     def event_id(self, item: str) -> str:
         """Return the id of this window's event about ``item``: the same on every re-run."""
-        key = f"{self.job}|{_iso(self.start)}|{_iso(self.end)}|{item}"
-        return str(uuid.uuid5(NAMESPACE, key))
+        return str(uuid.uuid5(NAMESPACE, self._key + item))
 
     @property
     def completed_id(self) -> str:
