@@ -287,3 +287,55 @@ def test_the_daemon_catches_up_runs_jobs_beats_and_stops(
     ]
     assert all(a[1] == b[0] for a, b in itertools.pairwise(windows))
     assert json.dumps(record)  # the record is plain JSON
+
+
+def _wait_for_trigger(ledger: Ledger, trigger: str, seconds: float = 15) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while True:
+        triggers = [e.payload.trigger for e in ledger.read(kinds=["job.completed"])]
+        if trigger in triggers:
+            return triggers
+        assert time.monotonic() < deadline, f"no {trigger} window in {seconds} s: {triggers}"
+        time.sleep(0.05)
+
+
+def test_the_daemon_sleeps_early_after_n_actions(
+    parts: tuple[Ledger, ProjectionEngine, Path],
+) -> None:
+    ledger, engine, root = parts
+    now = datetime.now(UTC)
+    names = ["a", "b", "c"]
+    ledger.append(neurons(names, now) + ring(names, now))
+    settings = SleepSettings(after_actions=6, threshold=40000)
+    runner = JobRunner(ledger, engine, [SleepJob(settings)])
+    daemon = Daemon(runner, root / "store", beat=0.2, poll=0.05)
+    daemon.start()
+    try:
+        _wait_for_trigger(ledger, "timer")  # the first fire at start
+        ledger.append(activate(names[:2], datetime.now(UTC), times=2))  # 4 actions: not yet
+        time.sleep(0.5)
+        assert "actions" not in [e.payload.trigger for e in ledger.read(kinds=["job.completed"])]
+        ledger.append(activate(names[:2], datetime.now(UTC), times=1))  # 6 actions
+        triggers = _wait_for_trigger(ledger, "actions")
+    finally:
+        daemon.stop()
+    assert triggers == ["timer", "actions"]
+    # a and b fired together after the timer window: their connection grew in the early sleep.
+    assert [(s, w) for _, s, w in reweights(ledger)] == [("a", 1512)]
+
+
+def test_the_daemon_sleeps_early_when_too_many_neurons_are_active(
+    parts: tuple[Ledger, ProjectionEngine, Path],
+) -> None:
+    ledger, engine, root = parts
+    now = datetime.now(UTC)
+    names = ["a", "b", "c", "d"]
+    ledger.append(neurons(names, now) + ring(names, now) + activate(names, now, times=2))
+    runner = JobRunner(ledger, engine, [SleepJob(SleepSettings(saturation=3, threshold=40000))])
+    daemon = Daemon(runner, root / "store", beat=0.2, poll=0.05)
+    daemon.start()
+    try:
+        triggers = _wait_for_trigger(ledger, "saturation")
+    finally:
+        daemon.stop()
+    assert "saturation" in triggers
