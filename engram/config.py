@@ -25,6 +25,18 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     notes_inbox = "notes/inbox"                      # a folder: one file per suggestion
     skill = "skills"
     task = "tasks"
+    [jobs.sleep]                                     # the daemon's jobs (ADR 0031, 0032)
+    every = "1h"                                     # a number of seconds, or 90s, 15m, 1h, 7d
+    threshold = 50000                                # salience a consolidation candidate reaches
+    boost = 512                                      # weight added per sleep, capped at 65535
+    after_actions = 0                                # also sleep after N activations (0: off)
+    saturation = 0                                   # also sleep past N active neurons (0: off)
+
+    [jobs.archive]
+    every = "1d"
+    min_activations = 1                              # neurons activated fewer times than this...
+    neuron_age = "30d"                               # ...and older than this are archived
+    memory_age = "90d"                               # memories never recalled, older than this
 
 Field types: ``str``, ``int``, ``float``, ``bool``, ``list[str]``, ``list[int]``,
 ``list[float]``, ``list[bool]`` and ``json`` (a JSON object); a trailing ``?`` makes a field
@@ -38,6 +50,7 @@ database and schema under ``$XDG_DATA_HOME/engram/projections``.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import keyword
@@ -65,6 +78,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "reflect_importance": (int, float),
     "kinds": dict,
     "destinations": dict,
+    "jobs": dict,
 }
 #: Where applied suggestions are written, by destination (``rules`` is served, not written).
 DESTINATION_KEYS = ("instructions_file", "settings", "notes_inbox", "skill", "task")
@@ -129,6 +143,8 @@ class Settings:
     kinds: tuple[KindDeclaration, ...] = ()
     destinations: tuple[tuple[str, str], ...] = ()
     source: str = "default"
+    #: The config file's ``[jobs.*]`` tables as read; engram.jobs.settings checks them.
+    jobs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def projection_store(self) -> str:
@@ -139,6 +155,14 @@ class Settings:
             return self.ledger.removeprefix("sqlite:///") + ".projections"
         digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
         return os.path.join(_data_home(), "engram", "projections", digest.hexdigest()[:16])
+
+    @property
+    def cold_directory(self) -> str:
+        """Return where cold ledger segments go: beside a SQLite ledger, else in the data home."""
+        if "://" not in self.ledger or self.ledger.startswith("sqlite:///"):
+            return self.ledger.removeprefix("sqlite:///") + ".cold"
+        digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
+        return os.path.join(_data_home(), "engram", "cold", digest.hexdigest()[:16])
 
 
 def _data_home() -> str:

@@ -6,6 +6,9 @@ extra SQLite files under their aliases) and creates views in DuckDB's own catalo
 * ``events``: the ledger's columns up to the session's head, with ``"at"`` TIMESTAMPTZ,
   payload JSON, ids VARCHAR and hash lowercase hex. ``at`` is a DuckDB keyword: quote it.
 * ``ledger_meta``: the ledger's key/value metadata.
+* With ``cold`` segments (Parquet files exported by :func:`export_parquet`, ADR 0032), the
+  ``events`` view reads positions up to the last segment's end from them and the rest from
+  the live ledger: one view, the same columns.
 * one view per kind, named with ``.`` and ``-`` turned into ``_`` (``neuron_activated``):
   position, event_id, stream, version, actor, ``"at"``, then one typed column per payload
   field, read from the stored payload as is (no upcast); ``payload_<name>`` if the name
@@ -65,7 +68,7 @@ from engram.ledger.sqlite import readable_uri
 
 _log = logging.getLogger(__name__)
 
-__all__ = ["AuditResult", "AuditSession", "AuditTarget", "open_audit"]
+__all__ = ["AuditResult", "AuditSession", "AuditTarget", "export_parquet", "open_audit"]
 
 DEFAULT_PG_SCHEMA = "engram"
 _CONFIG = dict[str, Any](autoinstall_known_extensions=False, autoload_known_extensions=False)
@@ -85,6 +88,12 @@ _EXPLAIN = re.compile(
 # bypassing the read-only attachments and the external-access lock. Only these pass.
 _TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest", "json_each", "json_tree"})
 _SELECT, _EXPLAIN_TYPE = duckdb.StatementType.SELECT, duckdb.StatementType.EXPLAIN
+# The events view's columns, from the ledger's table or a cold segment alike.
+_EVENT_COLUMNS = """CAST(position AS BIGINT) AS position, CAST(id AS VARCHAR) AS id, stream,
+    CAST(version AS BIGINT) AS version, kind, CAST("schema" AS INTEGER) AS "schema",
+    actor, CAST("at" AS TIMESTAMPTZ) AS "at", CAST(decode(payload) AS JSON) AS payload,
+    CAST(causation_id AS VARCHAR) AS causation_id,
+    CAST(correlation_id AS VARCHAR) AS correlation_id, lower(hex(hash)) AS hash"""
 
 
 @dataclass(frozen=True)
@@ -139,8 +148,17 @@ class AuditSession:
         kinds: Mapping[str, type[msgspec.Struct]] | None = None,
         *,
         extra_attachments: Mapping[str, str] = {},
+        cold: Sequence[tuple[str, int]] = (),
     ) -> None:
-        """Attach the ledger (and ``extra_attachments``: alias -> SQLite path) read-only."""
+        """Attach the ledger (and ``extra_attachments``: alias -> SQLite path) read-only.
+
+        ``cold``: (Parquet file, its last position) of contiguous segments from position 1.
+        """
+        self._cold = [str(Path(path).resolve()) for path, _ in cold]
+        self._cold_last = max((last for _, last in cold), default=0)
+        missing = [path for path in self._cold if not Path(path).is_file()]
+        if missing:
+            raise AuditUnavailableError(f"no cold segment file at {missing[0]!r}")
         pg = f"schema {target.schema or DEFAULT_PG_SCHEMA!r} of the PostgreSQL ledger"
         self._where = pg if target.backend == "postgresql" else repr(target.location)
         self._kinds = {
@@ -152,6 +170,9 @@ class AuditSession:
         self._con: duckdb.DuckDBPyConnection | None = duckdb.connect(":memory:", config=_CONFIG)
         try:
             self._attach(target, extra_attachments)
+            if self._cold:
+                # Only these files stay readable once external access is off.
+                self._run(f"SET allowed_paths = [{', '.join(map(_literal, self._cold))}]")
             self._run("SET TimeZone = 'UTC'")
             self._run("SET enable_external_access = false")
             self._run("SET lock_configuration = true")
@@ -288,13 +309,15 @@ class AuditSession:
         return int(head)
 
     def _events_view_sql(self) -> str:
-        return f"""CREATE OR REPLACE VIEW main.events AS SELECT
-            CAST(position AS BIGINT) AS position, CAST(id AS VARCHAR) AS id, stream,
-            CAST(version AS BIGINT) AS version, kind, CAST("schema" AS INTEGER) AS "schema",
-            actor, CAST("at" AS TIMESTAMPTZ) AS "at", CAST(decode(payload) AS JSON) AS payload,
-            CAST(causation_id AS VARCHAR) AS causation_id,
-            CAST(correlation_id AS VARCHAR) AS correlation_id, lower(hex(hash)) AS hash
-            FROM ledger.events WHERE position <= {self._head:d}"""
+        live = f"ledger.events WHERE position <= {self._head:d}"
+        if not self._cold:
+            return f"CREATE OR REPLACE VIEW main.events AS SELECT {_EVENT_COLUMNS} FROM {live}"
+        files = ", ".join(map(_literal, self._cold))
+        return f"""CREATE OR REPLACE VIEW main.events AS
+            SELECT {_EVENT_COLUMNS} FROM read_parquet([{files}])
+            WHERE position <= {min(self._head, self._cold_last):d}
+            UNION ALL
+            SELECT {_EVENT_COLUMNS} FROM {live} AND position > {self._cold_last:d}"""
 
     def _create_views(self) -> None:
         self._run(self._events_view_sql())
@@ -311,13 +334,50 @@ def open_audit(
     kinds: Mapping[str, type[msgspec.Struct]] | None = None,
     *,
     extra_attachments: Mapping[str, str] = {},
+    cold: Sequence[tuple[str, int]] = (),
 ) -> AuditSession:
     """Open an audit session over ``target`` with one view per kind in ``kinds``.
 
     ``extra_attachments`` (alias -> SQLite file) are attached read-only beside the ledger,
-    e.g. the projection store as ``projections``.
+    e.g. the projection store as ``projections``; ``cold`` segments (Parquet file, last
+    position) serve the ``events`` view up to their end.
     """
-    return AuditSession(target, kinds, extra_attachments=extra_attachments)
+    return AuditSession(target, kinds, extra_attachments=extra_attachments, cold=cold)
+
+
+def export_parquet(target: AuditTarget, path: str, first: int, last: int) -> int:
+    """Copy the ledger rows ``first..last`` to a zstd Parquet file with DuckDB; return the rows.
+
+    The file keeps every column as stored (``at`` as TIMESTAMPTZ, payload and hash as
+    bytes), so the hash chain can be recomputed from it alone.
+    """
+    con = duckdb.connect(":memory:", config=_CONFIG)
+    try:
+        if target.backend == "postgresql":
+            con.execute(f"LOAD {_literal(_extension_path('postgres_scanner'))}")
+            schema = _literal(target.schema or DEFAULT_PG_SCHEMA)
+            options = f"TYPE postgres, READ_ONLY, SCHEMA {schema}"
+        else:
+            con.execute(f"LOAD {_literal(_extension_path('sqlite_scanner'))}")
+            options = "TYPE sqlite, READ_ONLY"
+        con.execute(f"ATTACH {_literal(target.location)} AS ledger ({options})")
+        con.execute("SET TimeZone = 'UTC'")
+        con.execute(
+            f"""COPY (SELECT CAST(position AS BIGINT) AS position, CAST(id AS VARCHAR) AS id,
+                stream, CAST(version AS BIGINT) AS version, kind,
+                CAST("schema" AS INTEGER) AS "schema", actor, CAST("at" AS TIMESTAMPTZ) AS "at",
+                CAST(payload AS BLOB) AS payload, CAST(causation_id AS VARCHAR) AS causation_id,
+                CAST(correlation_id AS VARCHAR) AS correlation_id, CAST(hash AS BLOB) AS hash
+                FROM ledger.events WHERE position BETWEEN {first:d} AND {last:d}
+                ORDER BY position)
+            TO {_literal(path)} (FORMAT parquet, COMPRESSION zstd)"""
+        )
+        row = con.execute(f"SELECT count(*) FROM read_parquet({_literal(path)})").fetchone()
+        return int(row[0]) if row else 0
+    except duckdb.Error as exc:
+        raise AuditError(f"cannot export positions {first}..{last} to {path}: {exc}") from exc
+    finally:
+        con.close()
 
 
 def _extension_path(name: str) -> str:

@@ -349,6 +349,37 @@ class SuggestionWritten(_Payload, frozen=True):
     sha256: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
 
 
+JobName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
+JobTrigger = Literal["timer", "actions", "hand", "saturation"]
+
+
+class JobCompleted(_Payload, frozen=True):
+    """A scheduled job finished one window; its effects were appended with it, atomically.
+
+    ``window_start`` (inclusive) and ``window_end`` (exclusive) bound the events the job
+    considered; it read the projections as known at ``window_end``. ``counts`` are the job's
+    own figures (candidates, events appended, ...); ``duration_ms`` is the wall time it took.
+    """
+
+    __kind__: ClassVar[str] = "job.completed"
+
+    job: JobName
+    window_start: datetime
+    window_end: datetime
+    trigger: JobTrigger = "timer"
+    counts: dict[Annotated[str, msgspec.Meta(min_length=1, max_length=64)], int] = {}
+    duration_ms: Annotated[float, msgspec.Meta(ge=0.0)] = 0.0
+
+    def __post_init__(self) -> None:
+        if self.window_start.tzinfo is None or self.window_end.tzinfo is None:
+            raise ValueError("window_start and window_end must carry a time zone")
+        if self.window_end <= self.window_start:
+            raise ValueError(
+                f"window_end {self.window_end.isoformat()} must come after window_start "
+                f"{self.window_start.isoformat()}"
+            )
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -372,6 +403,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         VitalityMeasured,
         SuggestionDeferred,
         SuggestionWritten,
+        JobCompleted,
     )
 }
 

@@ -26,6 +26,7 @@ from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
     FileDiff,
+    JobCompleted,
     MemoPosted,
     MemoryArchived,
     MemoryObserved,
@@ -214,6 +215,22 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
             max_size=3,
         ),
         visibility=st.sampled_from(["public", "private"]),
+    ),
+    "job.completed": st.builds(
+        lambda job, start, hours, counts, ms: JobCompleted(
+            job=job,
+            window_start=start,
+            window_end=start + timedelta(hours=hours),
+            counts=counts,
+            duration_ms=ms,
+        ),
+        st.sampled_from(["sleep", "archive", "my-job_2"]),
+        aware_datetimes(max_year=9000),
+        st.integers(1, 48),
+        st.dictionaries(
+            st.sampled_from(["events", "candidates", "neurons"]), st.integers(0, 10**6)
+        ),
+        st.floats(min_value=0, max_value=1e7, allow_nan=False),
     ),
 }
 
@@ -555,6 +572,7 @@ HISTORY_KINDS = (
     "suggestion.reviewed",
     "suggestion.deferred",
     "suggestion.written",
+    "job.completed",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -732,6 +750,15 @@ def _history(
             )
         elif kind in LESSON_KINDS:
             stream, payload = _lesson(c, kind, position, salt, events, memories + others)
+        elif kind == "job.completed":
+            payload = JobCompleted(
+                job=c.pick(("sleep", "archive")),
+                window_start=at - timedelta(hours=1),
+                window_end=at,
+                trigger=c.pick(("timer", "hand")),
+                counts={"events": c.integer(0, 5)},
+                duration_ms=float(c.integer(0, 900)),
+            )
         else:
             raise ValueError(f"histories do not generate kind {kind!r}: add it to _history")
         kept = {
@@ -1001,3 +1028,39 @@ def texts_with_personal_data(draw: st.DrawFn, max_items: int = 3) -> tuple[str, 
         left, right = draw(_AROUND)
         parts.append(f"{draw(_FILLER)} {left}{value}{right} {draw(_FILLER)}")
     return " ".join(parts).strip() or "x", [value for _, value in items]
+
+
+# -- jobs: consolidation and archival ----------------------------------------------------------
+
+_JOB_NEURONS = [f"n{i}" for i in range(8)]
+_JOB_TYPES = ["feeds_into", "influences", "recalls"]
+
+
+@st.composite
+def weighted_graphs(draw: st.DrawFn) -> dict[tuple[str, str, str], int]:
+    """Connections (source, target, type) -> uint16 weight over a few neurons, loops included."""
+    keys = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(_JOB_NEURONS),
+                st.sampled_from(_JOB_NEURONS),
+                st.sampled_from(_JOB_TYPES),
+            ),
+            unique=True,
+            max_size=30,
+        )
+    )
+    return {key: draw(st.integers(0, 65535)) for key in keys}
+
+
+#: One step of a neuron history: (hours after the start, action, neuron, strength).
+job_steps = st.lists(
+    st.tuples(
+        st.integers(0, 96),
+        st.sampled_from(["create", "activate", "activate", "activate", "archive", "connect"]),
+        st.sampled_from(_JOB_NEURONS[:6]),
+        st.sampled_from([0.5, 1.0, 3.0]),
+    ),
+    min_size=1,
+    max_size=40,
+)

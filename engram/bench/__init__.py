@@ -6,7 +6,9 @@ audit session, beside DuckDB on a native table) and ``projections`` (rebuild, sp
 activation and catch-up lag of the neuron graph and salience index, beside hand-written
 sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
 LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
-HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers). Engram
+HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
+``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
+memories beside raw sqlite3, cold export beside DuckDB's COPY, the daemon's catch-up lag). Engram
 and its reference alternate within each repetition; the report gives medians. A missed
 target is reported, not an error.
 """
@@ -25,7 +27,7 @@ __all__ = ["DEFAULT_PG", "RECALL_PARTS", "SUITES", "default_embedding_cache", "r
 
 DEFAULT_PG = "postgresql://127.0.0.1:5432/test"
 SEED = 20250101
-SUITES = ("ledger", "audit", "projections", "recall", "all")
+SUITES = ("ledger", "audit", "projections", "recall", "jobs", "all")
 #: The parts of the recall suite ``only`` chooses from, each with the figure it shows when
 #: the LoCoMo conversations are absent (skipped, with a notice).
 RECALL_PARTS = {
@@ -90,6 +92,7 @@ def run(
     """
     from engram.bench import (
         audit_bench,
+        jobs_bench,
         lag_bench,
         ledger_bench,
         pg_bench,
@@ -140,6 +143,13 @@ def run(
             ("projection rebuild", projection_bench.rebuild),
             ("spreading activation", projection_bench.activation),
             ("catch-up lag", lag_bench.lag),
+        ]
+    if config.suite in ("jobs", "all"):
+        steps += [
+            ("sleep cycle", jobs_bench.sleep),
+            ("archival sweep", jobs_bench.archival),
+            ("cold export", jobs_bench.export),
+            ("daemon lag", jobs_bench.lag),
         ]
     skipped: list[Figure] = []
     notices: list[str] = []

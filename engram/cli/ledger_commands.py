@@ -332,9 +332,11 @@ def sql(query: str, fmt: str) -> None:
 
     The query sees the ledger and the projection store. The table events holds every event; each
     kind has a view of its payload fields named after it (memory.observed is memory_observed);
-    the projection store's tables are under projections. Writes are refused.
+    the projection store's tables are under projections. Positions exported to cold segments
+    (engram cold export) are read from their Parquet files. Writes are refused.
     """
     from engram.ledger.audit import open_audit
+    from engram.ledger.cold import segments
     from engram.projections.store import STORE_FILE
 
     out = state()
@@ -342,9 +344,11 @@ def sql(query: str, fmt: str) -> None:
     store = Path(settings.projection_store, STORE_FILE)
     extra = {"projections": str(store)} if store.is_file() else {}
     kinds = _kinds(registry_for(settings))
+    folder = Path(settings.cold_directory)
+    cold = [(s.path, s.last) for s in segments(folder)] if folder.is_dir() else []
     with (
         _open_ledger(settings, readonly=True) as ledger,
-        open_audit(ledger.audit_target(), kinds, extra_attachments=extra) as session,
+        open_audit(ledger.audit_target(), kinds, extra_attachments=extra, cold=cold) as session,
     ):
         result = session.query(query)
     parse = [kind == "JSON" for kind in result.types] or [False] * len(result.columns)

@@ -248,11 +248,19 @@ def status(digest: bool, fmt: str) -> None:
 
     The lag is how far its checkpoint is behind the ledger's head. States: live, stale (its code
     changed: rebuilt on next use), rebuilding (a rebuild was interrupted: resumed on next use)
-    and failed (the error names the event).
+    and failed (the error names the event). Once a daemon has run on the store, its liveness
+    follows on stderr.
     """
+    from engram.jobs.status import liveness, read_status, status_path
+
     out = state()
-    with opened(out.settings(), catch_up=False) as memory:
+    settings = out.settings()
+    with opened(settings, catch_up=False) as memory:
         _render_status(memory.engine.status(digest=digest), fmt, digest)
+    record = read_status(status_path(settings.projection_store))
+    if record is not None:  # a daemon has run on this store
+        daemon = liveness(record)
+        note(f"daemon: {daemon.state} ({daemon.detail}); engram jobs shows its jobs")
 
 
 @cli.command(epilog=examples("engram rebuild", "engram rebuild salience lexical"))

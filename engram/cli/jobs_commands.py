@@ -1,0 +1,249 @@
+"""Commands for the daemon and its jobs: run, jobs, sleep, sweep, and cold segments."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from engram.cli.app import cli, examples
+from engram.cli.base import CliError, note, open_ledger, opened, output_format, state
+from engram.config import Settings
+from engram.jobs import JobConfigError, JobError, JobRunner, RunResult, last_completed
+from engram.jobs.daemon import Daemon
+from engram.jobs.settings import jobs_from_config
+from engram.jobs.status import liveness, read_status, status_path
+from engram.ledger.cold import export_segment, segments, verify_segment
+
+_PLAN_COLUMNS = ["kind", "item", "detail"]
+
+
+@contextlib.contextmanager
+def _job_errors() -> Iterator[None]:
+    try:
+        yield
+    except JobConfigError as exc:
+        raise click.UsageError(str(exc)) from None
+    except JobError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _runner_parts(settings: Settings) -> list[Any]:
+    with _job_errors():
+        return list(jobs_from_config(settings.jobs))
+
+
+@cli.command(
+    epilog=examples(
+        "engram run",
+        "engram run --ledger postgresql://db.example/engram --beat 10",
+        "engram run --once        # close each due window, then exit (cron)",
+    )
+)
+@click.option(
+    "--beat",
+    type=click.FloatRange(min=0.1),
+    default=5.0,
+    show_default=True,
+    help="Seconds between liveness records.",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.05),
+    default=0.5,
+    show_default=True,
+    help="Longest wait for new events before checking triggers again (seconds).",
+)
+@click.option("--once", is_flag=True, help="Run each job's due window once and exit.")
+def run(beat: float, poll: float, once: bool) -> None:
+    """Run the daemon in the foreground: follow the ledger and run the scheduled jobs.
+
+    Keeps every projection caught up with the ledger and runs sleep (consolidation) and
+    archive on their timers ([jobs.*] in the config file); stops cleanly on SIGTERM or
+    Ctrl-C. Another runner of the same ledger elsewhere shares the work through leases.
+    Quiet by default: -v logs each window.
+    """
+    out = state()
+    settings = out.settings()
+    jobs = _runner_parts(settings)
+    with opened(settings, actor="job", catch_up=False) as memory, _job_errors():
+        runner = JobRunner(memory.ledger, memory.engine, jobs, rate=settings.decay_rate)
+        if once:
+            memory.engine.catch_up()
+            for job in jobs:
+                _summary(runner.run(job.name))
+            return
+        Daemon(runner, settings.projection_store, beat=beat, poll=poll).run_forever()
+
+
+def _summary(result: RunResult) -> None:
+    window = result.window
+    span = "" if window is None else f" {window.start.isoformat()} .. {window.end.isoformat()}"
+    counts = ", ".join(f"{k} {v}" for k, v in result.plan.counts.items())
+    state().echo(f"{result.job}: {result.outcome}{span}" + (f" ({counts})" if counts else ""))
+
+
+@cli.command(name="jobs", epilog=examples("engram jobs", "engram jobs --format json"))
+@output_format()
+def jobs_status(fmt: str) -> None:
+    """Show each job's schedule, last window, next run, and whether the daemon is alive.
+
+    The last window is read from the ledger (job.completed); the daemon's liveness, its last
+    outcome per job and the next runs come from its liveness record in the projection store.
+    """
+    out = state()
+    settings = out.settings()
+    jobs = _runner_parts(settings)
+    record = read_status(status_path(settings.projection_store))
+    alive = liveness(record)
+    rows = []
+    with open_ledger(settings, readonly=True) as ledger:
+        for job in jobs:
+            done = last_completed(ledger, job.name)
+            live = (record or {}).get("jobs", {}).get(job.name, {})
+            last = live.get("last") or {}
+            rows.append(
+                {
+                    "job": job.name,
+                    "every": str(job.every),
+                    "last_window_end": None if done is None else done.window_end,
+                    "last_trigger": None if done is None else done.trigger,
+                    "last_counts": None if done is None else done.counts,
+                    "last_duration_ms": None if done is None else done.duration_ms,
+                    "outcome": last.get("outcome") or ("ok" if done else None),
+                    "next_run": live.get("next_run") if alive.state == "running" else None,
+                    "daemon": f"{alive.state}: {alive.detail}",
+                }
+            )
+    out.render(rows, fmt, widths={"daemon": 60, "last_counts": 60})
+
+
+def _by_hand(name: str, dry_run: bool, fmt: str) -> None:
+    out = state()
+    settings = out.settings()
+    jobs = _runner_parts(settings)
+    with opened(settings, actor="job", catch_up=False) as memory, _job_errors():
+        runner = JobRunner(memory.ledger, memory.engine, jobs, rate=settings.decay_rate)
+        result = runner.run(name, trigger="hand", dry_run=dry_run)
+    if dry_run:
+        out.render(result.plan.lines, fmt, columns=_PLAN_COLUMNS)
+        counts = ", ".join(f"{k} {v}" for k, v in result.plan.counts.items())
+        note(f"dry run: nothing appended ({counts or 'no window due'})")
+        return
+    _summary(result)
+    if result.outcome == "leased":
+        note(f"another runner holds the {name} lease: try again when it is done")
+        raise click.exceptions.Exit(1)
+
+
+@cli.command(epilog=examples("engram sleep --dry-run", "engram sleep"))
+@click.option("--dry-run", is_flag=True, help="Print the reweights that would be appended.")
+@output_format()
+def sleep(dry_run: bool, fmt: str) -> None:
+    """Consolidate now: strengthen connections between strongly co-active neurons.
+
+    The window runs from the last sleep's end to now. Candidates are neurons at or above the
+    threshold salience, activated within it; each connection between two of them grows by
+    the boost (capped at 65535), appended as connection.reweighted, then job.completed.
+    """
+    _by_hand("sleep", dry_run, fmt)
+
+
+@cli.command(epilog=examples("engram sweep --dry-run", "engram sweep --format csv --dry-run"))
+@click.option("--dry-run", is_flag=True, help="Print what would be archived.")
+@output_format()
+def sweep(dry_run: bool, fmt: str) -> None:
+    """Archive now what has gone quiet: dormant neurons, memories never recalled.
+
+    Neurons activated fewer than min_activations times and older than neuron_age get
+    neuron.archived; memories never recalled and older than memory_age get memory.archived.
+    They leave every index; the ledger keeps them.
+    """
+    _by_hand("archive", dry_run, fmt)
+
+
+@cli.group(epilog=examples("engram cold export --before 1000000", "engram cold list"))
+def cold() -> None:
+    """Cold segments: ledger prefixes copied to zstd Parquet for audit.
+
+    engram sql reads exported positions from the segments and the rest from the ledger, as
+    one events view. The ledger keeps every event; a segment records the chain's hash at its
+    end, so 'engram cold verify' checks the copy and the live ledger against each other.
+    """
+
+
+@cold.command(name="export", epilog=examples("engram cold export --before 1000000"))
+@click.option(
+    "--before",
+    type=click.IntRange(min=2),
+    required=True,
+    help="Export the positions below this one (after the last segment).",
+)
+@click.option("--dir", "directory", help="Where segments go (default: beside the ledger).")
+def cold_export(before: int, directory: str | None) -> None:
+    """Export the positions after the last segment and below --before as a new segment."""
+    out = state()
+    settings = out.settings()
+    with open_ledger(settings, readonly=True) as ledger:
+        segment = export_segment(ledger, directory or settings.cold_directory, before)
+    out.echo(
+        f"exported positions {segment.first}..{segment.last} ({segment.rows} events) to"
+        f" {segment.path}; chain head {segment.head_hash}"
+    )
+
+
+@cold.command(name="list", epilog=examples("engram cold list --format json"))
+@click.option("--dir", "directory", help="Where segments are (default: beside the ledger).")
+@output_format()
+def cold_list(directory: str | None, fmt: str) -> None:
+    """List the cold segments: positions, rows, chain head, file."""
+    out = state()
+    folder = directory or out.settings().cold_directory
+    found = segments(folder) if Path(folder).is_dir() else []
+    out.render(
+        (
+            {
+                "first": s.first,
+                "last": s.last,
+                "rows": s.rows,
+                "head_hash": s.head_hash,
+                "path": s.path,
+            }
+            for s in found
+        ),
+        fmt,
+        columns=["first", "last", "rows", "head_hash", "path"],
+        widths={"head_hash": 64, "path": 100},
+    )
+
+
+@cold.command(name="verify", epilog=examples("engram cold verify"))
+@click.option("--dir", "directory", help="Where segments are (default: beside the ledger).")
+def cold_verify(directory: str | None) -> None:
+    """Recompute each segment's chain from its file, then verify the ledger from the last head.
+
+    Exit 1 naming the first bad segment or position: a changed file, or a live ledger whose
+    prefix no longer hashes to the head a segment recorded.
+    """
+    out = state()
+    settings = out.settings()
+    folder = directory or settings.cold_directory
+    found = segments(folder) if Path(folder).is_dir() else []
+    if not found:
+        raise CliError(f"no cold segments in {folder}")
+    previous = None
+    for segment in found:
+        report = verify_segment(segment, previous)
+        out.echo(f"{Path(segment.path).name}: {report}")
+        if not report.ok:
+            raise click.exceptions.Exit(1)
+        previous = segment
+    last = found[-1]
+    with open_ledger(settings, readonly=True) as ledger:
+        report = ledger.verify(expect_head=last.last, expect_hash=last.head_hash)
+    out.echo(f"ledger from segment head {last.last}: {report}")
+    if not report.ok:
+        raise click.exceptions.Exit(1)

@@ -1,0 +1,272 @@
+"""The daemon behind ``engram run``: follow the ledger, keep projections caught up, run jobs.
+
+Two threads of work. The *follower* waits for new ledger positions, brings every projection
+up to the head, counts ``neuron.activated`` events for the sleep's action trigger, checks
+saturation, and rewrites the liveness record (:mod:`engram.jobs.status`) every beat. The
+*scheduler* is APScheduler 3's ``BackgroundScheduler`` with one worker thread: each job
+fires on an interval trigger aligned to the Unix epoch (so every runner in a cluster agrees
+on the boundaries), ``max_instances=1``, ``coalesce=True`` and a misfire grace of one
+period; early triggers (actions, saturation) are one-off jobs on the same worker. Each fire
+is :meth:`JobRunner.run` under the job's lease (ADR 0031).
+
+The clock is injectable: the scheduler's notion of *now* for windows and next runs, never a
+projection's, which only ever reads event times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.triggers.interval import IntervalTrigger
+
+from engram.jobs.base import EPOCH, Window
+from engram.jobs.consolidation import NAME as SLEEP
+from engram.jobs.consolidation import SleepJob, active_count
+from engram.jobs.errors import DaemonError
+from engram.jobs.runner import JobRunner, RunResult
+from engram.jobs.status import status_path, write_status
+from engram.projections.errors import CatchUpError
+
+_log = logging.getLogger(__name__)
+
+LOCK_FILE = "daemon.lock"
+#: How often saturation is checked (seconds): a query over the live salience index.
+SATURATION_EVERY = 30.0
+
+
+class Daemon:
+    """Keep a ledger's projections caught up and run its jobs on schedule until stopped."""
+
+    def __init__(
+        self,
+        runner: JobRunner,
+        store: str | Path,
+        *,
+        beat: float = 5.0,
+        poll: float = 0.5,
+    ) -> None:
+        if beat <= 0 or poll <= 0:
+            raise DaemonError(f"beat and poll must be positive seconds, got {beat}, {poll}")
+        self.runner = runner
+        self.store = Path(store)
+        self.beat = beat
+        self.poll = poll
+        self.stopping = threading.Event()
+        self.last: dict[str, dict[str, Any]] = {}
+        self.started = datetime.now(UTC)
+        self.checkpoint = 0
+        self.actions_since_sleep = 0
+        self._lock_fd: int | None = None
+        self._last_saturation = 0.0
+        self._early = threading.Lock()
+        self.scheduler = BackgroundScheduler(
+            timezone=UTC,
+            executors={"default": ThreadPoolExecutor(max_workers=1)},
+            job_defaults={"max_instances": 1, "coalesce": True},
+        )
+        self.triggers = {
+            name: IntervalTrigger(seconds=job.every.total_seconds(), start_date=EPOCH, timezone=UTC)
+            for name, job in runner.jobs.items()
+        }
+
+    # -- running ----------------------------------------------------------------------------
+
+    def fire(self, name: str, trigger: str = "timer") -> RunResult | None:
+        """Run job ``name`` now, at the runner's clock; record the outcome (never raises)."""
+        at = self.runner.clock()
+        try:
+            result = self.runner.run(name, trigger=trigger)
+        except Exception as exc:  # a failed window is retried at the next fire
+            _log.exception("job %s failed", name)
+            self.last[name] = {"outcome": "failed", "at": at.isoformat(), "error": str(exc)}
+            return None
+        self.last[name] = {
+            "outcome": result.outcome,
+            "at": at.isoformat(),
+            "duration_ms": round(result.duration_ms, 1),
+            "window_end": None if result.window is None else result.window.end.isoformat(),
+            "events": len(result.positions),
+        }
+        if name == SLEEP and result.outcome in ("ok", "done"):
+            self.actions_since_sleep = 0
+        return result
+
+    def next_run(self, name: str, now: datetime | None = None) -> datetime | None:
+        """Return when the timer fires ``name`` next, by the runner's clock."""
+        now = now or self.runner.clock()
+        fire: datetime | None = self.triggers[name].get_next_fire_time(None, now)
+        return fire
+
+    def start(self) -> None:
+        """Take the store's daemon lock, start the scheduler and the follower thread."""
+        self._take_lock()
+        for name, job in self.runner.jobs.items():
+            self.scheduler.add_job(
+                self.fire,
+                self.triggers[name],
+                args=[name],
+                id=name,
+                misfire_grace_time=max(int(job.every.total_seconds()), 1),
+                # A first run at start closes any window missed while no daemon ran.
+                next_run_time=datetime.now(UTC),
+            )
+        self.scheduler.start()
+        self._follower = threading.Thread(target=self._follow, name="engram-follow", daemon=True)
+        self._follower.start()
+        _log.info("daemon started: jobs %s", ", ".join(self.runner.jobs))
+
+    def stop(self) -> None:
+        """Stop following, let a running job finish, write the final record, release the lock."""
+        self.stopping.set()
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=True)
+        follower = getattr(self, "_follower", None)
+        if follower is not None:
+            follower.join(timeout=30)
+        if self._lock_fd is not None:
+            self._write(stopped=True)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+        _log.info("daemon stopped")
+
+    def run_forever(self) -> None:
+        """Start, then block until SIGTERM or SIGINT (or :meth:`stop`), then stop gracefully."""
+        with self._signals():
+            self.start()
+            try:
+                while not self.stopping.wait(1.0):
+                    pass
+            finally:
+                self.stop()
+
+    @contextlib.contextmanager
+    def _signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handle(signum: int, frame: FrameType | None) -> None:
+            _log.info("signal %d: stopping", signum)
+            self.stopping.set()
+
+        old = {s: signal.signal(s, handle) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+    # -- following --------------------------------------------------------------------------
+
+    def _follow(self) -> None:
+        ledger, engine = self.runner.ledger, self.runner.engine
+        seen = ledger.head()
+        caught = -1
+        last_beat = 0.0
+        clock = _monotonic
+        while not self.stopping.is_set():
+            head = ledger.head()
+            if head > seen:
+                if SLEEP in self.runner.jobs:
+                    self.actions_since_sleep += sum(
+                        1 for _ in ledger.read(seen, kinds=["neuron.activated"], upto=head)
+                    )
+                seen = head
+            if head != caught:
+                try:
+                    self.checkpoint = caught = engine.catch_up(upto=head)
+                except CatchUpError as exc:
+                    _log.error("catch-up stopped: %s", exc)
+                    caught = head  # retried when the next event arrives
+            self._early_triggers()
+            if clock() - last_beat >= self.beat:
+                self._write()
+                last_beat = clock()
+            if ledger.head() == seen:
+                ledger.wait(seen, self.poll)
+
+    def _early_triggers(self) -> None:
+        job = self.runner.jobs.get(SLEEP)
+        if not isinstance(job, SleepJob):
+            return
+        settings = job.settings
+        if settings.after_actions and self.actions_since_sleep >= settings.after_actions:
+            self._submit(SLEEP, "actions")
+            self.actions_since_sleep = 0
+        if settings.saturation and _monotonic() - self._last_saturation >= SATURATION_EVERY:
+            self._last_saturation = _monotonic()
+            now = self.runner.clock()
+            probe = Window(SLEEP, now - timedelta(seconds=1), now, "saturation")
+            with self.runner.engine.read() as conn:
+                active = active_count(conn, probe, settings.threshold, self.runner.rate)
+            if active > settings.saturation:
+                _log.info("saturation: %d neurons at or above %d", active, settings.threshold)
+                self._submit(SLEEP, "saturation")
+
+    def _submit(self, name: str, trigger: str) -> None:
+        with self._early:
+            if self.scheduler.running:
+                self.scheduler.add_job(
+                    self.fire, args=[name, trigger], id=f"{name}-{trigger}", replace_existing=True
+                )
+
+    # -- liveness ---------------------------------------------------------------------------
+
+    def _take_lock(self) -> None:
+        self.store.mkdir(parents=True, exist_ok=True)
+        path = self.store / LOCK_FILE
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DaemonError(
+                f"another daemon runs on the projection store {self.store} (it holds {path})"
+            ) from None
+        self._lock_fd = fd
+
+    def record(self, *, stopped: bool = False) -> dict[str, Any]:
+        """Return the liveness record as it would be written now."""
+        now = datetime.now(UTC)
+        jobs = {}
+        for name, job in self.runner.jobs.items():
+            fire = self.next_run(name)
+            jobs[name] = {
+                "every_s": job.every.total_seconds(),
+                "next_run": None if fire is None or stopped else fire.isoformat(),
+                "last": self.last.get(name),
+            }
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": self.started.isoformat(),
+            "beat": now.isoformat(),
+            "beat_every": self.beat,
+            "stopped": now.isoformat() if stopped else None,
+            "ledger_head": self.runner.ledger.head(),
+            "checkpoint": self.checkpoint,
+            "jobs": jobs,
+        }
+
+    def _write(self, *, stopped: bool = False) -> None:
+        try:
+            write_status(status_path(self.store), self.record(stopped=stopped))
+        except DaemonError as exc:
+            _log.warning("%s", exc)
+
+
+_monotonic = time.monotonic
