@@ -324,7 +324,8 @@ class AgentMemory:
         shares: dict[int, float] = {}
         if "lexical" in paths:
             try:
-                weights = lexical.idf(conn, lexical.tokens(query))
+                terms = lexical.terms(conn, query)
+                weights = terms.weights
                 hits = lexical.search(
                     conn,
                     query,
@@ -332,7 +333,7 @@ class AgentMemory:
                     agent=self.agent,
                     types=types,
                     as_of_us=cut,
-                    weights=weights,
+                    query_terms=terms,
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
                 shares = {h.position: h.match for h in hits}
