@@ -23,7 +23,7 @@ import hashlib
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -229,19 +229,7 @@ def _frequencies(
     which changes with every row added), so a recall repeats no lookup while nothing moved.
     """
     vocab = _vocabulary(conn, table)
-    unseen = [w for w in words if w not in _STEMS]
-    if unseen:
-        if len(_STEMS) > _CACHED_WORDS:
-            _STEMS.clear()
-        conn.execute("DELETE FROM temp.engram_query")
-        conn.executemany(
-            "INSERT INTO temp.engram_query (rowid, text) VALUES (?, ?)", list(enumerate(unseen))
-        )
-        parts: dict[int, list[str]] = {}
-        for number, term in conn.execute("SELECT doc, term FROM temp.engram_query_terms"):
-            parts.setdefault(number, []).append(term)
-        for number, word in enumerate(unseen):
-            _STEMS[word] = tuple(parts.get(number, ()))
+    _stem(conn, table, words)
     stems = {w: _STEMS[w] for w in words}
     known = _counts(conn, table, state)
     wanted = sorted({s[0] for s in stems.values() if len(s) == 1} - known.keys())
@@ -264,6 +252,27 @@ def _frequencies(
         else:
             counts[word] = 0  # nothing the tokenizer keeps: no row can hold it
     return counts, stems
+
+
+def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> None:
+    """Remember the index's terms of each of ``words`` not seen yet (through its tokenizer)."""
+    words = set(words)
+    unseen = [w for w in words if w not in _STEMS]
+    if not unseen:
+        return
+    if len(_STEMS) + len(unseen) > _CACHED_WORDS:
+        _STEMS.clear()
+        unseen = list(words)
+    _vocabulary(conn, table)
+    conn.execute("DELETE FROM temp.engram_query")
+    conn.executemany(
+        "INSERT INTO temp.engram_query (rowid, text) VALUES (?, ?)", list(enumerate(unseen))
+    )
+    parts: dict[int, list[str]] = {}
+    for number, term in conn.execute("SELECT doc, term FROM temp.engram_query_terms"):
+        parts.setdefault(number, []).append(term)
+    for number, word in enumerate(unseen):
+        _STEMS[word] = tuple(parts.get(number, ()))
 
 
 #: Word -> its terms in the index (the tokenizer is fixed, so this never goes stale).
@@ -387,36 +396,36 @@ def _pool(
 def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Row]) -> list[_Row]:
     """Score ``rows`` with the BM25 of every query word, as FTS5 would; best first.
 
-    The rows' texts go through the index's tokenizer (a temporary FTS5 table) for each
-    word's count and each row's length; IDF and the average length are the index's. A word
-    the tokenizer splits (``foo_bar``) counts as often as its rarest part.
+    Each row's words are counted under the stems the index's tokenizer gives them (those it
+    has not seen yet go through it once), its length is the index's own, and IDF and the
+    average length are the index's. A word the tokenizer splits (``foo_bar``) counts as
+    often as its rarest part.
     """
     if not rows:
         return []
-    _vocabulary(conn, table)
-    conn.execute("DELETE FROM temp.engram_query")
-    conn.executemany(
-        "INSERT INTO temp.engram_query (rowid, text) VALUES (?, ?)", [(r[0], r[5]) for r in rows]
+    texts = [tokens(row[5]) for row in rows]
+    _stem(conn, table, {w for words in texts for w in words})
+    wanted = {s: word for word in query.present for s in query.stems[word]}
+    docsize = table[:-1] + '_docsize"'
+    lengths = dict(
+        conn.execute(
+            f"SELECT id, sz FROM {docsize} WHERE id IN ({','.join('?' * len(rows))})",
+            [row[0] for row in rows],
+        )
     )
-    wanted = sorted({s for w in query.present for s in query.stems[w]})
-    counts: dict[tuple[int, str], int] = {}
-    for doc, term, n in conn.execute(
-        "SELECT doc, term, count(*) FROM temp.engram_query_terms"
-        f" WHERE term IN ({','.join('?' * len(wanted))}) GROUP BY doc, term",
-        wanted,
-    ):
-        counts[doc, term] = n
-    lengths = {
-        rowid: _varint(size, 0)[0]
-        for rowid, size in conn.execute("SELECT id, sz FROM temp.engram_query_docsize")
-    }
     average = query.average or 1.0
     scored = []
-    for row in rows:
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths.get(row[0], 0) / average)
+    for row, words in zip(rows, texts, strict=True):
+        found: dict[str, int] = {}
+        for w in words:
+            for s in _STEMS[w]:
+                if s in wanted:
+                    found[s] = found.get(s, 0) + 1
+        size = lengths.get(row[0])
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * (_varint(size, 0)[0] if size else 0) / average)
         score = 0.0
         for word in query.present:
-            tf = min(counts.get((row[0], s), 0) for s in query.stems[word])
+            tf = min(found.get(s, 0) for s in query.stems[word])
             if tf:
                 score += query.weights[word] * tf * (BM25_K1 + 1) / (tf + norm)
         scored.append((row[0], score, *row[2:]))
