@@ -26,7 +26,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -37,7 +37,7 @@ from engram.ledger import Event, chunked
 from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables
 from engram.projections.embedding import Embedder
-from engram.projections.errors import QueryError
+from engram.projections.errors import ProjectionConfigError, QueryError
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore, physical
 
@@ -49,6 +49,8 @@ MAX_TEXT = 16_000
 DEFAULT_EXACT_LIMIT = 20_000
 #: Above this share of tombstones among its vectors, an HNSW index is rebuilt from the table.
 TOMBSTONE_SHARE = 0.2
+#: Texts embedded and stored per step of a batch: bounds a rebuild's memory (ADR 0026).
+SLICE = 2_000
 
 
 class SemanticIndex(Projection):
@@ -59,8 +61,15 @@ class SemanticIndex(Projection):
     kinds = ("memory.observed", "memory.archived")
     tables = ("semantic_vectors", "semantic_removed")
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, *, slice_size: int = SLICE) -> None:
+        """``slice_size``: texts embedded and stored per step (see :meth:`apply`)."""
+        if not isinstance(slice_size, int) or isinstance(slice_size, bool) or slice_size < 1:
+            raise ProjectionConfigError(f"slice_size must be a positive int, got {slice_size!r}")
         self.embedder = embedder
+        self.slice_size = slice_size
+        #: Told ``(label, texts done, texts in the batch)`` after each slice; the engine sets
+        #: it for the length of a catch-up or rebuild given a progress callback.
+        self.progress: Callable[[str, int, int], None] | None = None
 
     def config(self) -> str:
         """The embedder's fingerprint: another model means other vectors."""
@@ -85,24 +94,26 @@ class SemanticIndex(Projection):
         db.conn.execute(f'CREATE INDEX "{name}_at" ON {removed} (removed_at)')
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
-        """Embed the batch's texts in one call and store the vectors; remove archived ones."""
-        observed = [e for e in events if e.kind == "memory.observed"]
-        vectors: dict[int, bytes] = {}
-        if observed:
-            embedded = self.embedder.embed([e.payload.text[:MAX_TEXT] for e in observed])
-            embedded = np.ascontiguousarray(embedded, dtype=np.float32)
-            for e, v in zip(observed, embedded, strict=True):
-                vectors[e.position] = v.tobytes()
-        rows: list[tuple[int, str, str, str, bytes]] = []
+        """Embed and store the observations' vectors a slice at a time; remove archived ones.
+
+        A slice is :attr:`slice_size` texts: one embedder call (a cached embedder writes its
+        cache per call), its vectors stored at once, then a progress report; so a rebuild's
+        memory is bounded by a slice, not by the engine's batch.
+        """
+        total = sum(1 for e in events if e.kind == "memory.observed")
+        done = 0
+        pending: list[Event] = []
         for e in events:
-            p = e.payload
             if e.kind == "memory.observed":
-                rows.append((e.position, p.agent, p.visibility, p.type, vectors[e.position]))
+                pending.append(e)
+                if len(pending) >= self.slice_size:
+                    done = self._store(db, pending, done, total)
+                    pending = []
                 continue
             # In position order: an archive only reaches the observations before it.
-            self._insert(db, rows)
-            rows = []
-            for position in p.positions:
+            done = self._store(db, pending, done, total)
+            pending = []
+            for position in e.payload.positions:
                 deleted = db.conn.execute(
                     f"DELETE FROM {db['semantic_vectors']} WHERE position = ?", (position,)
                 ).rowcount
@@ -112,7 +123,23 @@ class SemanticIndex(Projection):
                         " VALUES (?, ?)",
                         (position, e.position),
                     )
+        self._store(db, pending, done, total)
+
+    def _store(self, db: Tables, observed: list[Event], done: int, total: int) -> int:
+        """Embed one slice of observations and store its vectors; return the texts done."""
+        if not observed:
+            return done
+        embedded = self.embedder.embed([e.payload.text[:MAX_TEXT] for e in observed])
+        embedded = np.ascontiguousarray(embedded, dtype=np.float32)
+        rows = [
+            (e.position, e.payload.agent, e.payload.visibility, e.payload.type, v.tobytes())
+            for e, v in zip(observed, embedded, strict=True)
+        ]
         self._insert(db, rows)
+        done += len(observed)
+        if self.progress is not None:
+            self.progress("semantic: embedded", done, total)
+        return done
 
     @staticmethod
     def _insert(db: Tables, rows: list[tuple[int, str, str, str, bytes]]) -> None:
