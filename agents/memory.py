@@ -407,9 +407,9 @@ class AgentMemory:
         parts: dict[str, dict[int, float]] = {}
         if weights is not None:
             unread = [p for p in positions if p not in shares]
-            for event in self.ledger.get(unread) if unread else ():
-                fused[event.position].event = event
-                shares[event.position] = lexical.share(weights, event.payload.text)
+            texts = lexical.texts(conn, unread) if unread else {}
+            for p in unread:
+                shares[p] = lexical.share(weights, texts[p]) if p in texts else 0.0
             parts["lexical"] = shares
         if vector is not None:
             missing = [p for p in positions if fused[p].cosine is None]

@@ -453,6 +453,20 @@ def idf(conn: sqlite3.Connection, words: Sequence[str]) -> dict[str, float]:
     return terms(conn, " ".join(words), prune=False).weights
 
 
+def texts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
+    """Return the indexed text of each of ``positions`` the index holds (archived included)."""
+    table = _table(conn)
+    found: dict[int, str] = {}
+    wanted = sorted(set(positions))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            f"SELECT rowid, text FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))})", chunk
+        )
+        found.update(rows)
+    return found
+
+
 def archived_after(
     conn: sqlite3.Connection,
     as_of_us: int,
