@@ -137,10 +137,12 @@ class AgentMemory:
         rate: float = DEFAULT_RATE,
         fusion: Mapping[str, float] | None = None,
         bloom: bool = True,
+        prune: bool = True,
     ) -> None:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
         provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
-        the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`)."""
+        the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`);
+        ``prune`` searches the query's informative words only (:func:`lexical.terms`)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
         if fusion is None:
@@ -154,7 +156,7 @@ class AgentMemory:
         self.searcher = searcher
         self.scorer = scorer or HeuristicScorer()
         self.rate = rate
-        self.bloom = bloom
+        self.bloom, self.prune = bloom, prune
 
     def observe(
         self,
@@ -324,7 +326,7 @@ class AgentMemory:
         shares: dict[int, float] = {}
         if "lexical" in paths:
             try:
-                terms = lexical.terms(conn, query)
+                terms = lexical.terms(conn, query, prune=self.prune)
                 weights = terms.weights
                 hits = lexical.search(
                     conn,

@@ -238,7 +238,20 @@ def test_only_quality_runs_the_quality_part_alone(
     headline = details["headline_mode"]
     assert detailed[0]["name"] == f"LoCoMo recall@10, {headline}"
     assert [row["conversation"] for row in details["conversations"]] == ["c1", "c2"]
-    assert set(details["modes"]) == {"rank_bm25", "lexical", "hash", "hybrid (hash)"}
+    assert set(details["modes"]) == {
+        "rank_bm25",
+        "lexical",
+        "hash",
+        "hybrid (hash)",
+        "lexical, no pruning",
+    }
+    # The ablation sets each lever's mode beside the one without it (MiniLM's are skipped).
+    levers = {(row["lever"], row["k"]): row for row in details["ablation"]}
+    assert set(levers) == {("pruning (lexical)", k) for k in (5, 10, 20)}
+    row = levers["pruning (lexical)", 10]
+    assert row["on"] == details["modes"]["lexical"]["recall"]["@10"]
+    assert row["off"] == details["modes"]["lexical, no pruning"]["recall"]["@10"]
+    assert "lever" in out
     assert details["modes"]["lexical"]["categories"]["single-hop"]["@20"] is not None
     interval = details["interval"]
     assert interval["ratio"] == pytest.approx(detailed[0]["ratio"])
