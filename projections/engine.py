@@ -221,12 +221,12 @@ class ProjectionEngine:
         # through the same callback while this runs.
         hooked = [p for p in projections if hasattr(p, "progress")] if progress else []
         for p in hooked:
-            p.progress = progress  # type: ignore[attr-defined]
+            p.progress = progress
         try:
             return self._run_batches(projections, state, head, progress)
         finally:
             for p in hooked:
-                p.progress = None  # type: ignore[attr-defined]
+                p.progress = None
 
     def _run_batches(
         self, projections: list[Projection], state: str, head: int, progress: Progress | None
