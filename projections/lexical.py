@@ -23,6 +23,7 @@ import hashlib
 import math
 import re
 import sqlite3
+import threading
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
@@ -229,8 +230,7 @@ def _frequencies(
     which changes with every row added), so a recall repeats no lookup while nothing moved.
     """
     vocab = _vocabulary(conn, table)
-    _stem(conn, table, words)
-    stems = {w: _STEMS[w] for w in words}
+    stems = _stem(conn, table, words)
     known = _counts(conn, table, state)
     wanted = sorted({s[0] for s in stems.values() if len(s) == 1} - known.keys())
     if wanted:
@@ -254,15 +254,13 @@ def _frequencies(
     return counts, stems
 
 
-def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> None:
-    """Remember the index's terms of each of ``words`` not seen yet (through its tokenizer)."""
-    words = set(words)
-    unseen = [w for w in words if w not in _STEMS]
+def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Return the index's terms of each of ``words``, through its tokenizer once per word."""
+    wanted = set(words)
+    known = {w: found for w in wanted if (found := _STEMS.get(w)) is not None}
+    unseen = [w for w in wanted if w not in known]
     if not unseen:
-        return
-    if len(_STEMS) + len(unseen) > _CACHED_WORDS:
-        _STEMS.clear()
-        unseen = list(words)
+        return known
     _vocabulary(conn, table)
     conn.execute("DELETE FROM temp.engram_query")
     conn.executemany(
@@ -271,14 +269,19 @@ def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> None:
     parts: dict[int, list[str]] = {}
     for number, term in conn.execute("SELECT doc, term FROM temp.engram_query_terms"):
         parts.setdefault(number, []).append(term)
-    for number, word in enumerate(unseen):
-        _STEMS[word] = tuple(parts.get(number, ()))
+    fresh = {word: tuple(parts.get(number, ())) for number, word in enumerate(unseen)}
+    with _CACHE_LOCK:
+        if len(_STEMS) + len(fresh) > _CACHED_WORDS:
+            _STEMS.clear()
+        _STEMS.update(fresh)
+    return known | fresh
 
 
 #: Word -> its terms in the index (the tokenizer is fixed, so this never goes stale).
 _STEMS: dict[str, tuple[str, ...]] = {}
 #: (index file, table, averages record) -> term -> rows holding it; the latest few states.
 _COUNTS: dict[tuple[str, str, bytes], dict[str, int]] = {}
+_CACHE_LOCK = threading.Lock()
 _CACHED_WORDS = 200_000
 _CACHED_STATES = 4
 
@@ -289,12 +292,13 @@ def _counts(conn: sqlite3.Connection, table: str, state: bytes) -> dict[str, int
     if not path or not state:  # an in-memory database has no identity to remember it by
         return {}
     key = (path, table, state)
-    found = _COUNTS.get(key)
-    if found is None or len(found) > _CACHED_WORDS:
-        while len(_COUNTS) >= _CACHED_STATES:
-            _COUNTS.pop(next(iter(_COUNTS)))
-        found = _COUNTS[key] = {}
-    return found
+    with _CACHE_LOCK:  # readers in several threads share the cache
+        found = _COUNTS.get(key)
+        if found is None or len(found) > _CACHED_WORDS:
+            while len(_COUNTS) >= _CACHED_STATES:
+                _COUNTS.pop(next(iter(_COUNTS)))
+            found = _COUNTS[key] = {}
+        return found
 
 
 def _vocabulary(conn: sqlite3.Connection, table: str) -> str:
@@ -404,7 +408,7 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
     if not rows:
         return []
     texts = [tokens(row[5]) for row in rows]
-    _stem(conn, table, {w for words in texts for w in words})
+    stems = _stem(conn, table, {w for words in texts for w in words})
     wanted = {s: word for word in query.present for s in query.stems[word]}
     docsize = table[:-1] + '_docsize"'
     lengths = dict(
@@ -418,7 +422,7 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
     for row, words in zip(rows, texts, strict=True):
         found: dict[str, int] = {}
         for w in words:
-            for s in _STEMS[w]:
+            for s in stems[w]:
                 if s in wanted:
                     found[s] = found.get(s, 0) + 1
         size = lengths.get(row[0])
