@@ -137,10 +137,12 @@ class AgentMemory:
         rate: float = DEFAULT_RATE,
         fusion: Mapping[str, float] | None = None,
         bloom: bool = True,
+        prune: bool = True,
     ) -> None:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
         provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
-        the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`)."""
+        the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`);
+        ``prune`` searches the query's informative words only (:func:`lexical.terms`)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
         if fusion is None:
@@ -154,7 +156,7 @@ class AgentMemory:
         self.searcher = searcher
         self.scorer = scorer or HeuristicScorer()
         self.rate = rate
-        self.bloom = bloom
+        self.bloom, self.prune = bloom, prune
 
     def observe(
         self,
@@ -332,7 +334,8 @@ class AgentMemory:
         shares: dict[int, float] = {}
         if "lexical" in paths:
             try:
-                weights = lexical.idf(conn, lexical.tokens(query))
+                terms = lexical.terms(conn, query, prune=self.prune)
+                weights = terms.weights
                 hits = lexical.search(
                     conn,
                     query,
@@ -340,7 +343,7 @@ class AgentMemory:
                     agent=self.agent,
                     types=types,
                     as_of_us=cut,
-                    weights=weights,
+                    query_terms=terms,
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
                 shares = {h.position: h.match for h in hits}
@@ -414,9 +417,9 @@ class AgentMemory:
         parts: dict[str, dict[int, float]] = {}
         if weights is not None:
             unread = [p for p in positions if p not in shares]
-            for event in self.ledger.get(unread) if unread else ():
-                fused[event.position].event = event
-                shares[event.position] = lexical.share(weights, event.payload.text)
+            texts = lexical.texts(conn, unread) if unread else {}
+            for p in unread:
+                shares[p] = lexical.share(weights, texts[p]) if p in texts else 0.0
             parts["lexical"] = shares
         if vector is not None:
             missing = [p for p in positions if fused[p].cosine is None]

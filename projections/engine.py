@@ -217,6 +217,20 @@ class ProjectionEngine:
         self, projections: list[Projection], state: str, head: int, progress: Progress | None
     ) -> list[HandlerError]:
         """Run batches until every generation in ``state`` of ``projections`` reaches head."""
+        # A projection that reports within a batch (the semantic index, per slice) does so
+        # through the same callback while this runs.
+        hooked = [p for p in projections if hasattr(p, "progress")] if progress else []
+        for p in hooked:
+            p.progress = progress
+        try:
+            return self._run_batches(projections, state, head, progress)
+        finally:
+            for p in hooked:
+                p.progress = None
+
+    def _run_batches(
+        self, projections: list[Projection], state: str, head: int, progress: Progress | None
+    ) -> list[HandlerError]:
         failures: list[HandlerError] = []
         active = {p.name: p for p in projections}
         label = "rebuild" if state == "building" else "catch-up"

@@ -25,7 +25,8 @@ import hashlib
 import math
 import re
 import sqlite3
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 import msgspec
@@ -41,6 +42,16 @@ MAX_TEXT = 16_000
 #: Porter stemming over unicode61 words: "failed", "failing" and "fails" meet (ADR 0025).
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 _WORD = re.compile(r"\w+", re.UNICODE)
+#: A query word held by more than this share of the rows is not searched (ADR 0026).
+PRUNE_SHARE = 0.02
+#: When fewer query words than this are informative, this many of the rarest are searched.
+MIN_TERMS = 2
+#: A pruned search ranks this many times ``k`` rows by the informative words, then scores
+#: them with every word (ADR 0026).
+POOL = 4
+#: FTS5's BM25 constants (its bm25() defaults), for scoring a pruned search's pool.
+BM25_K1 = 1.2
+BM25_B = 0.75
 
 
 def tokens(text: str) -> list[str]:
@@ -171,10 +182,195 @@ class LexicalIndex(Projection):
 
 def match_expression(query: str) -> str | None:
     """Turn free text into a safe FTS5 expression: every word quoted, OR-ed (None if empty)."""
+    return _expression(list(dict.fromkeys(tokens(query))))
+
+
+def _expression(words: Sequence[str]) -> str | None:
+    return " OR ".join(f'"{w}"' for w in words) if words else None
+
+
+class Terms(NamedTuple):
+    """A query's distinct words as the index sees them (:func:`terms`).
+
+    ``weights`` holds every word's IDF (what ``match`` weighs); ``searched`` the words the
+    search ORs, in query order: the informative ones, or all that occur when not pruned;
+    ``present`` every word some row holds; ``stems`` each word's terms in the index;
+    ``average`` the mean number of words per row (BM25's average document length).
+    """
+
+    weights: dict[str, float]
+    searched: tuple[str, ...]
+    present: tuple[str, ...]
+    stems: dict[str, tuple[str, ...]]
+    average: float
+
+    @property
+    def expression(self) -> str | None:
+        """Return the FTS5 expression the search runs (None: nothing to search)."""
+        return _expression(self.searched)
+
+    @property
+    def pruned(self) -> bool:
+        """Say whether the search leaves out words some row holds."""
+        return self.searched != self.present
+
+
+def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
+    """Return the query words' IDF and the words worth searching (ADR 0026).
+
+    Document frequencies come from the index's vocabulary, each word stemmed by the index's
+    own tokenizer. A word that no row holds is not searched. With ``prune``, a word is
+    searched only when it is informative: held by at most :data:`PRUNE_SHARE` of the rows,
+    which is an IDF of at least ``ln(49)``; when fewer than :data:`MIN_TERMS` words are
+    informative, the :data:`MIN_TERMS` rarest that occur are searched. A word in half the
+    rows (a speaker's name in a two-person conversation) has an IDF near 0: it would make
+    the search score half the index and barely move a row's BM25. The search then scores
+    what the informative words found with every word's BM25 (:func:`search`).
+    """
     words = list(dict.fromkeys(tokens(query)))
     if not words:
-        return None
-    return " OR ".join(f'"{w}"' for w in words)
+        return Terms({}, (), (), {}, 0.0)
+    table = _table(conn)
+    total, average, state = _averages(conn, table)
+    counts, stems = _frequencies(conn, table, words, state)
+    weights = {w: max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) for w, n in counts.items()}
+    present = tuple(w for w in words if counts[w] > 0)
+    searched = present
+    if prune:
+        informative = [w for w in present if counts[w] <= PRUNE_SHARE * total]
+        if len(informative) < MIN_TERMS:
+            rarest = set(sorted(present, key=lambda w: counts[w])[:MIN_TERMS])
+            informative = [w for w in present if w in rarest]
+        searched = tuple(informative)
+    return Terms(weights, searched, present, stems, average)
+
+
+def _averages(conn: sqlite3.Connection, table: str) -> tuple[int, float, bytes]:
+    """Return the rows the index holds, their mean length in words, and the record itself.
+
+    FTS5 keeps both in its averages record (row 1 of its data table): varints of the row
+    count and of each column's token total; ``text`` is the first column.
+    """
+    data = table[:-1] + '_data"'
+    row = conn.execute(f"SELECT block FROM {data} WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0, 0.0, b""
+    rows, at = _varint(row[0], 0)
+    words, _ = _varint(row[0], at)
+    return rows, (words / rows if rows else 0.0), bytes(row[0])
+
+
+def _varint(blob: bytes, at: int) -> tuple[int, int]:
+    """Decode one SQLite varint (big-endian 7-bit groups, a full 9th byte) at ``at``."""
+    value = 0
+    for i in range(8):
+        byte = blob[at + i]
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            return value, at + i + 1
+    return (value << 8) | blob[at + 8], at + 9
+
+
+def _frequencies(
+    conn: sqlite3.Connection, table: str, words: Sequence[str], state: bytes
+) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
+    """Return how many rows hold each word, read from the index's vocabulary, and its stems.
+
+    The words go through a temporary FTS5 table with the index's tokenizer, so each is
+    looked up under the stem the index stores. A word the tokenizer splits into several
+    terms (``foo_bar``) is counted as the phrase it searches for, by a ``MATCH``. Stems are
+    remembered per word; counts per index file, table and ``state`` (its averages record,
+    which changes with every row added), so a recall repeats no lookup while nothing moved.
+    """
+    vocab = _vocabulary(conn, table)
+    stems = _stem(conn, table, words)
+    known = _counts(conn, table, state)
+    wanted = sorted({s[0] for s in stems.values() if len(s) == 1} - known.keys())
+    if wanted:
+        marks = ",".join("?" * len(wanted))
+        found = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", wanted))
+        known.update({term: int(found.get(term, 0)) for term in wanted})
+    counts = {}
+    for word in words:
+        if len(stems[word]) == 1:
+            counts[word] = known[stems[word][0]]
+        elif stems[word]:
+            phrase = f'"{word}"'
+            if phrase not in known:
+                (n,) = conn.execute(
+                    f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (phrase,)
+                ).fetchone()
+                known[phrase] = int(n)
+            counts[word] = known[phrase]
+        else:
+            counts[word] = 0  # nothing the tokenizer keeps: no row can hold it
+    return counts, stems
+
+
+def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Return the index's terms of each of ``words``, through its tokenizer once per word."""
+    wanted = set(words)
+    known = {w: found for w in wanted if (found := _STEMS.get(w)) is not None}
+    unseen = [w for w in wanted if w not in known]
+    if not unseen:
+        return known
+    _vocabulary(conn, table)
+    conn.execute("DELETE FROM temp.engram_query")
+    conn.executemany(
+        "INSERT INTO temp.engram_query (rowid, text) VALUES (?, ?)", list(enumerate(unseen))
+    )
+    parts: dict[int, list[str]] = {}
+    for number, term in conn.execute("SELECT doc, term FROM temp.engram_query_terms"):
+        parts.setdefault(number, []).append(term)
+    fresh = {word: tuple(parts.get(number, ())) for number, word in enumerate(unseen)}
+    with _CACHE_LOCK:
+        if len(_STEMS) + len(fresh) > _CACHED_WORDS:
+            _STEMS.clear()
+        _STEMS.update(fresh)
+    return known | fresh
+
+
+#: Word -> its terms in the index (the tokenizer is fixed, so this never goes stale).
+_STEMS: dict[str, tuple[str, ...]] = {}
+#: (index file, table, averages record) -> term -> rows holding it; the latest few states.
+_COUNTS: dict[tuple[str, str, bytes], dict[str, int]] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHED_WORDS = 200_000
+_CACHED_STATES = 4
+
+
+def _counts(conn: sqlite3.Connection, table: str, state: bytes) -> dict[str, int]:
+    """Return the remembered counts of the index in ``state`` (a fresh dict if none)."""
+    path = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    if not path or not state:  # an in-memory database has no identity to remember it by
+        return {}
+    key = (path, table, state)
+    with _CACHE_LOCK:  # readers in several threads share the cache
+        found = _COUNTS.get(key)
+        if found is None or len(found) > _CACHED_WORDS:
+            while len(_COUNTS) >= _CACHED_STATES:
+                _COUNTS.pop(next(iter(_COUNTS)))
+            found = _COUNTS[key] = {}
+        return found
+
+
+def _vocabulary(conn: sqlite3.Connection, table: str) -> str:
+    """Return this connection's row-form vocabulary of ``table`` (created on first use).
+
+    Temporary tables belong to the connection, so this works on read-only connections and
+    leaves the store's file untouched.
+    """
+    vocab = f'temp."engram_vocab{table.strip(chr(34))}"'
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, row)")
+    conn.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_query USING fts5(text,"
+        f" tokenize = '{TOKENIZER}')"
+    )
+    conn.execute(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_query_terms"
+        " USING fts5vocab(temp, engram_query, instance)"
+    )
+    return vocab
 
 
 def search(
@@ -185,37 +381,113 @@ def search(
     agent: str,
     types: Sequence[str] | None = None,
     as_of_us: int | None = None,
-    weights: dict[str, float] | None = None,
+    query_terms: Terms | None = None,
+    prune: bool = True,
 ) -> list[Hit]:
     """Return the ``k`` best BM25 matches ``agent`` may see (its own and public items).
 
     With ``as_of_us`` (epoch microseconds), only what was known then: items observed at or
-    before it and not archived at or before it. ``weights`` are the query words' IDF
-    (:func:`idf`), when the caller has them already.
+    before it and not archived at or before it. The search ORs the query's informative words
+    (:func:`terms`; all its words without ``prune``); ``query_terms`` are the query's terms
+    when the caller has them already.
     """
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise QueryError(f"k must be a positive int, got {k!r}")
-    expression = match_expression(query)
+    if query_terms is None:
+        query_terms = terms(conn, query, prune=prune)
+    expression = query_terms.expression
     if expression is None:
         return []
     table = _table(conn)
     visible, shown = _visible(agent, types, as_of_us)
-    sql = (
-        f"SELECT rowid, -bm25({table}), agent, type, visibility, text FROM {table}"
-        f" WHERE {table} MATCH ?{visible} ORDER BY bm25({table}), rowid LIMIT ?"
-    )
-    params: list[object] = [expression, *shown, k]
-    rows = conn.execute(sql, params).fetchall()
-    if not rows:
-        return []
-    if weights is None:
-        weights = idf(conn, tokens(query))
+    if not query_terms.pruned:
+        sql = (
+            f"SELECT rowid, -bm25({table}), agent, type, visibility, text FROM {table}"
+            f" WHERE {table} MATCH ?{visible} ORDER BY bm25({table}), rowid LIMIT ?"
+        )
+        rows = conn.execute(sql, [expression, *shown, k]).fetchall()
+    else:
+        rows = _rescored(
+            conn, table, query_terms, _pool(conn, table, expression, k, visible, shown)
+        )
+        rows = rows[:k]
+    weights = query_terms.weights
     return [
         Hit(position, score, author, kind, visibility, text, share(weights, text))
         for position, score, author, kind, visibility, text in rows
     ]
+
+
+_Row = tuple[int, float, str, str, str, str]
+
+
+def _pool(
+    conn: sqlite3.Connection,
+    table: str,
+    expression: str,
+    k: int,
+    visible: str,
+    shown: list[object],
+) -> list[_Row]:
+    """Return the visible rows among the :data:`POOL` x ``k`` the informative words rank best.
+
+    FTS5 ranks the matches before any row's columns are read, so only the pool's rows are;
+    when fewer than ``k`` of them are visible, a pool four times larger is ranked.
+    """
+    limit = POOL * k
+    sql = (
+        f"SELECT t.rowid, -r, agent, type, visibility, text, (1{visible}) FROM (SELECT rowid"
+        f" AS id, rank AS r FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?)"
+        f" JOIN {table} t ON t.rowid = id ORDER BY r, id"
+    )
+    while True:
+        rows = conn.execute(sql, [*shown, expression, limit]).fetchall()
+        kept: list[_Row] = [row[:6] for row in rows if row[6]]
+        if len(kept) >= k or len(rows) < limit:
+            return kept
+        limit *= 4
+
+
+def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Row]) -> list[_Row]:
+    """Score ``rows`` with the BM25 of every query word, as FTS5 would; best first.
+
+    Each row's words are counted under the stems the index's tokenizer gives them (those it
+    has not seen yet go through it once), its length is the index's own, and IDF and the
+    average length are the index's. A word the tokenizer splits (``foo_bar``) counts as
+    often as its rarest part.
+    """
+    if not rows:
+        return []
+    texts = [tokens(row[5]) for row in rows]
+    stems = _stem(conn, table, {w for words in texts for w in words})
+    wanted = {s: word for word in query.present for s in query.stems[word]}
+    docsize = table[:-1] + '_docsize"'
+    lengths = dict(
+        conn.execute(
+            f"SELECT id, sz FROM {docsize} WHERE id IN ({','.join('?' * len(rows))})",
+            [row[0] for row in rows],
+        )
+    )
+    average = query.average or 1.0
+    scored = []
+    for row, words in zip(rows, texts, strict=True):
+        found: dict[str, int] = {}
+        for w in words:
+            for s in stems[w]:
+                if s in wanted:
+                    found[s] = found.get(s, 0) + 1
+        size = lengths.get(row[0])
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * (_varint(size, 0)[0] if size else 0) / average)
+        score = 0.0
+        for word in query.present:
+            tf = min(found.get(s, 0) for s in query.stems[word])
+            if tf:
+                score += query.weights[word] * tf * (BM25_K1 + 1) / (tf + norm)
+        scored.append((row[0], score, *row[2:]))
+    scored.sort(key=lambda r: (-r[1], r[0]))
+    return scored
 
 
 def share(weights: dict[str, float], text: str) -> float:
@@ -235,16 +507,21 @@ def idf(conn: sqlite3.Connection, words: Sequence[str]) -> dict[str, float]:
     ``ln((N - n + 0.5) / (n + 0.5))`` over the N indexed rows, n of which hold the word,
     floored at a tiny positive value as FTS5 floors words found in more than half the rows.
     """
+    return terms(conn, " ".join(words), prune=False).weights
+
+
+def texts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
+    """Return the indexed text of each of ``positions`` the index holds (archived included)."""
     table = _table(conn)
-    docsize = table[:-1] + '_docsize"'
-    (total,) = conn.execute(f"SELECT count(*) FROM {docsize}").fetchone()
-    weights = {}
-    for word in dict.fromkeys(words):
-        (n,) = conn.execute(
-            f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (f'"{word}"',)
-        ).fetchone()
-        weights[word] = max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6)
-    return weights
+    found: dict[int, str] = {}
+    wanted = sorted(set(positions))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            f"SELECT rowid, text FROM {table} WHERE rowid IN ({','.join('?' * len(chunk))})", chunk
+        )
+        found.update(rows)
+    return found
 
 
 def archived_after(

@@ -338,7 +338,8 @@ def memory_facts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int
     found: dict[int, MemoryFacts] = {}
     for chunk in chunked(sorted(set(positions))):
         for position, updated, importance, archived in conn.execute(
-            "SELECT position, updated_us, importance, archived FROM salience WHERE item_kind ="
+            # "+item_kind": by the position index; the primary key scans every memory.
+            "SELECT position, updated_us, importance, archived FROM salience WHERE +item_kind ="
             f" 'memory' AND position IN ({','.join('?' * len(chunk))})",
             list(chunk),
         ):

@@ -28,7 +28,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -39,7 +39,7 @@ from engram.ledger import Event, chunked
 from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables
 from engram.projections.embedding import Embedder
-from engram.projections.errors import QueryError
+from engram.projections.errors import ProjectionConfigError, QueryError
 from engram.projections.lexical import ARCHIVES, item_text
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore, physical
@@ -52,13 +52,15 @@ MAX_TEXT = 16_000
 DEFAULT_EXACT_LIMIT = 20_000
 #: Above this share of tombstones among its vectors, an HNSW index is rebuilt from the table.
 TOMBSTONE_SHARE = 0.2
+#: Texts embedded and stored per step of a batch: bounds a rebuild's memory (ADR 0026).
+SLICE = 2_000
 
 
 class SemanticIndex(Projection):
     """Vectors of memories, scars and reflections, embedded once and kept with the checkpoint."""
 
     name = "semantic"
-    version = 3
+    version = 4
     kinds = (
         "memory.observed",
         "memory.archived",
@@ -68,8 +70,15 @@ class SemanticIndex(Projection):
     )
     tables = ("semantic_vectors", "semantic_removed")
 
-    def __init__(self, embedder: Embedder) -> None:
+    def __init__(self, embedder: Embedder, *, slice_size: int = SLICE) -> None:
+        """``slice_size``: texts embedded and stored per step (see :meth:`apply`)."""
+        if not isinstance(slice_size, int) or isinstance(slice_size, bool) or slice_size < 1:
+            raise ProjectionConfigError(f"slice_size must be a positive int, got {slice_size!r}")
         self.embedder = embedder
+        self.slice_size = slice_size
+        #: Told ``(label, texts done, texts in the batch)`` after each slice; the engine sets
+        #: it for the length of a catch-up or rebuild given a progress callback.
+        self.progress: Callable[[str, int, int], None] | None = None
 
     def config(self) -> str:
         """The embedder's fingerprint: another model means other vectors."""
@@ -94,26 +103,27 @@ class SemanticIndex(Projection):
         db.conn.execute(f'CREATE INDEX "{name}_at" ON {removed} (removed_at)')
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
-        """Embed the batch's texts in one call and store the vectors; remove archived ones."""
-        texts = {e.position: item_text(e) for e in events if e.kind not in ARCHIVES}
-        vectors: dict[int, bytes] = {}
-        if texts:
-            embedded = self.embedder.embed([text[:MAX_TEXT] for text, _ in texts.values()])
-            embedded = np.ascontiguousarray(embedded, dtype=np.float32)
-            for position, v in zip(texts, embedded, strict=True):
-                vectors[position] = v.tobytes()
-        rows: list[tuple[int, str, str, str, bytes]] = []
+        """Embed and store the items' vectors a slice at a time; remove archived ones.
+
+        A slice is :attr:`slice_size` texts: one embedder call (a cached embedder writes its
+        cache per call), its vectors stored at once, then a progress report; so a rebuild's
+        memory is bounded by a slice, not by the engine's batch.
+        """
+        total = sum(1 for e in events if e.kind not in ARCHIVES)
+        done = 0
+        pending: list[Event] = []
         for e in events:
-            p = e.payload
             if e.kind not in ARCHIVES:
-                kind = texts[e.position][1]
-                rows.append((e.position, p.agent, p.visibility, kind, vectors[e.position]))
+                pending.append(e)
+                if len(pending) >= self.slice_size:
+                    done = self._store(db, pending, done, total)
+                    pending = []
                 continue
             # In position order: an archive only reaches the items before it.
-            self._insert(db, rows)
-            rows = []
+            done = self._store(db, pending, done, total)
+            pending = []
             marks = ",".join("?" * len(ARCHIVES[e.kind]))
-            for position in p.positions:
+            for position in e.payload.positions:
                 deleted = db.conn.execute(
                     f"DELETE FROM {db['semantic_vectors']} WHERE position = ?"
                     f" AND type IN ({marks})",
@@ -125,7 +135,24 @@ class SemanticIndex(Projection):
                         " VALUES (?, ?)",
                         (position, e.position),
                     )
+        self._store(db, pending, done, total)
+
+    def _store(self, db: Tables, items: list[Event], done: int, total: int) -> int:
+        """Embed one slice of items and store its vectors; return the texts done."""
+        if not items:
+            return done
+        texts = [item_text(e) for e in items]
+        embedded = self.embedder.embed([text[:MAX_TEXT] for text, _ in texts])
+        embedded = np.ascontiguousarray(embedded, dtype=np.float32)
+        rows = [
+            (e.position, e.payload.agent, e.payload.visibility, kind, v.tobytes())
+            for e, (_, kind), v in zip(items, texts, embedded, strict=True)
+        ]
         self._insert(db, rows)
+        done += len(items)
+        if self.progress is not None:
+            self.progress("semantic: embedded", done, total)
+        return done
 
     @staticmethod
     def _insert(db: Tables, rows: list[tuple[int, str, str, str, bytes]]) -> None:

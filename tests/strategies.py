@@ -1064,3 +1064,25 @@ job_steps = st.lists(
     min_size=1,
     max_size=40,
 )
+# -- lexical pruning: small corpora where a few words are in most rows ---------------------------
+
+#: Two "speakers" in every other row, common words in most rows, rare words in a few.
+_COMMON = ["caroline", "melanie", "the", "did", "when"]
+_RARE = ["sunrise", "paint", "lgbtq", "hiking", "failed", "failing", "pottery", "camping"]
+
+
+@st.composite
+def lexical_corpora(draw: st.DrawFn) -> list[tuple[str, str, str]]:
+    """Draw (agent, visibility, text) rows: a speaker's name in each, common and rare words."""
+    size = draw(st.integers(min_value=60, max_value=120))
+    rows = []
+    for i in range(size):
+        words = [_COMMON[i % 2], *draw(st.lists(st.sampled_from(_COMMON[2:]), max_size=3))]
+        words += draw(st.lists(st.sampled_from(_RARE), max_size=2 if i % 7 == 0 else 0))
+        agent = draw(st.sampled_from(["ana", "bob"]))
+        visibility = draw(st.sampled_from(["public", "public", "private"]))
+        rows.append((agent, visibility, " ".join(words)))
+    return rows
+
+
+lexical_queries = st.lists(st.sampled_from(_COMMON + _RARE), min_size=1, max_size=6).map(" ".join)

@@ -50,6 +50,7 @@ class Config:
     seed: int
     locomo: str | None = None  # the LoCoMo file (None: $ENGRAM_LOCOMO or the default)
     embedding_cache: str | None = None  # a lasting cache of MiniLM vectors (None: none)
+    recall_scale: int | None = None  # memories of the large latency store (None: none)
 
 
 @dataclass

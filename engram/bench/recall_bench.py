@@ -69,6 +69,8 @@ class Mode:
     paths: tuple[str, ...]
     weights: Mapping[str, float]
     fusion: Mapping[str, float] | None = None  # None: the default for the embedder
+    bloom: bool = True  # the strongest candidates cue their episode neighbours
+    prune: bool = True  # the lexical search ORs the informative words only
 
 
 MODES = (
@@ -78,6 +80,12 @@ MODES = (
     Mode("hybrid (hash)", "hash", BOTH, RELEVANCE_ONLY),
     Mode("hybrid (minilm)", "minilm", BOTH, RELEVANCE_ONLY),
     Mode("full", "minilm", BOTH, DEFAULT_WEIGHTS),
+)
+#: One lever off at a time, beside the mode it changes (the per-lever ablation).
+ABLATIONS = (
+    Mode("lexical, no pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune=False),
+    Mode("hybrid (minilm), no pruning", "minilm", BOTH, RELEVANCE_ONLY, prune=False),
+    Mode("hybrid (minilm), no bloom", "minilm", BOTH, RELEVANCE_ONLY, bloom=False),
 )
 REFERENCE = "rank_bm25"
 #: Hybrid (MiniLM) recall@10 over rank_bm25's on the development split (ADR 0025).
@@ -232,6 +240,8 @@ def _conversation(
                             embedder=embedders[kind],
                             searcher=searcher,
                             fusion=mode.fusion,
+                            bloom=mode.bloom,
+                            prune=mode.prune,
                         ),
                     )
                     for mode in active
@@ -302,10 +312,11 @@ def quality(config: Config) -> list[Figure]:
         missing = Figure("LoCoMo recall@10", "recall", REFERENCE, None)
         missing.skipped = "needs rank_bm25, the reference: pip install 'engram[bench]'"
         return [missing]
-    scores = evaluate(config)
+    scores = evaluate(config, extra=ABLATIONS)
     headline = headline_mode(scores)
     interval = None if headline is None else bootstrap(scores, headline, seed=config.seed)
     print(detail_table(scores), flush=True)
+    print(ablation_table(scores), flush=True)
     if headline is not None:
         print(conversation_table(scores, headline), flush=True)
     if interval is not None:
@@ -457,6 +468,7 @@ def details(scores: Scores, headline: str | None, interval: Interval | None) -> 
         "questions_per_category": _category_counts(scores),
         "conversations": [] if headline is None else conversation_rows(scores, headline),
         "interval": None if interval is None else interval.as_json(),
+        "ablation": ablation_rows(scores),
     }
 
 
@@ -494,6 +506,37 @@ def conversation_table(scores: Scores, mode: str) -> str:
                 *("-" if v is None else f"{v:.3f}" for v in cells),
             ]
         )
+    return _text(rows)
+
+
+#: Each lever of the ablation: its name, the mode with it, the mode without it.
+LEVERS = (
+    ("pruning (lexical)", "lexical", "lexical, no pruning"),
+    ("pruning (hybrid)", "hybrid (minilm)", "hybrid (minilm), no pruning"),
+    ("bloom (hybrid)", "hybrid (minilm)", "hybrid (minilm), no bloom"),
+    ("recency + importance", "full", "hybrid (minilm)"),
+)
+
+
+def ablation_rows(scores: Scores) -> list[dict[str, Any]]:
+    """Return, per lever, recall@5/10/20 with it and without it and the relative change."""
+    rows = []
+    for lever, on, off in LEVERS:
+        for k in KS:
+            with_it, without = scores.mean(on, k), scores.mean(off, k)
+            if with_it is None or without is None:
+                continue
+            change = with_it / without - 1 if without else None
+            rows.append({"lever": lever, "k": k, "on": with_it, "off": without, "change": change})
+    return rows
+
+
+def ablation_table(scores: Scores) -> str:
+    """One lever off at a time: recall@k with and without it, and what it changes."""
+    rows = [["lever", "@k", "with", "without", "change"]]
+    for row in ablation_rows(scores):
+        change = "-" if row["change"] is None else f"{row['change']:+.1%}"
+        rows.append([row["lever"], str(row["k"]), f"{row['on']:.3f}", f"{row['off']:.3f}", change])
     return _text(rows)
 
 

@@ -1,20 +1,21 @@
-"""Recall at scale: latency at 100k memories, HNSW against exact search, the MiniLM rebuild.
+"""Recall at scale: latency at 100k (and 1M) memories, HNSW against exact search, rebuilds.
 
 The store holds ``recall_memories`` synthetic memories built from LoCoMo sentences (eight
 authors, one in ten items private, the three memory types), embedded with all-MiniLM-L6-v2
 when the ``embeddings`` extra is installed (hash vectors otherwise, said in the notes). The
 vectors go through the engine's own embedding cache; with ``--embedding-cache`` that cache
-outlives the run, so the 100k texts are embedded by the model once per machine.
+outlives the run, so the 100k texts are embedded by the model once per machine. With
+``--scale 1m`` a second store of a million memories with hash vectors (384 dimensions) is
+built and measured the same way.
 
-- **Latency**: the LoCoMo questions are recalled (``k=10``, not recorded) with their vectors
-  computed beforehand, so the figure is the engine's own time; the query embedding is timed
-  on its own. The reference is the raw calls recall makes — the FTS5 ``MATCH ... ORDER BY
-  bm25`` statement and the FAISS ``search`` with the same sizes — timed per question, in
-  turn with recall.
+- **Latency** (:mod:`engram.bench.recall_scale`): the LoCoMo questions recalled with their
+  vectors computed beforehand, beside the raw FTS5 statement and FAISS search recall makes;
+  the build's throughput, step by step; the query embedding timed on its own.
 - **HNSW recall@10**: the searcher's HNSW index against exact inner-product search over the
   same vectors, for the same query vectors.
 - **Rebuild**: the semantic index built from an empty store (cold cache) through the façade,
-  against raw ``SentenceTransformer.encode`` over the same texts, in turn.
+  against raw ``SentenceTransformer.encode`` over the same texts, in turn; and a rebuild of
+  the latency store's texts in slices, with its rate and peak resident memory.
 """
 
 from __future__ import annotations
@@ -22,19 +23,16 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from typing import ClassVar
 
 import numpy as np
 
 from engram.agents.memory import AgentMemory
-from engram.bench import locomo
+from engram.bench import locomo, recall_scale
 from engram.bench.common import Config, Figure, Progress, interleave, log, remove_tree
 from engram.bench.recall_bench import minilm
-from engram.ledger import Ledger, NewEvent, default_registry
-from engram.ledger.catalog import MemoryObserved
-from engram.projections import lexical
+from engram.ledger import Ledger, default_registry
 from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
@@ -45,9 +43,12 @@ from engram.projections.embedding import (
 )
 from engram.projections.embedding.st import MINILM, available, bundled_model_path
 from engram.projections.engine import ProjectionEngine
-from engram.projections.lexical import LexicalIndex
-from engram.projections.salience import SalienceIndex
-from engram.projections.semantic import DEFAULT_EXACT_LIMIT, SemanticIndex, VectorSearcher
+from engram.projections.semantic import (
+    DEFAULT_EXACT_LIMIT,
+    SLICE,
+    SemanticIndex,
+    VectorSearcher,
+)
 from engram.projections.store import ProjectionStore, physical
 
 K = 10
@@ -97,153 +98,62 @@ def _warm(embedder: CachedEmbedder, texts: Sequence[str], label: str) -> None:
     progress.finish()
 
 
-def _observations(texts: Sequence[str]) -> list[NewEvent]:
-    start = datetime(2025, 1, 1, tzinfo=UTC)
-    events = []
-    for i, text in enumerate(texts):
-        agent = f"agent-{i % AUTHORS}"
-        payload = MemoryObserved(
-            agent=agent,
-            text=text,
-            type=TYPES[i % len(TYPES)],  # type: ignore[arg-type]
-            importance=1 + (i * 7) % 10,
-            visibility="private" if i % 10 == 0 else "public",
-            source=None,
-            tags=[],
-        )
-        at = start + timedelta(minutes=i)
-        events.append(
-            NewEvent(
-                stream=f"agent:{agent}", kind="memory.observed", payload=payload, actor=agent, at=at
-            )
-        )
-    return events
-
-
 def _ingest(ledger: Ledger, texts: Sequence[str]) -> None:
-    events = _observations(texts)
-    for start in range(0, len(events), 1000):
-        ledger.append(events[start : start + 1000])
-
-
-def _catch_up(engine: ProjectionEngine, label: str) -> None:
-    shown = Progress(f"  {label}", 1)
-
-    def report(_: str, done: int, total: int) -> None:
-        shown.total = max(total, 1)
-        shown.update(done)
-
-    engine.catch_up(progress=report)
-    shown.finish()
+    recall_scale.append(ledger, texts)
 
 
 def latency(config: Config) -> list[Figure]:
-    """Recall p50/p99 at ``recall_memories`` items, the engine's overhead, HNSW recall."""
+    """Recall p50/p99 at ``recall_memories`` items (MiniLM) and, with ``--scale 1m``, at a
+    million (hash vectors); beside each the raw calls, the build throughput, HNSW recall."""
     conversations = locomo.load(config.locomo)
+    queries = list(dict.fromkeys(q.text for c in conversations for q in c.questions))
     count = config.sizes.recall_memories
     texts = locomo.synthetic_memories(conversations, count, config.seed)
-    queries = list(dict.fromkeys(q.text for c in conversations for q in c.questions))
     embedder, what = _embedder(config)
-    directory = os.path.join(config.scratch, "latency")
     try:
         _warm(embedder, texts, f"embedding {count:,} memories ({what})")
-        query_vectors = embedder.embed(queries)
-        with Ledger.open(directory + ".db", default_registry(), durability="fast") as ledger:
-            _ingest(ledger, texts)
-            projections = [SalienceIndex(), LexicalIndex(), SemanticIndex(embedder)]
-            with ProjectionEngine(ledger, directory, projections) as engine:
-                _catch_up(engine, f"projecting {count:,} memories")
-                searcher = VectorSearcher(
-                    directory,
-                    embedder.dimension,
-                    str(embedder.fingerprint),
-                    exact_limit=min(DEFAULT_EXACT_LIMIT, count // 2),
-                )
-                started = time.perf_counter()
-                with engine.read() as conn:
-                    searcher.sync(conn)
-                log(
-                    f"  HNSW index over {searcher.size:,} vectors built in "
-                    f"{time.perf_counter() - started:.1f} s"
-                )
-                vectors = dict(zip(queries, query_vectors, strict=True))
-                memory = AgentMemory(
-                    "agent-1",
-                    ledger,
-                    engine,
-                    embedder=Precomputed(embedder, vectors),
-                    searcher=searcher,
-                )
-                figures = _timings(config, memory, engine, searcher, queries, vectors, what)
-                figures.append(_hnsw_recall(engine, searcher, query_vectors))
-        figures.append(_query_embedding(config, queries, what))
-        return figures
+        figures = _at_scale(config, texts, queries, embedder, f"{what}, vectors from the cache")
     finally:
         embedder.cache.close()
-        remove_tree(directory)
+    if config.recall_scale:
+        large = locomo.synthetic_memories(conversations, config.recall_scale, config.seed + 2)
+        figures += _at_scale(config, large, queries, HashEmbedder(), "hash vectors (384 dims)")
+    figures.append(_query_embedding(config, queries, what))
+    return figures
 
 
-def _timings(
-    config: Config,
-    memory: AgentMemory,
-    engine: ProjectionEngine,
-    searcher: VectorSearcher,
-    queries: list[str],
-    vectors: dict[str, FloatArray],
-    what: str,
+def _at_scale(
+    config: Config, texts: Sequence[str], queries: list[str], embedder: Embedder, what: str
 ) -> list[Figure]:
-    as_of = datetime(2026, 1, 1, tzinfo=UTC)
-    fetch = max(3 * K, 30)
-    index = searcher.index
-    with engine.read() as conn:
-        table = physical(ProjectionStore.live_generation(conn, "lexical") or 0, "lexical")
-    sql = (
-        f"SELECT rowid, -bm25({table}), agent, type, visibility, text FROM {table}"
-        f" WHERE {table} MATCH ? AND (visibility = 'public' OR agent = ?)"
-        f" ORDER BY bm25({table}), rowid LIMIT ?"
-    )
-    faiss_fetch = max(fetch * 4, 32)
-    p50 = Figure(f"recall p50, {searcher.size:,} memories", "ms", "raw FAISS + FTS5", 0.5)
-    p99 = Figure(f"recall p99, {searcher.size:,} memories", "ms", "raw FAISS + FTS5", None)
-    for rep in range(config.repeat):
-        ours: list[float] = []
-        raw: list[float] = []
-        for i, query in enumerate(queries):
-            expression = lexical.match_expression(query)
-            vector = vectors[query].reshape(1, -1)
-
-            def engine_call(query: str = query) -> None:
-                memory.recall(query, K, as_of=as_of, record=False)
-
-            def raw_call(expression: str | None = expression, vector: Any = vector) -> None:
-                with engine.read() as conn:
-                    conn.execute(sql, (expression, "agent-1", fetch)).fetchall()
-                index.search(vector, faiss_fetch)
-
-            pair: list[tuple[str, Callable[[], None]]] = [
-                ("engram", engine_call),
-                ("raw", raw_call),
-            ]
-            for name, call in pair if i % 2 == 0 else pair[::-1]:
-                started = time.perf_counter()
-                call()
-                (ours if name == "engram" else raw).append(time.perf_counter() - started)
-        p50.engram_samples.append(1000 * statistics.median(ours))
-        p50.reference_samples.append(1000 * statistics.median(raw))
-        p99.engram_samples.append(1000 * _quantile(ours, 0.99))
-        p99.reference_samples.append(1000 * _quantile(raw, 0.99))
-        log(f"  recall latency: repetition {rep + 1}/{config.repeat} done")
-    p50.note = (
-        f"{len(queries)} LoCoMo questions, k={K}, {what}, query vectors computed beforehand; "
-        f"reference: the FTS5 statement (LIMIT {fetch}) and FAISS search ({faiss_fetch}) recall "
-        "makes; the target is an overhead of at most 2x"
-    )
-    return [p50, p99]
-
-
-def _quantile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+    """Build a store of ``texts`` (timed), then time recall against its raw calls."""
+    directory = os.path.join(config.scratch, f"latency-{len(texts)}")
+    try:
+        with recall_scale.built(config, directory, texts, embedder, what) as (record, ledger, e):
+            figures = record.figures(what)
+            searcher = VectorSearcher(
+                directory,
+                embedder.dimension,
+                str(embedder.fingerprint),
+                exact_limit=min(DEFAULT_EXACT_LIMIT, len(texts) // 2),
+            )
+            started = time.perf_counter()
+            with e.read() as conn:
+                searcher.sync(conn)
+            log(
+                f"  HNSW index over {searcher.size:,} vectors built in "
+                f"{time.perf_counter() - started:.1f} s"
+            )
+            query_vectors = embedder.embed(queries)
+            vectors = dict(zip(queries, query_vectors, strict=True))
+            memory = AgentMemory(
+                "agent-1", ledger, e, embedder=Precomputed(embedder, vectors), searcher=searcher
+            )
+            timed = recall_scale.timings(config, memory, e, searcher, queries, vectors, what)
+            figures = timed + figures
+            figures.append(_hnsw_recall(e, searcher, query_vectors))
+        return figures
+    finally:
+        remove_tree(directory)
 
 
 def _hnsw_recall(engine: ProjectionEngine, searcher: VectorSearcher, queries: FloatArray) -> Figure:
@@ -340,3 +250,56 @@ def rebuild(config: Config) -> list[Figure]:
         "vectors, build and save the FAISS index; reference: encode(batch_size=64) alone"
     )
     return [figure]
+
+
+def rebuild_at_scale(config: Config) -> list[Figure]:
+    """A semantic rebuild of ``recall_memories`` texts: its rate, slices and peak memory.
+
+    The texts are the latency store's, embedded through the lasting embedding cache when
+    one is given (so the latency part then finds them there): the first run embeds them all
+    with MiniLM, later ones read them from the cache, and the note says which it was.
+    """
+    conversations = locomo.load(config.locomo)
+    count = config.sizes.recall_memories
+    texts = locomo.synthetic_memories(conversations, count, config.seed)
+    embedder, what = _embedder(config)
+    rate = Figure(f"semantic rebuild, {count:,} memories", "texts/s", "-", None)
+    peak = Figure(f"peak memory during that rebuild ({what})", "MiB", "-", None)
+    base = os.path.join(config.scratch, "rebuild-scale")
+    slices = Progress(f"  semantic rebuild of {count:,} ({what}), slices of {SLICE:,}", count)
+
+    def report(step: str, done: int, total: int) -> None:
+        if step == "semantic: embedded":
+            slices.update(done)
+
+    try:
+        with Ledger.open(base + ".db", default_registry(), durability="fast") as ledger:
+            _ingest(ledger, texts)
+            misses = embedder.misses
+            with recall_scale.PeakMemory() as memory:
+                started = time.perf_counter()
+                with ProjectionEngine(ledger, base, [SemanticIndex(embedder)]) as engine:
+                    engine.rebuild(progress=report)
+                    searcher = VectorSearcher(base, embedder.dimension, str(embedder.fingerprint))
+                    with engine.read() as conn:
+                        searcher.sync(conn)
+                    searcher.save()
+                spent = time.perf_counter() - started
+            slices.finish()
+        embedded = embedder.misses - misses
+    finally:
+        embedder.cache.close()
+        remove_tree(base)
+    rate.engram_samples.append(count / spent)
+    rate.note = (
+        f"{what}: {embedded:,} of {count:,} texts embedded by the model, the rest read from the "
+        f"embedding cache; slices of {SLICE:,} texts, each cached and reported; the FAISS index "
+        "built and saved"
+    )
+    peak.engram_samples.append(memory.peak)
+    peak.note = (
+        f"resident memory high-water mark sampled every 20 ms during the rebuild: "
+        f"{memory.peak:,.0f} MiB, {memory.peak - memory.before:+,.0f} MiB over the "
+        f"{memory.before:,.0f} MiB held before it"
+    )
+    return [rate, peak]

@@ -13,6 +13,7 @@ from engram.cli.base import state
         "engram bench --quick",
         "engram bench --suite recall --locomo locomo-dev.json --json out.json",
         "engram bench --suite recall --only quality --locomo locomo-dev.json",
+        "engram bench --suite recall --only latency --scale 1m --locomo locomo-dev.json",
     )
 )
 @click.option(
@@ -78,6 +79,14 @@ from engram.cli.base import state
     help="With --suite recall, measure only these parts: quality, latency, rebuild, scars "
     "(repeatable or a comma list; default: the first three; scars runs only when named).",
 )
+@click.option(
+    "--scale",
+    type=click.Choice(["100k", "1m"]),
+    default="100k",
+    show_default=True,
+    help="With the recall suite, 1m adds recall latency at a million memories (hash "
+    "vectors; the store takes minutes to build, so it is opt-in).",
+)
 def bench(
     suite: str,
     quick: bool,
@@ -89,6 +98,7 @@ def bench(
     locomo: str | None,
     embedding_cache: str | None,
     only: tuple[str, ...],
+    scale: str,
 ) -> int:
     """Measure engram beside references; print the ratios.
 
@@ -120,6 +130,7 @@ def bench(
         locomo=locomo,
         embedding_cache=embedding_cache or benchmarks.default_embedding_cache(),
         only=only,
+        scale=scale,
     )
 
 

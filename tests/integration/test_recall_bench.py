@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import engram.bench as bench
-from engram.bench import locomo, recall_bench, recall_latency
+from engram.bench import locomo, recall_bench, recall_latency, recall_scale
 from engram.bench.common import QUICK, Config, Figure
 from engram.cli import cli
 
@@ -238,7 +239,20 @@ def test_only_quality_runs_the_quality_part_alone(
     headline = details["headline_mode"]
     assert detailed[0]["name"] == f"LoCoMo recall@10, {headline}"
     assert [row["conversation"] for row in details["conversations"]] == ["c1", "c2"]
-    assert set(details["modes"]) == {"rank_bm25", "lexical", "hash", "hybrid (hash)"}
+    assert set(details["modes"]) == {
+        "rank_bm25",
+        "lexical",
+        "hash",
+        "hybrid (hash)",
+        "lexical, no pruning",
+    }
+    # The ablation sets each lever's mode beside the one without it (MiniLM's are skipped).
+    levers = {(row["lever"], row["k"]): row for row in details["ablation"]}
+    assert set(levers) == {("pruning (lexical)", k) for k in (5, 10, 20)}
+    row = levers["pruning (lexical)", 10]
+    assert row["on"] == details["modes"]["lexical"]["recall"]["@10"]
+    assert row["off"] == details["modes"]["lexical, no pruning"]["recall"]["@10"]
+    assert "lever" in out
     assert details["modes"]["lexical"]["categories"]["single-hop"]["@20"] is not None
     interval = details["interval"]
     assert interval["ratio"] == pytest.approx(detailed[0]["ratio"])
@@ -273,6 +287,20 @@ def test_latency_figures_compare_recall_with_the_raw_calls(config: Config) -> No
     assert p50.reference is not None
     assert p50.engram > 0
     assert p50.reference > 0
+    assert figures["  raw FTS5 statement p50, 300"].engram is not None
+    assert figures["  raw FAISS search p50, 300"].engram is not None
+    built = figures["observe into all indexes, 300 memories"]
+    steps = [
+        figures[f"{step}, 300 memories"].engram
+        for step in (
+            "observe into the ledger (batches of 1,000)",
+            "catch-up, salience + lexical",
+            "semantic index built from nothing (hash vectors (the 'embeddings' extra is absent),"
+            " vectors from the cache)",
+        )
+    ]
+    # The whole build's rate is the harmonic combination of its steps' rates.
+    assert built.engram == pytest.approx(1 / sum(1 / rate for rate in steps if rate))
     hnsw = figures["HNSW recall@10 vs exact search"]
     assert hnsw.engram is not None
     assert 0.9 <= hnsw.engram <= 1.0
@@ -286,3 +314,62 @@ def test_lower_is_better_units_invert_the_ratio() -> None:
     found = Figure("r", "recall", "ref", 1.1, [0.6], [0.5])
     assert found.ratio == pytest.approx(1.2)
     assert found.verdict == "PASS"
+
+
+def test_the_raw_reference_is_the_statement_the_pruned_search_runs(tmp_path: Path) -> None:
+    from engram.ledger import Ledger, default_registry
+    from engram.projections import lexical
+    from engram.projections.engine import ProjectionEngine
+    from engram.projections.lexical import LexicalIndex
+
+    texts = [
+        f"note {i} about the weather" + (" and a rare comet" if i % 9 == 0 else "")
+        for i in range(200)
+    ]
+    with Ledger.open(str(tmp_path / "l.db"), default_registry()) as ledger:
+        recall_scale.append(ledger, texts)
+        with ProjectionEngine(ledger, str(tmp_path / "s"), [LexicalIndex()]) as engine:
+            engine.catch_up()
+            with engine.read() as conn:
+                terms = lexical.terms(conn, "the rare comet weather")
+                assert terms.pruned
+                as_of = 2**62
+                raw = conn.execute(
+                    recall_scale.pool_statement(conn),
+                    ("agent-1", as_of, as_of, terms.expression, 40),
+                ).fetchall()
+                table = lexical._table(conn)
+                visible, shown = lexical._visible("agent-1", None, as_of)
+                pool = lexical._pool(conn, table, terms.expression or "", 10, visible, shown)
+    assert [row[:6] for row in raw if row[6]] == pool
+    assert len(pool) == 200 // 9 + 1 - sum(
+        1 for i in range(0, 200, 9) if i % 10 == 0 and i % 8 != 1
+    )
+
+
+def test_the_rebuild_at_scale_reports_its_rate_and_peak_memory(config: Config) -> None:
+    rate, peak = recall_latency.rebuild_at_scale(config)
+    assert rate.unit == "texts/s"
+    assert rate.engram is not None
+    assert rate.engram > 0
+    assert "300 of 300 texts embedded" in rate.note
+    assert peak.unit == "MiB"
+    assert peak.engram is not None
+    assert peak.engram > 10
+
+
+def test_peak_memory_sees_what_a_block_holds() -> None:
+    with recall_scale.PeakMemory() as memory:
+        block = bytearray(200 * 2**20)
+        block[::4096] = b"x" * len(block[::4096])  # touch every page
+        time.sleep(0.2)
+        del block
+    assert memory.peak - memory.before > 150
+
+
+def test_a_scale_that_is_not_known_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown scale '2m'"):
+        bench.run(suite="recall", scale="2m")
+    result = CliRunner().invoke(cli, ["bench", "--suite", "recall", "--scale", "2m"])
+    assert result.exit_code == 2
+    assert "2m" in result.output
