@@ -50,7 +50,7 @@ import numpy as np
 from engram.agents.memory import Recalled, RecallResult
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
-from engram.projections import lexical, queries, semantic
+from engram.projections import lexical, queries, rules, semantic
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of
@@ -117,9 +117,43 @@ class Scope:
     fetch: Fetch | None = None
 
 
+def _rules(ask: Ask, types: tuple[str, ...]) -> Ranked:
+    """Fetch the applied rules that match the query, scored by their match (0..1).
+
+    A rule has no importance or age to weigh: it holds until a person replaces it. As of a
+    time, only rules applied by then are served. Rules are for every agent (visibility does
+    not apply: a person reviewed them for everyone).
+    """
+    try:
+        found = rules.rules_for_query(ask.conn, ask.query, max(4 * ask.k, 20))
+    except ProjectionError as exc:
+        return Ranked([], f"rules unavailable ({exc})")
+    if not found:
+        return Ranked([], None)
+    events = {e.position: e for e in ask.memory.ledger.get([r.position for r in found])}
+    items = []
+    for rule in found:
+        event = events[rule.position]
+        if ask.cut is not None and micros(event.at) > ask.cut:
+            continue
+        items.append(
+            Recalled(
+                event,
+                rule.match,
+                rule.match,
+                0.0,
+                0.0,
+                ("lexical",),
+                bm25=rule.score,
+                match=rule.match,
+            )
+        )
+    return Ranked(items[: ask.k], None)
+
+
 #: The scopes recall accepts, besides ``all``, which merges every one of them. ``memories``
-#: alone is memory recall's own path; its entry here ranks memories within ``all``. The rules
-#: projection's scope joins as one more entry.
+#: alone is memory recall's own path; its entry here ranks memories within ``all``. ``rules``
+#: are the applied suggestions of the rules projection, matched by their words.
 SCOPES: dict[str, Scope] = {
     s.name: s
     for s in (
@@ -127,6 +161,7 @@ SCOPES: dict[str, Scope] = {
         Scope("scars", ("failure",)),
         Scope("victories", ("victory",)),
         Scope("reflections", lexical.REFLECTION_TYPES),
+        Scope("rules", ("rule",), fetch=_rules),
     )
 }
 
@@ -190,8 +225,18 @@ def item_text(event: Event) -> str:
     return str(event.payload.text)
 
 
+def item_author(event: Event) -> str:
+    """Return who a recalled item is from: its agent, or a rule's reviewer."""
+    if event.kind == "suggestion.reviewed":
+        return str(event.payload.reviewer)
+    return str(event.payload.agent)
+
+
 def item_type(event: Event) -> str:
-    """Return a recalled item's type: a memory's type, a scar's kind, or ``reflection``."""
+    """Return a recalled item's type: a memory's type, a scar's kind, ``reflection`` or
+    ``rule``."""
+    if event.kind == "suggestion.reviewed":
+        return "rule"
     return lexical.item_text(event)[1]
 
 
@@ -227,7 +272,6 @@ def _indexed(ask: Ask, types: tuple[str, ...]) -> Ranked:
             problems.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
             search = None
     try:
-        weights = lexical.idf(conn, lexical.tokens(ask.query))
         hits = lexical.search(
             conn,
             ask.query,
@@ -235,7 +279,6 @@ def _indexed(ask: Ask, types: tuple[str, ...]) -> Ranked:
             agent=memory.agent,
             types=types,
             as_of_us=ask.cut,
-            weights=weights,
         )
         for h in hits:
             c = found.setdefault(h.position, _Candidate())

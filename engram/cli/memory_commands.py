@@ -10,7 +10,7 @@ from typing import IO, Any
 import click
 
 from engram.agents.memory import RecallResult
-from engram.agents.scopes import SCOPES, item_text, item_type
+from engram.agents.scopes import SCOPES, item_author, item_text, item_type
 from engram.cli.app import cli, examples
 from engram.cli.base import (
     TIME,
@@ -214,7 +214,7 @@ def _recall_records(result: RecallResult) -> Iterable[dict[str, Any]]:
             "fused": round(r.fused, 6),
             "bm25": None if r.bm25 is None else round(r.bm25, 6),
             "cosine": None if r.cosine is None else round(r.cosine, 6),
-            "agent": r.event.payload.agent,
+            "agent": item_author(r.event),
             "type": item_type(r.event),
             "text": item_text(r.event),
             "source": getattr(r.event.payload, "source", None),

@@ -125,7 +125,7 @@ def test_errors_are_one_line_and_change_nothing(
         (["scars", "record", "alice", "--kind", "oops", "--what", "w", "--lesson", "l"], 2, "oops"),
         (["scars", "record", "alice", "--kind", "failure", "--what", "w"], 2, "--lesson"),
         (["scars", "record", "a", "--kind", "failure", "--what", " ", "--lesson", "l"], 1, "what"),
-        (["recall", "alice", "w", "--scope", "rules"], 2, "'rules' is not one of"),
+        (["recall", "alice", "w", "--scope", "rule"], 2, "'rule' is not one of"),
         (["recall", "alice", "w", "--scope", "scars", "--type", "plan"], 1, "types filters"),
     ]
     for argv, expected, message in cases:

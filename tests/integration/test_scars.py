@@ -258,8 +258,8 @@ def test_without_vectors_the_lexical_match_stands_in(memory: Memory) -> None:
 
 def test_an_unknown_scope_is_refused_with_the_known_ones(memory: Memory) -> None:
     with pytest.raises(QueryError, match=r"scope must be one of \['memories', 'scars'"):
-        memory.agent("alice").recall("x", scope="rules")
-    assert "rules" not in SCOPES  # the rules projection's scope joins as one entry
+        memory.agent("alice").recall("x", scope="rule")
+    assert "rules" in SCOPES  # the rules projection's scope is one entry
     assert memory.ledger.head() == 0
 
 
