@@ -19,11 +19,13 @@ reach a :class:`Triggers`' thresholds.
 from __future__ import annotations
 
 import math
+import os
 import uuid
 from dataclasses import dataclass
 from typing import Literal, NamedTuple
 
 from engram.agents.completion.port import Completer, CompletionError
+from engram.agents.completion.routing import OfflineRoute, completer_for, load_completion_routing
 from engram.agents.insight import (
     QUESTIONS,
     Draft,
@@ -121,6 +123,16 @@ def trigger_state(memory: AgentMemory) -> TriggerState:
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         return reflections.trigger_state(conn, memory.agent)
+
+
+def routed_reflector(routing: str | os.PathLike[str] | None) -> Completer | None:
+    """Return the completer the routing file's ``[complete.reflect]`` route names, or None
+    when it is offline (the default): then the extractive generator reflects."""
+    path = os.path.expanduser(routing) if routing else None
+    table = load_completion_routing(path)
+    if isinstance(table.route("reflect"), OfflineRoute):
+        return None
+    return completer_for("reflect", table)
 
 
 def reflect_if_due(

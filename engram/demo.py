@@ -13,11 +13,12 @@ from pathlib import Path
 from typing import IO
 
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
+from engram.agents.reflection import reflect
 from engram.ledger import ConcurrencyError, Ledger, NewEvent, new_id
 from engram.ledger.audit import open_audit
 from engram.ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
 from engram.projections.store import STORE_FILE
-from engram.runtime import open_memory
+from engram.runtime import Memory, open_memory
 
 
 def _session(ledger: Ledger, start: datetime, out: IO[str]) -> None:
@@ -114,6 +115,42 @@ def _session(ledger: Ledger, start: datetime, out: IO[str]) -> None:
         )
 
 
+def _learn(memory: Memory, now: datetime, out: IO[str]) -> None:
+    """A failure becomes a scar, a drafted suggestion, a reviewed rule; beliefs get evidence."""
+    planner = memory.agent("planner")
+    memory.scars("planner").record(
+        "failure",
+        "The database failover failed during the Q3 deploy: the replica lagged.",
+        "Always check replica lag before a database failover.",
+        importance=8,
+        sources={"task": "q3-outage"},
+        at=now + timedelta(seconds=205),
+    )
+    lessons = memory.lessons()
+    report = lessons.learn()
+    for drafted in report.drafted:
+        print(f"\nlearning step drafted ({drafted.destination}): {drafted.text}", file=out)
+    lessons.apply(report.drafted[0].suggestion, "demo-reviewer", note="a person agreed")
+    for rule in lessons.rules():
+        print(f"  reviewed and applied; every session now loads the rule: {rule.text}", file=out)
+    served = planner.recall("database failover", 2, scope="rules", record=False)
+    print(f"  recall(scope='rules') serves: {served.items[0].event.payload.text}", file=out)
+    scars = planner.recall("failover replica lag", 1, scope="scars", record=False)
+    for r in scars.items:
+        print(f"  recall(scope='scars') {r.score:.2f}: {r.event.payload.lesson}", file=out)
+    for seconds, text in (
+        (210, "The database failover failed because the replica lagged during the deploy."),
+        (220, "The deploy runbook skips the replica lag check before a database failover."),
+    ):
+        planner.observe(text, importance=7, at=now + timedelta(seconds=seconds))
+    outcome = reflect(planner)
+    print(f"\nplanner reflects ({outcome.reason}):", file=out)
+    for insight in outcome.insights:
+        print(f"  depth {insight.depth}: {insight.text}", file=out)
+        for e in insight.evidence:
+            print(f"    rests on #{e.position} [{e.payload.agent}] {e.payload.text}", file=out)
+
+
 def run_demo(directory: str | None, out: IO[str]) -> int:
     """Run the demo session in ``directory`` (a new temp dir when None) and print the audit."""
     folder = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="engram-demo-"))
@@ -162,6 +199,7 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
                 who = f"{r.event.payload.agent}/{r.event.payload.visibility}"
                 print(f"  {r.score:5.2f}  [{who}] {r.event.payload.text}", file=out)
         print("  (the critic's private thought reaches only the critic)", file=out)
+        _learn(memory, now, out)
         as_of = now + timedelta(hours=1)
         print(f"\nmost salient neurons as of {as_of:%H:%M} UTC (lazy decay 0.99/h):", file=out)
         for item in network.top(5, as_of=as_of):
@@ -190,11 +228,18 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
                     "FROM neuron_activated a JOIN projections.neurons n ON n.id = a.id "
                     "GROUP BY a.id ORDER BY a.id",
                 ),
+                (
+                    "the lessons loop: scar, suggestion, review",
+                    "SELECT kind, actor, coalesce(json_extract_string(payload, '$.lesson'),"
+                    " json_extract_string(payload, '$.text')) AS text"
+                    " FROM events WHERE kind LIKE 'scar.%' OR kind LIKE 'suggestion.%'"
+                    " ORDER BY position",
+                ),
             ):
                 print(f"\n{title}:", file=out)
                 print(audit.query(sql).to_table(), file=out)
     print(
-        f"\nexplore it: engram --ledger {path} log | graph top | graph export"
+        f"\nexplore it: engram --ledger {path} log | graph top | rules | reflections"
         ' | sql "SELECT ... FROM projections.neurons"',
         file=out,
     )

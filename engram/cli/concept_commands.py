@@ -41,8 +41,8 @@ def _link(value: str) -> dict[str, Any]:
 @concepts.command(
     epilog=examples(
         "engram concepts upsert coder skill.cpp --type skill --label 'C++'",
-        """engram concepts upsert coder fact.q3 --type fact --label 'Q3 outage' \\
-    --payload '{"root_cause": "expired certificate"}' --link skill.ops:about:0.8""",
+        """engram concepts upsert coder fact.q3 --type fact --label 'Q3' --payload '{"a": 1}'""",
+        "engram concepts upsert coder fact.q3 --type fact --label 'Q3' --link skill.ops:about:0.8",
     )
 )
 @click.argument("agent")

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from engram.agents.reflection import Outcome, Triggers, reflect_if_due
+from engram.agents.reflection import Outcome, Triggers, reflect_if_due, routed_reflector
 from engram.agents.reflection import reflect as reflect_now
 from engram.cli import logs
 from engram.cli.app import cli, examples
@@ -59,22 +59,24 @@ _ROW_COLUMNS = ["role", "position", "id", "kind", "agent", "depth", "at", "text"
 def reflect(agent: str, dry_run: bool, if_due: bool, fmt: str) -> None:
     """Reflect on an agent's memories since its last reflection.
 
-    Focal questions from AGENT's newest memories (those it can see: its own and public ones),
-    a recall per question, and insights that cite the memories they rest on, appended as
-    memory.reflected events (the offline, extractive generator writes them). Each row is an
-    insight; evidence lists the positions it rests on. Reflecting again on the same memories
-    appends nothing. The projections are caught up with what it appended.
+        Focal questions from AGENT's newest memories (those it can see: its own and public ones),
+        a recall per question, and insights that cite the memories they rest on, appended as
+        memory.reflected events (the offline, extractive generator writes them, or the model the
+    routing file's [complete.reflect] names). Each row is an
+        insight; evidence lists the positions it rests on. Reflecting again on the same memories
+        appends nothing. The projections are caught up with what it appended.
     """
     out = state()
     settings = out.settings()
     with opened(settings, actor=agent) as memory:
         sync_vectors(memory)
         stream = memory.agent(agent)
+        model = routed_reflector(settings.routing or None)
         if if_due:
             triggers = Triggers(settings.reflect_every, settings.reflect_importance)
-            outcome = reflect_if_due(stream, triggers, dry_run=dry_run)
+            outcome = reflect_if_due(stream, triggers, completer=model, dry_run=dry_run)
         else:
-            outcome = reflect_now(stream, dry_run=dry_run)
+            outcome = reflect_now(stream, model, dry_run=dry_run)
         if outcome.status == "reflected":
             # So that the projection store read by engram sql holds what was just appended.
             memory.engine.catch_up()

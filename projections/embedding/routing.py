@@ -150,6 +150,8 @@ def _parse(path: str | os.PathLike[str]) -> Routing:
     except tomllib.TOMLDecodeError as error:
         raise _Invalid(f"is not valid TOML ({error})") from None
     table = document.get("embedding")
+    if table is None and document:  # a file for other owners only ([complete]...): defaults
+        return Routing({"default": HashRoute()}, os.fspath(path))
     if not isinstance(table, dict) or not table:
         raise _Invalid("has no [embedding.<use>] tables")
     routes: dict[str, Route] = {}
