@@ -132,17 +132,26 @@ def test_memo_trimming_is_the_same_in_any_batch_sizes(tmp_path: Path) -> None:
     assert all(d == digests[0] for d in digests)
 
 
+def _head(path: str) -> int:
+    with Ledger.open(path, default_registry(), readonly=True) as led:
+        return led.head()
+
+
 def test_no_signal_is_lost_or_handled_twice_across_sigkills(tmp_path: Path) -> None:
     ledger = str(tmp_path / "ledger.db")
     with engram.open_memory(ledger) as m:
         sender = m.mailbox("boss")
-        for i in range(120):
+        for i in range(300):
             sender.send("worker" if i % 3 else "*", f"task-{i}")
     rng = random.Random(random.randrange(2**31))
     kills = 0
-    for _ in range(6):  # killed at random moments, each after it had time to start
+    for _ in range(6):  # killed after a random amount of progress, each run
+        before = _head(ledger)
         proc = subprocess.Popen([sys.executable, str(WORKER), ledger, "worker"], env=os.environ)
-        time.sleep(rng.uniform(1.5, 3.0))
+        target = before + rng.randint(2, 40)
+        deadline = time.monotonic() + 60
+        while proc.poll() is None and _head(ledger) < target and time.monotonic() < deadline:
+            time.sleep(0.005)
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             kills += 1
@@ -159,7 +168,7 @@ def test_no_signal_is_lost_or_handled_twice_across_sigkills(tmp_path: Path) -> N
     sent = [e.id for e in events if e.kind == "signal.sent"]
     assert sorted(acks) == sorted(sent)
     assert set(acks.values()) == {1}
-    assert len(handled) == 120
+    assert len(handled) == 300
     assert set(handled.values()) == {1}
 
 
