@@ -42,7 +42,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from engram.ledger.errors import CheckpointError
 from engram.ledger.store import Ledger
 
-FORMAT = "engram-checkpoint/1"
+FORMAT: Literal["engram-checkpoint/1"] = "engram-checkpoint/1"
 _HEX64 = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
 _FILE = re.compile(r"^checkpoint-(\d{12})\.json$")
 

@@ -308,13 +308,15 @@ def verify(
             )
 
             key = load_public_key(public_key)
-            report: object = verify_checkpoints(
+            signed = verify_checkpoints(
                 ledger, load_checkpoints(checkpoints, key), progress=progress
             )
+            ok, text = signed.ok, str(signed)
         else:
             report = ledger.verify(expect_head=head, expect_hash=head_hash, progress=progress)
-    out.echo(str(report))
-    if not report.ok:
+            ok, text = report.ok, str(report)
+    out.echo(text)
+    if not ok:
         raise click.exceptions.Exit(1)
 
 
