@@ -49,6 +49,11 @@ _Seconds = Annotated[float, msgspec.Meta(ge=0)]
 _Name = Annotated[str, msgspec.Meta(min_length=1)]
 
 
+#: Top-level tables of the routing file that other façades own (``[complete.<use>]``); a
+#: file holding only those leaves embeddings on their defaults without a warning.
+OTHER_OWNERS = frozenset({"complete"})
+
+
 class EmbeddingConfigWarning(UserWarning):
     """The embedding routing file was missing or invalid; the defaults are used instead."""
 
@@ -150,7 +155,7 @@ def _parse(path: str | os.PathLike[str]) -> Routing:
     except tomllib.TOMLDecodeError as error:
         raise _Invalid(f"is not valid TOML ({error})") from None
     table = document.get("embedding")
-    if table is None and document:  # a file for other owners only ([complete]...): defaults
+    if table is None and OTHER_OWNERS & set(document):  # a file routing other uses only
         return Routing({"default": HashRoute()}, os.fspath(path))
     if not isinstance(table, dict) or not table:
         raise _Invalid("has no [embedding.<use>] tables")
