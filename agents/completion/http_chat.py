@@ -18,7 +18,6 @@ is never stored on the completer, logged, or put in a message, repr or fingerpri
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import json
 import logging
@@ -30,7 +29,6 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -41,6 +39,7 @@ from engram.agents.completion.port import (
     CompletionRejectedError,
     CompletionUnavailableError,
 )
+from engram.projections.embedding.http_api import excerpt, parse_retry_after, safe_url
 
 logger = logging.getLogger(__name__)
 
@@ -224,7 +223,7 @@ class HttpCompleter:
                     body = error.read(4 * _EXCERPT)
                 except (OSError, http.client.HTTPException):
                     body = b""
-                retry_after = _retry_after(error.headers.get("Retry-After"))
+                retry_after = parse_retry_after(error.headers.get("Retry-After"))
             reason = f"HTTP {status}: {excerpt(body, secret)}"
             if status == 429 or 500 <= status <= 599:
                 raise _Retryable(reason, retry_after) from None
@@ -262,40 +261,3 @@ def _answer(raw: bytes, schema: type[T], url: str, secret: str | None) -> T:
         raise CompletionFormatError(
             f"completion answer from {url} is not JSON: {excerpt(text.encode(), secret)}"
         ) from None
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def excerpt(body: bytes, secret: str | None) -> str:
-    """Return the start of ``body`` for a message, with ``secret`` (if any) redacted."""
-    text = body.decode("utf-8", "replace")
-    if secret:
-        text = text.replace(secret, "[redacted]")
-    text = " ".join(text.split())
-    return repr(text[:_EXCERPT] + ("…" if len(text) > _EXCERPT else ""))
-
-
-def safe_url(url: Any) -> str:
-    """Return ``url`` without user:password, for messages and logs."""
-    if not isinstance(url, str):
-        return repr(url)
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))

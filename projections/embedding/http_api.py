@@ -102,7 +102,7 @@ class HttpEmbedder(Embedder):
             parts = None
         if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             raise EmbeddingConfigError(
-                f"http embedder: base_url must be an http(s) URL, got {_safe_url(base_url)!r}"
+                f"http embedder: base_url must be an http(s) URL, got {safe_url(base_url)!r}"
             )
         if not isinstance(model, str) or not model:
             raise EmbeddingConfigError(
@@ -158,7 +158,7 @@ class HttpEmbedder(Embedder):
 
     def __repr__(self) -> str:
         return (
-            f"HttpEmbedder(url={_safe_url(self._url)!r}, model={self._model!r}, "
+            f"HttpEmbedder(url={safe_url(self._url)!r}, model={self._model!r}, "
             f"dimension={self._dimension}, api_key_env={self._api_key_env!r})"
         )
 
@@ -178,7 +178,7 @@ class HttpEmbedder(Embedder):
                     "(api_key_env) is not set or empty"
                 )
             headers["Authorization"] = f"Bearer {secret}"
-        url = _safe_url(self._url)
+        url = safe_url(self._url)
         last: _Retryable | None = None
         for attempt in range(1, ATTEMPTS + 1):
             try:
@@ -221,8 +221,8 @@ class HttpEmbedder(Embedder):
                     body = error.read(4 * _EXCERPT)
                 except (OSError, http.client.HTTPException):
                     body = b""
-                retry_after = _parse_retry_after(error.headers.get("Retry-After"))
-            reason = f"HTTP {status}: {_excerpt(body, secret)}"
+                retry_after = parse_retry_after(error.headers.get("Retry-After"))
+            reason = f"HTTP {status}: {excerpt(body, secret)}"
             if status == 429 or 500 <= status <= 599:
                 raise _Retryable(reason, status, retry_after) from None
             raise EmbeddingProviderError(
@@ -242,10 +242,10 @@ class HttpEmbedder(Embedder):
         try:
             document = json.loads(body)
         except ValueError:
-            fail(f"not JSON: {_excerpt(body, secret)}")
+            fail(f"not JSON: {excerpt(body, secret)}")
         data = document.get("data") if isinstance(document, dict) else None
         if not isinstance(data, list):
-            fail(f"no 'data' list in {_excerpt(body, secret)}")
+            fail(f"no 'data' list in {excerpt(body, secret)}")
         if len(data) != count:
             fail(f"{len(data)} embeddings for {count} texts")
         rows: list[list[float] | None] = [None] * count
@@ -271,7 +271,8 @@ class HttpEmbedder(Embedder):
         return l2_normalize(vectors) if self._normalize else vectors
 
 
-def _parse_retry_after(value: str | None) -> float | None:
+def parse_retry_after(value: str | None) -> float | None:
+    """Return a ``Retry-After`` header's delay in seconds (number or HTTP date), or None."""
     if not value:
         return None
     value = value.strip()
@@ -288,7 +289,8 @@ def _parse_retry_after(value: str | None) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-def _excerpt(body: bytes, secret: str | None) -> str:
+def excerpt(body: bytes, secret: str | None) -> str:
+    """Return the start of ``body`` for a message, with ``secret`` (if any) redacted."""
     text = body.decode("utf-8", "replace")
     if secret:
         text = text.replace(secret, "[redacted]")
@@ -296,7 +298,7 @@ def _excerpt(body: bytes, secret: str | None) -> str:
     return repr(text[:_EXCERPT] + ("…" if len(text) > _EXCERPT else ""))
 
 
-def _safe_url(url: Any) -> str:
+def safe_url(url: Any) -> str:
     """Return ``url`` without user:password, for messages and logs."""
     if not isinstance(url, str):
         return repr(url)
