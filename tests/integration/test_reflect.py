@@ -414,7 +414,8 @@ def test_a_reflection_killed_at_any_moment_is_appended_once_when_run_again(
     seed = random.randrange(2**31)
     print(f"kill seed {seed}")
     rng = random.Random(seed)
-    cfg = {"ledger": str(tmp_path / "ledger.db"), "total": 40}
+    # Long enough that the kill lands before the end on a fast, idle machine too.
+    cfg = {"ledger": str(tmp_path / "ledger.db"), "total": 200}
     argv = [sys.executable, "-W", "error", str(WORKER), json.dumps(cfg)]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -434,7 +435,7 @@ def test_a_reflection_killed_at_any_moment_is_appended_once_when_run_again(
     with open_memory(cfg["ledger"], config=os.devnull) as memory:
         events = list(memory.ledger.read(0))
         observed = [e for e in events if e.kind == "memory.observed"]
-        assert len(observed) == len({e.payload.text for e in observed}) == 40
+        assert len(observed) == len({e.payload.text for e in observed}) == cfg["total"]
         # Each batch of reflections has the ids of its window: the previous reflection's
         # position and the newest memory before it. A window reflected twice would show as
         # two batches with one window, or as ids that match no window.
