@@ -503,7 +503,9 @@ def test_a_sigkill_mid_batch_converges_to_a_clean_rebuild(
     # 2. Killed at whatever it is doing once the checkpoint has passed a later event.
     at = consumed[rng.randrange(index, len(consumed) * 3 // 4)]
     kill_when(spawn(cfg), store, name, at)
-    assert at <= checkpoint(store, name) < head
+    # A projection that consumes few kinds can finish its last batches between two polls;
+    # the stalled kills of step 1 are the ones guaranteed to land inside a batch.
+    assert at <= checkpoint(store, name) <= head
 
     # 3. A fresh process finishes the catch-up; a clean rebuild in a fresh store agrees.
     done = subprocess.run(
