@@ -39,13 +39,19 @@ from engram.agents.completion.port import (
     CompletionRejectedError,
     CompletionUnavailableError,
 )
-from engram.projections.embedding.http_api import excerpt, parse_retry_after, safe_url
+from engram.projections.embedding.http_api import (
+    ATTEMPTS,
+    Retryable,
+    excerpt,
+    parse_retry_after,
+    safe_url,
+    with_retries,
+)
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T", bound=msgspec.Struct)
 
-ATTEMPTS = 3
 """One try plus at most two retries."""
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -58,13 +64,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 _OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-class _Retryable(Exception):
-    def __init__(self, reason: str, retry_after: float | None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 class HttpCompleter:
@@ -184,32 +183,20 @@ class HttpCompleter:
             headers["Authorization"] = f"Bearer {secret}"
         payload = json.dumps(body).encode()
         url = safe_url(self._url)
-        last: _Retryable | None = None
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                raw = self._post(payload, headers, url, secret)
-            except _Retryable as failure:
-                last = failure
-                if attempt == ATTEMPTS:
-                    break
-                delay = self._backoff * 2 ** (attempt - 1)
-                if failure.retry_after is not None:
-                    delay = min(failure.retry_after, self._max_retry_after)
-                logger.warning(
-                    "completion request to %s failed (%s); retry %d of %d in %.2fs",
-                    url,
-                    failure.reason,
-                    attempt,
-                    ATTEMPTS - 1,
-                    delay,
-                )
-                self._sleep(delay)
-                continue
-            return _answer(raw, schema, url, secret)
-        assert last is not None
-        raise CompletionUnavailableError(
-            f"completion request to {url} failed after {ATTEMPTS} attempts: {last.reason}"
-        )
+        try:
+            raw = with_retries(
+                lambda: self._post(payload, headers, url, secret),
+                what="completion",
+                url=url,
+                backoff=self._backoff,
+                max_retry_after=self._max_retry_after,
+                sleep=self._sleep,
+            )
+        except Retryable as last:
+            raise CompletionUnavailableError(
+                f"completion request to {url} failed after {ATTEMPTS} attempts: {last.reason}"
+            ) from None
+        return _answer(raw, schema, url, secret)
 
     def _post(self, payload: bytes, headers: dict[str, str], url: str, secret: str | None) -> bytes:
         request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
@@ -226,7 +213,7 @@ class HttpCompleter:
                 retry_after = parse_retry_after(error.headers.get("Retry-After"))
             reason = f"HTTP {status}: {excerpt(body, secret)}"
             if status == 429 or 500 <= status <= 599:
-                raise _Retryable(reason, retry_after) from None
+                raise Retryable(reason, status, retry_after) from None
             raise CompletionRejectedError(
                 f"completion request to {url} refused with {reason}"
             ) from None
@@ -235,7 +222,7 @@ class HttpCompleter:
             reason = f"network error: {getattr(error, 'reason', None) or error!s}"
             if secret:
                 reason = reason.replace(secret, "[redacted]")
-            raise _Retryable(reason, None) from None
+            raise Retryable(reason, None, None) from None
 
 
 def _answer(raw: bytes, schema: type[T], url: str, secret: str | None) -> T:

@@ -24,7 +24,7 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderErr
 logger = logging.getLogger(__name__)
 
 ATTEMPTS = 3
+T = TypeVar("T")
 """One try plus at most two retries."""
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -55,12 +56,50 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
-class _Retryable(Exception):
+class Retryable(Exception):
+    """A request failure worth retrying (429, 5xx, a timeout or a dropped connection)."""
+
     def __init__(self, reason: str, status: int | None, retry_after: float | None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.status = status
         self.retry_after = retry_after
+
+
+def with_retries(
+    post: Callable[[], T],
+    *,
+    what: str,
+    url: str,
+    backoff: float,
+    max_retry_after: float,
+    sleep: Callable[[float], None],
+) -> T:
+    """Return ``post()``, calling it up to :data:`ATTEMPTS` times while it raises Retryable.
+
+    Waits ``backoff`` doubling between attempts, or the server's Retry-After capped at
+    ``max_retry_after``; each retry is logged. Raises the last :class:`Retryable`.
+    """
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return post()
+        except Retryable as failure:
+            if attempt == ATTEMPTS:
+                raise
+            delay = backoff * 2 ** (attempt - 1)
+            if failure.retry_after is not None:
+                delay = min(failure.retry_after, max_retry_after)
+            logger.warning(
+                "%s request to %s failed (%s); retry %d of %d in %.2fs",
+                what,
+                url,
+                failure.reason,
+                attempt,
+                ATTEMPTS - 1,
+                delay,
+            )
+            sleep(delay)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 class HttpEmbedder(Embedder):
@@ -179,33 +218,21 @@ class HttpEmbedder(Embedder):
                 )
             headers["Authorization"] = f"Bearer {secret}"
         url = safe_url(self._url)
-        last: _Retryable | None = None
-        for attempt in range(1, ATTEMPTS + 1):
-            try:
-                status, body = self._post(payload, headers, url, secret)
-            except _Retryable as failure:
-                last = failure
-                if attempt == ATTEMPTS:
-                    break
-                delay = self._backoff * 2 ** (attempt - 1)
-                if failure.retry_after is not None:
-                    delay = min(failure.retry_after, self._max_retry_after)
-                logger.warning(
-                    "embedding request to %s failed (%s); retry %d of %d in %.2fs",
-                    url,
-                    failure.reason,
-                    attempt,
-                    ATTEMPTS - 1,
-                    delay,
-                )
-                self._sleep(delay)
-                continue
-            return self._parse(body, len(texts), status, url, secret)
-        assert last is not None
-        raise EmbeddingProviderError(
-            f"embedding request to {url} failed after {ATTEMPTS} attempts: {last.reason}",
-            last.status,
-        )
+        try:
+            status, body = with_retries(
+                lambda: self._post(payload, headers, url, secret),
+                what="embedding",
+                url=url,
+                backoff=self._backoff,
+                max_retry_after=self._max_retry_after,
+                sleep=self._sleep,
+            )
+        except Retryable as last:
+            raise EmbeddingProviderError(
+                f"embedding request to {url} failed after {ATTEMPTS} attempts: {last.reason}",
+                last.status,
+            ) from None
+        return self._parse(body, len(texts), status, url, secret)
 
     def _post(
         self, payload: bytes, headers: dict[str, str], url: str, secret: str | None
@@ -224,14 +251,14 @@ class HttpEmbedder(Embedder):
                 retry_after = parse_retry_after(error.headers.get("Retry-After"))
             reason = f"HTTP {status}: {excerpt(body, secret)}"
             if status == 429 or 500 <= status <= 599:
-                raise _Retryable(reason, status, retry_after) from None
+                raise Retryable(reason, status, retry_after) from None
             raise EmbeddingProviderError(
                 f"embedding request to {url} failed with {reason}", status
             ) from None
         except (OSError, http.client.HTTPException) as error:
             # URLError, timeouts, refused and reset connections are OSErrors.
             reason = f"network error: {getattr(error, 'reason', None) or error!s}"
-            raise _Retryable(reason, None, None) from None
+            raise Retryable(reason, None, None) from None
 
     def _parse(
         self, body: bytes, count: int, status: int, url: str, secret: str | None
