@@ -380,6 +380,54 @@ class JobCompleted(_Payload, frozen=True):
             )
 
 
+class ContextSaved(_Payload, frozen=True):
+    """The context frames an agent was shown (or wrote back), so what it saw is auditable.
+
+    ``frames`` maps a frame name (identity, problem, knowledge, episodic, constraints,
+    scratchpad) to its content; ``items`` are the ids of the events behind the frames' items,
+    so every item resolves to the ledger. ``tokens`` is the frames' size as counted by
+    ``tokenizer`` (a real tokenizer's name, or ``estimate``) against ``budget``.
+    """
+
+    __kind__: ClassVar[str] = "context.saved"
+
+    agent: Name
+    budget: Annotated[int, msgspec.Meta(ge=1)]
+    tokens: Annotated[int, msgspec.Meta(ge=0)]
+    frames: dict[Annotated[str, msgspec.Meta(min_length=1, max_length=64)], object]
+    query: str = ""
+    task: str = ""
+    tokenizer: Name = "estimate"
+    items: list[EventId] = []
+    visibility: Visibility = "private"
+
+
+class SubjectForgotten(_Payload, frozen=True):
+    """A subject's key was destroyed: the personal fields encrypted under it are unreadable.
+
+    The ledger keeps the ciphertext (its hash chain still verifies); projections rebuild
+    without the content and audits show ``[forgotten]``.
+    """
+
+    __kind__: ClassVar[str] = "subject.forgotten"
+
+    subject: Name
+    reason: str = ""
+
+
+class PackImported(_Payload, frozen=True):
+    """A knowledge pack was imported: which pack, at which version, and how many nodes."""
+
+    __kind__: ClassVar[str] = "pack.imported"
+
+    pack: Name
+    name: Name
+    version: Name
+    checksum: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
+    nodes: Annotated[int, msgspec.Meta(ge=0)]
+    appended: Annotated[int, msgspec.Meta(ge=0)]
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -404,6 +452,9 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         SuggestionDeferred,
         SuggestionWritten,
         JobCompleted,
+        ContextSaved,
+        SubjectForgotten,
+        PackImported,
     )
 }
 

@@ -25,6 +25,7 @@ from engram.ledger.catalog import (
     ConceptUpserted,
     ConnectionCreated,
     ConnectionReweighted,
+    ContextSaved,
     FileDiff,
     JobCompleted,
     MemoPosted,
@@ -35,6 +36,7 @@ from engram.ledger.catalog import (
     NeuronActivated,
     NeuronArchived,
     NeuronCreated,
+    PackImported,
     RecalledItem,
     ScarArchived,
     ScarRecorded,
@@ -44,6 +46,7 @@ from engram.ledger.catalog import (
     SuggestionDeferred,
     SuggestionProposed,
     SuggestionReviewed,
+    SubjectForgotten,
     SuggestionWritten,
     VitalityMeasured,
 )
@@ -231,6 +234,32 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
             st.sampled_from(["events", "candidates", "neurons"]), st.integers(0, 10**6)
         ),
         st.floats(min_value=0, max_value=1e7, allow_nan=False),
+    ),
+    "context.saved": st.builds(
+        ContextSaved,
+        agent=names,
+        query=st.text(max_size=20),
+        task=st.text(max_size=20),
+        budget=st.integers(1, 10**6),
+        tokens=st.integers(0, 10**6),
+        tokenizer=st.sampled_from(["estimate", "cl100k_base"]),
+        frames=st.dictionaries(
+            st.sampled_from(["identity", "problem", "knowledge", "episodic", "scratchpad"]),
+            st.text(max_size=20) | st.lists(st.text(max_size=8), max_size=3),
+            max_size=4,
+        ),
+        items=st.lists(st.uuids().map(str), max_size=3),
+        visibility=st.sampled_from(["public", "private"]),
+    ),
+    "subject.forgotten": st.builds(SubjectForgotten, subject=names, reason=st.text(max_size=20)),
+    "pack.imported": st.builds(
+        PackImported,
+        pack=names,
+        name=names,
+        version=st.sampled_from(["1", "1.0.0", "2026.11"]),
+        checksum=st.binary(min_size=32, max_size=32).map(bytes.hex),
+        nodes=st.integers(0, 10**6),
+        appended=st.integers(0, 10**6),
     ),
 }
 
