@@ -141,3 +141,45 @@ def test_tenants_refuses_a_tenant_and_ignores_the_environment(
     monkeypatch.setenv("ENGRAM_TENANT", "acme")
     code, out, _ = run(capsys, "--ledger", db, "tenants", "--format", "csv")
     assert out.splitlines()[1].startswith("acme,")
+
+
+@pytest.mark.postgres
+def test_a_tenant_role_makes_the_database_refuse_other_tenants(
+    capsys: pytest.CaptureFixture[str], pg_dsn: str, pg_schema: str
+) -> None:
+    role = f"{pg_schema}_acme_role"
+    base = ["--pg-schema", pg_schema]
+    try:
+        for tenant in ("acme", "beta"):
+            code, _, err = run(
+                capsys, "--ledger", pg_dsn, *base, "--tenant", tenant, "observe", "ann", tenant
+            )
+            assert code == 0, err
+        acme = f'"{pg_schema}__acme"'
+        with psycopg.connect(pg_dsn, autocommit=True, connect_timeout=3) as conn:
+            conn.execute(f'CREATE ROLE "{role}" NOLOGIN')
+            conn.execute(f'GRANT USAGE ON SCHEMA {acme} TO "{role}"')
+            conn.execute(f'GRANT SELECT, INSERT ON ALL TABLES IN SCHEMA {acme} TO "{role}"')
+        as_acme = f"{pg_dsn}?options=-c%20role%3D{role}"
+        for argv in (
+            ("--tenant", "acme", "observe", "ann", "acme again"),
+            ("--tenant", "acme", "recall", "ann", "acme"),
+            ("--tenant", "acme", "verify"),
+        ):
+            code, _, err = run(capsys, "--ledger", as_acme, *base, *argv)
+            assert code == 0, (argv, err)
+        count = ("sql", "SELECT count(*) AS n FROM events", "--format", "json")
+        code, out, err = run(capsys, "--ledger", as_acme, *base, "--tenant", "acme", *count)
+        assert code == 0, err
+        assert json.loads(out) == [{"n": 3}]  # two observations and the recall, as the role
+        code, out, err = run(capsys, "--ledger", as_acme, *base, "--tenant", "beta", "log")
+        assert code == 1
+        assert out == ""
+        assert "permission denied for schema" in err
+        with psycopg.connect(as_acme, connect_timeout=3) as conn:
+            assert conn.execute("SELECT current_user").fetchone() == (role,)
+    finally:
+        with psycopg.connect(pg_dsn, autocommit=True, connect_timeout=3) as conn:
+            for tenant in ("acme", "beta"):
+                conn.execute(f'DROP SCHEMA IF EXISTS "{pg_schema}__{tenant}" CASCADE')
+            conn.execute(f'DROP ROLE IF EXISTS "{role}"')
