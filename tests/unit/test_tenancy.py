@@ -141,3 +141,25 @@ def test_sqlite_tenants_are_listed_from_their_files(tmp_path: Path) -> None:
     assert [t.name for t in found] == ["acme", "beta"]
     assert found[0].location == str(tmp_path / "l.db.tenants" / "acme" / "ledger.db")
     assert found[0].settings == scope_to_tenant(base, "acme")
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("postgresql://u:p@h:5432/db", "postgresql://u:p@h:5432/db"),
+        (
+            "postgresql+psycopg://h/db?options=-c%20role%3Dacme_role",
+            "postgresql://h/db?options=-c%20role%3Dacme_role",
+        ),
+        (
+            "postgresql://h/db?sslmode=require&application_name=a%20b",
+            "postgresql://h/db?sslmode=require&application_name=a%20b",
+        ),
+    ],
+)
+def test_the_libpq_uri_keeps_a_role_option_percent_encoded(url: str, expected: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    from engram.ledger.postgres import _libpq_uri
+
+    assert _libpq_uri(make_url(url)) == expected
