@@ -1,7 +1,8 @@
 """Two tenants on one ledger location never see each other's events, by any path (ADR 0040).
 
-Each example writes two tenants' memories, signals and scars under one base ledger (a
-SQLite file, or one PostgreSQL database), then reads every path from each tenant's side:
+Each example writes two tenants' memories, signals, scars, memo notes and concepts under one
+base ledger (a SQLite file, or one PostgreSQL database), then reads every path from each
+tenant's side:
 the ledger (read, follow, get, versions, verify), every projection table's rows, recall in
 every scope, ``engram log``, ``engram sql``, and a signed checkpoint. The other tenant's
 event ids and its marker word must never appear; the reader's own must (so a path that
@@ -98,11 +99,13 @@ def base(request: pytest.FixtureRequest, quiet_home: Path) -> Iterator[Base]:
 
 
 def write(memory: Memory, marker: str, notes: list[tuple[str, str, str]]) -> None:
-    """Give a tenant memories, a signal and a scar that all carry its marker word."""
+    """Give a tenant memories, a signal, a scar, a memo note and a concept with its marker."""
     for agent, visibility, word in notes:
         memory.agent(agent).observe(f"{word} {marker}", visibility=visibility)  # type: ignore[arg-type]
     memory.mailbox("ann").send("ben", f"topic {marker}", f"deploy {marker}")
     memory.scars("ben").record("failure", f"rollback {marker}", f"lesson {marker}")
+    memory.memo("standup").post("ann", f"coffee {marker}")
+    memory.concepts("ann").upsert("skill.deploy", "skill", f"deploy {marker}")
     memory.engine.catch_up()
 
 
