@@ -5,6 +5,7 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
 
     ledger = "postgresql://127.0.0.1:5432/engram"   # or a SQLite file path
     pg_schema = "engram"
+    tenant = "acme"                                  # this process's tenant (ADR 0040; optional)
     durability = "full"                              # or "fast"
     projections = "/var/lib/engram/projections"      # the local projection store
     decay_rate = 0.99                                # salience kept per hour
@@ -46,6 +47,12 @@ With none of them, the ledger is ``$XDG_DATA_HOME/engram/ledger.db``
 (``~/.local/share/engram/ledger.db``). The projection store defaults to a directory beside
 a SQLite ledger (``ledger.db.projections``), or, for a PostgreSQL ledger, to one per
 database and schema under ``$XDG_DATA_HOME/engram/projections``.
+
+A tenant (``--tenant``, ``ENGRAM_TENANT``, ``tenant =``; ADR 0040) is a namespace of its own:
+on PostgreSQL the schema ``<pg_schema>__<tenant>``, on SQLite the ledger
+``<ledger>.tenants/<tenant>/ledger.db``; an explicit projection store becomes
+``<projections>.tenants/<tenant>``. Every other path derives from these, so a tenant's
+handle never names another tenant's tables or files (:func:`scope_to_tenant`).
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ import functools
 import hashlib
 import keyword
 import os
+import re
 import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -68,6 +76,7 @@ from engram.ledger import ConfigError, KindRegistry, KindRegistryError, default_
 _KEYS: dict[str, type | tuple[type, ...]] = {
     "ledger": str,
     "pg_schema": str,
+    "tenant": str,
     "durability": str,
     "busy_timeout": (int, float),
     "max_payload_bytes": int,
@@ -95,6 +104,14 @@ FIELD_TYPES: dict[str, Any] = {
     "json": dict[str, Any],
 }
 _KIND_KEYS = ("schema", "fields", "open")
+#: A tenant name: a lowercase letter, then lowercase letters, digits and single underscores.
+TENANT_PATTERN = re.compile(r"[a-z](?:[a-z0-9]|_(?!_))*\Z")
+TENANT_MAX = 24
+#: What separates a base PostgreSQL schema from the tenant in a tenant's schema name.
+TENANT_SEPARATOR = "__"
+#: The folder beside a SQLite ledger (or projection store) that holds its tenants.
+TENANTS_SUFFIX = ".tenants"
+TENANT_LEDGER_FILE = "ledger.db"
 
 
 @dataclass(frozen=True)
@@ -143,8 +160,23 @@ class Settings:
     kinds: tuple[KindDeclaration, ...] = ()
     destinations: tuple[tuple[str, str], ...] = ()
     source: str = "default"
+    #: The tenant whose namespace ``ledger``/``pg_schema``/``projections`` already name
+    #: (ADR 0040); "" for none. Set it with :func:`scope_to_tenant`, never by hand.
+    tenant: str = ""
     #: The config file's ``[jobs.*]`` tables as read; engram.jobs.settings checks them.
     jobs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.tenant and not _names_tenant(self):
+            raise ConfigError(
+                f"settings claim tenant {self.tenant!r} but name another namespace"
+                f" ({self.ledger!r}, schema {self.pg_schema!r}); use scope_to_tenant"
+            )
+
+    @property
+    def is_postgres(self) -> bool:
+        """Return whether the ledger is a PostgreSQL URL."""
+        return self.ledger.startswith(_PG_PREFIXES)
 
     @property
     def projection_store(self) -> str:
@@ -163,6 +195,78 @@ class Settings:
             return self.ledger.removeprefix("sqlite:///") + ".cold"
         digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
         return os.path.join(_data_home(), "engram", "cold", digest.hexdigest()[:16])
+
+
+_PG_PREFIXES = ("postgresql://", "postgresql+psycopg://", "postgres://")
+
+
+def check_tenant(name: object, where: str = "tenant") -> str:
+    """Return ``name`` if it is a valid tenant name, else raise ConfigError saying why."""
+    if not isinstance(name, str):
+        raise ConfigError(f"{where} must be a string, got {type(name).__name__}")
+    if not TENANT_PATTERN.match(name) or len(name) > TENANT_MAX:
+        raise ConfigError(
+            f"{where} {name!r} is invalid: a lowercase letter, then lowercase letters, digits"
+            f" and single underscores, at most {TENANT_MAX} characters (e.g. 'acme', 'team_2')"
+        )
+    return name
+
+
+def tenant_schema(base: str, tenant: str) -> str:
+    """Return the PostgreSQL schema of ``tenant`` under the base schema ``base``."""
+    return f"{base}{TENANT_SEPARATOR}{tenant}"
+
+
+def tenants_directory(ledger: str) -> str:
+    """Return the folder that holds the tenants of the SQLite ledger ``ledger``."""
+    return os.path.expanduser(ledger.removeprefix("sqlite:///")) + TENANTS_SUFFIX
+
+
+def scope_to_tenant(settings: Settings, tenant: str) -> Settings:
+    """Return ``settings`` moved into ``tenant``'s namespace (ADR 0040).
+
+    PostgreSQL: the schema ``<pg_schema>__<tenant>`` in the same database; SQLite: the file
+    ``<ledger>.tenants/<tenant>/ledger.db``. An explicit projection store moves to
+    ``<projections>.tenants/<tenant>``; a derived one (and the cold folder) follows the
+    ledger. Raises ConfigError for a bad name or settings already scoped to a tenant.
+    """
+    check_tenant(tenant)
+    if settings.tenant:
+        raise ConfigError(
+            f"settings are already scoped to tenant {settings.tenant!r}; a tenant has no tenants"
+        )
+    changes: dict[str, Any] = {"tenant": tenant}
+    if settings.is_postgres:
+        if TENANT_SEPARATOR in settings.pg_schema:
+            raise ConfigError(
+                f"pg_schema {settings.pg_schema!r} holds {TENANT_SEPARATOR!r}, which separates"
+                " a tenant; give the base schema with a tenant, or the schema alone"
+            )
+        changes["pg_schema"] = tenant_schema(settings.pg_schema, tenant)
+        if len(changes["pg_schema"]) > 48:
+            raise ConfigError(
+                f"tenant {tenant!r} makes the schema {changes['pg_schema']!r} longer than"
+                " PostgreSQL's 48 characters engram allows; use a shorter tenant or pg_schema"
+            )
+    elif "://" in settings.ledger and not settings.ledger.startswith("sqlite:///"):
+        raise ConfigError(f"cannot scope ledger {settings.ledger!r} to a tenant")
+    else:
+        base = tenants_directory(settings.ledger)
+        changes["ledger"] = os.path.join(base, tenant, TENANT_LEDGER_FILE)
+    if settings.projections:
+        folder = os.path.expanduser(settings.projections).rstrip(os.sep) or os.sep
+        changes["projections"] = os.path.join(folder + TENANTS_SUFFIX, tenant)
+    return dataclasses.replace(settings, **changes)
+
+
+def _names_tenant(settings: Settings) -> bool:
+    """Return whether ``settings``' namespace is the one its tenant's scoping gives."""
+    if settings.is_postgres:
+        return settings.pg_schema.endswith(TENANT_SEPARATOR + settings.tenant)
+    parts = Path(settings.ledger.removeprefix("sqlite:///")).parts
+    return parts[-2:] == (settings.tenant, TENANT_LEDGER_FILE) and (
+        len(parts) > 2 and parts[-3].endswith(TENANTS_SUFFIX)
+    )
 
 
 def _data_home() -> str:
@@ -312,9 +416,13 @@ def resolve_settings(
             values.update(_read_config(path))
             source = f"config file {path}"
             break
+    tenant_from = source
     env = os.environ.get("ENGRAM_LEDGER")
     if env:
         values["ledger"], source = env, "ENGRAM_LEDGER"
+    tenant_env = os.environ.get("ENGRAM_TENANT")
+    if tenant_env:
+        values["tenant"], tenant_from = tenant_env, "ENGRAM_TENANT"
     if ledger:
         values["ledger"], source = ledger, "--ledger"
     unknown = sorted(set(overrides) - set(_KEYS))
@@ -323,6 +431,8 @@ def resolve_settings(
             f"unknown option {', '.join(map(repr, unknown))} (known: {', '.join(sorted(_KEYS))})"
         )
     values.update({k: v for k, v in overrides.items() if v is not None})
+    if overrides.get("tenant") is not None:
+        tenant_from = "the tenant option"
     if isinstance(overrides.get("kinds"), dict):
         values["kinds"] = _declarations(Path("<options>"), overrides["kinds"])
     if isinstance(overrides.get("destinations"), dict):
@@ -344,5 +454,9 @@ def resolve_settings(
         or not 0 <= threshold < float("inf")
     ):
         raise ConfigError(f"reflect_importance must be a number >= 0 (0: off), got {threshold!r}")
+    tenant = values.pop("tenant", "")
+    if tenant != "":
+        check_tenant(tenant, f"tenant (from {tenant_from})")
     known = {f.name for f in fields(Settings)}
-    return Settings(**{k: v for k, v in values.items() if k in known}, source=source)
+    settings = Settings(**{k: v for k, v in values.items() if k in known}, source=source)
+    return scope_to_tenant(settings, tenant) if tenant else settings

@@ -59,6 +59,7 @@ def open(
 
     ``ledger`` is a SQLite path or a PostgreSQL URL; when omitted it comes from
     ``ENGRAM_LEDGER``, a config file, or the default data directory (see engram.config).
+    ``tenant="acme"`` (or ``ENGRAM_TENANT``) opens that tenant's namespace in it (ADR 0040).
     Its kinds are engram's, ``registry``'s and the config file's (:func:`merged_registry`).
     """
     return open_settings(resolve_settings(ledger, config=config, **options), registry)
@@ -232,6 +233,10 @@ def open_memory(
     **options: Any,
 ) -> Iterator[Memory]:
     """Open the ledger and its projections for a block; close both after it.
+
+    ``tenant="acme"`` (or ``ENGRAM_TENANT``, or ``tenant`` in the config file) opens that
+    tenant's ledger and projection store only (ADR 0040); every other option is as for
+    :func:`open`.
 
     ``registry`` adds its kinds to engram's and the config's (:func:`merged_registry`), so
     one handle appends custom kinds and recalls.

@@ -13,6 +13,7 @@ import re
 import select
 import threading
 import time
+import urllib.parse
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -21,7 +22,7 @@ import psycopg
 import psycopg.errors
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 
 from engram.ledger.backend import (
     AuditTarget,
@@ -187,7 +188,7 @@ class PostgresBackend(Backend):
             raise ConfigError(f"invalid PostgreSQL URL {url!r}: {exc}") from None
         self.schema = schema
         self.parse_at = as_utc
-        self._libpq = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._libpq = _libpq_uri(parsed)
         self._display = parsed.render_as_string(hide_password=True)
         self._channel = f"engram_{schema}"
         self._lock_key = int.from_bytes(
@@ -430,3 +431,21 @@ class PostgresBackend(Backend):
                 listener.close()
             self._listeners.clear()
         self._engine.dispose()
+
+
+def _libpq_uri(parsed: URL) -> str:
+    """Return ``parsed`` as a libpq URI, its query percent-encoded.
+
+    SQLAlchemy renders a space in a query value as ``+``, which libpq keeps as is, so
+    ``?options=-c%20role%3Dacme`` (a tenant's role, ADR 0040) would reach the server as
+    ``-c+role=acme``: psycopg's direct connections and DuckDB's scanner use this URI.
+    """
+    bare = parsed.set(drivername="postgresql", query={}).render_as_string(hide_password=False)
+    pairs = [
+        (key, value)
+        for key, values in parsed.query.items()
+        for value in ((values,) if isinstance(values, str) else values)
+    ]
+    if not pairs:
+        return bare
+    return f"{bare}?{urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)}"

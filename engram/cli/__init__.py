@@ -16,6 +16,7 @@ from engram.cli import (  # noqa: F401
     reflection_commands,
     scars_commands,
     signal_commands,
+    tenant_commands,
     tools,
     vitality_commands,
 )

@@ -28,7 +28,8 @@ def cli() -> None:
 
     The ledger is found through --ledger, then ENGRAM_LEDGER, then a TOML config file
     (--config, ENGRAM_CONFIG, ./engram.toml, ~/.config/engram/config.toml), else
-    ~/.local/share/engram/ledger.db. Global options may also follow the command.
+    ~/.local/share/engram/ledger.db. --tenant (ENGRAM_TENANT, tenant = in the config) picks
+    a tenant's own namespace within it. Global options may also follow the command.
     Only init, append and observe create a ledger; every other command needs one.
 
     Exit codes: 0 success, 1 a failure at run time, 2 a usage error.

@@ -105,13 +105,15 @@ class State:
                 config=o.get("config"),
                 pg_schema=o.get("pg_schema"),
                 durability=o.get("durability"),
+                tenant=o.get("tenant"),
             )
         except ConfigError as exc:
             raise click.UsageError(str(exc)) from None
         logs.logger.debug(
-            "ledger %s (from %s), projections in %s",
+            "ledger %s (from %s)%s, projections in %s",
             redacted(settings.ledger),
             settings.source,
+            f", tenant {settings.tenant}" if settings.tenant else "",
             settings.projection_store,
         )
         if not create:
@@ -169,6 +171,7 @@ def global_options() -> list[click.Parameter]:
         option("--ledger", metavar="PATH|URL", help="SQLite path or postgresql:// URL."),
         option("--config", metavar="FILE", help="TOML config file (env ENGRAM_CONFIG)."),
         option("--pg-schema", metavar="NAME", help="PostgreSQL schema (default engram)."),
+        option("--tenant", metavar="NAME", help="Tenant namespace (env ENGRAM_TENANT)."),
         option("--durability", type=click.Choice(["full", "fast"]), help="Default full."),
         option("-q", "--quiet", is_flag=True, default=None, help="Print errors only."),
         option("-v", "--verbose", is_flag=True, default=None, help="Print debug messages."),
@@ -239,14 +242,16 @@ def _silence_stdout() -> None:
 
 def _require_ledger(settings: Settings) -> None:
     target = settings.ledger
+    init = f"engram --tenant {settings.tenant} init" if settings.tenant else "engram init"
+    whose = f"tenant {settings.tenant!r}: " if settings.tenant else ""
     if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
         if not _pg_ledger_exists(target, settings.pg_schema):
             where = f"{redacted(target)} (schema {settings.pg_schema})"
-            raise NoLedgerError(f"no ledger at {where}; run engram init")
+            raise NoLedgerError(f"{whose}no ledger at {where}; run {init}")
         return
     path = os.path.expanduser(target.removeprefix("sqlite:///"))
     if ("://" not in target or target.startswith("sqlite:///")) and not os.path.isfile(path):
-        raise NoLedgerError(f"no ledger at {target}; run engram init")
+        raise NoLedgerError(f"{whose}no ledger at {target}; run {init}")
 
 
 def _pg_ledger_exists(url: str, schema: str) -> bool:
