@@ -21,7 +21,7 @@ from engram.agents.packs.format import (
     read_pack,
     write_pack,
 )
-from engram.agents.packs.transfer import Imported, export_pack, import_pack
+from engram.agents.packs.transfer import Imported, export_pack, import_nodes, import_pack
 
 __all__ = [
     "ConceptNode",
@@ -36,6 +36,7 @@ __all__ = [
     "PackKey",
     "PackKeyError",
     "export_pack",
+    "import_nodes",
     "import_pack",
     "node_event_id",
     "pack_id",

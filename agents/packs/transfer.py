@@ -121,6 +121,15 @@ def export_pack(
 def import_pack(writer: AgentMemory, path: str | os.PathLike[str], key: PackKey) -> Imported:
     """Authenticate and check the pack at ``path``, then append its nodes as ``writer``.
 
+    Equivalent to :func:`read_pack` then :func:`import_nodes`.
+    """
+    manifest, nodes = read_pack(path, key)
+    return import_nodes(writer, manifest, nodes)
+
+
+def import_nodes(writer: AgentMemory, manifest: Manifest, nodes: list[Node]) -> Imported:
+    """Append a checked pack's nodes as ``writer`` (read them with :func:`read_pack`).
+
     Concepts become ``concept.upserted`` and memories ``memory.observed`` of the importing
     agent (public, ``source`` naming the pack), all in one batch with the ``pack.imported``
     record. A pack imported before appends nothing and returns that record.
@@ -131,7 +140,6 @@ def import_pack(writer: AgentMemory, path: str | os.PathLike[str], key: PackKey)
         PackConflictError: a concept is private to another agent, or this pack's name and
             version were imported with other content; nothing is written.
     """
-    manifest, nodes = read_pack(path, key)
     ledger, agent = writer.ledger, writer.agent
     stream = f"pack:{manifest.id}"
     earlier = _earlier(writer, stream, manifest)
