@@ -28,6 +28,7 @@ from typing import Annotated, Literal, NamedTuple
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
@@ -188,7 +189,9 @@ class PackKey(NamedTuple):
             raise PackAuthError("the pack was sealed with a raw key, the key given is a passphrase")
         if not (2**10 <= header.n <= 2**20 and 1 <= header.r <= 32 and 1 <= header.p <= 4):
             raise PackFormatError("the pack's scrypt parameters are out of range")
-        kdf = Scrypt(salt=_unhex(header.salt, "salt"), length=32, n=header.n, r=header.r, p=header.p)
+        kdf = Scrypt(
+            salt=_unhex(header.salt, "salt"), length=32, n=header.n, r=header.r, p=header.p
+        )
         return kdf.derive(self.material)
 
 
@@ -205,12 +208,12 @@ def node_event_id(pack: str, node: str) -> str:
         raise PackFormatError(f"pack.json: id {pack!r} is not a UUID") from None
 
 
-def encode_vector(vector: np.ndarray) -> str:  # type: ignore[type-arg]
+def encode_vector(vector: npt.NDArray[np.float32]) -> str:
     """Return a vector as base64 of little-endian float32."""
     return base64.b64encode(np.ascontiguousarray(vector, dtype="<f4").tobytes()).decode()
 
 
-def decode_vector(text: str, dimension: int, where: str) -> np.ndarray:  # type: ignore[type-arg]
+def decode_vector(text: str, dimension: int, where: str) -> npt.NDArray[np.float32]:
     """Return the float32 vector base64 ``text`` holds, checking its dimension."""
     try:
         blob = base64.b64decode(text, validate=True)
@@ -234,7 +237,9 @@ def encode_nodes(nodes: Sequence[Node]) -> bytes:
     return bytes(buffer)
 
 
-def write_pack(path: str | os.PathLike[str], manifest: Manifest, nodes_jsonl: bytes, key: PackKey) -> None:
+def write_pack(
+    path: str | os.PathLike[str], manifest: Manifest, nodes_jsonl: bytes, key: PackKey
+) -> None:
     """Seal the manifest and nodes under ``key`` and write the pack file atomically."""
     if hashlib.sha256(nodes_jsonl).hexdigest() != manifest.checksum:
         raise PackChecksumError("the manifest's checksum is not nodes.jsonl's")
@@ -245,7 +250,9 @@ def write_pack(path: str | os.PathLike[str], manifest: Manifest, nodes_jsonl: by
         z.writestr("nodes.jsonl", nodes_jsonl)
     nonce = os.urandom(12)
     if key.raw:
-        header = _Header(format=FORMAT, cipher="AES-256-GCM", kdf="raw", nonce=nonce.hex(), pack=manifest)
+        header = _Header(
+            format=FORMAT, cipher="AES-256-GCM", kdf="raw", nonce=nonce.hex(), pack=manifest
+        )
     else:
         header = _Header(
             format=FORMAT, cipher="AES-256-GCM", kdf="scrypt", salt=os.urandom(16).hex(),
@@ -322,11 +329,15 @@ def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Nod
         seen.add(identity)
         if isinstance(node, MemoryNode) and node.embedding is not None:
             if manifest.dimension is None:
-                raise PackFormatError(f"{where}: line {number} has an embedding, pack.json no dimension")
+                raise PackFormatError(
+                    f"{where}: line {number} has an embedding, pack.json no dimension"
+                )
             decode_vector(node.embedding, manifest.dimension, f"{where}: nodes.jsonl line {number}")
         nodes.append(node)
     if len(nodes) != manifest.nodes:
-        raise PackFormatError(f"{where}: nodes.jsonl holds {len(nodes)} nodes, pack.json says {manifest.nodes}")
+        raise PackFormatError(
+            f"{where}: nodes.jsonl holds {len(nodes)} nodes, pack.json says {manifest.nodes}"
+        )
     return nodes
 
 

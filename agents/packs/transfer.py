@@ -157,7 +157,9 @@ def import_nodes(writer: AgentMemory, manifest: Manifest, nodes: list[Node]) -> 
         appended=len(nodes),
     )
     events.append(
-        NewEvent.of(record, stream=stream, actor=agent, id=node_event_id(manifest.id, "pack.imported"))
+        NewEvent.of(
+            record, stream=stream, actor=agent, id=node_event_id(manifest.id, "pack.imported")
+        )
     )
     head = ledger.head()
     try:

@@ -69,7 +69,9 @@ def pack() -> None:
 )
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--name", required=True, help="The pack's name.")
-@click.option("--version", "version", required=True, help="The pack's version (a new one per change).")
+@click.option(
+    "--version", "version", required=True, help="The pack's version (a new one per change)."
+)
 @click.option("--domain", multiple=True, help="A domain tag (repeatable), e.g. python.")
 @click.option("--select", "query", help="Pack the memories this query recalls.")
 @click.option("--concepts", "prefix", help="Pack the concepts at and below this prefix.")

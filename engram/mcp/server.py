@@ -78,7 +78,9 @@ class Concept(BaseModel):
     id: str = Field(description="Dot-separated lowercase path, e.g. skill.python.asyncio.")
     type: ConceptKind
     label: str = Field(min_length=1, description="A short human name.")
-    payload: dict[str, Any] = Field(default_factory=dict, description="Free JSON: a snippet, a source.")
+    payload: dict[str, Any] = Field(
+        default_factory=dict, description="Free JSON: a snippet, a source."
+    )
     links: list[Link] = Field(default_factory=list, description="Replace the concept's links.")
     visibility: Literal["public", "private"] = "public"
 
@@ -117,9 +119,12 @@ def build_server(worker: Worker) -> MCPServer:
     server: MCPServer = MCPServer(
         "engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
-    tools = lambda: worker.tools  # noqa: E731 - read at call time
-    reads = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-    writes = ToolAnnotations(readOnlyHint=False, destructiveHint=False, openWorldHint=False)
+
+    def tools() -> MemoryTools:
+        return worker.tools
+
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
 
     @server.tool(annotations=reads)
     async def search_memory(
@@ -130,7 +135,9 @@ def build_server(worker: Worker) -> MCPServer:
         ] = None,
         scope: Annotated[
             Literal["memories", "scars", "victories", "reflections", "rules", "all"],
-            Field(description="What to search: memories, scars, victories, reflections, rules, all."),
+            Field(
+                description="What to search: memories, scars, victories, reflections, rules, all."
+            ),
         ] = "memories",
         agent: Agent = None,
     ) -> dict[str, Any]:
@@ -163,7 +170,10 @@ def build_server(worker: Worker) -> MCPServer:
         query: Annotated[str, Field(min_length=1, description="What you are about to do.")],
         scope: Annotated[
             Literal["task", "session", "agent"],
-            Field(description="task: for query and task; agent: your own memories; session: the session memo too."),
+            Field(
+                description="task: for the query and the task; agent: your own memories only;"
+                " session: the session's shared memo, then memories."
+            ),
         ] = "task",
         k: Annotated[int, Field(ge=1, le=100)] = 10,
         task: Annotated[str, Field(description="The task at hand, if any.")] = "",
@@ -206,8 +216,12 @@ def build_server(worker: Worker) -> MCPServer:
         path: Annotated[str, Field(description="Pack file to write on the server's machine.")],
         name: Annotated[str, Field(min_length=1)],
         version: Annotated[str, Field(min_length=1, description="A new version per change.")],
-        select: Annotated[str | None, Field(description="Pack the memories this query finds.")] = None,
-        concepts: Annotated[str | None, Field(description="Pack concepts under this prefix.")] = None,
+        select: Annotated[
+            str | None, Field(description="Pack the memories this query finds.")
+        ] = None,
+        concepts: Annotated[
+            str | None, Field(description="Pack concepts under this prefix.")
+        ] = None,
         from_agent: Annotated[str | None, Field(description="Pack this agent's memories.")] = None,
         domain: list[str] = [],  # noqa: B006
         limit: Annotated[int, Field(ge=1, le=100_000)] = 1000,
@@ -235,7 +249,11 @@ def build_server(worker: Worker) -> MCPServer:
         kind: Annotated[Literal["failure", "victory"], Field(description="What happened.")],
         what: Annotated[str, Field(min_length=1, description="What happened, concretely.")],
         lesson: Annotated[
-            str, Field(min_length=1, description="Failure: what avoids a repeat; victory: what to reproduce.")
+            str,
+            Field(
+                min_length=1,
+                description="Failure: what avoids a repeat; victory: what to reproduce.",
+            ),
         ],
         importance: Annotated[int | None, Field(ge=1, le=10)] = None,
         tags: list[str] = [],  # noqa: B006

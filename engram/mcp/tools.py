@@ -133,7 +133,9 @@ class MemoryTools:
         self.memory.engine.wait_for(self.memory.ledger.head())
         with self.memory.engine.read() as conn:
             for i, cid in enumerate(ids):
-                if concept_rows.get(conn, cid, agent=who) is None and concept_rows.exists(conn, cid):
+                if concept_rows.get(conn, cid, agent=who) is None and concept_rows.exists(
+                    conn, cid
+                ):
                     raise ToolInputError(
                         f"concepts[{i}].id {cid!r} is private to another agent; choose another id"
                     )
@@ -266,9 +268,16 @@ class MemoryTools:
             agent=from_agent,
             limit=limit,
         )
-        return {"path": path, "id": manifest.id, "nodes": manifest.nodes, "checksum": manifest.checksum}
+        return {
+            "path": path,
+            "id": manifest.id,
+            "nodes": manifest.nodes,
+            "checksum": manifest.checksum,
+        }
 
-    def import_pack(self, path: str, key_env: str = KEY_ENV, agent: str | None = None) -> dict[str, Any]:
+    def import_pack(
+        self, path: str, key_env: str = KEY_ENV, agent: str | None = None
+    ) -> dict[str, Any]:
         """Check and import a pack file as the caller (a second import appends nothing)."""
         who = self.caller(agent)
         done = import_pack(self.memory.agent(who), _path(path), PackKey.from_env(key_env))
@@ -312,9 +321,13 @@ class MemoryTools:
         return {
             "suggestions": [
                 {
-                    "id": s.id, "position": s.position, "destination": s.destination,
-                    "text": s.final_text or s.text, "status": s.status, "scars": s.scars,
-                }  # fmt: skip
+                    "id": s.id,
+                    "position": s.position,
+                    "destination": s.destination,
+                    "text": s.final_text or s.text,
+                    "status": s.status,
+                    "scars": s.scars,
+                }
                 for s in rows
             ]
         }
@@ -339,6 +352,7 @@ def _check_items(
     who: str, observations: Sequence[Mapping[str, Any]], concepts: Sequence[Mapping[str, Any]]
 ) -> None:
     """Check every item against its event's payload type before anything is appended."""
+    checks: list[tuple[str, Mapping[str, Any], type[msgspec.Struct]]]
     checks = [("observations", o, MemoryObserved) for o in observations]
     checks += [("concepts", c, ConceptUpserted) for c in concepts]
     counters = {"observations": 0, "concepts": 0}
@@ -360,7 +374,9 @@ def _tokens(frames: Mapping[str, object]) -> int:
 
 def _within(frames: dict[str, object], budget: int) -> dict[str, object]:
     """Drop the last items of the frames until they fit ``budget`` estimated tokens."""
-    out = {name: list(value) if isinstance(value, list) else value for name, value in frames.items()}
+    out = {
+        name: list(value) if isinstance(value, list) else value for name, value in frames.items()
+    }
     while _tokens(out) > budget:
         longest = max((v for v in out.values() if isinstance(v, list) and v), key=len, default=None)
         if longest is None:
@@ -373,5 +389,3 @@ def _path(path: str) -> str:
     if not isinstance(path, str) or not path.strip():
         raise ToolInputError("path must be a non-empty file path on the server's machine")
     return os.path.expanduser(path)
-
-
