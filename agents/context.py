@@ -262,14 +262,14 @@ class _Probe:
         for hop in range(1, weights.hops + 1):
             pull = {p: max(found[p].similarity, found[p].edge) for p in frontier}
             fresh: dict[int, float] = {}
-            ids = {found[p].concept: p for p in frontier if found[p].concept}
+            ids = {c: p for p in frontier if (c := found[p].concept) is not None}
             if ids:
                 reached = concepts.spread(
                     self.conn, list(ids), agent=self.agent, fanout=weights.fanout
                 )
-                for source, targets in reached.items():
+                for concept_id, targets in reached.items():
                     for target_position, target_id, weight in targets:
-                        gain = pull[ids[source]] * weight * HOP_DECAY
+                        gain = pull[ids[concept_id]] * weight * HOP_DECAY
                         if gain > fresh.get(target_position, 0.0):
                             fresh[target_position] = gain
                         found.setdefault(target_position, _Node(hop=hop)).concept = target_id
@@ -284,9 +284,9 @@ class _Probe:
                     types=_EPISODIC,
                     as_of_us=self.cut,
                 )
-                for source, around in near.items():
+                for position, around in near.items():
                     for target, distance in sorted(around, key=lambda t: t[1])[: weights.fanout]:
-                        gain = pull[source] * HOP_DECAY**distance
+                        gain = pull[position] * HOP_DECAY**distance
                         if gain > fresh.get(target, 0.0):
                             fresh[target] = gain
             frontier = {}
@@ -444,7 +444,7 @@ class _Probe:
 
 
 def _resonance(components: dict[str, float], weights: ContextWeights) -> float:
-    return sum(getattr(weights, name) * value for name, value in components.items())
+    return float(sum(getattr(weights, name) * value for name, value in components.items()))
 
 
 def _item_type(event: Event) -> str:

@@ -39,8 +39,7 @@ class Estimate:
     def count(self, text: str) -> int:
         """Return the estimated token count of ``text``."""
         return sum(
-            math.ceil(len(piece) / 4) if _WORD.match(piece) else 1
-            for piece in _PIECE.findall(text)
+            math.ceil(len(piece) / 4) if _WORD.match(piece) else 1 for piece in _PIECE.findall(text)
         )
 
 
