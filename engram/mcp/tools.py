@@ -18,7 +18,9 @@ from typing import Any
 
 import msgspec
 
+from engram.agents.context import ContextWeights, build_context
 from engram.agents.packs import PackKey, export_pack, import_pack
+from engram.agents.tokens import default_counter
 from engram.ledger import NewEvent
 from engram.ledger.catalog import ConceptUpserted, ContextSaved, MemoryObserved
 from engram.projections import concepts as concept_rows
@@ -146,44 +148,49 @@ class MemoryTools:
         self,
         query: str,
         scope: str = "task",
-        k: int = 10,
+        k: int = 8,
         task: str = "",
         session: str = "",
         budget: int = 2000,
         agent: str | None = None,
     ) -> dict[str, Any]:
-        """Build the caller's context frames for ``query`` and save what it was shown.
+        """Build the caller's context frames for ``query`` (:func:`build_context`) and save them.
 
-        ``task``: memories that bear on the query and the task; ``agent``: only the caller's
-        own memories; ``session``: the session's shared memo first, then memories.
+        ``scope`` says what steers the ``task`` component of the score: ``task`` the task
+        text given; ``session`` the newest notes of the session's shared memo; ``agent``
+        nothing but the query. ``k`` is how many items of each type the frames keep.
         """
         who = self.caller(agent)
         if scope not in CONTEXT_SCOPES:
             raise ToolInputError(f"scope must be one of {list(CONTEXT_SCOPES)}, got {scope!r}")
         if scope == "session" and not session:
             raise ToolInputError("scope 'session' needs the session's name in `session`")
-        if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
-            raise ToolInputError(f"budget must be a positive int, got {budget!r}")
-        wanted = f"{query} {task}".strip() if scope == "task" else query
-        result = self.memory.agent(who).recall(wanted, k if scope != "agent" else min(1000, 5 * k))
-        events = [r for r in result.items if scope != "agent" or r.event.payload.agent == who]
-        items = [_item(r.event, score=r.score, match=r.match) for r in events[:k]]
-        frames: dict[str, object] = {}
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+            raise ToolInputError(f"k must be an int in 1..100, got {k!r}")
         if scope == "session":
-            frames["session"] = [n.text for n in self.memory.memo(session).read()]
-        frames["knowledge"] = [i["text"] for i in items]
-        frames = _within(frames, budget)
-        saved = self.save_context(
-            frames, query=query, task=task, budget=budget, items=[i["id"] for i in items], agent=who
-        )
+            task = " ".join(n.text for n in self.memory.memo(session).read())
+        elif scope == "agent":
+            task = ""
+        context = build_context(
+            self.memory.agent(who), query, task=task, budget=budget,
+            weights=ContextWeights(per_type=k), save=True,
+        )  # fmt: skip
         return {
-            "frames": frames,
-            "items": items,
-            "tokens": saved["tokens"],
-            "budget": budget,
-            "tokenizer": "estimate",
-            "event_id": saved["event_id"],
-            "position": saved["position"],
+            "frames": context.frames,
+            "items": [
+                {
+                    "id": i.event_id,
+                    "position": i.position,
+                    "type": i.type,
+                    "frame": i.frame,
+                    "score": round(i.score, 6),
+                }
+                for i in context.items
+            ],
+            "tokens": context.tokens,
+            "budget": context.budget,
+            "tokenizer": context.tokenizer,
+            "event_id": context.event_id,
         }
 
     def save_context(
@@ -199,7 +206,8 @@ class MemoryTools:
         who = self.caller(agent)
         if not isinstance(frames, Mapping) or not frames:
             raise ToolInputError("frames must be a non-empty object of frame name -> content")
-        tokens = _tokens(frames)
+        counter = default_counter()
+        tokens = counter.count(json.dumps(frames, ensure_ascii=False, default=str))
         payload = ContextSaved(
             agent=who,
             budget=budget,
@@ -208,6 +216,7 @@ class MemoryTools:
             query=query,
             task=task,
             items=list(items),
+            tokenizer=counter.name,
         )
         event = NewEvent.of(payload, stream=f"context:{who}", actor=who)
         position = self.memory.ledger.append(event)[0]
@@ -365,24 +374,6 @@ def _check_items(
             msgspec.convert({**item, "agent": who}, payload)
         except msgspec.ValidationError as exc:
             raise ToolInputError(f"{group}[{i}]: {exc}") from None
-
-
-def _tokens(frames: Mapping[str, object]) -> int:
-    """Estimate tokens as characters / 4 of the frames' JSON (the ``estimate`` tokenizer)."""
-    return (len(json.dumps(frames, ensure_ascii=False, default=str)) + 3) // 4
-
-
-def _within(frames: dict[str, object], budget: int) -> dict[str, object]:
-    """Drop the last items of the frames until they fit ``budget`` estimated tokens."""
-    out = {
-        name: list(value) if isinstance(value, list) else value for name, value in frames.items()
-    }
-    while _tokens(out) > budget:
-        longest = max((v for v in out.values() if isinstance(v, list) and v), key=len, default=None)
-        if longest is None:
-            break
-        longest.pop()
-    return out
 
 
 def _path(path: str) -> str:
