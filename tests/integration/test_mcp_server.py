@@ -268,3 +268,41 @@ def test_a_killed_server_loses_nothing_it_acknowledged(tmp_path: Path) -> None:
 
     found = session(db, "alice")(resumed)
     assert found["items"][0]["text"] == "before the burst"
+
+
+def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    db = tmp_path / "ledger.db"
+    argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice",
+            "--transport", "http", "--port", str(port)]  # fmt: skip
+    env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
+    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.stderr.read() if server.stderr else ""
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the HTTP server did not start"
+                time.sleep(0.2)
+
+        async def body() -> dict[str, Any]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                await call(client, "upsert_memory", observations=[{"text": "told over HTTP"}])
+                return await call(client, "search_memory", query="HTTP")
+
+        found = asyncio.run(asyncio.wait_for(body(), TIMEOUT))
+        assert found["items"][0]["text"] == "told over HTTP"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr is not None:
+            server.stderr.close()
