@@ -15,6 +15,7 @@ tag, the inner manifest against the header's and the checksum before returning a
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import io
 import os
@@ -35,6 +36,7 @@ from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from engram.agents.errors import AgentError
 from engram.ledger.catalog import ConceptId, ConceptLink, ConceptType, MemoryType, Name, Text
+from engram.ledger.collector import collector_paused
 
 MAGIC = b"ENGRAMPK"
 FORMAT = 1
@@ -201,9 +203,24 @@ def pack_id(name: str, version: str) -> str:
 
 
 def node_event_id(pack: str, node: str) -> str:
-    """Return the id of the event a node becomes: uuid5 of the pack id and the node id."""
+    """Return the id of the event a node becomes: uuid5 of the pack id and the node id.
+
+    The same as ``str(uuid.uuid5(uuid.UUID(pack), node))``, computed without building UUID
+    objects: an import derives one per node, and this is a third of the cost otherwise.
+    """
+    digest = bytearray(
+        hashlib.sha1(_namespace(pack) + node.encode(), usedforsecurity=False).digest()[:16]
+    )
+    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
+    digest[8] = (digest[8] & 0x3F) | 0x80  # the RFC 4122 variant
+    h = digest.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+@functools.lru_cache(maxsize=64)
+def _namespace(pack: str) -> bytes:
     try:
-        return str(uuid.uuid5(uuid.UUID(pack), node))
+        return uuid.UUID(pack).bytes
     except ValueError:
         raise PackFormatError(f"pack.json: id {pack!r} is not a UUID") from None
 
@@ -225,6 +242,7 @@ def decode_vector(text: str, dimension: int, where: str) -> npt.NDArray[np.float
 
 
 _NODE = msgspec.json.Decoder(Node)
+_NODES = msgspec.json.Decoder(list[Node])
 _ENCODE = msgspec.json.Encoder()
 
 
@@ -313,16 +331,19 @@ def read_pack(path: str | os.PathLike[str], key: PackKey) -> tuple[Manifest, lis
 
 
 def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Node]:
-    """Decode and check ``nodes.jsonl``: types, unique ids, vectors of the manifest's size."""
-    nodes: list[Node] = []
-    seen: set[tuple[str, str]] = set()
-    for number, line in enumerate(nodes_jsonl.splitlines(), 1):
+    """Decode and check ``nodes.jsonl``: types, unique ids, vectors of the manifest's size.
+
+    The lines are decoded as one JSON array (a tenth of the time of a decode per line);
+    only when that fails are they decoded one by one, to name the line that is wrong.
+    """
+    lines = nodes_jsonl.splitlines()
+    with collector_paused():
         try:
-            node = _NODE.decode(line)
-        except msgspec.ValidationError as exc:
-            raise PackFormatError(f"{where}: nodes.jsonl line {number}: {exc}") from None
-        except msgspec.DecodeError as exc:
-            raise PackFormatError(f"{where}: nodes.jsonl line {number}: not JSON: {exc}") from None
+            nodes = _NODES.decode(b"[" + b",".join(lines) + b"]")
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            nodes = [_line(line, number, where) for number, line in enumerate(lines, 1)]
+    seen: set[tuple[str, str]] = set()
+    for number, node in enumerate(nodes, 1):
         identity = (type(node).__name__, node.id)
         if identity in seen:
             raise PackFormatError(f"{where}: nodes.jsonl line {number}: node {node.id!r} repeats")
@@ -333,12 +354,20 @@ def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Nod
                     f"{where}: line {number} has an embedding, pack.json no dimension"
                 )
             decode_vector(node.embedding, manifest.dimension, f"{where}: nodes.jsonl line {number}")
-        nodes.append(node)
     if len(nodes) != manifest.nodes:
         raise PackFormatError(
             f"{where}: nodes.jsonl holds {len(nodes)} nodes, pack.json says {manifest.nodes}"
         )
     return nodes
+
+
+def _line(line: bytes, number: int, where: str) -> Node:
+    try:
+        return _NODE.decode(line)
+    except msgspec.ValidationError as exc:
+        raise PackFormatError(f"{where}: nodes.jsonl line {number}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise PackFormatError(f"{where}: nodes.jsonl line {number}: not JSON: {exc}") from None
 
 
 def _read(path: str | os.PathLike[str]) -> bytes:

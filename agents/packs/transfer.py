@@ -37,6 +37,7 @@ from engram.agents.packs.format import (
 )
 from engram.ledger import Event, IdempotencyError, NewEvent
 from engram.ledger.catalog import ConceptLink, ConceptUpserted, MemoryObserved, PackImported
+from engram.ledger.collector import collector_paused
 from engram.projections import concepts, queries
 from engram.projections.embedding import MAX_CHARS, CachedEmbedder, cache_key
 from engram.projections.semantic import MAX_TEXT
@@ -147,7 +148,8 @@ def import_nodes(writer: AgentMemory, manifest: Manifest, nodes: list[Node]) -> 
         return Imported(manifest, 0, earlier, _seed(writer, manifest, nodes))
     _check_concepts(writer, [n.id for n in nodes if isinstance(n, ConceptNode)])
     source = f"pack:{manifest.name}@{manifest.version}"
-    events = [_event(manifest.id, node, agent, source) for node in nodes]
+    with collector_paused():
+        events = [event_for(manifest.id, node, agent, source) for node in nodes]
     record = PackImported(
         pack=manifest.id,
         name=manifest.name,
@@ -262,7 +264,8 @@ def _check_concepts(writer: AgentMemory, ids: list[str]) -> None:
         )
 
 
-def _event(pack: str, node: Node, agent: str, source: str) -> NewEvent:
+def event_for(pack: str, node: Node, agent: str, source: str) -> NewEvent:
+    """Return the event ``node`` of pack ``pack`` becomes when ``agent`` imports it."""
     event_id = node_event_id(pack, f"{type(node).__name__}:{node.id}")
     if isinstance(node, ConceptNode):
         concept = ConceptUpserted(

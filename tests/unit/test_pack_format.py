@@ -185,3 +185,15 @@ def test_the_header_is_authenticated_data_and_starts_with_the_magic(tmp_path: Pa
     header = msgspec.json.decode(data[12 : 12 + length])
     assert header["pack"]["checksum"] == manifest.checksum
     assert header["cipher"] == "AES-256-GCM" and len(bytes.fromhex(header["nonce"])) == 12
+
+
+def test_node_event_ids_are_uuid5_of_the_pack_and_the_node() -> None:
+    import uuid
+
+    from engram.agents.packs import node_event_id
+
+    pack = pack_id("idioms", "3")
+    for node in ("MemoryNode:m1", "ConceptNode:py.idiom", "é 😀", ""):
+        assert node_event_id(pack, node) == str(uuid.uuid5(uuid.UUID(pack), node))
+    with pytest.raises(PackFormatError, match="not a UUID"):
+        node_event_id("not-a-uuid", "n")
