@@ -363,7 +363,8 @@ def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Nod
 
 def _line(line: bytes, number: int, where: str) -> Node:
     try:
-        return _NODE.decode(line)
+        node: Node = _NODE.decode(line)
+        return node
     except msgspec.ValidationError as exc:
         raise PackFormatError(f"{where}: nodes.jsonl line {number}: {exc}") from None
     except msgspec.DecodeError as exc:
