@@ -263,8 +263,13 @@ class MemoryTools:
         key_env: str = KEY_ENV,
         agent: str | None = None,
     ) -> dict[str, Any]:
-        """Export public knowledge the caller can read to a pack file on the server's disk."""
+        """Export public knowledge the caller can read to a new pack file on the server's disk.
+
+        An existing file is never replaced: a model cannot overwrite files through this tool.
+        """
         who = self.caller(agent)
+        if os.path.lexists(_path(path)):
+            raise ToolInputError(f"{path} exists; export to a new file name")
         manifest = export_pack(
             self.memory.agent(who),
             _path(path),

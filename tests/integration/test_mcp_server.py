@@ -187,6 +187,10 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(tmp_path: Path) -> None
         assert "concepts[0]" in messages[4]
         assert "not an engram pack" in messages[8]
         assert "NO_SUCH_VARIABLE" in messages[10]
+        overwrite = await refused(
+            client, "export_pack", path=str(db), name="n", version="1", concepts="a"
+        )
+        assert "exists" in overwrite
         after = await call(client, "project_snapshot")
         assert after["ledger"]["head"] == before  # every refusal wrote nothing
         found = await call(client, "search_memory", query="first memory")

@@ -231,3 +231,19 @@ def test_the_example_pack_of_the_repository_imports(tmp_path: Path) -> None:
         hits = target.agent("reader").recall("tamper detection hash chain", 3, record=False)
         assert any("0005" in h.event.payload.text for h in hits.items)
         assert target.ledger.verify().ok
+
+
+@pytest.mark.postgres
+def test_a_pack_imports_once_into_a_postgresql_ledger(
+    source: Memory, tmp_path: Path, pg_dsn: str, pg_schema: str
+) -> None:
+    path = tmp_path / "idioms.pack"
+    _export(source, path, concepts_under="py", agent="alice")
+    store = str(tmp_path / "pg-projections")
+    with engram.open_memory(pg_dsn, pg_schema=pg_schema, projections=store) as target:
+        first = import_pack(target.agent("carol"), path, KEY)
+        again = import_pack(target.agent("carol"), path, KEY)
+        assert (first.appended, again.appended) == (4, 0)
+        assert target.ledger.head() == first.position
+        assert target.concepts("carol").get("py.idiom.enumerate") is not None
+        assert target.ledger.verify().ok

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import pytest
 
 from engram.agents.packs import (
@@ -44,12 +45,12 @@ def _manifest(jsonl: bytes, nodes: int, **fields: object) -> Manifest:
 
 
 def _nodes() -> list[ConceptNode | MemoryNode]:
-    vector = encode_vector(__import__("numpy").arange(4, dtype="float32"))
+    vector = encode_vector(np.arange(4, dtype="float32"))
     return [
         ConceptNode(id="py.idiom", type="concept", label="Idioms"),
         MemoryNode(
             id="m1", text="Prefer enumerate over range(len(x)).", tags=["python"], embedding=vector
-        ),  # fmt: skip
+        ),
     ]
 
 
@@ -129,7 +130,7 @@ def test_a_checksum_that_does_not_match_is_refused_when_sealing(tmp_path: Path) 
             b'{"kind": "memory", "id": "m", "text": "a"}\n{"kind": "memory", "id": "m", '
             b'"text": "b"}\n',
             "line 2: node 'm' repeats",
-        ),  # fmt: skip
+        ),
         (
             b'{"kind": "memory", "id": "m", "text": "a", "embedding": "AAAAAA=="}\n',
             "1 floats, not 4",
@@ -149,7 +150,7 @@ def test_a_node_that_does_not_fit_names_its_line(
 def test_the_node_count_must_match_the_manifest(tmp_path: Path) -> None:
     jsonl = encode_nodes(_nodes())
     write_pack(tmp_path / "p.pack", _manifest(jsonl, 3, dimension=4), jsonl, RAW)
-    with pytest.raises(PackFormatError, match="holds 2 nodes, pack.json says 3"):
+    with pytest.raises(PackFormatError, match=r"holds 2 nodes, pack\.json says 3"):
         read_pack(tmp_path / "p.pack", RAW)
 
 
@@ -184,7 +185,8 @@ def test_the_header_is_authenticated_data_and_starts_with_the_magic(tmp_path: Pa
     (length,) = struct.unpack(">I", data[8:12])
     header = msgspec.json.decode(data[12 : 12 + length])
     assert header["pack"]["checksum"] == manifest.checksum
-    assert header["cipher"] == "AES-256-GCM" and len(bytes.fromhex(header["nonce"])) == 12
+    assert header["cipher"] == "AES-256-GCM"
+    assert len(bytes.fromhex(header["nonce"])) == 12
 
 
 def test_node_event_ids_are_uuid5_of_the_pack_and_the_node() -> None:
