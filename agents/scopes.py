@@ -153,7 +153,8 @@ def _rules(ask: Ask, types: tuple[str, ...]) -> Ranked:
 
 #: The scopes recall accepts, besides ``all``, which merges every one of them. ``memories``
 #: alone is memory recall's own path; its entry here ranks memories within ``all``. ``rules``
-#: are the applied suggestions of the rules projection, matched by their words.
+#: are the applied suggestions of the rules projection, matched by their words; ``concepts``
+#: the concept tree's newest versions, indexed by label, id and payload (ADR 0037).
 SCOPES: dict[str, Scope] = {
     s.name: s
     for s in (
@@ -162,6 +163,7 @@ SCOPES: dict[str, Scope] = {
         Scope("victories", ("victory",)),
         Scope("reflections", lexical.REFLECTION_TYPES),
         Scope("rules", ("rule",), fetch=_rules),
+        Scope("concepts", lexical.CONCEPT_TYPES),
     )
 }
 
@@ -219,9 +221,11 @@ def recall(
 
 def item_text(event: Event) -> str:
     """Return what a recalled item says: a memory's or reflection's text, a scar's what and
-    lesson."""
+    lesson, a concept's id and label."""
     if event.kind == "scar.recorded":
         return f"{event.payload.what} — lesson: {event.payload.lesson}"
+    if event.kind == "concept.upserted":
+        return f"{event.payload.id}: {event.payload.label}"
     return str(event.payload.text)
 
 
@@ -233,8 +237,8 @@ def item_author(event: Event) -> str:
 
 
 def item_type(event: Event) -> str:
-    """Return a recalled item's type: a memory's type, a scar's kind, ``reflection`` or
-    ``rule``."""
+    """Return a recalled item's type: a memory's type, a scar's kind, ``reflection``,
+    ``concept`` or ``rule``."""
     if event.kind == "suggestion.reviewed":
         return "rule"
     return lexical.item_text(event)[1]

@@ -227,3 +227,42 @@ def _concept(row: Sequence[Any]) -> Concept:
 def _check_agent(agent: object) -> None:
     if not isinstance(agent, str) or not agent:
         raise QueryError(f"agent must be a non-empty string, got {agent!r}")
+
+
+def spread(
+    conn: sqlite3.Connection, ids: Sequence[str], *, agent: str, fanout: int = 6
+) -> dict[str, list[tuple[int, str, float]]]:
+    """Return each concept's strongest neighbours over its links, either way (ADR 0037).
+
+    A link pulls both ends toward each other with its weight (the strongest link of a pair
+    counts); neighbours ``agent`` may not read, or that do not exist yet, are left out. Each
+    concept keeps at most ``fanout`` neighbours, strongest first (then by id), each as
+    ``(position of its newest upsert, id, weight)``: the edges context frames bloom over.
+    """
+    _check_agent(agent)
+    pulls: dict[str, dict[str, float]] = {source: {} for source in ids}
+    for link in links_of(conn, ids):
+        near = pulls[link.source]
+        near[link.target] = max(near.get(link.target, 0.0), link.weight)
+    for link in links_of(conn, ids, incoming=True):
+        near = pulls[link.target]
+        near[link.source] = max(near.get(link.source, 0.0), link.weight)
+    wanted = sorted({far for near in pulls.values() for far in near})
+    positions: dict[str, int] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        positions.update(
+            conn.execute(
+                f"SELECT id, position FROM concepts WHERE id IN ({','.join('?' * len(chunk))})"
+                f" AND {_VISIBLE}",
+                (*chunk, agent),
+            ).fetchall()
+        )
+    out: dict[str, list[tuple[int, str, float]]] = {}
+    for source, near in pulls.items():
+        ranked = sorted(
+            ((w, far) for far, w in near.items() if far in positions and far != source),
+            key=lambda t: (-t[0], t[1]),
+        )
+        out[source] = [(int(positions[far]), far, w) for w, far in ranked[:fanout]]
+    return out

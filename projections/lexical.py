@@ -1,8 +1,10 @@
 """The lexical index: SQLite FTS5 with BM25 over every text-bearing event.
 
-One row per ``memory.observed``, ``scar.recorded`` and ``memory.reflected`` event, keyed by
-its ledger position (the FTS5 rowid), with the author, visibility, item type (a memory's
-type, a scar's kind, ``reflection``: :func:`item_text`) and time kept beside the text so
+One row per ``memory.observed``, ``scar.recorded`` and ``memory.reflected`` event, and per
+concept (its newest ``concept.upserted``: an upsert replaces the row of the one before, ADR
+0037), keyed by its ledger position (the FTS5 rowid), with the author, visibility, item type
+(a memory's type, a scar's kind, ``reflection``, ``concept``: :func:`item_text`) and time kept
+beside the text so
 every search filters visibility and type in the same statement that ranks: an agent finds
 its own items and public items, never another agent's private ones. ``memory.archived``
 (memories) and ``scar.archived`` (scars) stamp the rows they name with the archive's time (a
@@ -65,6 +67,7 @@ def tokens(text: str) -> list[str]:
 MEMORY_TYPES = ("observation", "plan", "thought")
 SCAR_TYPES = ("failure", "victory")
 REFLECTION_TYPES = ("reflection",)
+CONCEPT_TYPES = ("concept",)
 #: Each archiving kind and the item types it may archive: a memory archive never hides a
 #: scar that happens to sit at a position it names, nor the other way round.
 ARCHIVES: dict[str, tuple[str, ...]] = {
@@ -92,14 +95,39 @@ def item_text(event: Event) -> tuple[str, str]:
     """Return the text a text-bearing event is indexed by, and its item type.
 
     A memory: its text and type; a scar: what happened and the lesson, and its kind; a
-    reflection: its text, ``reflection``. The semantic index embeds the same text.
+    reflection: its text, ``reflection``; a concept: :func:`concept_text`, ``concept``. The
+    semantic index embeds the same text.
     """
     p = event.payload
     if event.kind == "scar.recorded":
         return f"{p.what}\n{p.lesson}", p.kind
     if event.kind == "memory.reflected":
         return p.text, "reflection"
+    if event.kind == "concept.upserted":
+        return concept_text(p.id, p.label, p.payload), "concept"
     return p.text, p.type
+
+
+def concept_text(concept_id: str, label: str, payload: object) -> str:
+    """Return a concept's indexed text: its label, its id's words, its payload's strings.
+
+    The payload is free JSON: every string in it (keys of nested objects excluded, values
+    and list items included, depth first) is a line, so a snippet's code or a fact's source
+    is found by its words.
+    """
+    lines = [label, concept_id.replace(".", " ").replace("_", " ").replace("-", " ")]
+    stack: list[object] = [payload]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, str):
+            lines.append(value)
+        elif isinstance(value, dict):
+            stack.extend(reversed(list(value.values())))
+        elif isinstance(value, list):
+            stack.extend(reversed(value))
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            lines.append(str(value))
+    return "\n".join(lines)
 
 
 class Hit(NamedTuple):
@@ -122,15 +150,16 @@ class LexicalIndex(Projection):
     """Full-text index of memories, scars and reflections, ranked by BM25."""
 
     name = "lexical"
-    version = 5
+    version = 6
     kinds = (
         "memory.observed",
         "memory.archived",
         "scar.recorded",
         "scar.archived",
         "memory.reflected",
+        "concept.upserted",
     )
-    tables = ("lexical",)
+    tables = ("lexical", "lexical_concepts")
 
     def create(self, db: Tables) -> None:
         """Create the FTS5 table."""
@@ -138,6 +167,10 @@ class LexicalIndex(Projection):
             f"CREATE VIRTUAL TABLE {db['lexical']} USING fts5(text, agent UNINDEXED,"
             " visibility UNINDEXED, type UNINDEXED, observed_us UNINDEXED, archived_us UNINDEXED,"
             f" tokenize = '{TOKENIZER}')"
+        )
+        db.conn.execute(
+            f"CREATE TABLE {db['lexical_concepts']} (id TEXT PRIMARY KEY,"
+            " position INTEGER NOT NULL) WITHOUT ROWID"
         )
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
@@ -157,6 +190,11 @@ class LexicalIndex(Projection):
                     [(micros(e.at), position, *ARCHIVES[e.kind]) for position in p.positions],
                 )
                 continue
+            if e.kind == "concept.upserted":
+                # The newest upsert of a concept wins: its row replaces the one before.
+                self._insert(db, rows)
+                rows = []
+                self._supersede(db, p.id, e.position)
             text, kind = item_text(e)
             rows.append((e.position, text[:MAX_TEXT], p.agent, p.visibility, kind, micros(e.at)))
         self._insert(db, rows)
@@ -167,6 +205,19 @@ class LexicalIndex(Projection):
             f"INSERT INTO {db['lexical']} (rowid, text, agent, visibility, type, observed_us)"
             " VALUES (?, ?, ?, ?, ?, ?)",
             rows,
+        )
+
+    @staticmethod
+    def _supersede(db: Tables, concept_id: str, position: int) -> None:
+        """Drop the row of the concept's previous upsert; remember ``position`` as its row."""
+        concepts = db["lexical_concepts"]
+        found = db.conn.execute(f"SELECT position FROM {concepts} WHERE id = ?", (concept_id,))
+        old = found.fetchone()
+        if old is not None:
+            db.conn.execute(f"DELETE FROM {db['lexical']} WHERE rowid = ?", (old[0],))
+        db.conn.execute(
+            f"INSERT OR REPLACE INTO {concepts} (id, position) VALUES (?, ?)",
+            (concept_id, position),
         )
 
     def digest(self, db: Tables) -> str:

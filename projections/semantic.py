@@ -2,11 +2,13 @@
 
 The projection's state is a table of vectors (position, author, visibility, item type,
 float32 bytes) of the same events and texts as the lexical index (memories, scars,
-reflections: :func:`engram.projections.lexical.item_text`), committed with the checkpoint
-like every projection's; its identity includes the embedder's fingerprint, so changing the
-model rebuilds it. ``memory.archived`` and ``scar.archived`` delete the named vectors of
-their item types and record each removal (position, and the archive's position as
-``removed_at``) in ``semantic_removed``; a position without a vector is ignored.
+reflections, concepts: :func:`engram.projections.lexical.item_text`), committed with the
+checkpoint like every projection's; its identity includes the embedder's fingerprint, so
+changing the model rebuilds it. ``memory.archived`` and ``scar.archived`` delete the named
+vectors of their item types and record each removal (position, and the archive's position as
+``removed_at``) in ``semantic_removed``; a position without a vector is ignored. A
+``concept.upserted`` supersedes the concept's previous upsert the same way: its vector is
+removed and the removal recorded (ADR 0037), so only the newest version is ever served.
 
 The FAISS index is an accelerator over that table, held by :class:`VectorSearcher`: saved
 atomically (write, fsync, rename) to an index file beside the store with the generation,
@@ -60,15 +62,16 @@ class SemanticIndex(Projection):
     """Vectors of memories, scars and reflections, embedded once and kept with the checkpoint."""
 
     name = "semantic"
-    version = 4
+    version = 5
     kinds = (
         "memory.observed",
         "memory.archived",
         "scar.recorded",
         "scar.archived",
         "memory.reflected",
+        "concept.upserted",
     )
-    tables = ("semantic_vectors", "semantic_removed")
+    tables = ("semantic_vectors", "semantic_removed", "semantic_concepts")
 
     def __init__(self, embedder: Embedder, *, slice_size: int = SLICE) -> None:
         """``slice_size``: texts embedded and stored per step (see :meth:`apply`)."""
@@ -101,6 +104,10 @@ class SemanticIndex(Projection):
         )
         name = removed.strip('"')
         db.conn.execute(f'CREATE INDEX "{name}_at" ON {removed} (removed_at)')
+        db.conn.execute(
+            f"CREATE TABLE {db['semantic_concepts']} (id TEXT PRIMARY KEY,"
+            " position INTEGER NOT NULL) WITHOUT ROWID"
+        )
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
         """Embed and store the items' vectors a slice at a time; remove archived ones.
@@ -109,11 +116,15 @@ class SemanticIndex(Projection):
         cache per call), its vectors stored at once, then a progress report; so a rebuild's
         memory is bounded by a slice, not by the engine's batch.
         """
+        latest = self._supersede(db, events)
         total = sum(1 for e in events if e.kind not in ARCHIVES)
         done = 0
         pending: list[Event] = []
         for e in events:
             if e.kind not in ARCHIVES:
+                if e.kind == "concept.upserted" and latest[e.payload.id] != e.position:
+                    total -= 1  # superseded within the batch: never embedded
+                    continue
                 pending.append(e)
                 if len(pending) >= self.slice_size:
                     done = self._store(db, pending, done, total)
@@ -136,6 +147,38 @@ class SemanticIndex(Projection):
                         (position, e.position),
                     )
         self._store(db, pending, done, total)
+
+    @staticmethod
+    def _supersede(db: Tables, events: Sequence[Event]) -> dict[str, int]:
+        """Remove the vectors of concepts ``events`` upsert again; return each one's newest.
+
+        Every superseded upsert is recorded as removed at the position of the upsert after
+        it, whether its vector was stored by an earlier batch or never embedded (superseded
+        within this one), so the tables are the same in any batch sizes.
+        """
+        latest: dict[str, int] = {}
+        concepts, removed = db["semantic_concepts"], db["semantic_removed"]
+        for e in events:
+            if e.kind != "concept.upserted":
+                continue
+            concept_id = e.payload.id
+            old = latest.get(concept_id)
+            if old is None:
+                row = db.conn.execute(
+                    f"SELECT position FROM {concepts} WHERE id = ?", (concept_id,)
+                ).fetchone()
+                old = None if row is None else int(row[0])
+            if old is not None:
+                db.conn.execute(f"DELETE FROM {db['semantic_vectors']} WHERE position = ?", (old,))
+                db.conn.execute(
+                    f"INSERT OR REPLACE INTO {removed} (position, removed_at) VALUES (?, ?)",
+                    (old, e.position),
+                )
+            latest[concept_id] = e.position
+        db.conn.executemany(
+            f"INSERT OR REPLACE INTO {concepts} (id, position) VALUES (?, ?)", latest.items()
+        )
+        return latest
 
     def _store(self, db: Tables, items: list[Event], done: int, total: int) -> int:
         """Embed one slice of items and store its vectors; return the texts done."""

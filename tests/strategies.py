@@ -1115,3 +1115,29 @@ def lexical_corpora(draw: st.DrawFn) -> list[tuple[str, str, str]]:
 
 
 lexical_queries = st.lists(st.sampled_from(_COMMON + _RARE), min_size=1, max_size=6).map(" ".join)
+
+
+# -- context frames: small worlds of memories and linked concepts, several agents ----------------
+
+_CONTEXT_WORDS = ["deploy", "gcc", "template", "rollback", "cache", "latency", "sfinae", "build"]
+_CONTEXT_IDS = ["skill.cpp", "skill.cpp.sfinae", "skill.cpp.concepts", "fact.deploy", "tool.gcc"]
+
+
+@st.composite
+def context_worlds(draw: st.DrawFn) -> list[tuple[str, str, str, str]]:
+    """Draw (what, agent, visibility, text) rows: ``what`` is ``memory`` or a concept id.
+
+    Concepts link to each other (few ids: replacements and links both ways); texts repeat a
+    few words so queries find them.
+    """
+    rows = []
+    for _ in range(draw(st.integers(min_value=1, max_value=14))):
+        what = draw(st.sampled_from(["memory", "memory", *_CONTEXT_IDS]))
+        agent = draw(st.sampled_from(["ana", "bob"]))
+        visibility = draw(st.sampled_from(["public", "private"]))
+        words = draw(st.lists(st.sampled_from(_CONTEXT_WORDS), min_size=1, max_size=30))
+        rows.append((what, agent, visibility, " ".join(words)))
+    return rows
+
+
+context_queries = st.lists(st.sampled_from(_CONTEXT_WORDS), min_size=1, max_size=4).map(" ".join)

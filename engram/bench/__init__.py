@@ -27,7 +27,7 @@ __all__ = ["DEFAULT_PG", "RECALL_PARTS", "SUITES", "default_embedding_cache", "r
 
 DEFAULT_PG = "postgresql://127.0.0.1:5432/test"
 SEED = 20250101
-SUITES = ("ledger", "audit", "projections", "recall", "jobs", "all")
+SUITES = ("ledger", "audit", "projections", "recall", "jobs", "packs", "all")
 #: ``--scale``: the extra, large recall latency store (None: only the 100k one).
 SCALES: dict[str, int | None] = {"100k": None, "1m": 1_000_000}
 #: The parts of the recall suite ``only`` chooses from, each with the figure it shows when
@@ -99,6 +99,7 @@ def run(
         jobs_bench,
         lag_bench,
         ledger_bench,
+        pack_bench,
         pg_bench,
         projection_bench,
         recall_bench,
@@ -158,6 +159,8 @@ def run(
             ("cold export", jobs_bench.export),
             ("daemon lag", jobs_bench.lag),
         ]
+    if config.suite in ("packs", "all"):
+        steps.append(("knowledge packs", pack_bench.run))
     skipped: list[Figure] = []
     notices: list[str] = []
     if config.suite in ("recall", "all"):

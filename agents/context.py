@@ -1,0 +1,471 @@
+"""Context frames: what an agent should have in mind for a query, cut to a token budget.
+
+:func:`build_context` runs four steps over the projections (ADR 0037):
+
+1. **probe** — seeds from the semantic index and the lexical index (``k = 32`` each), for
+   memories (with scars and reflections: the episodic items) and for concepts, with the
+   agent's visibility;
+2. **bloom** — up to ``hops`` hops (1..3) from the seeds, at most ``fanout`` (6) neighbours a
+   node: a concept follows its links both ways (:func:`engram.projections.concepts.spread`),
+   a memory its episode (the items told next to it, :func:`engram.projections.lexical.neighbours`);
+   a neighbour's ``edge`` is its parent's strength × the link's weight × 0.8 per hop;
+3. **score** — resonance, a weighted sum of components in 0..1 (:class:`ContextWeights`):
+   ``similarity`` (the cosine to the query, clipped, or the lexical match where it is higher),
+   ``edge`` (the pull of the frontier that reached it), ``recency``
+   (``exp(−age / half_life)``), ``usage`` (how often it was recalled: ``1 − 1/(1 + n)``) and
+   ``task`` (the share of the task's words it holds);
+4. **trim** — the ``per_type`` best of each item type, then the best first while the frames'
+   token count (:mod:`engram.agents.tokens`) stays within the budget.
+
+The frames (:mod:`engram.agents.frames`) are identity, problem, knowledge (an HDoD: the
+chosen concepts as a nested dictionary), episodic, constraints (the applied rules that match)
+and scratchpad (the agent's unacknowledged signals). Every item resolves to a ledger event;
+an agent never sees another agent's private item. ``save=True`` appends ``context.saved``.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+
+import numpy as np
+
+from engram.agents.frames import Candidate, assemble, frame_of
+from engram.agents.memory import AgentMemory
+from engram.agents.tokens import TokenCounter, default_counter
+from engram.ledger import Event, NewEvent
+from engram.ledger.catalog import ContextSaved
+from engram.projections import concepts, inbox, lexical, rules, semantic
+from engram.projections.errors import ProjectionError, QueryError
+from engram.projections.queries import check_as_of
+from engram.projections.salience import micros
+from engram.projections.store import ProjectionStore, physical
+
+#: Seeds each path brings (semantic and lexical, for memories and for concepts).
+SEEDS = 32
+#: The smallest budget: the empty frames and a short problem fit in it.
+MIN_BUDGET = 128
+#: What a bloomed neighbour keeps of its parent's pull per hop.
+HOP_DECAY = 0.8
+#: Items told this close to a memory (and at most this many positions away) are its episode.
+EPISODE_GAP_US = 30 * 60 * 1_000_000
+EPISODE_RADIUS = 3
+_EPISODIC = (*lexical.MEMORY_TYPES, *lexical.SCAR_TYPES, *lexical.REFLECTION_TYPES)
+_US_PER_DAY = 86_400_000_000
+
+
+@dataclass(frozen=True)
+class ContextWeights:
+    """How resonance weighs its components, and how far bloom and trim go (ADR 0037)."""
+
+    similarity: float = 1.0
+    edge: float = 0.5
+    recency: float = 0.2
+    usage: float = 0.1
+    task: float = 0.3
+    hops: int = 2
+    fanout: int = 6
+    per_type: int = 8
+    half_life_days: float = 7.0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("hops", "fanout", "per_type"):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise QueryError(f"weights.{f.name} must be an int, got {value!r}")
+            elif not isinstance(value, int | float) or isinstance(value, bool):
+                raise QueryError(f"weights.{f.name} must be a number, got {value!r}")
+            elif not math.isfinite(value) or value < 0:
+                raise QueryError(f"weights.{f.name} must be finite and >= 0, got {value!r}")
+        if not 0 <= self.hops <= 3:
+            raise QueryError(f"weights.hops must be 0..3, got {self.hops}")
+        if not 1 <= self.fanout <= 6:
+            raise QueryError(f"weights.fanout must be 1..6, got {self.fanout}")
+        if not 1 <= self.per_type <= 100:
+            raise QueryError(f"weights.per_type must be 1..100, got {self.per_type}")
+        if self.half_life_days <= 0:
+            raise QueryError(f"weights.half_life_days must be > 0, got {self.half_life_days}")
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    """One item behind a frame: its event, type, frame, score and the score's components."""
+
+    event_id: str
+    position: int
+    type: str
+    frame: str
+    score: float
+    components: dict[str, float]
+    hop: int = 0
+
+
+@dataclass(frozen=True)
+class Context:
+    """Frames cut to a budget, the items behind them, and the ``context.saved`` event's id."""
+
+    agent: str
+    query: str
+    task: str
+    frames: dict[str, object]
+    items: list[ContextItem]
+    tokens: int
+    budget: int
+    tokenizer: str
+    event_id: str | None = None
+    as_of: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+def build_context(
+    memory: AgentMemory,
+    query: str,
+    *,
+    task: str = "",
+    budget: int = 2000,
+    weights: ContextWeights | None = None,
+    save: bool = True,
+    as_of: datetime | None = None,
+    counter: TokenCounter | None = None,
+) -> Context:
+    """Build ``memory``'s agent's context frames for ``query`` within ``budget`` tokens.
+
+    ``as_of`` builds them from what was known then (items recorded after it are left out;
+    the concepts are their newest versions). ``counter`` counts tokens (default: the MiniLM
+    tokenizer if installed, else the estimate). With ``save``, the frames and their items'
+    event ids are appended as ``context.saved`` on the stream ``context:<agent>``.
+
+    Raises:
+        QueryError: a bad query, task, budget, weights or as_of (nothing is appended).
+    """
+    if not isinstance(memory, AgentMemory):
+        raise QueryError(f"memory must be an AgentMemory, got {type(memory).__name__}")
+    if not isinstance(query, str) or not query.strip():
+        raise QueryError(f"query must be a non-empty string, got {query!r}")
+    if not isinstance(task, str):
+        raise QueryError(f"task must be a string, got {type(task).__name__}")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < MIN_BUDGET:
+        raise QueryError(f"budget must be an int >= {MIN_BUDGET} tokens, got {budget!r}")
+    if weights is None:
+        weights = ContextWeights()
+    elif not isinstance(weights, ContextWeights):
+        raise QueryError(f"weights must be ContextWeights, got {type(weights).__name__}")
+    if not isinstance(save, bool):
+        raise QueryError(f"save must be a bool, got {save!r}")
+    when = as_of or datetime.now(UTC)
+    at_us = check_as_of(when)
+    cut = None if as_of is None else at_us
+    counter = counter or default_counter()
+    memory.engine.wait_for(memory.ledger.head())
+    with memory.engine.read() as conn:
+        probe = _Probe(memory, conn, query, task, cut)
+        found = probe.seeds()
+        probe.bloom(found, weights)
+        candidates = probe.score(found, weights, at_us)
+    frames, chosen, tokens = assemble(
+        memory.agent, query, task, when, candidates, budget, weights.per_type, counter
+    )
+    items = [
+        ContextItem(c.event.id, c.event.position, c.type, c.frame, c.score, c.components, c.hop)
+        for c in chosen
+    ]
+    event_id = None
+    if save:
+        payload = ContextSaved(
+            agent=memory.agent,
+            budget=budget,
+            tokens=tokens,
+            frames=frames,
+            query=query,
+            task=task,
+            tokenizer=counter.name,
+            items=[i.event_id for i in items],
+        )
+        event = NewEvent.of(payload, stream=f"context:{memory.agent}", actor=memory.agent)
+        (position,) = memory.ledger.append(event)
+        event_id = memory.ledger.get([position])[0].id
+    return Context(
+        memory.agent, query, task, frames, items, tokens, budget, counter.name, event_id, when
+    )
+
+
+@dataclass
+class _Node:
+    """A candidate while it is found and bloomed: where from, and how strongly pulled."""
+
+    similarity: float = 0.0
+    edge: float = 0.0
+    hop: int = 0
+    concept: str | None = None  # the concept id, for a concept
+
+
+class _Probe:
+    """One build's reads, inside one snapshot of the projection store."""
+
+    def __init__(
+        self, memory: AgentMemory, conn: sqlite3.Connection, query: str, task: str, cut: int | None
+    ) -> None:
+        self.memory, self.conn, self.cut = memory, conn, cut
+        self.agent = memory.agent
+        self.query_terms = lexical.terms(conn, query, prune=False).weights
+        self.task, self.task_words = task, set(lexical.tokens(task))
+        self.query = query
+        self.vector: np.ndarray | None = None
+        self.notes: list[str] = []
+
+    def seeds(self) -> dict[int, _Node]:
+        """Return the semantic and lexical seeds, memories and concepts, by position."""
+        found: dict[int, _Node] = {}
+        for types in (_EPISODIC, lexical.CONCEPT_TYPES):
+            try:
+                hits = lexical.search(
+                    self.conn, self.query, SEEDS, agent=self.agent, types=types, as_of_us=self.cut
+                )
+            except (ProjectionError, sqlite3.Error) as exc:
+                self.notes.append(f"lexical index unavailable ({exc})")
+                hits = []
+            for h in hits:
+                node = found.setdefault(h.position, _Node())
+                node.similarity = max(node.similarity, h.match)
+            self._semantic(found, types)
+        return found
+
+    def _semantic(self, found: dict[int, _Node], types: tuple[str, ...]) -> None:
+        memory = self.memory
+        if memory.embedder is None or memory.searcher is None:
+            return
+        try:
+            if self.vector is None:
+                memory.searcher.sync(self.conn)
+                self.vector = np.ascontiguousarray(
+                    memory.embedder.embed([self.query])[0], dtype=np.float32
+                )
+            hits = memory.searcher.search(self.vector, SEEDS, agent=self.agent, types=types)
+        except Exception as exc:  # a model or index failure degrades, never fails the build
+            self.notes.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
+            return
+        for h in hits:
+            node = found.setdefault(h.position, _Node())
+            node.similarity = max(node.similarity, min(max(h.score, 0.0), 1.0))
+
+    def bloom(self, found: dict[int, _Node], weights: ContextWeights) -> None:
+        """Add up to ``hops`` hops of neighbours: concept links and memories' episodes."""
+        if weights.hops == 0 or not found:
+            return
+        concept_at = self._concept_positions(list(found))
+        for position, concept_id in concept_at.items():
+            found[position].concept = concept_id
+        frontier = dict.fromkeys(found, 1)
+        for hop in range(1, weights.hops + 1):
+            pull = {p: max(found[p].similarity, found[p].edge) for p in frontier}
+            fresh: dict[int, float] = {}
+            ids = {c: p for p in frontier if (c := found[p].concept) is not None}
+            if ids:
+                reached = concepts.spread(
+                    self.conn, list(ids), agent=self.agent, fanout=weights.fanout
+                )
+                for concept_id, targets in reached.items():
+                    for target_position, target_id, weight in targets:
+                        gain = pull[ids[concept_id]] * weight * HOP_DECAY
+                        if gain > fresh.get(target_position, 0.0):
+                            fresh[target_position] = gain
+                        found.setdefault(target_position, _Node(hop=hop)).concept = target_id
+            episodic = [p for p in frontier if not found[p].concept]
+            if episodic:
+                near = lexical.neighbours(
+                    self.conn,
+                    episodic,
+                    EPISODE_RADIUS,
+                    agent=self.agent,
+                    gap_us=EPISODE_GAP_US,
+                    types=_EPISODIC,
+                    as_of_us=self.cut,
+                )
+                for position, around in near.items():
+                    for target, distance in sorted(around, key=lambda t: t[1])[: weights.fanout]:
+                        gain = pull[position] * HOP_DECAY**distance
+                        if gain > fresh.get(target, 0.0):
+                            fresh[target] = gain
+            frontier = {}
+            for target, gain in fresh.items():
+                node = found.setdefault(target, _Node(hop=hop))
+                if gain > node.edge:
+                    if node.edge == 0 and node.similarity == 0:
+                        frontier[target] = hop  # reached for the first time: expand it next
+                    node.edge = gain
+            if not frontier:
+                return
+
+    def _concept_positions(self, positions: list[int]) -> dict[int, str]:
+        table = _physical(self.conn, "lexical", "lexical_concepts")
+        out: dict[int, str] = {}
+        for start in range(0, len(positions), 500):
+            chunk = positions[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for concept_id, position in self.conn.execute(
+                f"SELECT id, position FROM {table} WHERE position IN ({marks})", chunk
+            ):
+                out[int(position)] = str(concept_id)
+        return out
+
+    def score(
+        self, found: dict[int, _Node], weights: ContextWeights, at_us: int
+    ) -> list[Candidate]:
+        """Read the candidates' events and score them; add the rules and signals."""
+        events = {e.position: e for e in self.memory.ledger.get(sorted(found))} if found else {}
+        cosines = self._cosines(list(found))
+        usage = self._usage(list(found))
+        out: list[Candidate] = []
+        for position, node in found.items():
+            event = events.get(position)
+            if event is None or not self._visible(event):
+                continue
+            if self.cut is not None and micros(event.at) > self.cut:
+                continue
+            text = frame_text(event)
+            similarity = max(
+                node.similarity,
+                min(max(cosines.get(position, 0.0), 0.0), 1.0),
+                lexical.share(self.query_terms, text),
+            )
+            components = {
+                "similarity": similarity,
+                "edge": node.edge,
+                "recency": self._recency(event, at_us, weights),
+                "usage": 1 - 1 / (1 + usage.get(position, 0)),
+                "task": self._task(text),
+            }
+            kind = _item_type(event)
+            score = _resonance(components, weights)
+            out.append(Candidate(event, kind, frame_of(kind), score, components, node.hop, text))
+        out += self._rules(weights, at_us)
+        out += self._signals(weights, at_us)
+        return out
+
+    def _cosines(self, positions: list[int]) -> dict[int, float]:
+        if self.vector is None or not positions:
+            return {}
+        try:
+            stored = semantic.vectors_of(self.conn, positions)
+        except sqlite3.Error:
+            return {}
+        return {
+            p: float(np.frombuffer(b, dtype=np.float32) @ self.vector) for p, b in stored.items()
+        }
+
+    def _usage(self, positions: list[int]) -> dict[int, int]:
+        out: dict[int, int] = {}
+        for start in range(0, len(positions), 500):
+            chunk = positions[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            try:
+                rows = self.conn.execute(
+                    "SELECT position, recall_count FROM salience WHERE +item_kind = 'memory'"
+                    f" AND position IN ({marks})",
+                    chunk,
+                ).fetchall()
+            except sqlite3.Error:
+                return out
+            out.update((int(p), int(n)) for p, n in rows)
+        return out
+
+    def _recency(self, event: Event, at_us: int, weights: ContextWeights) -> float:
+        age_days = max(at_us - micros(event.at), 0) / _US_PER_DAY
+        return math.exp(-age_days * math.log(2) / weights.half_life_days)
+
+    def _task(self, text: str) -> float:
+        if not self.task_words:
+            return 0.0
+        return len(self.task_words & set(lexical.tokens(text))) / len(self.task_words)
+
+    def _visible(self, event: Event) -> bool:
+        payload = event.payload
+        visibility = getattr(payload, "visibility", "public")
+        return visibility == "public" or getattr(payload, "agent", None) == self.agent
+
+    def _rules(self, weights: ContextWeights, at_us: int) -> list[Candidate]:
+        """The applied rules that match the query and task: every agent's constraints."""
+        try:
+            found = rules.rules_for_query(self.conn, f"{self.query} {self.task}", SEEDS)
+        except ProjectionError:
+            return []
+        return self._ledger_items(
+            [(r.position, r.match, rules.one_line(r.text)) for r in found], "rule", weights, at_us
+        )
+
+    def _signals(self, weights: ContextWeights, at_us: int) -> list[Candidate]:
+        """The agent's unacknowledged signals: its scratchpad."""
+        try:
+            pending = inbox.pending(self.conn, self.agent, limit=SEEDS)
+        except ProjectionError:
+            return []
+        return self._ledger_items(
+            [
+                (
+                    s.position,
+                    lexical.share(self.query_terms, f"{s.topic} {s.body}"),
+                    f"{s.sender} → {s.topic}: {s.body}",
+                )
+                for s in pending
+            ],
+            "signal",
+            weights,
+            at_us,
+        )
+
+    def _ledger_items(
+        self,
+        found: Sequence[tuple[int, float, str]],
+        kind: str,
+        weights: ContextWeights,
+        at_us: int,
+    ) -> list[Candidate]:
+        if not found:
+            return []
+        events = {e.position: e for e in self.memory.ledger.get([p for p, _, _ in found])}
+        out = []
+        for position, similarity, text in found:
+            event = events[position]
+            if self.cut is not None and micros(event.at) > self.cut:
+                continue
+            components = {
+                "similarity": similarity,
+                "edge": 0.0,
+                "recency": self._recency(event, at_us, weights),
+                "usage": 0.0,
+                "task": self._task(text),
+            }
+            score = _resonance(components, weights)
+            out.append(Candidate(event, kind, frame_of(kind), score, components, 0, text))
+        return out
+
+
+def _resonance(components: dict[str, float], weights: ContextWeights) -> float:
+    return float(sum(getattr(weights, name) * value for name, value in components.items()))
+
+
+def _item_type(event: Event) -> str:
+    if event.kind in ("memory.observed", "scar.recorded", "memory.reflected", "concept.upserted"):
+        return lexical.item_text(event)[1]
+    return event.kind
+
+
+def frame_text(event: Event) -> str:
+    """Return what an indexed item says in a frame: a memory's or reflection's text, a scar's
+    what and lesson, a concept's indexed text."""
+    p = event.payload
+    if event.kind == "scar.recorded":
+        return f"{p.what} — lesson: {p.lesson}"
+    if event.kind == "concept.upserted":
+        return lexical.concept_text(p.id, p.label, p.payload)
+    return str(p.text)
+
+
+def _physical(conn: sqlite3.Connection, projection: str, table: str) -> str:
+    generation = ProjectionStore.live_generation(conn, projection)
+    if generation is None:
+        raise QueryError(f"projection {projection!r} is not in this store")
+    return physical(generation, table)

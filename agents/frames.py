@@ -1,0 +1,151 @@
+"""Lay context items out in frames and cut them to a token budget (ADR 0037).
+
+Six frames, in this order: ``identity`` (who asks, as of when), ``problem`` (the query and
+the task), ``knowledge`` (the chosen concepts as an HDoD: a nested dictionary keyed by path
+segment, each concept's fields under ``_``), ``episodic`` (memories, scars and reflections, in
+ledger order), ``constraints`` (the applied rules) and ``scratchpad`` (the agent's pending
+signals). Each entry of a list frame names its ledger position (``pos``).
+
+The budget is met on the frames' JSON as the token counter counts it: the best items go in
+first while each one's own cost fits; the frames are then counted whole and the weakest items
+leave until the count is within the budget. The problem's text is shortened (word by word
+from the end) only when the empty frames would not fit otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from engram.agents.tokens import TokenCounter
+from engram.ledger import Event
+from engram.projections import concepts
+from engram.projections.errors import QueryError
+
+FRAMES = ("identity", "problem", "knowledge", "episodic", "constraints", "scratchpad")
+#: A list entry's text is cut to this many characters (an ellipsis marks the cut).
+MAX_ITEM_CHARS = 1_000
+_FRAME_OF = {"concept": "knowledge", "rule": "constraints", "signal": "scratchpad"}
+#: Tokens allowed per entry for the separators the whole frames add around it.
+_SEPARATOR = 2
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An item that may enter the frames: its event, type, frame, score and components."""
+
+    event: Event
+    type: str
+    frame: str
+    score: float
+    components: dict[str, float]
+    hop: int
+    text: str
+
+
+def frame_of(item_type: str) -> str:
+    """Return the frame an item type goes to (memories, scars, reflections: ``episodic``)."""
+    return _FRAME_OF.get(item_type, "episodic")
+
+
+def encode(frames: dict[str, object]) -> str:
+    """Return the frames as the compact JSON that is counted and saved."""
+    return msgspec.json.encode(frames).decode()
+
+
+def assemble(
+    agent: str,
+    query: str,
+    task: str,
+    when: datetime,
+    candidates: Sequence[Candidate],
+    budget: int,
+    per_type: int,
+    counter: TokenCounter,
+) -> tuple[dict[str, object], list[Candidate], int]:
+    """Return the frames within ``budget`` tokens, the candidates in them (best first), and
+    their token count.
+
+    Raises:
+        QueryError: even the empty frames with an empty problem exceed the budget.
+    """
+    kept: dict[str, int] = {}
+    ranked: list[Candidate] = []
+    for c in sorted(candidates, key=lambda c: (-c.score, -c.event.position)):
+        if kept.get(c.type, 0) < per_type:
+            kept[c.type] = kept.get(c.type, 0) + 1
+            ranked.append(c)
+    identity = {"agent": agent, "as_of": when.isoformat(timespec="seconds")}
+    problem = _fitting_problem(identity, query, task, budget, counter)
+    used = counter.count(encode(render(identity, problem, [])))
+    chosen: list[Candidate] = []
+    for c in ranked:
+        cost = counter.count(encode(_entry(c))) + _SEPARATOR
+        if used + cost <= budget:
+            chosen.append(c)
+            used += cost
+    frames = render(identity, problem, chosen)
+    tokens = counter.count(encode(frames))
+    while tokens > budget and chosen:
+        chosen.pop()  # the weakest: chosen is best first
+        frames = render(identity, problem, chosen)
+        tokens = counter.count(encode(frames))
+    return frames, chosen, tokens
+
+
+def _fitting_problem(
+    identity: dict[str, Any], query: str, task: str, budget: int, counter: TokenCounter
+) -> dict[str, str]:
+    words = {"query": query.split(), "task": task.split()}
+    while True:
+        problem = {"query": " ".join(words["query"]), "task": " ".join(words["task"])}
+        if counter.count(encode(render(identity, problem, []))) <= budget:
+            return problem
+        longer = max(words, key=lambda k: len(words[k]))
+        if not words[longer]:
+            raise QueryError(
+                f"budget {budget} is too small for the empty frames; give a larger budget"
+            )
+        del words[longer][max(len(words[longer]) // 2, 1) * -1 :]
+
+
+def render(
+    identity: dict[str, Any], problem: dict[str, str], chosen: Sequence[Candidate]
+) -> dict[str, object]:
+    """Lay ``chosen`` out in the six frames."""
+    knowledge = concepts.tree(_concept(c.event) for c in chosen if c.frame == "knowledge")
+    lists: dict[str, list[dict[str, Any]]] = {"episodic": [], "constraints": [], "scratchpad": []}
+    for c in sorted(chosen, key=lambda c: c.event.position):
+        if c.frame in lists:
+            lists[c.frame].append(_entry(c))
+    return {
+        "identity": identity,
+        "problem": problem,
+        "knowledge": knowledge,
+        "episodic": lists["episodic"],
+        "constraints": lists["constraints"],
+        "scratchpad": lists["scratchpad"],
+    }
+
+
+def _entry(c: Candidate) -> dict[str, Any]:
+    """Return the candidate's entry in its frame (a one-concept tree for knowledge)."""
+    if c.frame == "knowledge":
+        return concepts.tree([_concept(c.event)])
+    text = c.text if len(c.text) <= MAX_ITEM_CHARS else c.text[: MAX_ITEM_CHARS - 1] + "…"
+    entry: dict[str, Any] = {"pos": c.event.position, "type": c.type, "text": text}
+    if c.frame == "episodic":
+        entry["agent"] = c.event.payload.agent
+        entry["at"] = c.event.at.isoformat(timespec="seconds")
+    return entry
+
+
+def _concept(event: Event) -> concepts.Concept:
+    p = event.payload
+    return concepts.Concept(
+        p.id, p.type, p.label, p.agent, p.visibility, dict(p.payload), event.position, 0, 0, 1
+    )

@@ -1,0 +1,305 @@
+"""The MCP server: engram's memory as tools for a model, over stdio or streamable HTTP.
+
+Built on the official SDK's :class:`MCPServer`. One worker thread opens the ledger and the
+projections and runs every tool call, one at a time (SQLite connections stay in the thread
+that opened them; concurrent calls queue, none is lost). A call is answered only after its
+events are appended, so an acknowledged write survives the server being killed. Bad input
+and engram's refusals come back as tool errors whose message says what to change; nothing a
+call does can stop the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
+from typing import Annotated, Any, Literal, TypeVar
+
+import msgspec
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram import __version__
+from engram.agents.errors import AgentError
+from engram.config import Settings
+from engram.ledger import LedgerError
+from engram.mcp.tools import KEY_ENV, MemoryTools, ToolInputError
+from engram.projections.errors import ProjectionError
+from engram.runtime import open_parts
+
+T = TypeVar("T")
+
+INSTRUCTIONS = """\
+engram is your long-term memory, shared with other agents through an append-only ledger.
+Search it before you act (search_memory), write down what you learn (upsert_memory), record
+failures and victories with their lesson (record_scar). Everything you write is kept and
+attributed to you; private items are seen only by you."""
+
+Agent = Annotated[
+    str | None,
+    Field(description="Act as this agent (one the server was started for); default: its first."),
+]
+MemoryKind = Literal["observation", "plan", "thought"]
+ConceptKind = Literal[
+    "concept", "skill", "fact", "snippet", "pattern", "episode", "tool", "persona", "task"
+]
+
+
+class Observation(BaseModel):
+    """Something the agent saw, planned or thought."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(min_length=1, description="The memory, in one or a few sentences.")
+    type: MemoryKind = "observation"
+    importance: int | None = Field(
+        None, ge=1, le=10, description="1 (mundane) .. 10 (crucial); omitted: scored for you."
+    )
+    tags: list[str] = Field(default_factory=list, description="Short labels to find it by.")
+    visibility: Literal["public", "private"] = "public"
+
+
+class Link(BaseModel):
+    """A typed, weighted link from a concept to another."""
+
+    model_config = ConfigDict(extra="forbid")
+    to: str = Field(description="The target concept's id, e.g. skill.python.asyncio.")
+    rel: str = Field(description="The relation, e.g. uses, extends, contradicts.")
+    weight: float = Field(0.5, ge=0.0, le=1.0)
+
+
+class Concept(BaseModel):
+    """A node of the concept tree; the newest upsert of an id wins."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="Dot-separated lowercase path, e.g. skill.python.asyncio.")
+    type: ConceptKind
+    label: str = Field(min_length=1, description="A short human name.")
+    payload: dict[str, Any] = Field(
+        default_factory=dict, description="Free JSON: a snippet, a source."
+    )
+    links: list[Link] = Field(default_factory=list, description="Replace the concept's links.")
+    visibility: Literal["public", "private"] = "public"
+
+
+class Worker:
+    """One thread that owns the opened engram and runs the tool calls in turn."""
+
+    def __init__(self, settings: Settings, agents: Sequence[str]) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-mcp")
+        self._stack = ExitStack()
+        self._lock = threading.Lock()
+        self.tools: MemoryTools = self._pool.submit(self._open, settings, list(agents)).result()
+
+    def _open(self, settings: Settings, agents: list[str]) -> MemoryTools:
+        memory = self._stack.enter_context(open_parts(settings, actor=agents[0]))
+        memory.engine.catch_up()
+        return MemoryTools(memory, agents)
+
+    async def run(self, call: Callable[[], T]) -> T:
+        """Run ``call`` on the worker thread; translate engram's refusals into tool errors."""
+        try:
+            return await asyncio.wrap_future(self._pool.submit(call))
+        except (ToolInputError, AgentError, ProjectionError, LedgerError) as exc:
+            raise ToolError(str(exc)) from None
+        except msgspec.ValidationError as exc:
+            raise ToolError(f"invalid value: {exc}") from None
+
+    def close(self) -> None:
+        """Close the engram on its own thread, then stop the thread."""
+        self._pool.submit(self._stack.close).result()
+        self._pool.shutdown()
+
+
+def build_server(worker: Worker) -> MCPServer:
+    """Return the MCP server whose tools call ``worker``'s :class:`MemoryTools`."""
+    server: MCPServer = MCPServer(
+        "engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+    )
+
+    def tools() -> MemoryTools:
+        return worker.tools
+
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(annotations=reads)
+    async def search_memory(
+        query: Annotated[str, Field(min_length=1, description="What you are looking for.")],
+        k: Annotated[int, Field(ge=1, le=100, description="How many items at most.")] = 10,
+        types: Annotated[
+            list[MemoryKind] | None, Field(description="Only these memory types (memories scope).")
+        ] = None,
+        scope: Annotated[
+            Literal["memories", "scars", "victories", "reflections", "rules", "all"],
+            Field(
+                description="What to search: memories, scars, victories, reflections, rules, all."
+            ),
+        ] = "memories",
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Search long-term memory; best matches first, each with its id, text and score.
+
+        You see public items and your own private ones. The search is recorded, which keeps
+        the items it serves alive in memory."""
+        return await worker.run(lambda: tools().search_memory(query, k, types, scope, agent))
+
+    @server.tool(annotations=writes)
+    async def upsert_memory(
+        observations: Annotated[
+            list[Observation], Field(description="Memories to add (append-only).")
+        ] = [],  # noqa: B006 - pydantic copies defaults
+        concepts: Annotated[
+            list[Concept], Field(description="Concepts to create or replace (newest wins).")
+        ] = [],  # noqa: B006
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Write memories and concepts; returns their ledger positions once stored durably.
+
+        All items are checked first: if one is wrong, nothing is written and the error says
+        which item and field."""
+        obs = [o.model_dump() for o in observations]
+        cons = [c.model_dump() for c in concepts]
+        return await worker.run(lambda: tools().upsert_memory(obs, cons, agent))
+
+    @server.tool(annotations=writes)
+    async def recall_context(
+        query: Annotated[str, Field(min_length=1, description="What you are about to do.")],
+        scope: Annotated[
+            Literal["task", "session", "agent"],
+            Field(
+                description="task: for the query and the task; agent: your own memories only;"
+                " session: the session's shared memo, then memories."
+            ),
+        ] = "task",
+        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        task: Annotated[str, Field(description="The task at hand, if any.")] = "",
+        session: Annotated[str, Field(description="The session's name (scope session).")] = "",
+        budget: Annotated[int, Field(ge=1, le=200_000, description="Token budget.")] = 2000,
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Assemble context frames for your next step within a token budget.
+
+        The frames shown to you are saved (context.saved), so what you saw is auditable."""
+        return await worker.run(
+            lambda: tools().recall_context(query, scope, k, task, session, budget, agent)
+        )
+
+    @server.tool(annotations=writes)
+    async def save_context(
+        frames: Annotated[
+            dict[str, Any], Field(description="Frame name -> content, e.g. {'scratchpad': '...'}.")
+        ],
+        query: str = "",
+        task: str = "",
+        budget: Annotated[int, Field(ge=1, le=200_000)] = 2000,
+        items: Annotated[list[str], Field(description="Ids of the events behind the frames.")] = [],  # noqa: B006
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Write context frames back (a scratchpad, a plan) so the next step can start from them."""
+        return await worker.run(
+            lambda: tools().save_context(frames, query, task, budget, items, agent)
+        )
+
+    @server.tool(annotations=reads)
+    async def project_snapshot(agent: Agent = None) -> dict[str, Any]:
+        """Return an immutable snapshot id: ledger head and hash, projection digests, counts.
+
+        The same snapshot id means the same state; the head reproduces it by replay."""
+        return await worker.run(lambda: tools().project_snapshot(agent))
+
+    @server.tool(annotations=writes)
+    async def export_pack(
+        path: Annotated[str, Field(description="Pack file to write on the server's machine.")],
+        name: Annotated[str, Field(min_length=1)],
+        version: Annotated[str, Field(min_length=1, description="A new version per change.")],
+        select: Annotated[
+            str | None, Field(description="Pack the memories this query finds.")
+        ] = None,
+        concepts: Annotated[
+            str | None, Field(description="Pack concepts under this prefix.")
+        ] = None,
+        from_agent: Annotated[str | None, Field(description="Pack this agent's memories.")] = None,
+        domain: list[str] = [],  # noqa: B006
+        limit: Annotated[int, Field(ge=1, le=100_000)] = 1000,
+        key_env: Annotated[str, Field(description="Env var holding the key.")] = KEY_ENV,
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Export public knowledge to an encrypted, authenticated pack file."""
+        return await worker.run(
+            lambda: tools().export_pack(
+                path, name, version, select, concepts, from_agent, domain, limit, key_env, agent
+            )
+        )
+
+    @server.tool(annotations=writes)
+    async def import_pack(
+        path: Annotated[str, Field(description="Pack file on the server's machine.")],
+        key_env: Annotated[str, Field(description="Env var holding the key.")] = KEY_ENV,
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Import a pack as you; checked before anything is written; twice adds nothing."""
+        return await worker.run(lambda: tools().import_pack(path, key_env, agent))
+
+    @server.tool(annotations=writes)
+    async def record_scar(
+        kind: Annotated[Literal["failure", "victory"], Field(description="What happened.")],
+        what: Annotated[str, Field(min_length=1, description="What happened, concretely.")],
+        lesson: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description="Failure: what avoids a repeat; victory: what to reproduce.",
+            ),
+        ],
+        importance: Annotated[int | None, Field(ge=1, le=10)] = None,
+        tags: list[str] = [],  # noqa: B006
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """Record a failure or a victory and its lesson; lessons become suggestions for review."""
+        return await worker.run(
+            lambda: tools().record_scar(kind, what, lesson, importance, tags, agent)
+        )
+
+    @server.tool(annotations=reads)
+    async def list_suggestions(
+        status: Annotated[
+            list[Literal["pending", "applied", "refused", "modified"]],
+            Field(description="Only these statuses; empty: all."),
+        ] = [],  # noqa: B006
+        limit: Annotated[int, Field(ge=1, le=1000)] = 20,
+        agent: Agent = None,
+    ) -> dict[str, Any]:
+        """List the lessons loop's suggestions (drafted from scars, reviewed by people)."""
+        return await worker.run(lambda: tools().list_suggestions(status, limit, agent))
+
+    return server
+
+
+@contextmanager
+def serving(settings: Settings, agents: Sequence[str]) -> Iterator[MCPServer]:
+    """Open engram for ``agents`` and yield the server; close engram afterwards."""
+    worker = Worker(settings, agents)
+    try:
+        yield build_server(worker)
+    finally:
+        worker.close()
+
+
+def serve(
+    settings: Settings,
+    agents: Sequence[str],
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> None:
+    """Run the server until its client goes away (stdio) or it is stopped (HTTP)."""
+    with serving(settings, agents) as server:
+        if transport == "stdio":
+            server.run("stdio")
+        else:
+            server.run("streamable-http", host=host, port=port)

@@ -1,0 +1,387 @@
+"""What the MCP server's tools do, over the same Python API every other interface uses.
+
+:class:`MemoryTools` holds an opened :class:`~engram.runtime.Memory` and the agents the
+server acts for. Each method is one tool: it checks its input, calls the agents layer as the
+calling agent (so visibility is that agent's and writes are events with that agent as actor)
+and returns JSON-ready data. Nothing here imports the MCP SDK: :mod:`engram.mcp.server`
+turns these methods into tools, and tests call them directly as well.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from engram.agents.context import ContextWeights, build_context
+from engram.agents.packs import PackKey, export_pack, import_pack
+from engram.agents.tokens import default_counter
+from engram.ledger import NewEvent
+from engram.ledger.catalog import ConceptUpserted, ContextSaved, MemoryObserved
+from engram.projections import concepts as concept_rows
+from engram.projections import suggestions
+from engram.projections.lexical import item_text
+from engram.runtime import Memory
+
+#: Where a pack's key is read from unless the call names another variable.
+KEY_ENV = "ENGRAM_PACK_KEY"
+#: recall_context's scopes: what the context is built from.
+CONTEXT_SCOPES = ("task", "session", "agent")
+#: What project_snapshot counts: a name and the projection view holding those rows.
+COUNTED = {
+    "memories": "SELECT count(*) FROM salience WHERE item_kind = 'memory' AND NOT archived",
+    "concepts": "SELECT count(*) FROM concepts",
+    "scars": "SELECT count(*) FROM scars",
+    "reflections": "SELECT count(*) FROM reflections",
+    "suggestions": "SELECT count(*) FROM suggestions",
+    "rules": "SELECT count(*) FROM rules",
+}
+
+
+class ToolInputError(ValueError):
+    """A tool was called with arguments it cannot use; the message says which and why."""
+
+
+class MemoryTools:
+    """The server's tools, acting for ``agents`` (the first is the default caller)."""
+
+    def __init__(self, memory: Memory, agents: Sequence[str]) -> None:
+        names = [a for a in agents if isinstance(a, str) and a.strip()]
+        if not names or len(names) != len(agents):
+            raise ToolInputError(f"give one or more agent names, got {list(agents)!r}")
+        self.memory = memory
+        self.agents = list(dict.fromkeys(names))
+
+    def caller(self, agent: str | None) -> str:
+        """Return the calling agent: ``agent`` if this server acts for it, else the default."""
+        if agent is None or agent == "":
+            return self.agents[0]
+        if agent not in self.agents:
+            raise ToolInputError(
+                f"agent {agent!r} is not served by this server; it acts for {self.agents}"
+            )
+        return agent
+
+    # -- memory ---------------------------------------------------------------------------
+
+    def search_memory(
+        self,
+        query: str,
+        k: int = 10,
+        types: Sequence[str] | None = None,
+        scope: str = "memories",
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Recall the ``k`` items best matching ``query`` that the caller may read."""
+        who = self.caller(agent)
+        result = self.memory.agent(who).recall(query, k, types=types or None, scope=scope)
+        return {
+            "query": query,
+            "scope": scope,
+            "fallback": result.fallback,
+            "recorded_at": result.recorded_at,
+            "items": [_item(r.event, score=r.score, match=r.match) for r in result.items],
+        }
+
+    def upsert_memory(
+        self,
+        observations: Sequence[Mapping[str, Any]] = (),
+        concepts: Sequence[Mapping[str, Any]] = (),
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Append observations and upsert concepts as the caller; return their positions.
+
+        Every item is checked before anything is appended, so a bad item writes nothing.
+        """
+        who = self.caller(agent)
+        if not observations and not concepts:
+            raise ToolInputError("give at least one observation or concept")
+        _check_items(who, observations, concepts)
+        self._check_owners(who, [c["id"] for c in concepts])
+        stream = self.memory.agent(who)
+        book = self.memory.concepts(who)
+        written: dict[str, list[int]] = {"observations": [], "concepts": []}
+        for obs in observations:
+            written["observations"].append(
+                stream.observe(
+                    obs["text"],
+                    type=obs.get("type", "observation"),
+                    importance=obs.get("importance"),
+                    visibility=obs.get("visibility", "public"),
+                    tags=list(obs.get("tags") or ()),
+                )
+            )
+        for c in concepts:
+            written["concepts"].append(
+                book.upsert(
+                    c["id"],
+                    c["type"],
+                    c["label"],
+                    payload=c.get("payload") or {},
+                    links=list(c.get("links") or ()),
+                    visibility=c.get("visibility", "public"),
+                )
+            )
+        return {"agent": who, "positions": written}
+
+    def _check_owners(self, who: str, ids: Sequence[str]) -> None:
+        if not ids:
+            return
+        self.memory.engine.wait_for(self.memory.ledger.head())
+        with self.memory.engine.read() as conn:
+            for i, cid in enumerate(ids):
+                if concept_rows.get(conn, cid, agent=who) is None and concept_rows.exists(
+                    conn, cid
+                ):
+                    raise ToolInputError(
+                        f"concepts[{i}].id {cid!r} is private to another agent; choose another id"
+                    )
+
+    # -- context --------------------------------------------------------------------------
+
+    def recall_context(
+        self,
+        query: str,
+        scope: str = "task",
+        k: int = 8,
+        task: str = "",
+        session: str = "",
+        budget: int = 2000,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Build the caller's context frames for ``query`` (:func:`build_context`) and save them.
+
+        ``scope`` says what steers the ``task`` component of the score: ``task`` the task
+        text given; ``session`` the newest notes of the session's shared memo; ``agent``
+        nothing but the query. ``k`` is how many items of each type the frames keep.
+        """
+        who = self.caller(agent)
+        if scope not in CONTEXT_SCOPES:
+            raise ToolInputError(f"scope must be one of {list(CONTEXT_SCOPES)}, got {scope!r}")
+        if scope == "session" and not session:
+            raise ToolInputError("scope 'session' needs the session's name in `session`")
+        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+            raise ToolInputError(f"k must be an int in 1..100, got {k!r}")
+        if scope == "session":
+            task = " ".join(n.text for n in self.memory.memo(session).read())
+        elif scope == "agent":
+            task = ""
+        context = build_context(
+            self.memory.agent(who), query, task=task, budget=budget,
+            weights=ContextWeights(per_type=k), save=True,
+        )  # fmt: skip
+        return {
+            "frames": context.frames,
+            "items": [
+                {
+                    "id": i.event_id,
+                    "position": i.position,
+                    "type": i.type,
+                    "frame": i.frame,
+                    "score": round(i.score, 6),
+                }
+                for i in context.items
+            ],
+            "tokens": context.tokens,
+            "budget": context.budget,
+            "tokenizer": context.tokenizer,
+            "event_id": context.event_id,
+        }
+
+    def save_context(
+        self,
+        frames: Mapping[str, object],
+        query: str = "",
+        task: str = "",
+        budget: int = 2000,
+        items: Sequence[str] = (),
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Append ``context.saved``: the frames the caller was shown or wrote back."""
+        who = self.caller(agent)
+        if not isinstance(frames, Mapping) or not frames:
+            raise ToolInputError("frames must be a non-empty object of frame name -> content")
+        counter = default_counter()
+        tokens = counter.count(json.dumps(frames, ensure_ascii=False, default=str))
+        payload = ContextSaved(
+            agent=who,
+            budget=budget,
+            tokens=tokens,
+            frames=dict(frames),
+            query=query,
+            task=task,
+            items=list(items),
+            tokenizer=counter.name,
+        )
+        event = NewEvent.of(payload, stream=f"context:{who}", actor=who)
+        position = self.memory.ledger.append(event)[0]
+        (stored,) = self.memory.ledger.get([position])
+        return {"position": position, "event_id": stored.id, "tokens": tokens}
+
+    # -- state ----------------------------------------------------------------------------
+
+    def project_snapshot(self, agent: str | None = None) -> dict[str, Any]:
+        """Return the ledger head and its hash, every projection's digest, and row counts."""
+        self.caller(agent)
+        memory = self.memory
+        memory.engine.wait_for(memory.ledger.head())
+        status = memory.engine.status(digest=True)
+        head = min(s.checkpoint for s in status) if status else memory.ledger.head()
+        last = memory.ledger.get([head])[0].hash.hex() if head else ""
+        counts: dict[str, int] = {"events": head}
+        with memory.engine.read() as conn:
+            for name, sql in COUNTED.items():
+                try:
+                    counts[name] = int(conn.execute(sql).fetchone()[0])
+                except sqlite3.Error:
+                    continue
+        projections = {
+            s.name: {"version": s.version, "checkpoint": s.checkpoint, "digest": s.digest}
+            for s in status
+        }
+        body = {"ledger": {"head": head, "hash": last}, "projections": projections}
+        snapshot = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return {"snapshot": snapshot, **body, "counts": counts}
+
+    # -- packs ----------------------------------------------------------------------------
+
+    def export_pack(
+        self,
+        path: str,
+        name: str,
+        version: str,
+        select: str | None = None,
+        concepts: str | None = None,
+        from_agent: str | None = None,
+        domain: Sequence[str] = (),
+        limit: int = 1000,
+        key_env: str = KEY_ENV,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Export public knowledge the caller can read to a new pack file on the server's disk.
+
+        An existing file is never replaced: a model cannot overwrite files through this tool.
+        """
+        who = self.caller(agent)
+        if os.path.lexists(_path(path)):
+            raise ToolInputError(f"{path} exists; export to a new file name")
+        manifest = export_pack(
+            self.memory.agent(who),
+            _path(path),
+            PackKey.from_env(key_env),
+            name=name,
+            version=version,
+            domain=domain,
+            select=select,
+            concepts_under=concepts,
+            agent=from_agent,
+            limit=limit,
+        )
+        return {
+            "path": path,
+            "id": manifest.id,
+            "nodes": manifest.nodes,
+            "checksum": manifest.checksum,
+        }
+
+    def import_pack(
+        self, path: str, key_env: str = KEY_ENV, agent: str | None = None
+    ) -> dict[str, Any]:
+        """Check and import a pack file as the caller (a second import appends nothing)."""
+        who = self.caller(agent)
+        done = import_pack(self.memory.agent(who), _path(path), PackKey.from_env(key_env))
+        m = done.manifest
+        return {
+            "pack": m.id, "name": m.name, "version": m.version, "nodes": m.nodes,
+            "appended": done.appended, "position": done.position, "embeddings": done.embeddings,
+        }  # fmt: skip
+
+    # -- learning loop --------------------------------------------------------------------
+
+    def record_scar(
+        self,
+        kind: str,
+        what: str,
+        lesson: str,
+        importance: int | None = None,
+        tags: Sequence[str] = (),
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Record a failure or a victory and its lesson as the caller."""
+        who = self.caller(agent)
+        position = self.memory.scars(who).record(
+            kind,  # type: ignore[arg-type]
+            what,
+            lesson,
+            importance=importance,
+            tags=list(tags),
+        )
+        return {"agent": who, "position": position}
+
+    def list_suggestions(
+        self, status: Sequence[str] = (), limit: int = 20, agent: str | None = None
+    ) -> dict[str, Any]:
+        """Return the lessons loop's suggestions, newest last, of ``status`` when given."""
+        self.caller(agent)
+        memory = self.memory
+        memory.engine.wait_for(memory.ledger.head())
+        with memory.engine.read() as conn:
+            rows = suggestions.listing(conn, list(status) or None, limit)
+        return {
+            "suggestions": [
+                {
+                    "id": s.id,
+                    "position": s.position,
+                    "destination": s.destination,
+                    "text": s.final_text or s.text,
+                    "status": s.status,
+                    "scars": s.scars,
+                }
+                for s in rows
+            ]
+        }
+
+
+def _item(event: Any, *, score: float, match: float) -> dict[str, Any]:
+    text, kind = item_text(event) if hasattr(event.payload, "agent") else ("", event.kind)
+    return {
+        "id": event.id,
+        "position": event.position,
+        "kind": event.kind,
+        "type": kind,
+        "agent": getattr(event.payload, "agent", None),
+        "at": event.at.isoformat(),
+        "text": text,
+        "score": round(float(score), 6),
+        "match": round(float(match), 6),
+    }
+
+
+def _check_items(
+    who: str, observations: Sequence[Mapping[str, Any]], concepts: Sequence[Mapping[str, Any]]
+) -> None:
+    """Check every item against its event's payload type before anything is appended."""
+    checks: list[tuple[str, Mapping[str, Any], type[msgspec.Struct]]]
+    checks = [("observations", o, MemoryObserved) for o in observations]
+    checks += [("concepts", c, ConceptUpserted) for c in concepts]
+    counters = {"observations": 0, "concepts": 0}
+    for group, item, payload in checks:
+        i = counters[group]
+        counters[group] += 1
+        if not isinstance(item, Mapping):
+            raise ToolInputError(f"{group}[{i}] must be an object")
+        try:
+            msgspec.convert({**item, "agent": who}, payload)
+        except msgspec.ValidationError as exc:
+            raise ToolInputError(f"{group}[{i}]: {exc}") from None
+
+
+def _path(path: str) -> str:
+    if not isinstance(path, str) or not path.strip():
+        raise ToolInputError("path must be a non-empty file path on the server's machine")
+    return os.path.expanduser(path)

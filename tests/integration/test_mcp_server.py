@@ -1,0 +1,312 @@
+"""``engram mcp`` as a real server process, driven over stdio by the MCP SDK's own client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from engram.ledger import Ledger  # noqa: E402
+
+KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+TIMEOUT = 120.0
+
+
+def params(db: Path, *agents: str) -> StdioServerParameters:
+    args = ["-m", "engram", "mcp", "--ledger", str(db)]
+    for agent in agents:
+        args += ["--agent", agent]
+    env = {"ENGRAM_CONFIG": os.devnull, "ENGRAM_PACK_KEY": KEY, "PYTHONUNBUFFERED": "1"}
+    return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(db.parent))
+
+
+def session(db: Path, *agents: str) -> Callable[[Callable[[Client], Awaitable[Any]]], Any]:
+    """Run ``body`` against a fresh server for ``agents``; return what it returns."""
+
+    def run(body: Callable[[Client], Awaitable[Any]]) -> Any:
+        async def main() -> Any:
+            async with Client(params(db, *agents), read_timeout_seconds=TIMEOUT) as client:
+                return await body(client)
+
+        return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+    return run
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.content
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+def test_every_tool_over_stdio(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    pack = tmp_path / "shared.pack"
+
+    async def body(client: Client) -> None:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        assert set(listed) == {
+            "search_memory",
+            "upsert_memory",
+            "recall_context",
+            "save_context",
+            "project_snapshot",
+            "export_pack",
+            "import_pack",
+            "record_scar",
+            "list_suggestions",
+        }
+        assert listed["search_memory"].input_schema["properties"]["k"]["maximum"] == 100
+        assert listed["search_memory"].description
+        wrote = await call(
+            client,
+            "upsert_memory",
+            observations=[
+                {"text": "The nightly deploy failed: the cache was cold.", "tags": ["ops"]},
+                {"text": "Alice's private hunch about the flaky test.", "visibility": "private"},
+            ],
+            concepts=[
+                {
+                    "id": "ops.deploy",
+                    "type": "fact",
+                    "label": "Deploy",
+                    "links": [{"to": "ops", "rel": "in"}],
+                }
+            ],
+        )
+        assert wrote["agent"] == "alice"
+        assert len(wrote["positions"]["observations"]) == 2
+        found = await call(client, "search_memory", query="deploy cache", k=5)
+        assert "cache was cold" in found["items"][0]["text"]
+        hunch = await call(client, "search_memory", query="private hunch flaky test", k=5)
+        assert any("hunch" in i["text"] for i in hunch["items"])
+        as_bob = await call(client, "search_memory", query="private hunch flaky test", agent="bob")
+        assert not any("hunch" in i["text"] for i in as_bob["items"])
+        context = await call(client, "recall_context", query="why did the deploy fail", k=4)
+        assert "cache was cold" in json.dumps(context["frames"])
+        assert context["event_id"]
+        assert context["tokens"] <= context["budget"]
+        saved = await call(client, "save_context", frames={"scratchpad": "warm the cache"})
+        scar = await call(
+            client,
+            "record_scar",
+            kind="failure",
+            what="deploy failed",
+            lesson="warm the cache before the nightly deploy",
+            importance=7,
+        )
+        assert scar["position"] > saved["position"]
+        assert (await call(client, "list_suggestions"))["suggestions"] == []
+        exported = await call(
+            client,
+            "export_pack",
+            path=str(pack),
+            name="ops",
+            version="1",
+            concepts="ops",
+            from_agent="alice",
+        )
+        assert exported["nodes"] == 2  # the concept and the public memory, not the private one
+        imported = await call(client, "import_pack", path=str(pack), agent="bob")
+        assert imported["appended"] == 2
+        again = await call(client, "import_pack", path=str(pack), agent="bob")
+        assert again["appended"] == 0
+        snapshot = await call(client, "project_snapshot")
+        assert snapshot["ledger"]["head"] == again["position"]  # the record is the newest event
+        assert snapshot["counts"]["concepts"] == 1
+        assert set(snapshot["projections"]) >= {"lexical", "semantic", "concepts"}
+        same = await call(client, "project_snapshot")
+        assert same["snapshot"] == snapshot["snapshot"]
+
+    session(db, "alice", "bob")(body)
+    with Ledger.open(str(db), readonly=True) as ledger:
+        kinds = [e.kind for e in ledger.read()]
+        actors = {e.actor for e in ledger.read()}
+        assert ledger.verify().ok
+    assert kinds.count("context.saved") == 2
+    assert kinds.count("pack.imported") == 1
+    assert actors == {"alice", "bob"}
+
+
+def test_bad_arguments_are_tool_errors_and_write_nothing(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+
+    async def body(client: Client) -> None:
+        await call(client, "upsert_memory", observations=[{"text": "a first memory"}])
+        before = (await call(client, "project_snapshot"))["ledger"]["head"]
+        messages = [
+            await refused(client, "search_memory", query="", k=0),
+            await refused(client, "search_memory", query="x", agent="mallory"),
+            await refused(client, "search_memory", query="x", scope="everything"),
+            await refused(client, "upsert_memory"),
+            await refused(
+                client,
+                "upsert_memory",
+                observations=[{"text": "ok"}],
+                concepts=[{"id": "Not An Id", "type": "fact", "label": "x"}],
+            ),
+            await refused(client, "upsert_memory", observations=[{"text": "x", "importance": 11}]),
+            await refused(client, "record_scar", kind="oops", what="w", lesson="l"),
+            await refused(client, "import_pack", path=str(tmp_path / "missing.pack")),
+            await refused(client, "import_pack", path=str(db)),
+            await refused(
+                client, "export_pack", path=str(tmp_path / "x.pack"), name="n", version="1"
+            ),
+            await refused(
+                client,
+                "export_pack",
+                path=str(tmp_path / "x.pack"),
+                name="n",
+                version="1",
+                concepts="a",
+                key_env="NO_SUCH_VARIABLE",
+            ),
+            await refused(client, "recall_context", query="q", scope="session"),
+            await refused(client, "no_such_tool"),
+        ]
+        assert "mallory" in messages[1]
+        assert "at least one" in messages[3]
+        assert "concepts[0]" in messages[4]
+        assert "not an engram pack" in messages[8]
+        assert "NO_SUCH_VARIABLE" in messages[10]
+        overwrite = await refused(
+            client, "export_pack", path=str(db), name="n", version="1", concepts="a"
+        )
+        assert "exists" in overwrite
+        after = await call(client, "project_snapshot")
+        assert after["ledger"]["head"] == before  # every refusal wrote nothing
+        found = await call(client, "search_memory", query="first memory")
+        assert found["items"]
+
+    session(db, "alice")(body)
+
+
+def test_concurrent_calls_are_all_answered_and_all_stored(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+
+    async def body(client: Client) -> list[dict[str, Any]]:
+        writes = [
+            call(client, "upsert_memory", observations=[{"text": f"parallel note number {i}"}])
+            for i in range(24)
+        ]
+        reads = [call(client, "search_memory", query="parallel note") for _ in range(8)]
+        return await asyncio.gather(*writes, *reads)
+
+    results = session(db, "alice")(body)
+    positions = [p for r in results[:24] for p in r["positions"]["observations"]]
+    assert len(set(positions)) == 24
+    with Ledger.open(str(db), readonly=True) as ledger:
+        texts = {e.payload.text for e in ledger.read(kinds=["memory.observed"])}
+    assert texts == {f"parallel note number {i}" for i in range(24)}
+
+
+def _server_pid() -> int:
+    """Return the pid of this process's child that runs ``engram mcp``."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and b"mcp" in cmdline:
+            return int(entry.name)
+    raise AssertionError("no engram mcp child process")
+
+
+def test_a_killed_server_loses_nothing_it_acknowledged(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    acked: list[str] = []
+
+    async def body(client: Client) -> None:
+        await call(client, "upsert_memory", observations=[{"text": "before the burst"}])
+        acked.append("before the burst")
+
+        async def write(i: int) -> None:
+            text = f"burst memory {i}"
+            result = await client.call_tool(
+                "upsert_memory", {"observations": [{"text": text}]}, read_timeout_seconds=30
+            )
+            if not result.is_error:
+                acked.append(text)
+
+        tasks = [asyncio.ensure_future(write(i)) for i in range(200)]
+        while len(acked) < 20:
+            await asyncio.sleep(0.01)
+        os.kill(_server_pid(), signal.SIGKILL)
+        outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+        lost.extend(o for o in outcomes if isinstance(o, BaseException))
+
+    lost: list[BaseException] = []
+    session(db, "alice")(body)
+    assert lost  # the kill landed mid-burst: calls in flight were never answered
+    assert 20 <= len(acked) <= 201 - len(lost)
+    with Ledger.open(str(db), readonly=True) as ledger:
+        assert ledger.verify().ok
+        stored = {e.payload.text for e in ledger.read(kinds=["memory.observed"])}
+    assert set(acked) <= stored
+
+    async def resumed(client: Client) -> dict[str, Any]:
+        await call(client, "upsert_memory", observations=[{"text": "after the restart"}])
+        return await call(client, "search_memory", query="before the burst", k=3)
+
+    found = session(db, "alice")(resumed)
+    assert found["items"][0]["text"] == "before the burst"
+
+
+def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import time
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    db = tmp_path / "ledger.db"
+    argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice",
+            "--transport", "http", "--port", str(port)]  # fmt: skip
+    env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
+    server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.stderr.read() if server.stderr else ""
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the HTTP server did not start"
+                time.sleep(0.2)
+
+        async def body() -> dict[str, Any]:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                await call(client, "upsert_memory", observations=[{"text": "told over HTTP"}])
+                return await call(client, "search_memory", query="HTTP")
+
+        found = asyncio.run(asyncio.wait_for(body(), TIMEOUT))
+        assert found["items"][0]["text"] == "told over HTTP"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if server.stderr is not None:
+            server.stderr.close()

@@ -1,0 +1,201 @@
+"""The pack file: sealing, authentication, checksums, node checks and key sources."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+
+from engram.agents.packs import (
+    ConceptNode,
+    Manifest,
+    MemoryNode,
+    PackAuthError,
+    PackChecksumError,
+    PackFormatError,
+    PackKey,
+    PackKeyError,
+    pack_id,
+    peek,
+    read_pack,
+    write_pack,
+)
+from engram.agents.packs.format import MAGIC, encode_nodes, encode_vector
+
+RAW = PackKey(bytes(range(32)), True, "test key")
+PASSPHRASE = PackKey(b"correct horse battery staple", False, "test passphrase")
+
+
+def _manifest(jsonl: bytes, nodes: int, **fields: object) -> Manifest:
+    base: dict[str, object] = {
+        "id": pack_id("t", "1"),
+        "name": "t",
+        "version": "1",
+        "created_at": datetime(2026, 1, 1, tzinfo=UTC),
+        "checksum": hashlib.sha256(jsonl).hexdigest(),
+        "nodes": nodes,
+    }
+    return Manifest(**{**base, **fields})  # type: ignore[arg-type]
+
+
+def _nodes() -> list[ConceptNode | MemoryNode]:
+    vector = encode_vector(np.arange(4, dtype="float32"))
+    return [
+        ConceptNode(id="py.idiom", type="concept", label="Idioms"),
+        MemoryNode(
+            id="m1", text="Prefer enumerate over range(len(x)).", tags=["python"], embedding=vector
+        ),
+    ]
+
+
+def _write(path: Path, key: PackKey = RAW) -> Manifest:
+    jsonl = encode_nodes(_nodes())
+    manifest = _manifest(jsonl, 2, embedding_model="m", dimension=4)
+    write_pack(path, manifest, jsonl, key)
+    return manifest
+
+
+@pytest.mark.parametrize("key", [RAW, PASSPHRASE], ids=["raw", "passphrase"])
+def test_a_pack_round_trips_under_its_key(tmp_path: Path, key: PackKey) -> None:
+    path = tmp_path / "p.pack"
+    manifest = _write(path, key)
+    assert read_pack(path, key) == (manifest, _nodes())
+    assert peek(path) == manifest  # the manifest is readable without the key
+    assert b"enumerate" not in path.read_bytes()  # the nodes are not
+
+
+def test_every_changed_byte_fails_authentication(tmp_path: Path) -> None:
+    path = tmp_path / "p.pack"
+    _write(path)
+    data = path.read_bytes()
+    (length,) = struct.unpack(">I", data[8:12])
+    # A byte of the header's manifest (the AAD), of the ciphertext, and the last (the tag).
+    header_byte = 12 + data[12 : 12 + length].index(b'"nodes":2') + len('"nodes":')
+    for where, value in ((header_byte, ord("3")), (12 + length + 5, None), (len(data) - 1, None)):
+        changed = bytearray(data)
+        changed[where] = value if value is not None else changed[where] ^ 0x01
+        path.write_bytes(bytes(changed))
+        with pytest.raises(PackAuthError, match="authentication failed"):
+            read_pack(path, RAW)
+
+
+def test_a_wrong_key_or_kind_of_key_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "p.pack"
+    _write(path, PASSPHRASE)
+    with pytest.raises(PackAuthError, match="not this pack's"):
+        read_pack(path, PackKey(b"another passphrase", False, "other"))
+    with pytest.raises(PackAuthError, match="sealed with a passphrase"):
+        read_pack(path, RAW)
+
+
+@pytest.mark.parametrize("keep", [0, 5, 11, 40, -17, -1])
+def test_a_truncated_pack_is_refused(tmp_path: Path, keep: int) -> None:
+    path = tmp_path / "p.pack"
+    _write(path)
+    data = path.read_bytes()
+    path.write_bytes(data[:keep] if keep >= 0 else data[: len(data) + keep])
+    with pytest.raises((PackFormatError, PackAuthError)):
+        read_pack(path, RAW)
+
+
+def test_not_a_pack_and_a_missing_file_say_so(tmp_path: Path) -> None:
+    path = tmp_path / "x.pack"
+    path.write_bytes(b"PK\x03\x04 a zip, not a pack")
+    with pytest.raises(PackFormatError, match="not an engram pack"):
+        read_pack(path, RAW)
+    with pytest.raises(PackFormatError, match="cannot read the pack"):
+        read_pack(tmp_path / "missing.pack", RAW)
+
+
+def test_a_checksum_that_does_not_match_is_refused_when_sealing(tmp_path: Path) -> None:
+    jsonl = encode_nodes(_nodes())
+    with pytest.raises(PackChecksumError):
+        write_pack(tmp_path / "p.pack", _manifest(jsonl + b"\n", 2), jsonl, RAW)
+    assert not (tmp_path / "p.pack").exists()
+
+
+@pytest.mark.parametrize(
+    ("jsonl", "message"),
+    [
+        (b'{"kind": "concept", "id": "Bad Id", "type": "fact", "label": "x"}\n', "line 1"),
+        (b'{"kind": "memory", "id": "m", "text": ""}\n', "line 1"),
+        (b'{"kind": "neuron", "id": "n"}\n', "line 1"),
+        (
+            b'{"kind": "memory", "id": "m", "text": "a"}\n{"kind": "memory", "id": "m", '
+            b'"text": "b"}\n',
+            "line 2: node 'm' repeats",
+        ),
+        (
+            b'{"kind": "memory", "id": "m", "text": "a", "embedding": "AAAAAA=="}\n',
+            "1 floats, not 4",
+        ),
+        (b"not json\n", "not JSON"),
+    ],
+)
+def test_a_node_that_does_not_fit_names_its_line(
+    tmp_path: Path, jsonl: bytes, message: str
+) -> None:
+    path = tmp_path / "p.pack"
+    write_pack(path, _manifest(jsonl, jsonl.count(b"\n"), dimension=4), jsonl, RAW)
+    with pytest.raises(PackFormatError, match=message):
+        read_pack(path, RAW)
+
+
+def test_the_node_count_must_match_the_manifest(tmp_path: Path) -> None:
+    jsonl = encode_nodes(_nodes())
+    write_pack(tmp_path / "p.pack", _manifest(jsonl, 3, dimension=4), jsonl, RAW)
+    with pytest.raises(PackFormatError, match=r"holds 2 nodes, pack\.json says 3"):
+        read_pack(tmp_path / "p.pack", RAW)
+
+
+def test_keys_come_from_a_named_variable_or_a_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PACK_TEST_KEY", raising=False)
+    with pytest.raises(PackKeyError, match="PACK_TEST_KEY is not set"):
+        PackKey.from_env("PACK_TEST_KEY")
+    monkeypatch.setenv("PACK_TEST_KEY", "  ")
+    with pytest.raises(PackKeyError, match="is empty"):
+        PackKey.from_env("PACK_TEST_KEY")
+    monkeypatch.setenv("PACK_TEST_KEY", "short")
+    with pytest.raises(PackKeyError, match="at least 8"):
+        PackKey.from_env("PACK_TEST_KEY")
+    monkeypatch.setenv("PACK_TEST_KEY", bytes(range(32)).hex().upper())
+    assert PackKey.from_env("PACK_TEST_KEY").material == RAW.material
+    (tmp_path / "raw.key").write_bytes(os.urandom(32))
+    assert PackKey.from_file(tmp_path / "raw.key").raw
+    (tmp_path / "pass.key").write_text("a long passphrase\n")
+    key = PackKey.from_file(tmp_path / "pass.key")
+    assert (key.raw, key.material) == (False, b"a long passphrase")
+    with pytest.raises(PackKeyError, match="cannot read the key file"):
+        PackKey.from_file(tmp_path / "missing.key")
+
+
+def test_the_header_is_authenticated_data_and_starts_with_the_magic(tmp_path: Path) -> None:
+    path = tmp_path / "p.pack"
+    manifest = _write(path)
+    data = path.read_bytes()
+    assert data.startswith(MAGIC)
+    (length,) = struct.unpack(">I", data[8:12])
+    header = msgspec.json.decode(data[12 : 12 + length])
+    assert header["pack"]["checksum"] == manifest.checksum
+    assert header["cipher"] == "AES-256-GCM"
+    assert len(bytes.fromhex(header["nonce"])) == 12
+
+
+def test_node_event_ids_are_uuid5_of_the_pack_and_the_node() -> None:
+    import uuid
+
+    from engram.agents.packs import node_event_id
+
+    pack = pack_id("idioms", "3")
+    for node in ("MemoryNode:m1", "ConceptNode:py.idiom", "é 😀", ""):
+        assert node_event_id(pack, node) == str(uuid.uuid5(uuid.UUID(pack), node))
+    with pytest.raises(PackFormatError, match="not a UUID"):
+        node_event_id("not-a-uuid", "n")
