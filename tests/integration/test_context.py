@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,7 @@ from engram.agents import ConceptOwnerError
 from engram.agents.context import MIN_BUDGET, ContextWeights, build_context
 from engram.agents.frames import FRAMES, encode
 from engram.agents.tokens import Estimate, default_counter
+from engram.cli import main
 from engram.projections import concepts, lexical
 from engram.projections.concepts import SELF
 from engram.projections.errors import QueryError
@@ -249,3 +251,42 @@ def _paths(tree: dict[str, object], prefix: str = "") -> list[str]:
         elif isinstance(value, dict):
             out += _paths(value, f"{prefix}.{key}" if prefix else key)
     return out
+
+
+def test_the_context_command_prints_frames_and_saves_unless_told_not_to(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def cli(*argv: str) -> tuple[int, str, str]:
+        out = io.StringIO()
+        code = main(["--ledger", str(tmp_path / "c.db"), *argv], out=out)
+        return code, out.getvalue(), capsys.readouterr().err
+
+    assert cli("concepts", "upsert", "coder", "tool.gcc", "--type", "tool", "--label",
+               "gcc flags", "--link", "tool.ld:uses:0.6")[0] == 0  # fmt: skip
+    assert (
+        cli("concepts", "upsert", "coder", "tool.ld", "--type", "tool", "--label", "linker")[0] == 0
+    )
+    code, out, err = cli("context", "gcc flags", "--agent", "coder", "--json", "--no-save")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["event_id"] is None
+    assert record["tokens"] <= record["budget"] == 2000
+    assert record["frames"]["knowledge"]["tool"]["gcc"][SELF]["label"] == "gcc flags"
+    assert sorted((i["position"], i["type"], i["frame"]) for i in record["items"]) == [
+        (1, "concept", "knowledge"),
+        (2, "concept", "knowledge"),  # the linker, called up by the link
+    ]
+    code, out, err = cli("context", "gcc flags", "--agent", "coder", "--budget", "300")
+    assert code == 0, err
+    assert json.loads(out)["problem"]["query"] == "gcc flags"
+    assert "saved as context.saved" in err
+    with engram.open_memory(str(tmp_path / "c.db")) as memory:
+        (event,) = memory.ledger.get([memory.ledger.head()])
+        assert event.kind == "context.saved"
+        assert event.payload.budget == 300
+    code, _, err = cli("context", "gcc", "--agent", "coder", "--budget", "5")
+    assert code == 2
+    assert "--budget" in err
+    code, _, err = cli("context", "  ", "--agent", "coder")
+    assert code == 1
+    assert "query" in err
