@@ -5,9 +5,10 @@
 1. **probe** — seeds from the semantic index and the lexical index (``k = 32`` each), for
    memories (with scars and reflections: the episodic items) and for concepts, with the
    agent's visibility;
-2. **bloom** — up to ``hops`` hops (1..3) from the seeds, at most ``fanout`` (6) neighbours a
-   node: a concept follows its links both ways (:func:`engram.projections.concepts.spread`),
-   a memory its episode (the items told next to it, :func:`engram.projections.lexical.neighbours`);
+2. **bloom** — up to ``hops`` hops (1..3) from the strongest ``BEAM`` (16) nodes of each hop,
+   at most ``fanout`` (6) neighbours a node: a concept follows its links both ways
+   (:func:`engram.projections.concepts.spread`), a memory its episode (the items told next to
+   it, :func:`engram.projections.lexical.neighbours`);
    a neighbour's ``edge`` is its parent's strength × the link's weight × 0.8 per hop;
 3. **score** — resonance, a weighted sum of components in 0..1 (:class:`ContextWeights`):
    ``similarity`` (the cosine to the query, clipped, or the lexical match where it is higher),
@@ -48,6 +49,8 @@ from engram.projections.store import ProjectionStore, physical
 SEEDS = 32
 #: The smallest budget: the empty frames and a short problem fit in it.
 MIN_BUDGET = 128
+#: How many of a hop's nodes (the strongest) spread to their neighbours.
+BEAM = 16
 #: What a bloomed neighbour keeps of its parent's pull per hop.
 HOP_DECAY = 0.8
 #: Items told this close to a memory (and at most this many positions away) are its episode.
@@ -261,6 +264,8 @@ class _Probe:
         frontier = dict.fromkeys(found, 1)
         for hop in range(1, weights.hops + 1):
             pull = {p: max(found[p].similarity, found[p].edge) for p in frontier}
+            # Only the strongest nodes of a hop spread: the bloom stays bounded.
+            frontier = dict.fromkeys(sorted(pull, key=lambda p: (-pull[p], p))[:BEAM], hop)
             fresh: dict[int, float] = {}
             ids = {c: p for p in frontier if (c := found[p].concept) is not None}
             if ids:

@@ -20,6 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import numpy as np
 
@@ -65,10 +66,12 @@ def cycles(config: Config, *, steps: int | None = None) -> list[Figure]:
                 ) as engine,
             ):
                 runner = Runner(ledger, engine, [_spec(f"a{i}") for i in range(AGENTS)])
-                ours = _timed(lambda: _steps(runner, steps), steps * AGENTS)
-                raw = _timed(lambda: _appends(ledger, steps * AGENTS), steps * AGENTS)
-                figure.engram_samples.append(ours)
-                figure.reference_samples.append(raw)
+                sides = [
+                    (figure.engram_samples, partial(_steps, runner, steps)),
+                    (figure.reference_samples, partial(_appends, ledger, steps * AGENTS)),
+                ]
+                for samples, work in sides if rep % 2 == 0 else sides[::-1]:
+                    samples.append(_timed(work, steps * AGENTS))
         finally:
             remove_tree(f"{root}.store")
         log(f"  runner cycles: repetition {rep + 1}/{config.repeat} done")
@@ -144,7 +147,9 @@ def contexts(
             log(f"  context frames: store built in {time.perf_counter() - started:.0f} s")
             asked = [_text(rng, words, 3, 8) for _ in range(queries)]
             vectors = dict(zip(asked, embedder.embed(asked), strict=True))
-            searcher = VectorSearcher(f"{root}.store", embedder.dimension, str(embedder.fingerprint))
+            searcher = VectorSearcher(
+                f"{root}.store", embedder.dimension, str(embedder.fingerprint)
+            )
             agent = AgentMemory(
                 "a0", ledger, engine, embedder=Precomputed(embedder, vectors), searcher=searcher
             )
@@ -160,8 +165,7 @@ def _measure(
     for query in asked[:5]:  # warm: the vector index loaded, the tokenizer too
         build_context(agent, query, save=False, as_of=as_of)
         agent.recall(query, 10, as_of=as_of, record=False)
-    name = f"{memories // 1000}k memories + {concepts // 1000 or concepts}"
-    name += "k concepts" if concepts >= 1000 else " concepts"
+    name = f"{_count(memories)} memories + {_count(concepts)} concepts"
     p50 = Figure(f"build_context p50, {name}", "ms", "memory recall p50, same store", None)
     p99 = Figure(f"build_context p99, {name}", "ms", "memory recall p99, same store", None)
     for rep in range(config.repeat):
@@ -187,6 +191,10 @@ def _measure(
     )
     p99.note = p50.note
     return [p50, p99]
+
+
+def _count(n: int) -> str:
+    return f"{n // 1000}k" if n >= 1000 and n % 1000 == 0 else str(n)
 
 
 def _vocabulary(rng: random.Random) -> list[str]:

@@ -18,7 +18,7 @@ from engram.cli.base import state
 )
 @click.option(
     "--suite",
-    type=click.Choice(["ledger", "audit", "projections", "recall", "jobs", "all"]),
+    type=click.Choice(["ledger", "audit", "projections", "recall", "jobs", "agents", "all"]),
     default="all",
     show_default=True,
     help="Which figures to measure.",
