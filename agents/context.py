@@ -49,6 +49,8 @@ from engram.projections.store import ProjectionStore, physical
 SEEDS = 32
 #: The smallest budget: the empty frames and a short problem fit in it.
 MIN_BUDGET = 128
+#: The largest budget: its frames stay well within the ledger's payload limit when saved.
+MAX_BUDGET = 100_000
 #: How many of a hop's nodes (the strongest) spread to their neighbours.
 BEAM = 16
 #: What a bloomed neighbour keeps of its parent's pull per hop.
@@ -150,8 +152,14 @@ def build_context(
         raise QueryError(f"query must be a non-empty string, got {query!r}")
     if not isinstance(task, str):
         raise QueryError(f"task must be a string, got {type(task).__name__}")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < MIN_BUDGET:
-        raise QueryError(f"budget must be an int >= {MIN_BUDGET} tokens, got {budget!r}")
+    if (
+        not isinstance(budget, int)
+        or isinstance(budget, bool)
+        or not MIN_BUDGET <= budget <= MAX_BUDGET
+    ):
+        raise QueryError(
+            f"budget must be an int of {MIN_BUDGET}..{MAX_BUDGET} tokens, got {budget!r}"
+        )
     if weights is None:
         weights = ContextWeights()
     elif not isinstance(weights, ContextWeights):

@@ -7,7 +7,7 @@ from datetime import datetime
 
 import click
 
-from engram.agents.context import MIN_BUDGET, build_context
+from engram.agents.context import MAX_BUDGET, MIN_BUDGET, build_context
 from engram.cli.app import cli, examples
 from engram.cli.base import as_of_option, note, opened, state, sync_vectors
 
@@ -24,7 +24,7 @@ from engram.cli.base import as_of_option, note, opened, state, sync_vectors
 @click.option("--task", default="", help="The task at hand (items that name it score higher).")
 @click.option(
     "--budget",
-    type=click.IntRange(min=MIN_BUDGET),
+    type=click.IntRange(MIN_BUDGET, MAX_BUDGET),
     default=2000,
     show_default=True,
     help="Tokens the frames may take (counted by the MiniLM tokenizer if installed).",

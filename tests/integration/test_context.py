@@ -134,6 +134,7 @@ def test_a_tiny_budget_keeps_the_frames_within_it(memory: Memory) -> None:
         ({"query": 3}, "query"),
         ({"budget": 10}, "budget"),
         ({"budget": True}, "budget"),
+        ({"budget": 100_001}, "budget"),
         ({"task": None}, "task"),
         ({"weights": {"edge": 1}}, "weights"),
         ({"save": "yes"}, "save"),
