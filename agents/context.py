@@ -39,11 +39,10 @@ from engram.agents.memory import AgentMemory
 from engram.agents.tokens import TokenCounter, default_counter
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import ContextSaved
-from engram.projections import concepts, inbox, lexical, rules, semantic
+from engram.projections import concepts, inbox, lexical, queries, rules, semantic
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of
 from engram.projections.salience import micros
-from engram.projections.store import ProjectionStore, physical
 
 #: Seeds each path brings (semantic and lexical, for memories and for concepts).
 SEEDS = 32
@@ -266,7 +265,7 @@ class _Probe:
         """Add up to ``hops`` hops of neighbours: concept links and memories' episodes."""
         if weights.hops == 0 or not found:
             return
-        concept_at = self._concept_positions(list(found))
+        concept_at = lexical.concept_ids(self.conn, list(found))
         for position, concept_id in concept_at.items():
             found[position].concept = concept_id
         frontier = dict.fromkeys(found, 1)
@@ -311,18 +310,6 @@ class _Probe:
                     node.edge = gain
             if not frontier:
                 return
-
-    def _concept_positions(self, positions: list[int]) -> dict[int, str]:
-        table = _physical(self.conn, "lexical", "lexical_concepts")
-        out: dict[int, str] = {}
-        for start in range(0, len(positions), 500):
-            chunk = positions[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for concept_id, position in self.conn.execute(
-                f"SELECT id, position FROM {table} WHERE position IN ({marks})", chunk
-            ):
-                out[int(position)] = str(concept_id)
-        return out
 
     def score(
         self, found: dict[int, _Node], weights: ContextWeights, at_us: int
@@ -370,20 +357,10 @@ class _Probe:
         }
 
     def _usage(self, positions: list[int]) -> dict[int, int]:
-        out: dict[int, int] = {}
-        for start in range(0, len(positions), 500):
-            chunk = positions[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            try:
-                rows = self.conn.execute(
-                    "SELECT position, recall_count FROM salience WHERE +item_kind = 'memory'"
-                    f" AND position IN ({marks})",
-                    chunk,
-                ).fetchall()
-            except sqlite3.Error:
-                return out
-            out.update((int(p), int(n)) for p, n in rows)
-        return out
+        try:
+            return queries.recall_counts(self.conn, positions)
+        except sqlite3.Error:  # no salience projection in this store: no usage known
+            return {}
 
     def _recency(self, event: Event, at_us: int, weights: ContextWeights) -> float:
         age_days = max(at_us - micros(event.at), 0) / _US_PER_DAY
@@ -475,10 +452,3 @@ def frame_text(event: Event) -> str:
     if event.kind == "concept.upserted":
         return lexical.concept_text(p.id, p.label, p.payload)
     return str(p.text)
-
-
-def _physical(conn: sqlite3.Connection, projection: str, table: str) -> str:
-    generation = ProjectionStore.live_generation(conn, projection)
-    if generation is None:
-        raise QueryError(f"projection {projection!r} is not in this store")
-    return physical(generation, table)
