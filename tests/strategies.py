@@ -43,10 +43,10 @@ from engram.ledger.catalog import (
     ScarSources,
     SignalAcked,
     SignalSent,
+    SubjectForgotten,
     SuggestionDeferred,
     SuggestionProposed,
     SuggestionReviewed,
-    SubjectForgotten,
     SuggestionWritten,
     VitalityMeasured,
 )
