@@ -5,9 +5,10 @@
 1. **probe** — seeds from the semantic index and the lexical index (``k = 32`` each), for
    memories (with scars and reflections: the episodic items) and for concepts, with the
    agent's visibility;
-2. **bloom** — up to ``hops`` hops (1..3) from the seeds, at most ``fanout`` (6) neighbours a
-   node: a concept follows its links both ways (:func:`engram.projections.concepts.spread`),
-   a memory its episode (the items told next to it, :func:`engram.projections.lexical.neighbours`);
+2. **bloom** — up to ``hops`` hops (1..3) from the strongest ``BEAM`` (16) nodes of each hop,
+   at most ``fanout`` (6) neighbours a node: a concept follows its links both ways
+   (:func:`engram.projections.concepts.spread`), a memory its episode (the items told next to
+   it, :func:`engram.projections.lexical.neighbours`);
    a neighbour's ``edge`` is its parent's strength × the link's weight × 0.8 per hop;
 3. **score** — resonance, a weighted sum of components in 0..1 (:class:`ContextWeights`):
    ``similarity`` (the cosine to the query, clipped, or the lexical match where it is higher),
@@ -38,16 +39,19 @@ from engram.agents.memory import AgentMemory
 from engram.agents.tokens import TokenCounter, default_counter
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import ContextSaved
-from engram.projections import concepts, inbox, lexical, rules, semantic
+from engram.projections import concepts, inbox, lexical, queries, rules, semantic
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of
 from engram.projections.salience import micros
-from engram.projections.store import ProjectionStore, physical
 
 #: Seeds each path brings (semantic and lexical, for memories and for concepts).
 SEEDS = 32
 #: The smallest budget: the empty frames and a short problem fit in it.
 MIN_BUDGET = 128
+#: The largest budget: its frames stay well within the ledger's payload limit when saved.
+MAX_BUDGET = 100_000
+#: How many of a hop's nodes (the strongest) spread to their neighbours.
+BEAM = 16
 #: What a bloomed neighbour keeps of its parent's pull per hop.
 HOP_DECAY = 0.8
 #: Items told this close to a memory (and at most this many positions away) are its episode.
@@ -147,8 +151,14 @@ def build_context(
         raise QueryError(f"query must be a non-empty string, got {query!r}")
     if not isinstance(task, str):
         raise QueryError(f"task must be a string, got {type(task).__name__}")
-    if not isinstance(budget, int) or isinstance(budget, bool) or budget < MIN_BUDGET:
-        raise QueryError(f"budget must be an int >= {MIN_BUDGET} tokens, got {budget!r}")
+    if (
+        not isinstance(budget, int)
+        or isinstance(budget, bool)
+        or not MIN_BUDGET <= budget <= MAX_BUDGET
+    ):
+        raise QueryError(
+            f"budget must be an int of {MIN_BUDGET}..{MAX_BUDGET} tokens, got {budget!r}"
+        )
     if weights is None:
         weights = ContextWeights()
     elif not isinstance(weights, ContextWeights):
@@ -255,12 +265,14 @@ class _Probe:
         """Add up to ``hops`` hops of neighbours: concept links and memories' episodes."""
         if weights.hops == 0 or not found:
             return
-        concept_at = self._concept_positions(list(found))
+        concept_at = lexical.concept_ids(self.conn, list(found))
         for position, concept_id in concept_at.items():
             found[position].concept = concept_id
         frontier = dict.fromkeys(found, 1)
         for hop in range(1, weights.hops + 1):
             pull = {p: max(found[p].similarity, found[p].edge) for p in frontier}
+            # Only the strongest nodes of a hop spread: the bloom stays bounded.
+            frontier = dict.fromkeys(sorted(pull, key=lambda p: (-pull[p], p))[:BEAM], hop)
             fresh: dict[int, float] = {}
             ids = {c: p for p in frontier if (c := found[p].concept) is not None}
             if ids:
@@ -298,18 +310,6 @@ class _Probe:
                     node.edge = gain
             if not frontier:
                 return
-
-    def _concept_positions(self, positions: list[int]) -> dict[int, str]:
-        table = _physical(self.conn, "lexical", "lexical_concepts")
-        out: dict[int, str] = {}
-        for start in range(0, len(positions), 500):
-            chunk = positions[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for concept_id, position in self.conn.execute(
-                f"SELECT id, position FROM {table} WHERE position IN ({marks})", chunk
-            ):
-                out[int(position)] = str(concept_id)
-        return out
 
     def score(
         self, found: dict[int, _Node], weights: ContextWeights, at_us: int
@@ -357,20 +357,10 @@ class _Probe:
         }
 
     def _usage(self, positions: list[int]) -> dict[int, int]:
-        out: dict[int, int] = {}
-        for start in range(0, len(positions), 500):
-            chunk = positions[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            try:
-                rows = self.conn.execute(
-                    "SELECT position, recall_count FROM salience WHERE +item_kind = 'memory'"
-                    f" AND position IN ({marks})",
-                    chunk,
-                ).fetchall()
-            except sqlite3.Error:
-                return out
-            out.update((int(p), int(n)) for p, n in rows)
-        return out
+        try:
+            return queries.recall_counts(self.conn, positions)
+        except sqlite3.Error:  # no salience projection in this store: no usage known
+            return {}
 
     def _recency(self, event: Event, at_us: int, weights: ContextWeights) -> float:
         age_days = max(at_us - micros(event.at), 0) / _US_PER_DAY
@@ -462,10 +452,3 @@ def frame_text(event: Event) -> str:
     if event.kind == "concept.upserted":
         return lexical.concept_text(p.id, p.label, p.payload)
     return str(p.text)
-
-
-def _physical(conn: sqlite3.Connection, projection: str, table: str) -> str:
-    generation = ProjectionStore.live_generation(conn, projection)
-    if generation is None:
-        raise QueryError(f"projection {projection!r} is not in this store")
-    return physical(generation, table)

@@ -7,8 +7,9 @@ ledger order), ``constraints`` (the applied rules) and ``scratchpad`` (the agent
 signals). Each entry of a list frame names its ledger position (``pos``).
 
 The budget is met on the frames' JSON as the token counter counts it: the best items go in
-first while each one's own cost fits; the frames are then counted whole and the weakest items
-leave until the count is within the budget. The problem's text is shortened (word by word
+first while each one's own cost (by the estimate, which errs high) fits; the frames are then
+counted whole by the counter and the weakest items leave until the count is within the
+budget. The problem's text is shortened (word by word
 from the end) only when the empty frames would not fit otherwise.
 """
 
@@ -21,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from engram.agents.tokens import TokenCounter
+from engram.agents.tokens import Estimate, TokenCounter
 from engram.ledger import Event
 from engram.projections import concepts
 from engram.projections.errors import QueryError
@@ -32,6 +33,7 @@ MAX_ITEM_CHARS = 1_000
 _FRAME_OF = {"concept": "knowledge", "rule": "constraints", "signal": "scratchpad"}
 #: Tokens allowed per entry for the separators the whole frames add around it.
 _SEPARATOR = 2
+_ESTIMATE = Estimate()
 
 
 @dataclass(frozen=True)
@@ -84,7 +86,8 @@ def assemble(
     used = counter.count(encode(render(identity, problem, [])))
     chosen: list[Candidate] = []
     for c in ranked:
-        cost = counter.count(encode(_entry(c))) + _SEPARATOR
+        # The estimate errs high, so the one count of the whole frames seldom trims after.
+        cost = _ESTIMATE.count(encode(_entry(c))) + _SEPARATOR
         if used + cost <= budget:
             chosen.append(c)
             used += cost

@@ -1,8 +1,12 @@
 """The README's main job: a small multi-agent session on a fresh embedded ledger.
 
-Three agents share one ledger. They bootstrap a minimal neuron network, observe, plan and
-signal each other through the ledger, meet optimistic concurrency on a shared neuron and
-retry on fresh state; then the chain is verified and the session is audited in SQL.
+Agents share one ledger. They bootstrap a minimal neuron network, observe, plan and signal
+each other through the ledger. Then three agents run on the runner (:mod:`engram.demo_agents`):
+perception spawns on a strong stimulus, memory and decision on their signals; memory builds
+context frames, both post to the memo, meet optimistic concurrency on a shared neuron, and
+the loser retries on fresh state; they sleep when nothing is left. Scars become rules,
+reflections rest on evidence, the chain is verified and the session is audited in SQL.
+Deterministic and offline (the hash embedder, one cognition worker).
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ from typing import IO
 
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
 from engram.agents.reflection import reflect
-from engram.ledger import ConcurrencyError, Ledger, NewEvent, new_id
+from engram.demo_agents import run_agents
+from engram.ledger import Ledger, NewEvent, new_id
 from engram.ledger.audit import open_audit
 from engram.ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
 from engram.projections.store import STORE_FILE
@@ -94,25 +99,6 @@ def _session(ledger: Ledger, start: datetime, out: IO[str]) -> None:
                 correlation_id=task,
             )
         )
-    # Two agents read the memory neuron at the same version and both try to activate it.
-    stream = "neuron:n_memory_001"
-
-    def activate(actor: str, strength: float, cause: str, expect: int) -> None:
-        payload = NeuronActivated(id="n_memory_001", strength=strength, cause=cause)
-        ledger.append(
-            NewEvent(stream=stream, kind="neuron.activated", actor=actor, payload=payload),
-            expect=expect,
-        )
-
-    seen = max(e.version for e in ledger.read_stream(stream))
-    activate("planner", 0.5, "recall plan", seen)
-    try:
-        activate("critic", 0.4, "recall critique", seen)
-    except ConcurrencyError as exc:
-        print(f"  critic met optimistic concurrency: {exc}; retrying on fresh state", file=out)
-        activate(
-            "critic", 0.4, "recall critique", max(e.version for e in ledger.read_stream(stream))
-        )
 
 
 def _learn(memory: Memory, now: datetime, out: IO[str]) -> None:
@@ -172,6 +158,8 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
         print(
             f"  agents perception, planner and critic appended; head is {ledger.head()}", file=out
         )
+        before = ledger.head()
+        run_agents(memory, now + timedelta(seconds=30), out)
         for seconds, seed, strength, cause in (
             (60, "n_perception_001", 1.0, "new task arrived"),
             (120, "n_memory_001", 0.7, "recalled the last outage"),
@@ -227,6 +215,12 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
                     "round(sum(a.strength), 2) AS total_strength "
                     "FROM neuron_activated a JOIN projections.neurons n ON n.id = a.id "
                     "GROUP BY a.id ORDER BY a.id",
+                ),
+                (
+                    "the agents at work: what each cycle committed (context.saved: the frames)",
+                    "SELECT position, actor, kind, stream, version FROM events"
+                    " WHERE actor IN ('perception', 'memory', 'decision')"
+                    f" AND position > {before} ORDER BY position",
                 ),
                 (
                     "the lessons loop: scar, suggestion, review",

@@ -666,3 +666,25 @@ def _table(conn: sqlite3.Connection) -> str:
     if generation is None:
         raise UnknownProjectionError("projection 'lexical' is not in this store")
     return physical(generation, "lexical")
+
+
+def concept_ids(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
+    """Return the concept id of each of ``positions`` that holds a concept's newest upsert."""
+    table = physical(_generation(conn), "lexical_concepts")
+    found: dict[int, str] = {}
+    wanted = sorted(set(positions))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            f"SELECT position, id FROM {table} WHERE position IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        found.update((int(p), str(i)) for p, i in rows)
+    return found
+
+
+def _generation(conn: sqlite3.Connection) -> int:
+    generation = ProjectionStore.live_generation(conn, "lexical")
+    if generation is None:
+        raise UnknownProjectionError("projection 'lexical' is not in this store")
+    return generation

@@ -503,3 +503,16 @@ def _apply(projections: list[Projection], tables: list[Tables], events: list[Eve
         mine = [e for e in events if e.kind in projection.kinds]
         if mine:
             projection.apply(db, mine)
+
+
+def recall_counts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, int]:
+    """Return how many times each memory (by its ``memory.observed`` position) was recalled."""
+    found: dict[int, int] = {}
+    for chunk in chunked(sorted(set(positions))):
+        for position, count in conn.execute(
+            "SELECT position, recall_count FROM salience WHERE +item_kind = 'memory'"
+            f" AND position IN ({','.join('?' * len(chunk))})",
+            list(chunk),
+        ):
+            found[int(position)] = int(count)
+    return found

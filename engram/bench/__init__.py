@@ -27,7 +27,7 @@ __all__ = ["DEFAULT_PG", "RECALL_PARTS", "SUITES", "default_embedding_cache", "r
 
 DEFAULT_PG = "postgresql://127.0.0.1:5432/test"
 SEED = 20250101
-SUITES = ("ledger", "audit", "projections", "recall", "jobs", "packs", "all")
+SUITES = ("ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "all")
 #: ``--scale``: the extra, large recall latency store (None: only the 100k one).
 SCALES: dict[str, int | None] = {"100k": None, "1m": 1_000_000}
 #: The parts of the recall suite ``only`` chooses from, each with the figure it shows when
@@ -95,6 +95,7 @@ def run(
     ``"1m"`` adds the million-memory latency store (hash vectors; minutes, so opt-in).
     """
     from engram.bench import (
+        agents_bench,
         audit_bench,
         jobs_bench,
         lag_bench,
@@ -152,6 +153,8 @@ def run(
             ("spreading activation", projection_bench.activation),
             ("catch-up lag", lag_bench.lag),
         ]
+    if config.suite in ("agents", "all"):
+        steps += [("runner cycles", agents_bench.cycles), ("context frames", agents_bench.contexts)]
     if config.suite in ("jobs", "all"):
         steps += [
             ("sleep cycle", jobs_bench.sleep),

@@ -18,7 +18,9 @@ from engram.cli.base import state
 )
 @click.option(
     "--suite",
-    type=click.Choice(["ledger", "audit", "projections", "recall", "jobs", "packs", "all"]),
+    type=click.Choice(
+        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "all"]
+    ),
     default="all",
     show_default=True,
     help="Which figures to measure.",

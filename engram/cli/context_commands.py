@@ -1,0 +1,87 @@
+"""Context frames from the command line: ``engram context QUERY --agent A``."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import click
+
+from engram.agents.context import MAX_BUDGET, MIN_BUDGET, build_context
+from engram.cli.app import cli, examples
+from engram.cli.base import as_of_option, note, opened, state, sync_vectors
+
+
+@cli.command(
+    "context",
+    epilog=examples(
+        'engram context "why did the deploy fail" --agent coder --task "fix the build"',
+        'engram context "gcc templates" --agent coder --budget 500 --json --no-save',
+    ),
+)
+@click.argument("query")
+@click.option("--agent", required=True, help="Whose context: what this agent may see.")
+@click.option("--task", default="", help="The task at hand (items that name it score higher).")
+@click.option(
+    "--budget",
+    type=click.IntRange(MIN_BUDGET, MAX_BUDGET),
+    default=2000,
+    show_default=True,
+    help="Tokens the frames may take (counted by the MiniLM tokenizer if installed).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print frames, items and counts as JSON.")
+@click.option("--no-save", is_flag=True, help="Do not append context.saved.")
+@as_of_option
+def context(
+    query: str,
+    agent: str,
+    task: str,
+    budget: int,
+    as_json: bool,
+    no_save: bool,
+    as_of: datetime | None,
+) -> None:
+    """Build AGENT's context frames for QUERY within a token budget.
+
+    Frames: identity, problem, knowledge (the concept tree, nested), episodic (memories,
+    scars, reflections), constraints (applied rules), scratchpad (pending signals). Items
+    come from the lexical and semantic indexes and what their links and episodes call up,
+    scored by similarity, edge pull, recency, usage and task affinity. AGENT never sees
+    another agent's private items. The frames are appended as context.saved unless
+    --no-save.
+    """
+    out = state()
+    with opened(out.settings(), actor=agent) as memory:
+        sync_vectors(memory)
+        built = build_context(
+            memory.agent(agent), query, task=task, budget=budget, save=not no_save, as_of=as_of
+        )
+    if as_json:
+        record = {
+            "agent": built.agent,
+            "query": built.query,
+            "task": built.task,
+            "tokens": built.tokens,
+            "budget": built.budget,
+            "tokenizer": built.tokenizer,
+            "event_id": built.event_id,
+            "frames": built.frames,
+            "items": [
+                {
+                    "event_id": i.event_id,
+                    "position": i.position,
+                    "type": i.type,
+                    "frame": i.frame,
+                    "score": round(i.score, 4),
+                    "hop": i.hop,
+                    "components": {k: round(v, 4) for k, v in i.components.items()},
+                }
+                for i in built.items
+            ],
+        }
+        out.echo(json.dumps(record, indent=2, ensure_ascii=False))
+    else:
+        out.echo(json.dumps(built.frames, indent=2, ensure_ascii=False))
+        note(f"{len(built.items)} items, {built.tokens}/{built.budget} tokens ({built.tokenizer})")
+    if built.event_id is not None:
+        note(f"saved as context.saved {built.event_id}")
