@@ -97,7 +97,11 @@ class JobContext:
 
 
 class Job(Protocol):
-    """A scheduled job: a name, a timer period, and a planner of one window's events."""
+    """A scheduled job: a name, a timer period, and a planner of one window's events.
+
+    A job may set ``reads_as_of = False`` when it reads no salience or graph table: the
+    runner then skips the replay as of the window's end and hands it the live snapshot.
+    """
 
     name: str
     every: timedelta

@@ -140,11 +140,15 @@ class JobRunner:
         """Return ``job``'s plan for ``window``, reading the projections known at its end.
 
         The salience and graph tables as known at the window's end come from
-        :class:`AsOfReader`, which keeps its replay between windows.
+        :class:`AsOfReader`, which keeps its replay between windows; a job whose
+        ``reads_as_of`` is False (it reads no salience or graph table) gets the live snapshot.
         """
         self.engine.catch_up()
-        with self.engine.read() as conn, self.as_of.known(conn, window.as_of) as known:
-            return job.plan(JobContext(window, self.ledger, known, self.rate, conn))
+        with self.engine.read() as conn:
+            if not getattr(job, "reads_as_of", True):
+                return job.plan(JobContext(window, self.ledger, conn, self.rate, conn))
+            with self.as_of.known(conn, window.as_of) as known:
+                return job.plan(JobContext(window, self.ledger, known, self.rate, conn))
 
     def _now(self, now: datetime | None) -> datetime:
         value = self.clock() if now is None else now
