@@ -27,7 +27,6 @@ cluster's scars, so a re-run of the window appends nothing new.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -199,14 +198,3 @@ class DreamJob:
             )
         plan.counts["scars"] = sum(len(g) for g in groups)
         return plan
-
-
-def similar(a: Candidate, b: Candidate, cosine: float, overlap: float) -> bool:
-    """Say whether two candidates are similar (the rule :func:`cluster` applies to leaders)."""
-    dot = sum(x * y for x, y in zip(a.vector, b.vector, strict=True))
-    na = math.sqrt(sum(x * x for x in a.vector)) or 1.0
-    nb = math.sqrt(sum(x * x for x in b.vector)) or 1.0
-    return (
-        dot / (na * nb) >= cosine - 1e-9
-        and jaccard(lesson_words(a.lesson), lesson_words(b.lesson)) >= overlap
-    )
