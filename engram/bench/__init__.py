@@ -95,6 +95,7 @@ def run(
     ``"1m"`` adds the million-memory latency store (hash vectors; minutes, so opt-in).
     """
     from engram.bench import (
+        asof_bench,
         audit_bench,
         jobs_bench,
         lag_bench,
@@ -157,6 +158,7 @@ def run(
             ("archival sweep", jobs_bench.archival),
             ("cold export", jobs_bench.export),
             ("daemon lag", jobs_bench.lag),
+            ("as-of reads", asof_bench.as_of),
         ]
     skipped: list[Figure] = []
     notices: list[str] = []
