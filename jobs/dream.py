@@ -33,6 +33,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from engram.agents.learning import MAX_RULE
 from engram.agents.privacy import scrub_text
@@ -83,7 +84,7 @@ class Candidate(NamedTuple):
     position: int
     id: str
     lesson: str
-    vector: Sequence[float]
+    vector: Sequence[float] | npt.NDArray[np.float32]
 
 
 def lesson_words(lesson: str) -> frozenset[str]:

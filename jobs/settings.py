@@ -57,12 +57,13 @@ def _table(config: Mapping[str, Any], name: str) -> dict[str, Any]:
     unknown = sorted(set(table) - keys)
     if unknown:
         raise JobConfigError(f"[jobs.{name}]: unknown key(s) {unknown} (known: {sorted(keys)})")
-    out = {
+    out: dict[str, Any] = {
         key: duration(value, f"[jobs.{name}] {key}") if key in _DURATIONS else value
         for key, value in table.items()
     }
-    if isinstance(out.get("agents"), list):
-        out["agents"] = tuple(out["agents"])
+    agents = out.get("agents")
+    if isinstance(agents, list):
+        out["agents"] = tuple(agents)
     return out
 
 
