@@ -1,4 +1,5 @@
-"""Scheduled and on-demand work: consolidation (sleep) and archival, run by the daemon.
+"""Scheduled and on-demand work run by the daemon: consolidation (sleep), archival, the
+nightly dream, hygiene and reflection.
 
 Jobs are pure planners over the projections as known at their window's end; the
 :class:`JobRunner` appends each window's events with its ``job.completed`` in one batch whose
@@ -7,18 +8,27 @@ ids derive from (job, window), so a re-run after a crash appends nothing new, an
 """
 
 from engram.jobs.archival import ArchiveJob, ArchiveSettings
+from engram.jobs.asof import AsOfReader
 from engram.jobs.base import Job, JobContext, Plan, Window, boundary, last_completed
 from engram.jobs.consolidation import SleepJob, SleepSettings, consolidate
+from engram.jobs.dream import DreamJob, DreamSettings
 from engram.jobs.errors import DaemonError, JobConfigError, JobError, LeaseError
+from engram.jobs.hygiene import HygieneJob, HygieneSettings
 from engram.jobs.lease import AdvisoryLease, FileLease, Lease, lease_for
+from engram.jobs.reflection import ReflectJob, ReflectSettings
 from engram.jobs.runner import JobRunner, RunResult, utc_now
 
 __all__ = [
     "AdvisoryLease",
     "ArchiveJob",
     "ArchiveSettings",
+    "AsOfReader",
     "DaemonError",
+    "DreamJob",
+    "DreamSettings",
     "FileLease",
+    "HygieneJob",
+    "HygieneSettings",
     "Job",
     "JobConfigError",
     "JobContext",
@@ -27,6 +37,8 @@ __all__ = [
     "Lease",
     "LeaseError",
     "Plan",
+    "ReflectJob",
+    "ReflectSettings",
     "RunResult",
     "SleepJob",
     "SleepSettings",

@@ -76,16 +76,32 @@ class Plan:
 
 @dataclass(frozen=True)
 class JobContext:
-    """What a job plans from: the window, the ledger and the projections known at its end."""
+    """What a job plans from: the window, the ledger and the projections known at its end.
+
+    ``conn`` holds the salience and graph tables as known at the window's end (a replay when
+    the live tables moved past it); ``live`` is the store's snapshot, for the projections
+    that are not replayed (scars, suggestions, lexical and semantic indexes): ``conn``
+    itself when no replay was needed.
+    """
 
     window: Window
     ledger: Ledger
     conn: sqlite3.Connection
     rate: float
+    live: sqlite3.Connection | None = None
+
+    @property
+    def store(self) -> sqlite3.Connection:
+        """Return the store's live snapshot (``live``, else ``conn``)."""
+        return self.conn if self.live is None else self.live
 
 
 class Job(Protocol):
-    """A scheduled job: a name, a timer period, and a planner of one window's events."""
+    """A scheduled job: a name, a timer period, and a planner of one window's events.
+
+    A job may set ``reads_as_of = False`` when it reads no salience or graph table: the
+    runner then skips the replay as of the window's end and hands it the live snapshot.
+    """
 
     name: str
     every: timedelta

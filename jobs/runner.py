@@ -17,12 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from engram.jobs.asof import AsOfReader
 from engram.jobs.base import Job, JobContext, Plan, Window, boundary, completed, last_completed
 from engram.jobs.errors import JobConfigError
 from engram.jobs.lease import Lease, lease_for
 from engram.ledger import IdempotencyError, Ledger
 from engram.projections.engine import ProjectionEngine
-from engram.projections.queries import known_at
 from engram.projections.salience import DEFAULT_RATE
 
 _log = logging.getLogger(__name__)
@@ -73,6 +73,8 @@ class JobRunner:
         self.lease = lease if lease is not None else lease_for(ledger)
         self.clock = clock
         self.rate = rate
+        #: Reads as of window ends, kept between windows (ADR 0038).
+        self.as_of = AsOfReader(ledger, rate)
 
     def job(self, name: str) -> Job:
         """Return the job named ``name``."""
@@ -135,13 +137,18 @@ class JobRunner:
             return RunResult(name, "ok", window, plan, positions, ms)
 
     def plan(self, job: Job, window: Window) -> Plan:
-        """Return ``job``'s plan for ``window``, reading the projections known at its end."""
+        """Return ``job``'s plan for ``window``, reading the projections known at its end.
+
+        The salience and graph tables as known at the window's end come from
+        :class:`AsOfReader`, which keeps its replay between windows; a job whose
+        ``reads_as_of`` is False (it reads no salience or graph table) gets the live snapshot.
+        """
         self.engine.catch_up()
-        with (
-            self.engine.read() as conn,
-            known_at(conn, self.ledger, window.as_of, rate=self.rate) as known,
-        ):
-            return job.plan(JobContext(window, self.ledger, known, self.rate))
+        with self.engine.read() as conn:
+            if not getattr(job, "reads_as_of", True):
+                return job.plan(JobContext(window, self.ledger, conn, self.rate, conn))
+            with self.as_of.known(conn, window.as_of) as known:
+                return job.plan(JobContext(window, self.ledger, known, self.rate, conn))
 
     def _now(self, now: datetime | None) -> datetime:
         value = self.clock() if now is None else now

@@ -1,26 +1,40 @@
-"""Build the daemon's jobs from the config file's ``[jobs.sleep]`` and ``[jobs.archive]`` tables.
+"""Build the daemon's jobs from the config file's ``[jobs.<name>]`` tables.
 
-Durations are a number of seconds or a string: ``90s``, ``15m``, ``1h``, ``7d``. Errors name
-the table and key.
+Jobs: ``sleep``, ``archive``, ``dream``, ``hygiene`` and ``reflect``. Durations are a number
+of seconds or a string: ``90s``, ``15m``, ``1h``, ``7d``. Errors name the table and key. The
+reflection job needs each agent's memory, which only the composition root can open: it is
+built when ``memory_for`` is given, and left out otherwise.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import Any
 
+from engram.agents.completion import Completer
+from engram.agents.memory import AgentMemory
 from engram.jobs.archival import ArchiveJob, ArchiveSettings
 from engram.jobs.base import Job
 from engram.jobs.consolidation import SleepJob, SleepSettings
+from engram.jobs.dream import DreamJob, DreamSettings
 from engram.jobs.errors import JobConfigError
+from engram.jobs.hygiene import HygieneJob, HygieneSettings
+from engram.jobs.reflection import ReflectJob, ReflectSettings
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"\A\s*(\d+(?:\.\d+)?)\s*([smhd])\s*\Z")
-_SLEEP_KEYS = {"every", "threshold", "boost", "after_actions", "saturation"}
-_ARCHIVE_KEYS = {"every", "min_activations", "neuron_age", "memory_age"}
-_DURATIONS = {"every", "neuron_age", "memory_age"}
+_KEYS = {
+    "sleep": {"every", "threshold", "boost", "after_actions", "saturation"},
+    "archive": {"every", "min_activations", "neuron_age", "memory_age", "scar_age"},
+    "dream": {"every", "cosine", "overlap", "min_size"},
+    "hygiene": {"every"},
+    "reflect": {"every", "after", "importance", "agents"},
+}
+_DURATIONS = {"every", "neuron_age", "memory_age", "scar_age"}
+#: The jobs, in the order the daemon lists them.
+JOBS = tuple(_KEYS)
 
 
 def duration(value: object, where: str) -> timedelta:
@@ -35,26 +49,47 @@ def duration(value: object, where: str) -> timedelta:
     )
 
 
-def _table(config: Mapping[str, Any], name: str, keys: set[str]) -> dict[str, Any]:
+def _table(config: Mapping[str, Any], name: str) -> dict[str, Any]:
+    keys = _KEYS[name]
     table = config.get(name, {})
     if not isinstance(table, Mapping):
         raise JobConfigError(f"[jobs.{name}] must be a table, got {table!r}")
     unknown = sorted(set(table) - keys)
     if unknown:
         raise JobConfigError(f"[jobs.{name}]: unknown key(s) {unknown} (known: {sorted(keys)})")
-    return {
+    out: dict[str, Any] = {
         key: duration(value, f"[jobs.{name}] {key}") if key in _DURATIONS else value
         for key, value in table.items()
     }
+    agents = out.get("agents")
+    if isinstance(agents, list):
+        out["agents"] = tuple(agents)
+    return out
 
 
-def jobs_from_config(config: Mapping[str, Any]) -> list[Job]:
-    """Return the sleep and archive jobs configured by ``config`` (the ``[jobs]`` table)."""
+def jobs_from_config(
+    config: Mapping[str, Any],
+    *,
+    memory_for: Callable[[str], AgentMemory] | None = None,
+    completer: Completer | None = None,
+) -> list[Job]:
+    """Return the jobs configured by ``config`` (the ``[jobs]`` table).
+
+    ``reflect`` is among them only when ``memory_for`` (an agent's memory by name) is given;
+    ``completer`` words its reflections (offline when None).
+    """
     if not isinstance(config, Mapping):
         raise JobConfigError(f"[jobs] must be a table, got {config!r}")
-    unknown = sorted(set(config) - {"sleep", "archive"})
+    unknown = sorted(set(config) - set(_KEYS))
     if unknown:
-        raise JobConfigError(f"[jobs]: unknown job(s) {unknown} (known: ['archive', 'sleep'])")
-    sleep = SleepSettings(**_table(config, "sleep", _SLEEP_KEYS))
-    archive = ArchiveSettings(**_table(config, "archive", _ARCHIVE_KEYS))
-    return [SleepJob(sleep), ArchiveJob(archive)]
+        raise JobConfigError(f"[jobs]: unknown job(s) {unknown} (known: {sorted(_KEYS)})")
+    jobs: list[Job] = [
+        SleepJob(SleepSettings(**_table(config, "sleep"))),
+        ArchiveJob(ArchiveSettings(**_table(config, "archive"))),
+        DreamJob(DreamSettings(**_table(config, "dream"))),
+        HygieneJob(HygieneSettings(**_table(config, "hygiene"))),
+    ]
+    reflect = ReflectSettings(**_table(config, "reflect"))
+    if memory_for is not None:
+        jobs.append(ReflectJob(memory_for, reflect, completer=completer))
+    return jobs

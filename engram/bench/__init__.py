@@ -96,6 +96,7 @@ def run(
     """
     from engram.bench import (
         agents_bench,
+        asof_bench,
         audit_bench,
         jobs_bench,
         lag_bench,
@@ -161,6 +162,7 @@ def run(
             ("archival sweep", jobs_bench.archival),
             ("cold export", jobs_bench.export),
             ("daemon lag", jobs_bench.lag),
+            ("as-of reads", asof_bench.as_of),
         ]
     if config.suite in ("packs", "all"):
         steps.append(("knowledge packs", pack_bench.run))

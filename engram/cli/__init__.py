@@ -10,6 +10,7 @@ from engram.cli import (  # noqa: F401
     checkpoint_commands,
     concept_commands,
     context_commands,
+    dream_commands,
     jobs_commands,
     ledger_commands,
     lessons_commands,

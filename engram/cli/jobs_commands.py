@@ -1,4 +1,7 @@
-"""Commands for the daemon and its jobs: run, jobs, sleep, sweep, and cold segments."""
+"""Commands for the daemon and its jobs: run, jobs, sleep, sweep, and cold segments.
+
+``engram dream`` and ``engram hygiene`` live in :mod:`engram.cli.dream_commands`.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from typing import Any
 
 import click
 
+from engram.agents.reflection import routed_reflector
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, open_ledger, opened, output_format, state
 from engram.config import Settings
@@ -17,6 +21,7 @@ from engram.jobs.daemon import Daemon
 from engram.jobs.settings import jobs_from_config
 from engram.jobs.status import liveness, read_status, status_path
 from engram.ledger.cold import export_segment, segments, verify_segment
+from engram.runtime import Memory
 
 _PLAN_COLUMNS = ["kind", "item", "detail"]
 
@@ -31,9 +36,27 @@ def _job_errors() -> Iterator[None]:
         raise CliError(str(exc)) from None
 
 
-def _runner_parts(settings: Settings) -> list[Any]:
+def _runner_parts(settings: Settings, memory: Memory | None = None) -> list[Any]:
+    """Return the configured jobs; with ``memory``, the reflection job too."""
+    config = dict(settings.jobs)
+    reflect = dict(config.get("reflect") or {})
+    reflect.setdefault("after", settings.reflect_every)
+    reflect.setdefault("importance", settings.reflect_importance)
+    config["reflect"] = reflect
     with _job_errors():
-        return list(jobs_from_config(settings.jobs))
+        if memory is None:
+            return list(jobs_from_config(config, memory_for=_unused))
+        return list(
+            jobs_from_config(
+                config,
+                memory_for=memory.agent,
+                completer=routed_reflector(settings.routing or None),
+            )
+        )
+
+
+def _unused(agent: str) -> Any:
+    raise JobError(f"the reflection job of {agent!r} runs only in engram run")
 
 
 @cli.command(
@@ -61,15 +84,18 @@ def _runner_parts(settings: Settings) -> list[Any]:
 def run(beat: float, poll: float, once: bool) -> None:
     """Run the daemon in the foreground: follow the ledger and run the scheduled jobs.
 
-    Keeps every projection caught up with the ledger and runs sleep (consolidation) and
-    archive on their timers ([jobs.*] in the config file); stops cleanly on SIGTERM or
+    Keeps every projection caught up with the ledger and runs sleep (consolidation, hourly),
+    archive (daily), dream (nightly rule suggestions from repeated scars), hygiene
+    (duplicate memories, every 30 days) and reflect (each agent, when due; hourly) on
+    their timers ([jobs.*] in the config file); stops cleanly on SIGTERM or
     Ctrl-C. Another runner of the same ledger elsewhere shares the work through leases.
     Quiet by default: -v logs each window.
     """
     out = state()
     settings = out.settings()
-    jobs = _runner_parts(settings)
+    _runner_parts(settings)  # a bad [jobs] table is a usage error before anything opens
     with opened(settings, actor="job", catch_up=False) as memory, _job_errors():
+        jobs = _runner_parts(settings, memory)
         runner = JobRunner(memory.ledger, memory.engine, jobs, rate=settings.decay_rate)
         if once:
             memory.engine.catch_up()
@@ -121,7 +147,8 @@ def jobs_status(fmt: str) -> None:
     out.render(rows, fmt, widths={"daemon": 60, "last_counts": 60})
 
 
-def _by_hand(name: str, dry_run: bool, fmt: str) -> None:
+def run_by_hand(name: str, dry_run: bool, fmt: str, *, lines: bool = False) -> RunResult:
+    """Run job ``name``'s window up to now by hand; print its plan in a dry run (or ``lines``)."""
     out = state()
     settings = out.settings()
     jobs = _runner_parts(settings)
@@ -132,11 +159,14 @@ def _by_hand(name: str, dry_run: bool, fmt: str) -> None:
         out.render(result.plan.lines, fmt, columns=_PLAN_COLUMNS)
         counts = ", ".join(f"{k} {v}" for k, v in result.plan.counts.items())
         note(f"dry run: nothing appended ({counts or 'no window due'})")
-        return
+        return result
+    if lines:
+        out.render(result.plan.lines, fmt, columns=_PLAN_COLUMNS)
     _summary(result)
     if result.outcome == "leased":
         note(f"another runner holds the {name} lease: try again when it is done")
         raise click.exceptions.Exit(1)
+    return result
 
 
 @cli.command(epilog=examples("engram sleep --dry-run", "engram sleep"))
@@ -149,20 +179,21 @@ def sleep(dry_run: bool, fmt: str) -> None:
     threshold salience, activated within it; each connection between two of them grows by
     the boost (capped at 65535), appended as connection.reweighted, then job.completed.
     """
-    _by_hand("sleep", dry_run, fmt)
+    run_by_hand("sleep", dry_run, fmt)
 
 
 @cli.command(epilog=examples("engram sweep --dry-run", "engram sweep --format csv --dry-run"))
 @click.option("--dry-run", is_flag=True, help="Print what would be archived.")
 @output_format()
 def sweep(dry_run: bool, fmt: str) -> None:
-    """Archive now what has gone quiet: dormant neurons, memories never recalled.
+    """Archive now what has gone quiet: dormant neurons, memories and scars never recalled.
 
     Neurons activated fewer than min_activations times and older than neuron_age get
-    neuron.archived; memories never recalled and older than memory_age get memory.archived.
-    They leave every index; the ledger keeps them.
+    neuron.archived; memories never recalled and older than memory_age get memory.archived;
+    scars never recalled and older than scar_age get scar.archived. They leave every index;
+    the ledger keeps them.
     """
-    _by_hand("archive", dry_run, fmt)
+    run_by_hand("archive", dry_run, fmt)
 
 
 @cli.group(epilog=examples("engram cold export --before 1000000", "engram cold list"))

@@ -68,9 +68,10 @@ def test_sleep_by_hand_and_run_once(db: str, capsys: pytest.CaptureFixture[str])
     assert "candidates 0" in err
     code, out, err = run(capsys, "run", "--once", "--ledger", db)
     assert code == 0, err
-    assert {line.split(":")[0] for line in out.splitlines()} == {"sleep", "archive"}
+    jobs = ["sleep", "archive", "dream", "hygiene", "reflect"]
+    assert [line.split(":")[0] for line in out.splitlines()] == jobs
     code, out, err = run(capsys, "run", "--once", "--ledger", db)
-    assert out.splitlines() == ["sleep: idle", "archive: idle"]
+    assert out.splitlines() == [f"{job}: idle" for job in jobs]
     code, _, err = run(capsys, "status", "--ledger", db)
     assert code == 0
     assert "daemon" not in err  # no daemon ever ran on this store
@@ -95,8 +96,85 @@ def test_bad_job_settings_are_usage_errors_naming_the_key(
 def test_readers_create_no_ledger(
     tmp_path: Path, db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for argv in (["jobs"], ["cold", "list"], ["sleep", "--dry-run"], ["sweep", "--dry-run"]):
+    for argv in (
+        ["jobs"],
+        ["cold", "list"],
+        ["sleep", "--dry-run"],
+        ["sweep", "--dry-run"],
+        ["dream"],
+        ["hygiene"],
+    ):
         code, _, err = run(capsys, *argv, "--ledger", db)
         assert code != 0, argv
         assert err.strip()
     assert not Path(db).exists()
+
+
+def test_dream_is_a_dry_run_until_apply_and_proposes_once(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "init", "--ledger", db)[0] == 0
+    lesson = "check the exit code of every backup step"
+    for agent in ("alice", "bob", "alice"):
+        code, _, err = run(
+            capsys,
+            "scars",
+            "record",
+            agent,
+            "--kind",
+            "failure",
+            "--what",
+            "the nightly backup failed silently",
+            "--lesson",
+            lesson,
+            "--ledger",
+            db,
+        )
+        assert code == 0, err
+    with Ledger.open(db, readonly=True) as ledger:
+        head = ledger.head()
+    code, out, err = run(capsys, "dream", "--format", "json", "--ledger", db)
+    assert code == 0, err
+    (line,) = json.loads(out)
+    assert (line["kind"], line["detail"]) == ("suggestion.proposed", lesson)
+    assert "dry run: nothing appended" in err
+    with Ledger.open(db, readonly=True) as ledger:
+        assert ledger.head() == head
+    code, out, err = run(capsys, "dream", "--apply", "--ledger", db)
+    assert code == 0, err
+    assert "dream: ok" in out
+    assert "clusters 1" in out
+    code, out, _ = run(capsys, "suggestions", "list", "--format", "json", "--ledger", db)
+    assert code == 0
+    assert [s["drafter"] for s in json.loads(out)] == ["dream"]
+    code, out, err = run(capsys, "dream", "--apply", "--ledger", db)
+    assert code == 0, err
+    assert "clusters 0" in out  # its scars are named by a suggestion now
+
+
+def test_hygiene_lists_groups_and_records_a_report_that_lists_again(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(capsys, "init", "--ledger", db)[0] == 0
+    for text in ("deploy at noon", "deploy at noon", "deploy at noon", "deploy at one"):
+        assert run(capsys, "observe", "alice", text, "--ledger", db)[0] == 0
+    code, out, err = run(capsys, "hygiene", "--format", "json", "--ledger", db)
+    assert code == 0, err
+    (group,) = json.loads(out)
+    assert (group["agent"], group["copies"], group["text"]) == ("alice", 3, "deploy at noon")
+    assert "1 group(s), 2 duplicate(s)" in err
+    with Ledger.open(db, readonly=True) as ledger:
+        head = ledger.head()
+    code, out, err = run(capsys, "hygiene", "--record", "--ledger", db)
+    assert code == 0, err
+    with Ledger.open(db, readonly=True) as ledger:
+        (done,) = ledger.read(head, kinds=["job.completed"])
+        assert ledger.head() == head + 1  # the report only
+    assert done.payload.counts["duplicates"] == 2
+    end = done.payload.window_end.isoformat()
+    code, out, err = run(capsys, "hygiene", "--as-of", end, "--format", "json", "--ledger", db)
+    assert code == 0, err
+    assert f"digest {done.payload.counts['digest']}" in err
+    code, _, err = run(capsys, "hygiene", "--record", "--as-of", end, "--ledger", db)
+    assert code == 2
+    assert "--as-of" in err

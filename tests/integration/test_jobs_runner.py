@@ -186,7 +186,7 @@ def test_bad_settings_and_names_are_refused_naming_them() -> None:
     with pytest.raises(JobConfigError, match="unknown key"):
         jobs_from_config({"archive": {"age": 3}})
     with pytest.raises(JobConfigError, match="unknown job"):
-        jobs_from_config({"dream": {}})
+        jobs_from_config({"nightmare": {}})
     assert duration("90s", "x") == timedelta(seconds=90)
     assert duration("7d", "x") == timedelta(days=7)
     assert duration(3600, "x") == timedelta(hours=1)

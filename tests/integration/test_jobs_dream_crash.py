@@ -1,0 +1,86 @@
+"""The nightly dream as a real process killed with SIGKILL mid-run, then restarted.
+
+After any number of kills, every cluster of repeated scars is proposed exactly once, in the
+dream window's batch, right before its ``job.completed``; no scar is cited twice.
+"""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from test_jobs_processes import _check_windows, _config, _spawn
+
+from engram.ledger import Ledger, NewEvent
+from engram.ledger.catalog import ScarRecorded
+
+CLUSTERS = 150
+
+
+def _scars(ledger: Ledger, at: datetime) -> dict[str, int]:
+    """Append CLUSTERS groups of three identical scars (plus one lone scar each)."""
+    events = []
+    for k in range(CLUSTERS):
+        for copy in range(4):
+            what, lesson = f"the job widget{k} failed", f"always check widget{k} before gadget{k}"
+            if copy == 3:  # a lone scar, like no other: no cluster
+                what, lesson = f"mishap{k}", f"sprocket{k} gear{k} cog{k}"
+            payload = ScarRecorded(
+                agent=f"agent{k % 5}",
+                kind="failure",
+                what=what,
+                lesson=lesson,
+                importance=5,
+            )
+            events.append(NewEvent.of(payload, stream=f"agent:agent{k % 5}", at=at))
+    positions = ledger.append(events)
+    return {e.id: p for e, p in zip(ledger.get(positions), positions, strict=True)}
+
+
+def test_sigkill_during_the_dream_then_restart_proposes_each_cluster_once(
+    tmp_path: Path,
+) -> None:
+    seed = random.randrange(2**32)
+    rng = random.Random(seed)
+    print(f"seed {seed}")
+    ledger_path = str(tmp_path / "ledger.db")
+    today = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    with Ledger.open(ledger_path, durability="fast") as ledger:
+        scars = _scars(ledger, today - timedelta(hours=12))
+    config = _config(
+        tmp_path / "engram.toml",
+        ledger_path,
+        tmp_path / "store",
+        '[jobs.dream]\nevery = "1d"\n',
+    )
+    for _ in range(3):
+        proc = _spawn(config)
+        time.sleep(rng.uniform(1.0, 4.0))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    with _spawn(config, "--once") as proc:
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        events = list(ledger.read())
+    windows = _check_windows(events)
+    assert windows["dream"][-1][1] == today, out
+    proposed = [e for e in events if e.kind == "suggestion.proposed"]
+    assert len(proposed) == CLUSTERS
+    cited = Counter(s for e in proposed for s in e.payload.scars)
+    assert max(cited.values()) == 1
+    assert all(len(e.payload.scars) == 3 for e in proposed)
+    assert set(cited) <= set(scars)
+    dreams = [e for e in events if e.kind == "job.completed" and e.payload.job == "dream"]
+    proposing = [d for d in dreams if d.payload.counts["clusters"]]
+    assert len(proposing) == 1
+    assert proposing[0].payload.counts["clusters"] == CLUSTERS
+    # Atomic: the proposals sit right before their window's job.completed.
+    first = min(e.position for e in proposed)
+    assert [e.kind for e in events if first <= e.position <= proposing[0].position] == [
+        "suggestion.proposed"
+    ] * CLUSTERS + ["job.completed"]
