@@ -1,0 +1,80 @@
+"""A small brain for the hub's tests: neurons, connections, waves, memories, a lesson to review.
+
+One observation carries a script payload: the hub must show it as text, never run it.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
+
+import engram
+from engram.ledger import NewEvent
+from engram.ledger.catalog import MemoryReflected
+
+XSS = '<script>window.__xss = 1</script><img src="x" onerror="window.__xss = 2">'
+RULE = "Check the migration lock before every deploy."
+
+
+class Seeded(NamedTuple):
+    """What the seed wrote, for the tests to find."""
+
+    suggestion: str  # pending, to apply
+    other: str  # pending, to refuse or modify
+    xss_position: int
+    reflection_position: int
+    neurons: list[str]
+
+
+def seed(ledger: str) -> Seeded:
+    """Write the brain into the SQLite ledger at ``ledger`` (created) and its projections."""
+    start = datetime.now(UTC) - timedelta(hours=6)
+    with engram.open_memory(ledger, actor="seed") as memory:
+        net = memory.network
+        names = []
+        types = ("core", "contextual", "episodic", "semantic")
+        for i in range(12):
+            name = f"n{i:02d}"
+            net.create_neuron(name, f"concept {i}", types[i % 4], at=start + timedelta(minutes=i))
+            names.append(name)
+        kinds = ("feeds_into", "influences", "inhibits", "recalls", "triggers")
+        for i in range(12):
+            net.connect(
+                names[i],
+                names[(i + 1) % 12],
+                kinds[i % 5],  # type: ignore[arg-type]
+                20_000 + 3_000 * i,
+                at=start + timedelta(minutes=20 + i),
+            )
+            if i % 3 == 0:
+                net.connect(names[i], names[(i + 5) % 12], "influences", 30_000,
+                            at=start + timedelta(minutes=40 + i))  # fmt: skip
+        for hour in range(1, 6):
+            when = start + timedelta(hours=hour)
+            net.stimulate({names[hour]: 0.9, names[hour + 3]: 0.6}, cause="seed", at=when)
+            net.vitality(as_of=when, record=True)
+        alice = memory.agent("alice")
+        first = alice.observe("The deploy failed at 3am: the migration held a lock.")
+        xss = alice.observe(XSS)
+        alice.observe("Rolled back and the site came up again.")
+        (observed,) = memory.ledger.get([first])
+        (reflected,) = memory.ledger.append(
+            NewEvent.of(
+                MemoryReflected(
+                    agent="alice", text="Night deploys fail on locks.",
+                    evidence=[observed.id], depth=1,
+                ),  # fmt: skip
+                stream="agent:alice",
+                actor="alice",
+            )
+        )
+        scar_at = memory.scars("alice").record(
+            "failure", "the deploy failed on a migration lock", "check the lock first"
+        )
+        (scar,) = memory.ledger.get([scar_at])
+        lessons = memory.lessons()
+        suggestion = lessons.propose([scar.id], "rules", RULE)
+        other = lessons.propose([scar.id], "rules", "Never deploy at night.")
+        memory.memo("standup").post("alice", "looking at the <b>lock</b>")
+        memory.engine.catch_up()
+    return Seeded(suggestion, other, xss, reflected, names)
