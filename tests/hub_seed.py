@@ -5,8 +5,14 @@ One observation carries a script payload: the hub must show it as text, never ru
 
 from __future__ import annotations
 
+import contextlib
+import re
+import subprocess
+import sys
+import threading
+import time
 from datetime import UTC, datetime, timedelta
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import engram
 from engram.ledger import NewEvent
@@ -78,3 +84,58 @@ def seed(ledger: str) -> Seeded:
         memory.memo("standup").post("alice", "looking at the <b>lock</b>")
         memory.engine.catch_up()
     return Seeded(suggestion, other, xss, reflected, names)
+
+
+TOKEN = "browser-token-0123456789abcdef"
+
+
+class Running(NamedTuple):
+    """A hub served by ``engram hub`` in its own process."""
+
+    process: subprocess.Popen[str]
+    base: str  # http://127.0.0.1:PORT
+
+
+def start_hub(ledger: str, *options: str, timeout: float = 60.0) -> Running:
+    """Start ``engram hub`` on a free port over ``ledger``; return once it listens."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram", "hub", "--ledger", ledger, "--port", "0",
+         "--token", TOKEN, *options],  # fmt: skip
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert process.stderr is not None
+    deadline = time.monotonic() + timeout
+    lines = []
+    while time.monotonic() < deadline:
+        line = process.stderr.readline()
+        lines.append(line)
+        found = re.search(r"engram hub at (http://[^/]+)/\?token=", line)
+        if found:
+            # Keep draining stderr so the server never blocks on a full pipe.
+            threading.Thread(target=_drain, args=(process.stderr,), daemon=True).start()
+            return Running(process, found.group(1))
+        if not line and process.poll() is not None:
+            break
+    process.kill()
+    raise AssertionError("engram hub did not start:\n" + "".join(lines))
+
+
+def _drain(stream: IO[str]) -> None:
+    with contextlib.suppress(ValueError, OSError):  # closed by stop_hub
+        for _ in stream:
+            pass
+
+
+def stop_hub(running: Running) -> None:
+    """Stop the hub (SIGTERM, then SIGKILL after 10 s)."""
+    running.process.terminate()
+    try:
+        running.process.wait(10)
+    except subprocess.TimeoutExpired:
+        running.process.kill()
+        running.process.wait(10)
+    if running.process.stderr is not None:
+        running.process.stderr.close()

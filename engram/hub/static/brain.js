@@ -110,6 +110,7 @@
 
   function sliderTime() {
     if (!span || !span.start) return null;
+    if (Number(slider.value) === 0) return span.start; // exact: a Date keeps milliseconds only
     const a = Date.parse(span.start), b = Date.parse(span.now);
     return new Date(a + ((b - a) * Number(slider.value)) / 1000).toISOString();
   }
