@@ -16,7 +16,7 @@ from typing import IO, NamedTuple
 
 import engram
 from engram.ledger import NewEvent
-from engram.ledger.catalog import MemoryReflected
+from engram.ledger.catalog import JobCompleted, MemoryReflected
 
 XSS = '<script>window.__xss = 1</script><img src="x" onerror="window.__xss = 2">'
 RULE = "Check the migration lock before every deploy."
@@ -82,6 +82,20 @@ def seed(ledger: str) -> Seeded:
         suggestion = lessons.propose([scar.id], "rules", RULE)
         other = lessons.propose([scar.id], "rules", "Never deploy at night.")
         memory.memo("standup").post("alice", "looking at the <b>lock</b>")
+        for hour in range(3):
+            window = start + timedelta(hours=2 * hour)
+            memory.ledger.append(
+                NewEvent.of(
+                    JobCompleted(
+                        job="consolidation", window_start=window,
+                        window_end=window + timedelta(hours=2), counts={"events": 3 + hour},
+                        duration_ms=40.0 + hour,
+                    ),  # fmt: skip
+                    stream="job:consolidation",
+                    actor="daemon",
+                    at=window + timedelta(hours=2),
+                )
+            )
         memory.engine.catch_up()
     return Seeded(suggestion, other, xss, reflected, names)
 
