@@ -53,8 +53,13 @@ def seed(ledger: str) -> Seeded:
                 at=start + timedelta(minutes=20 + i),
             )
             if i % 3 == 0:
-                net.connect(names[i], names[(i + 5) % 12], "influences", 30_000,
-                            at=start + timedelta(minutes=40 + i))  # fmt: skip
+                net.connect(
+                    names[i],
+                    names[(i + 5) % 12],
+                    "influences",
+                    30_000,
+                    at=start + timedelta(minutes=40 + i),
+                )
         for hour in range(1, 6):
             when = start + timedelta(hours=hour)
             net.stimulate({names[hour]: 0.9, names[hour + 3]: 0.6}, cause="seed", at=when)
@@ -67,9 +72,11 @@ def seed(ledger: str) -> Seeded:
         (reflected,) = memory.ledger.append(
             NewEvent.of(
                 MemoryReflected(
-                    agent="alice", text="Night deploys fail on locks.",
-                    evidence=[observed.id], depth=1,
-                ),  # fmt: skip
+                    agent="alice",
+                    text="Night deploys fail on locks.",
+                    evidence=[observed.id],
+                    depth=1,
+                ),
                 stream="agent:alice",
                 actor="alice",
             )
@@ -87,10 +94,12 @@ def seed(ledger: str) -> Seeded:
             memory.ledger.append(
                 NewEvent.of(
                     JobCompleted(
-                        job="consolidation", window_start=window,
-                        window_end=window + timedelta(hours=2), counts={"events": 3 + hour},
+                        job="consolidation",
+                        window_start=window,
+                        window_end=window + timedelta(hours=2),
+                        counts={"events": 3 + hour},
                         duration_ms=40.0 + hour,
-                    ),  # fmt: skip
+                    ),
                     stream="job:consolidation",
                     actor="daemon",
                     at=window + timedelta(hours=2),
@@ -113,8 +122,19 @@ class Running(NamedTuple):
 def start_hub(ledger: str, *options: str, timeout: float = 60.0) -> Running:
     """Start ``engram hub`` on a free port over ``ledger``; return once it listens."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram", "hub", "--ledger", ledger, "--port", "0",
-         "--token", TOKEN, *options],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "engram",
+            "hub",
+            "--ledger",
+            ledger,
+            "--port",
+            "0",
+            "--token",
+            TOKEN,
+            *options,
+        ],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stdin=subprocess.DEVNULL,

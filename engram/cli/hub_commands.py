@@ -119,6 +119,7 @@ def hub(
             access_log=False,
         )
     )
+
     def announce() -> None:
         bound = _bound_port(server) or port
         where = f"[{host}]:{bound}" if ":" in host else f"{host}:{bound}"

@@ -82,9 +82,7 @@ class Hub:
         self.memory: Memory | None = None
         self.samples: deque[dict[str, Any]] = deque(maxlen=720)
         self.broadcaster = Broadcaster(
-            lambda: open_settings(
-                config.settings, registry_for(config.settings), readonly=True
-            )
+            lambda: open_settings(config.settings, registry_for(config.settings), readonly=True)
         )
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
@@ -390,4 +388,3 @@ def _int(value: str | None, name: str, default: int, low: int = 0, high: int | N
     if number < low or (high is not None and number > high):
         raise BadRequestError(f"{name}: {number} is outside {low}..{high or '∞'}")
     return number
-

@@ -76,9 +76,9 @@ def page(browser: Browser, hub: tuple[Running, Seeded, str]) -> Iterator[Page]:
     opened.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
     opened.on(
         "console",
-        lambda msg: problems.append(f"console {msg.type}: {msg.text}")
-        if msg.type == "error"
-        else None,
+        lambda msg: (
+            problems.append(f"console {msg.type}: {msg.text}") if msg.type == "error" else None
+        ),
     )
     opened.goto(f"{hub[0].base}/brain?token={TOKEN}")  # the first visit sets the cookie
     yield opened

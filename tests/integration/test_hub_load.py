@@ -53,6 +53,19 @@ print(sent)
 """
 
 
+# The reference: one process following the ledger directly (Ledger.follow), lag measured alike.
+REFERENCE = """
+import json, sys, time
+import engram
+lags = []
+with engram.open(sys.argv[1]) as led:
+    for event in led.follow(led.head(), timeout=float(sys.argv[2])):
+        lags.append(time.time() - event.at.timestamp())
+lags.sort()
+print(json.dumps({"n": len(lags), "p50": lags[len(lags) // 2], "p99": lags[int(len(lags) * .99)]}))
+"""
+
+
 class LoadReport(NamedTuple):
     """What one run measured."""
 
@@ -64,6 +77,8 @@ class LoadReport(NamedTuple):
     lag_p99_ms: float
     rss_start_kb: int
     rss_end_kb: int
+    reference_p50_ms: float  # a direct Ledger.follow in its own process, same run
+    reference_p99_ms: float
 
 
 def _rss_kb(pid: int) -> int:
@@ -103,8 +118,9 @@ def run_load(tmp_path: Path, *, viewers: int, rate: int, seconds: float) -> Load
         pass
     running = start_hub(ledger)
     try:
-        return asyncio.run(_measure(running.base, running.process.pid, ledger, viewers, rate,
-                                    seconds))  # fmt: skip
+        return asyncio.run(
+            _measure(running.base, running.process.pid, ledger, viewers, rate, seconds)
+        )
     finally:
         stop_hub(running)
 
@@ -116,11 +132,19 @@ async def _measure(
     lags: list[float] = []
     state = {"overflows": 0, "disorder": 0}
     tasks = [asyncio.create_task(_viewer(base, c, lags, state)) for c in counts]
+    reference = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", REFERENCE, ledger, "5", stdout=subprocess.PIPE
+    )
     await asyncio.sleep(1.0)  # every viewer subscribed before the first append
     writer = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", WRITER, ledger, str(rate), str(seconds),
+        sys.executable,
+        "-c",
+        WRITER,
+        ledger,
+        str(rate),
+        str(seconds),
         stdout=subprocess.PIPE,
-    )  # fmt: skip
+    )
     await asyncio.sleep(min(seconds / 3, 10))
     rss_start = _rss_kb(pid)
     out, _ = await writer.communicate()
@@ -130,6 +154,9 @@ async def _measure(
     while min(c[0] for c in counts) < appended and time.monotonic() < deadline:
         await asyncio.sleep(0.2)
     rss_end = _rss_kb(pid)
+    ref_out, _ = await reference.communicate()
+    ref = json.loads(ref_out.decode())
+    assert ref["n"] == appended
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
@@ -143,6 +170,8 @@ async def _measure(
         lag_p99_ms=1000 * ordered[int(len(ordered) * 0.99)],
         rss_start_kb=rss_start,
         rss_end_kb=rss_end,
+        reference_p50_ms=1000 * ref["p50"],
+        reference_p99_ms=1000 * ref["p99"],
     )
 
 
@@ -151,7 +180,9 @@ def _check(report: LoadReport, *, max_growth_kb: int) -> None:
         f"\nhub load: {len(report.received)} viewers, {report.appended} events; lag p50 "
         f"{report.lag_p50_ms:.0f} ms, p99 {report.lag_p99_ms:.0f} ms; hub RSS "
         f"{report.rss_start_kb // 1024} -> {report.rss_end_kb // 1024} MiB; "
-        f"overflows {report.overflows}"
+        f"overflows {report.overflows}; reference (Ledger.follow in one process) p50 "
+        f"{report.reference_p50_ms:.0f} ms, p99 {report.reference_p99_ms:.0f} ms; "
+        f"p99 ratio {report.lag_p99_ms / report.reference_p99_ms:.2f}"
     )
     assert report.received == [report.appended] * len(report.received)
     assert report.ordered
