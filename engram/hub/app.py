@@ -341,10 +341,9 @@ def _checkpoint(memory: Memory, config: HubConfig, check: bool) -> dict[str, Any
     try:
         found = load_checkpoints(config.checkpoints, load_public_key(config.public_key))
     except LedgerError as exc:
-        return {"error": str(exc)}
-    newest = found[-1]
+        return {"error": str(exc), "newest": None, "count": 0, "report": None}
     report = str(verify_checkpoints(memory.ledger, found)) if check else None
-    return {"newest": newest, "count": len(found), "report": report}
+    return {"error": None, "newest": found[-1], "count": len(found), "report": report}
 
 
 # -- request parsing ------------------------------------------------------------------------

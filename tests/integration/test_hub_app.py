@@ -243,3 +243,50 @@ def test_the_event_page_links_a_reflection_to_its_evidence(
     body = client.get(f"/ledger/event/{seeded[1].reflection_position}").text
     assert "What it rests on" in body
     assert re.search(r'href="/ledger/event/\d+">evidence ', body)
+
+
+def test_the_ledger_page_shows_the_last_signed_checkpoint_and_verify_checks_it(
+    tmp_path: Path,
+) -> None:
+    from engram.ledger.checkpoints import generate_key, load_private_key, sign
+
+    ledger = str(tmp_path / "ledger.db")
+    seed(ledger)
+    key = tmp_path / "checkpoint.key"
+    public = generate_key(key)
+    folder = tmp_path / "anchors"
+    with engram.open(ledger) as led:
+        signed, _ = sign(led, load_private_key(key), folder)
+    with _client(ledger, checkpoints=folder, public_key=public) as c:
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        assert f"last signed checkpoint: position <b>{signed.position}</b>" in c.get("/ledger").text
+        verified = c.get("/ledger/verify").text
+        assert "1 signed checkpoint(s) agree" in verified
+        assert signed.hash in verified
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--host", "0.0.0.0"], "is not a loopback address"),
+        (["--token", "short"], "at least 16 characters"),
+        (["--token", "has spaces in it, sixteen+"], "without spaces"),
+        (["--port", "70000"], "70000"),
+    ],
+)
+def test_the_command_refuses_an_open_door_before_serving(
+    seeded: tuple[str, Seeded], args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    assert main(["hub", "--ledger", seeded[0], *args]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_command_needs_checkpoints_and_their_key_together(
+    seeded: tuple[str, Seeded], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.cli import main
+
+    assert main(["hub", "--ledger", seeded[0], "--checkpoints", str(tmp_path)]) == 2
+    assert "--checkpoints and --public-key go together" in capsys.readouterr().err
