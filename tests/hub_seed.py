@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
-from typing import IO, NamedTuple
+from typing import IO, Any, NamedTuple
 
 import engram
 from engram.ledger import NewEvent
@@ -32,10 +32,10 @@ class Seeded(NamedTuple):
     neurons: list[str]
 
 
-def seed(ledger: str) -> Seeded:
-    """Write the brain into the SQLite ledger at ``ledger`` (created) and its projections."""
+def seed(ledger: str, **options: Any) -> Seeded:
+    """Write the brain into ``ledger`` (created; ``options`` as for open_memory)."""
     start = datetime.now(UTC) - timedelta(hours=6)
-    with engram.open_memory(ledger, actor="seed") as memory:
+    with engram.open_memory(ledger, actor="seed", **options) as memory:
         net = memory.network
         names = []
         types = ("core", "contextual", "episodic", "semantic")

@@ -290,3 +290,26 @@ def test_the_command_needs_checkpoints_and_their_key_together(
 
     assert main(["hub", "--ledger", seeded[0], "--checkpoints", str(tmp_path)]) == 2
     assert "--checkpoints and --public-key go together" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_the_hub_serves_and_reviews_a_postgresql_ledger(
+    pg_dsn: str, pg_schema: str, tmp_path: Path
+) -> None:
+    options = {"pg_schema": pg_schema, "projections": str(tmp_path / "projections")}
+    with engram.open_memory(pg_dsn, **options) as memory:  # a small brain: PG appends fsync
+        memory.agent("alice").observe(XSS)
+        (scar,) = memory.ledger.get([memory.scars("alice").record("failure", "x", "y")])
+        other = memory.lessons().propose([scar.id], "rules", RULE)
+    config = HubConfig(settings=resolve_settings(pg_dsn, **options), token=TOKEN)
+    with TestClient(create_app(config), base_url=BASE, follow_redirects=False) as c:
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        assert "&lt;script&gt;window.__xss" in c.get("/memories?agent=alice").text
+        form = {"csrf": _csrf(c), "decision": "refused", "reviewer": "pg reviewer"}
+        assert c.post(f"/review/{other}", data=form).status_code == 303
+        assert "ok: the hash chain holds" in c.get("/ledger/verify").text
+    with engram.open(pg_dsn, pg_schema=pg_schema) as led:
+        reviews = [e.payload for e in led.read(kinds=["suggestion.reviewed"])]
+    assert [(r.suggestion, r.decision, r.reviewer) for r in reviews] == [
+        (other, "refused", "pg reviewer")
+    ]
