@@ -68,7 +68,7 @@ class Subscriber:
 
     kinds: frozenset[str] | None
     queue: asyncio.Queue[bytes | None] = field(default_factory=lambda: asyncio.Queue(QUEUE))
-    dropped: int = 0
+    dropped: int = 0  # messages of events this viewer never got
 
 
 class Broadcaster:
@@ -155,7 +155,7 @@ def _put(sub: Subscriber, message: bytes | None) -> None:
     """Queue a message; a full queue is emptied and replaced by one ``overflow`` message."""
     if sub.queue.full():
         while not sub.queue.empty():
-            sub.queue.get_nowait()
-            sub.dropped += 1
+            if sub.queue.get_nowait() is not OVERFLOW:
+                sub.dropped += 1
         sub.queue.put_nowait(OVERFLOW)
     sub.queue.put_nowait(message)
