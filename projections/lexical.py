@@ -6,7 +6,8 @@ type, a scar's kind, ``reflection``: :func:`item_text`) and time kept beside the
 every search filters visibility and type in the same statement that ranks: an agent finds
 its own items and public items, never another agent's private ones. ``memory.archived``
 (memories) and ``scar.archived`` (scars) stamp the rows they name with the archive's time (a
-position that holds no such row, or an archived one, is ignored); searches
+position that holds no such row, or an archived one, is ignored); ``subject.forgotten``
+deletes the rows of that subject's items before it (ADR 0039); searches
 leave archived rows out, except a search ``as_of`` a time before the archival, which sees
 what was known then (ADR 0019). It is the other half of hybrid recall and the fallback when
 vectors are unavailable.
@@ -129,6 +130,7 @@ class LexicalIndex(Projection):
         "scar.recorded",
         "scar.archived",
         "memory.reflected",
+        "subject.forgotten",
     )
     tables = ("lexical",)
 
@@ -146,6 +148,13 @@ class LexicalIndex(Projection):
         rows: list[tuple[int, str, str, str, str, int]] = []
         for e in events:
             p = e.payload
+            if e.kind == "subject.forgotten":  # ADR 0039: the subject's earlier items go
+                self._insert(db, rows)
+                rows = []
+                db.conn.execute(
+                    f"DELETE FROM {table} WHERE agent = ? AND rowid < ?", (p.subject, e.position)
+                )
+                continue
             if e.kind in ARCHIVES:
                 # In position order: an archive only reaches the items before it.
                 self._insert(db, rows)
