@@ -36,20 +36,25 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from engram.ledger.errors import KeyStoreError
+from engram.ledger.events import Event
 
 __all__ = [
     "DEFAULT_PERSONAL",
     "FORGOTTEN",
+    "PRIVATE",
     "SEALED_PREFIX",
     "KeyStore",
     "Sealer",
     "SubjectKeys",
     "is_sealed",
+    "masked",
     "subject_of",
 ]
 
 #: What a personal field reads as once its subject's key is destroyed.
 FORGOTTEN = "[forgotten]"
+#: What another subject's private personal field reads as where it is shown (engram log).
+PRIVATE = "[private]"
 SEALED_PREFIX = "engram:sealed:v1:"
 #: engram's own personal fields, by kind.
 DEFAULT_PERSONAL: Mapping[str, tuple[str, ...]] = {
@@ -67,6 +72,31 @@ _PREFIX_LEN = len(SEALED_PREFIX)
 def is_sealed(value: object) -> bool:
     """Say whether ``value`` is a sealed personal field as the ledger stores it."""
     return type(value) is str and value.startswith(SEALED_PREFIX)
+
+
+def masked(
+    event: Event, viewer: str | None, personal: Mapping[str, Sequence[str]] = DEFAULT_PERSONAL
+) -> Event:
+    """Return ``event`` as ``viewer`` may see it: another subject's private fields hidden.
+
+    A recall's query is private to the recalling agent; an item's personal fields are
+    private when its ``visibility`` is ``private``. Hidden fields read :data:`PRIVATE`.
+    """
+    fields = personal.get(event.kind)
+    payload = event.payload
+    if not fields or isinstance(payload, dict):
+        return event
+    private = event.kind == "memory.recalled" or getattr(payload, "visibility", None) == "private"
+    if not private or subject_of(event.actor, payload) == viewer:
+        return event
+    hidden = {
+        name: PRIVATE
+        for name in fields
+        if isinstance(getattr(payload, name, None), str) and getattr(payload, name) != FORGOTTEN
+    }
+    if not hidden:
+        return event
+    return msgspec.structs.replace(event, payload=msgspec.structs.replace(payload, **hidden))
 
 
 def subject_of(actor: str, payload: object) -> str:

@@ -9,6 +9,7 @@ command modules registers their commands on :data:`cli`.
 from engram.cli import (  # noqa: F401
     checkpoint_commands,
     concept_commands,
+    forget_commands,
     jobs_commands,
     ledger_commands,
     lessons_commands,
