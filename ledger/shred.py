@@ -131,6 +131,7 @@ class KeyStore:
         self._ciphers: dict[str, AESGCM] = {}
         self._owners: dict[str, str] = {}  # key id -> subject
         self._conn = self._open(create)
+        self._version = self._data_version()
 
     # -- the file ----------------------------------------------------------------------------
 
@@ -308,6 +309,28 @@ class KeyStore:
                 raise KeyStoreError(f"key store {self.path}: {exc}") from None
             self.evict(subject)
         return count
+
+    def _data_version(self) -> int:
+        row = self._conn.execute("PRAGMA data_version").fetchone()
+        return int(row[0]) if row else 0
+
+    def refresh(self) -> None:
+        """Drop the cached live keys if another connection changed the store since last time.
+
+        Called before every page read and every append: a key another process destroyed is
+        not used from this process's cache afterwards (SQLite's ``data_version``).
+        """
+        with self._lock:
+            try:
+                version = self._data_version()
+            except sqlite3.Error as exc:
+                raise KeyStoreError(f"key store {self.path}: {exc}") from None
+            if version == self._version:
+                return
+            self._version = version
+            self._live.clear()
+            for key_id in [k for k, key in self._keys.items() if key is not None]:
+                del self._keys[key_id], self._ciphers[key_id], self._owners[key_id]
 
     def evict(self, subject: str) -> None:
         """Drop ``subject``'s keys from this process's cache (another process forgot them)."""

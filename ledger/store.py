@@ -186,6 +186,8 @@ class Ledger:
         self._check_open()
         if self.backend.readonly:
             raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
+        if self.sealer is not None:
+            self.sealer.keys.refresh()
         committer = self._committer
         committer.enter()
         try:
@@ -412,6 +414,8 @@ class Ledger:
         add = events.append
         sealer = self.sealer
         personal = sealer.personal if sealer is not None else {}
+        if sealer is not None:
+            sealer.keys.refresh()
         for pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h in rows:
             if current(kind) == schema:
                 payload = decoders[kind](data)
