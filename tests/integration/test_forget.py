@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -261,3 +262,20 @@ def test_cli_errors_for_a_bad_or_missing_key_store(
     code, _, err = cli(capsys, plain, "forget", "alice", "--yes")
     assert code == 2
     assert "no key store is configured" in err
+
+
+def test_the_sealing_bench_measures_both_sides(tmp_path: Path) -> None:
+    from engram.bench import shred_bench
+    from engram.bench.common import QUICK, Config
+
+    sizes = dataclasses.replace(QUICK, batch_events=500, replay_events=2_000)
+    config = Config("ledger", True, 1, None, "", str(tmp_path), sizes, 7)
+    figures = shred_bench.sealing(config)
+    assert [f.name.split(",")[0] for f in figures] == [
+        "SQLite append sealed vs plain",
+        "SQLite replay sealed vs plain",
+    ] * 2
+    for figure in figures:
+        assert len(figure.engram_samples) == len(figure.reference_samples) == 1
+        assert figure.ratio is not None
+        assert figure.ratio > 0
