@@ -237,7 +237,8 @@ class Ledger:
         drop the subject's rows. Forgetting again is harmless (a retry after a crash).
 
         Raises:
-            ConfigError: the ledger has no sealer, or ``subject`` or ``reason`` is malformed.
+            ConfigError: the ledger has no sealer, or ``subject``, ``reason`` or ``actor`` is
+                malformed; nothing is destroyed.
         """
         from engram.ledger.catalog import SubjectForgotten
 
@@ -248,6 +249,8 @@ class Ledger:
             raise ConfigError(f"subject must be a name of 1..512 characters, got {subject!r}")
         if not isinstance(reason, str):
             raise ConfigError(f"reason must be a string, got {type(reason).__name__}")
+        if not isinstance(actor, str) or not actor or actor != actor.strip() or len(actor) > 512:
+            raise ConfigError(f"actor must be a name of 1..512 characters, got {actor!r}")
         if self.backend.readonly:
             raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
         self.sealer.keys.forget(subject)

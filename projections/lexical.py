@@ -151,7 +151,11 @@ class LexicalIndex(Projection):
             if e.kind == "subject.forgotten":  # ADR 0039: the subject's earlier items go
                 self._insert(db, rows)
                 rows = []
-                self._forget(db, p.subject, e.position)
+                db.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed
+                if db.conn.execute(
+                    f"DELETE FROM {table} WHERE agent = ? AND rowid < ?", (p.subject, e.position)
+                ).rowcount:  # merge the segments: none keeps the words
+                    db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
                 continue
             if e.kind in ARCHIVES:
                 # In position order: an archive only reaches the items before it.
@@ -167,17 +171,6 @@ class LexicalIndex(Projection):
             text, kind = item_text(e)
             rows.append((e.position, text[:MAX_TEXT], p.agent, p.visibility, kind, micros(e.at)))
         self._insert(db, rows)
-
-    @staticmethod
-    def _forget(db: Tables, subject: str, position: int) -> None:
-        """Delete a subject's rows, then merge the index so no segment keeps their words."""
-        table = db["lexical"]
-        db.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not left
-        deleted = db.conn.execute(
-            f"DELETE FROM {table} WHERE agent = ? AND rowid < ?", (subject, position)
-        ).rowcount
-        if deleted:
-            db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
 
     @staticmethod
     def _insert(db: Tables, rows: list[tuple[int, str, str, str, str, int]]) -> None:

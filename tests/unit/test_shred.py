@@ -278,6 +278,9 @@ def test_forget_needs_a_key_store_a_writable_ledger_and_a_subject(
             ledger.forget(bad)  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="reason must be a string"):
         ledger.forget("alice", reason=None)  # type: ignore[arg-type]
+    for actor in ("", " dpo", None):
+        with pytest.raises(ConfigError, match="actor must be"):
+            ledger.forget("alice", actor=actor)  # type: ignore[arg-type]
     ledger.append(observed("alice", SECRET))
     with (
         Ledger.open(
