@@ -1,7 +1,7 @@
 """Crypto-shredding: personal payload fields sealed under per-subject keys kept outside the ledger.
 
 A personal field (observation text, scar context, recall query, reflection text, declared
-fields of user kinds) is stored as a sealed string, ``engram:sealed:v1:<key id>:<base64>``,
+fields of user kinds) is stored as a sealed string, ``engram:sealed:v1:<key id>:<hex>``,
 AES-256-GCM under its subject's key with the event's id, kind and field as associated data
 (ADR 0039). The subject of an event is the agent its payload names (``agent``), or its actor
 for kinds without one. Keys live in a :class:`KeyStore`: a SQLite file of its own (mode 0600)
@@ -16,7 +16,6 @@ event id never share a nonce.
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 import os
 import secrets
@@ -65,9 +64,9 @@ _FORMAT = "engram-keys/1"
 _NONCE = 12
 _KEY_ID_CHARS = 16
 _PREFIX_LEN = len(SEALED_PREFIX)
-_BOX = _PREFIX_LEN + _KEY_ID_CHARS + 1  # where the base64 of nonce and ciphertext starts
-_b64encode = binascii.b2a_base64
-_b64decode = binascii.a2b_base64
+_BOX = _PREFIX_LEN + _KEY_ID_CHARS + 1  # where the hex of nonce and ciphertext starts
+_hex = bytes.hex
+_unhex = bytes.fromhex
 _blake2b = hashlib.blake2b
 
 
@@ -403,8 +402,7 @@ class Sealer:
             plain = value.encode()  # validated already: no lone surrogates
             # A synthetic IV: keyed BLAKE2b of the associated data and the plaintext.
             nonce = _blake2b(aad + b"\x00" + plain, key=key, digest_size=_NONCE).digest()
-            box = _b64encode(nonce + cipher.encrypt(nonce, plain, aad), newline=False)
-            changes[name] = head + box.decode("ascii")
+            changes[name] = head + _hex(nonce + cipher.encrypt(nonce, plain, aad))
         return msgspec.structs.replace(payload, **changes) if changes else payload
 
     def open(self, kind: str, event_id: str, payload: Any) -> Any:
@@ -429,9 +427,9 @@ class Sealer:
                     changes[name] = FORGOTTEN
                     continue
             try:
-                raw = _b64decode(value[_BOX:])
+                raw = _unhex(value[_BOX:])
                 plain = cipher.decrypt(raw[:_NONCE], raw[_NONCE:], event_id.encode() + tail)
-            except (InvalidTag, ValueError, binascii.Error):
+            except (InvalidTag, ValueError):
                 raise KeyStoreError(
                     f"{_where(event_id, kind, name)} does not open with key {key_id} of key"
                     f" store {self.keys.path}: the value was altered or the key store's key is"
