@@ -293,6 +293,15 @@ def test_forget_needs_a_key_store_a_writable_ledger_and_a_subject(
     assert ledger.head() == 1
 
 
+def test_a_subject_of_the_longest_name_is_forgotten(ledger: Ledger) -> None:
+    name = "s" * 512
+    ledger.append(NewEvent.of(MemoryObserved(agent=name, text=SECRET), stream="long", actor="x"))
+    position = ledger.forget(name)
+    events = list(ledger.read())
+    assert events[0].payload.text == FORGOTTEN
+    assert (events[1].position, events[1].stream) == (position, "subjects")
+
+
 def test_subjects_lists_live_and_forgotten(ledger: Ledger) -> None:
     ledger.append([observed("alice", "a"), observed("bob", "b")])
     ledger.forget("alice")
