@@ -12,10 +12,12 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     routing = "~/.config/engram/routing.toml"        # embedders by use (default: hash)
     reflect_every = 100                              # reflect after N visible memories (0: off)
     reflect_importance = 150                         # ... or once their importance sums to this
+    keys = "/var/lib/engram/keys.db"                 # seal personal fields (ADR 0039; default off)
 
     [kinds."task.assigned"]                          # your own event kinds (ADR 0018)
     schema = 1                                       # the payload's schema number (default 1)
     fields = { task = "str", assignee = "str", priority = "int?", labels = "list[str]?" }
+    personal = ["task"]                              # sealed under the subject's key (ADR 0039)
 
     [kinds."note.taken"]
     open = true                                      # payload {"data": {any JSON object}}
@@ -85,6 +87,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "routing": str,
     "reflect_every": int,
     "reflect_importance": (int, float),
+    "keys": str,
     "kinds": dict,
     "destinations": dict,
     "jobs": dict,
@@ -103,7 +106,6 @@ FIELD_TYPES: dict[str, Any] = {
     "list[bool]": list[bool],
     "json": dict[str, Any],
 }
-_KIND_KEYS = ("schema", "fields", "open")
 #: A tenant name: a lowercase letter, then lowercase letters, digits and single underscores.
 TENANT_PATTERN = re.compile(r"[a-z](?:[a-z0-9]|_(?!_))*\Z")
 TENANT_MAX = 24
@@ -112,6 +114,7 @@ TENANT_SEPARATOR = "__"
 #: The folder beside a SQLite ledger (or projection store) that holds its tenants.
 TENANTS_SUFFIX = ".tenants"
 TENANT_LEDGER_FILE = "ledger.db"
+_KIND_KEYS = ("schema", "fields", "open", "personal")
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,8 @@ class KindDeclaration:
     fields: tuple[tuple[str, str], ...]  # (field, type); a type ending in "?" is optional
     source: str  # the config file that declared it
     open: bool = False
+    #: Fields sealed under the subject's key when a key store is configured (ADR 0039).
+    personal: tuple[str, ...] = ()
 
     def payload_type(self) -> type[msgspec.Struct]:
         """Return the msgspec Struct that validates this kind's payloads (one per declaration)."""
@@ -158,6 +163,8 @@ class Settings:
     reflect_every: int = 100
     reflect_importance: float = 150.0
     kinds: tuple[KindDeclaration, ...] = ()
+    #: The key store file sealing personal fields (ADR 0039); empty: nothing is sealed.
+    keys: str = ""
     destinations: tuple[tuple[str, str], ...] = ()
     source: str = "default"
     #: The tenant whose namespace ``ledger``/``pg_schema``/``projections`` already name
@@ -187,6 +194,14 @@ class Settings:
             return self.ledger.removeprefix("sqlite:///") + ".projections"
         digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
         return os.path.join(_data_home(), "engram", "projections", digest.hexdigest()[:16])
+
+    def personal(self) -> dict[str, tuple[str, ...]]:
+        """Return the personal fields by kind: engram's own, then the declared kinds'."""
+        from engram.ledger.shred import DEFAULT_PERSONAL
+
+        found = dict(DEFAULT_PERSONAL)
+        found.update((d.name, d.personal) for d in self.kinds if d.personal)
+        return found
 
     @property
     def cold_directory(self) -> str:
@@ -371,8 +386,9 @@ def _declarations(path: Path, table: dict[str, Any]) -> tuple[KindDeclaration, .
                     f"{where}: field {field!r} has unknown type {text!r}"
                     f" (known: {', '.join(FIELD_TYPES)}; add ? for optional)"
                 )
+        personal = _personal(where, body.get("personal", []), declared)
         declaration = KindDeclaration(
-            name, schema, tuple(declared.items()), str(path), open=is_open
+            name, schema, tuple(declared.items()), str(path), open=is_open, personal=personal
         )
         try:
             probe.register(name, declaration.payload_type(), schema=schema)
@@ -380,6 +396,23 @@ def _declarations(path: Path, table: dict[str, Any]) -> tuple[KindDeclaration, .
             raise ConfigError(f"config file {path}: {exc}") from None
         found.append(declaration)
     return tuple(found)
+
+
+def _personal(where: str, value: object, declared: dict[str, Any]) -> tuple[str, ...]:
+    """Check a kind's ``personal`` list: declared string fields, each named once."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: personal must be a list of field names, got {value!r}")
+    if len(set(value)) != len(value):
+        raise ConfigError(f"{where}: personal names a field twice: {value!r}")
+    for field in value:
+        if field not in declared:
+            raise ConfigError(f"{where}: personal field {field!r} is not a declared field")
+        if declared[field].removesuffix("?") != "str":
+            raise ConfigError(
+                f"{where}: personal field {field!r} is {declared[field]}; only str fields"
+                " can be sealed"
+            )
+    return tuple(value)
 
 
 def add_kinds(registry: KindRegistry, declarations: tuple[KindDeclaration, ...]) -> None:
@@ -457,6 +490,9 @@ def resolve_settings(
     tenant = values.pop("tenant", "")
     if tenant != "":
         check_tenant(tenant, f"tenant (from {tenant_from})")
+    keys = values.get("keys", "")
+    if not isinstance(keys, str) or (keys and not keys.strip()):
+        raise ConfigError(f"keys must be the path of a key store file, got {keys!r}")
     known = {f.name for f in fields(Settings)}
     settings = Settings(**{k: v for k, v in values.items() if k in known}, source=source)
     return scope_to_tenant(settings, tenant) if tenant else settings

@@ -23,7 +23,15 @@ from engram.agents.network import NeuronNetwork
 from engram.agents.scars import Scars
 from engram.agents.signals import Mailbox, SharedMemo
 from engram.config import Settings, add_kinds, resolve_settings
-from engram.ledger import ConfigError, KindRegistry, KindRegistryError, Ledger, default_registry
+from engram.ledger import (
+    ConfigError,
+    KeyStore,
+    KindRegistry,
+    KindRegistryError,
+    Ledger,
+    Sealer,
+    default_registry,
+)
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.embedding import (
@@ -98,16 +106,28 @@ def open_settings(
     """Open the ledger that resolved ``settings`` describe, with :func:`merged_registry`.
 
     ``readonly`` opens an existing ledger for reading only (ADR 0022): nothing is created.
+    With a ``keys`` setting, personal fields are sealed under per-subject keys (ADR 0039).
     """
-    return Ledger.open(
-        settings.ledger,
-        merged_registry(settings, registry),
-        durability=settings.durability,
-        busy_timeout=settings.busy_timeout,
-        pg_schema=settings.pg_schema,
-        max_payload_bytes=settings.max_payload_bytes,
-        readonly=readonly,
-    )
+    merged = merged_registry(settings, registry)
+    sealer = None
+    if settings.keys:
+        store = KeyStore(os.path.expanduser(settings.keys), create=not readonly)
+        sealer = Sealer(store, settings.personal())
+    try:
+        return Ledger.open(
+            settings.ledger,
+            merged,
+            durability=settings.durability,
+            busy_timeout=settings.busy_timeout,
+            pg_schema=settings.pg_schema,
+            max_payload_bytes=settings.max_payload_bytes,
+            readonly=readonly,
+            sealer=sealer,
+        )
+    except BaseException:
+        if sealer is not None:
+            sealer.keys.close()
+        raise
 
 
 def open_embedder(settings: Settings, use: str = "recall") -> Embedder:

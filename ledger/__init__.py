@@ -22,6 +22,7 @@ from engram.ledger.errors import (
     EnvelopeError,
     EventError,
     IdempotencyError,
+    KeyStoreError,
     KindRegistryError,
     LedgerClosedError,
     LedgerError,
@@ -34,11 +35,13 @@ from engram.ledger.errors import (
 from engram.ledger.events import ANY, NO_STREAM, Event, Expect, Expectation, NewEvent
 from engram.ledger.ids import new_id
 from engram.ledger.kinds import KindRegistry, KindSpec, kind_name
+from engram.ledger.shred import FORGOTTEN, KeyStore, Sealer
 from engram.ledger.store import DEFAULT_MAX_PAYLOAD, Ledger, VerifyReport
 
 __all__ = [
     "ANY",
     "DEFAULT_MAX_PAYLOAD",
+    "FORGOTTEN",
     "NO_STREAM",
     "SQL_CHUNK",
     "AppendError",
@@ -59,6 +62,8 @@ __all__ = [
     "Expect",
     "Expectation",
     "IdempotencyError",
+    "KeyStore",
+    "KeyStoreError",
     "KindRegistry",
     "KindRegistryError",
     "KindSpec",
@@ -69,6 +74,7 @@ __all__ = [
     "NewEvent",
     "PayloadError",
     "ReadOnlyLedgerError",
+    "Sealer",
     "StoreError",
     "UnknownKindError",
     "VerifyReport",

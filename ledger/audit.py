@@ -13,6 +13,9 @@ extra SQLite files under their aliases) and creates views in DuckDB's own catalo
   position, event_id, stream, version, actor, ``"at"``, then one typed column per payload
   field, read from the stored payload as is (no upcast); ``payload_<name>`` if the name
   clashes with an envelope column (a payload ``id`` stays ``id``: the event's is ``event_id``).
+  A personal field sealed under its subject's key (ADR 0039) shows ``[sealed]``, or
+  ``[forgotten]`` once a later ``subject.forgotten`` names its subject: an audit reads
+  the ledger's structure, never personal content, and needs no key store.
 
 Consistency: positions are assigned in commit order, gap-free, and never change, so the
 rows with ``position <= head`` are a consistent prefix of the ledger whatever is appended
@@ -64,6 +67,7 @@ from engram.ledger.errors import (
     AuditWriteError,
     StoreError,
 )
+from engram.ledger.shred import DEFAULT_PERSONAL, FORGOTTEN, SEALED_PREFIX
 from engram.ledger.sqlite import readable_uri
 
 _log = logging.getLogger(__name__)
@@ -149,11 +153,14 @@ class AuditSession:
         *,
         extra_attachments: Mapping[str, str] = {},
         cold: Sequence[tuple[str, int]] = (),
+        personal: Mapping[str, Sequence[str]] = DEFAULT_PERSONAL,
     ) -> None:
         """Attach the ledger (and ``extra_attachments``: alias -> SQLite path) read-only.
 
         ``cold``: (Parquet file, its last position) of contiguous segments from position 1.
+        ``personal``: the personal fields by kind, masked in the kind views (ADR 0039).
         """
+        self._personal = {kind: tuple(names) for kind, names in personal.items()}
         self._cold = [str(Path(path).resolve()) for path, _ in cold]
         self._cold_last = max((last for _, last in cold), default=0)
         missing = [path for path in self._cold if not Path(path).is_file()]
@@ -326,7 +333,7 @@ class AuditSession:
         except duckdb.CatalogException as exc:
             raise AuditUnavailableError(f"no ledger_meta table in {self._where}") from exc
         for view, (kind, struct) in self._kinds.items():
-            self._run(_kind_view_sql(view, kind, struct))
+            self._run(_kind_view_sql(view, kind, struct, self._personal.get(kind, ())))
 
 
 def open_audit(
@@ -335,14 +342,18 @@ def open_audit(
     *,
     extra_attachments: Mapping[str, str] = {},
     cold: Sequence[tuple[str, int]] = (),
+    personal: Mapping[str, Sequence[str]] = DEFAULT_PERSONAL,
 ) -> AuditSession:
     """Open an audit session over ``target`` with one view per kind in ``kinds``.
 
     ``extra_attachments`` (alias -> SQLite file) are attached read-only beside the ledger,
     e.g. the projection store as ``projections``; ``cold`` segments (Parquet file, last
-    position) serve the ``events`` view up to their end.
+    position) serve the ``events`` view up to their end; ``personal`` fields (by kind) show
+    ``[sealed]`` or ``[forgotten]`` in the kind views when sealed (ADR 0039).
     """
-    return AuditSession(target, kinds, extra_attachments=extra_attachments, cold=cold)
+    return AuditSession(
+        target, kinds, extra_attachments=extra_attachments, cold=cold, personal=personal
+    )
 
 
 def export_parquet(target: AuditTarget, path: str, first: int, last: int) -> int:
@@ -475,9 +486,13 @@ def _utc(value: object) -> object:
     return value.replace(tzinfo=dt.UTC) if isinstance(value, dt.datetime) else value
 
 
-def _kind_view_sql(view: str, kind: str, struct: type[msgspec.Struct]) -> str:
+def _kind_view_sql(
+    view: str, kind: str, struct: type[msgspec.Struct], personal: Sequence[str] = ()
+) -> str:
     columns = ["position", "id AS event_id", "stream", "version", "actor", '"at"']
-    for info in msgspec.structs.fields(struct):
+    fields = msgspec.structs.fields(struct)
+    has_agent = any(info.encode_name == "agent" for info in fields)
+    for info in fields:
         name = info.encode_name
         column = f"payload_{name}" if name in _ENVELOPE else name
         pointer = _literal("/" + name.replace("~", "~0").replace("/", "~1"))
@@ -485,10 +500,27 @@ def _kind_view_sql(view: str, kind: str, struct: type[msgspec.Struct]) -> str:
         value = f"json_extract{'' if sql_type == 'JSON' else '_string'}(payload, {pointer})"
         if sql_type not in ("JSON", "VARCHAR"):
             value = f"CAST({value} AS {sql_type})"
+        elif sql_type == "VARCHAR" and name in personal:
+            value = _masked(value, has_agent)
         columns.append(f"{value} AS {_ident(column)}")
     return (
         f"CREATE OR REPLACE VIEW main.{_ident(view)} AS SELECT {', '.join(columns)} "
-        f"FROM main.events WHERE kind = {_literal(kind)}"
+        f"FROM main.events e WHERE kind = {_literal(kind)}"
+    )
+
+
+def _masked(value: str, has_agent: bool) -> str:
+    """Return SQL showing a sealed personal field as [sealed], or [forgotten] (ADR 0039)."""
+    subject = (
+        "coalesce(json_extract_string(e.payload, '$.agent'), e.actor)" if has_agent else "e.actor"
+    )
+    forgotten = (
+        "EXISTS (SELECT 1 FROM main.events f WHERE f.kind = 'subject.forgotten'"
+        f" AND f.position > e.position AND json_extract_string(f.payload, '$.subject') = {subject})"
+    )
+    return (
+        f"CASE WHEN starts_with({value}, {_literal(SEALED_PREFIX)}) THEN CASE WHEN {forgotten}"
+        f" THEN {_literal(FORGOTTEN)} ELSE '[sealed]' END ELSE {value} END"
     )
 
 

@@ -20,6 +20,7 @@ import msgspec
 
 from engram.ledger.errors import EnvelopeError, PayloadError
 from engram.ledger.kinds import KindSpec
+from engram.ledger.shred import Sealer
 
 GENESIS_HASH = bytes(32)
 
@@ -47,6 +48,33 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
         except Exception:  # the path below raises the explained error
             pass
     return _encode_checked(spec, payload, index, max_bytes)
+
+
+def seal_payload(
+    sealer: Sealer,
+    spec: KindSpec,
+    payload: object,
+    data: bytes,
+    event_id: str,
+    actor: str,
+    index: int,
+    max_bytes: int = 1 << 30,
+) -> bytes:
+    """Return the canonical bytes of ``payload`` (validated as ``data``), personal fields sealed.
+
+    Raises:
+        PayloadError: the sealed payload is larger than ``max_bytes``.
+    """
+    value = payload if isinstance(payload, spec.type) else spec.decoder.decode(data)
+    sealed = _encoder.encode(sealer.seal(spec.name, event_id, actor, value))
+    if len(sealed) > max_bytes:
+        raise PayloadError(
+            f"event #{index} ({spec.name}): payload is {len(sealed)} bytes once its personal"
+            f" fields are sealed, over the limit of {max_bytes}",
+            index=index,
+            field="payload",
+        )
+    return sealed
 
 
 def _encode_checked(spec: KindSpec, payload: object, index: int, max_bytes: int) -> bytes:

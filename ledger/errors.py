@@ -19,6 +19,8 @@ Every error derives from :class:`LedgerError`; backends translate driver errors 
     ├── ReadOnlyLedgerError         an append to a ledger opened read-only
     ├── CheckpointError             (ledger.checkpoints) a key or checkpoint file is missing,
     │                               unreadable or forged
+    ├── KeyStoreError               (ledger.shred) a key store that is missing, not private,
+    │                               not a key store, or does not hold a sealed value's key
     └── AuditError                  (ledger.audit) SQL audit failures
         ├── AuditWriteError         a statement that would write
         ├── AuditQueryError         DuckDB rejected the query
@@ -46,6 +48,10 @@ class ReadOnlyLedgerError(LedgerError):
 
 class CheckpointError(LedgerError):
     """A signing key or a checkpoint file is missing, unreadable, or does not verify."""
+
+
+class KeyStoreError(LedgerError):
+    """A key store is missing, not private or not a key store, or lacks a sealed value's key."""
 
 
 class EventError(LedgerError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from engram.ledger.backend import Row, StoredContent, WriteTransaction
-from engram.ledger.codec import encode_payload, format_at, link, utc_now_text
+from engram.ledger.codec import encode_payload, format_at, link, seal_payload, utc_now_text
 from engram.ledger.errors import (
     AppendError,
     ConcurrencyError,
@@ -25,6 +25,7 @@ from engram.ledger.errors import (
 from engram.ledger.events import Expect, Expectation, NewEvent
 from engram.ledger.ids import new_ids, normalize_id
 from engram.ledger.kinds import KindRegistry, KindSpec
+from engram.ledger.shred import Sealer
 
 MAX_NAME = 512
 
@@ -125,8 +126,13 @@ def prepare(
     expect: Expectation | Mapping[str, Expectation],
     registry: KindRegistry,
     max_payload_bytes: int,
+    sealer: Sealer | None = None,
 ) -> Request:
-    """Validate a batch and its expectations; raise an EventError naming event and field."""
+    """Validate a batch and its expectations; raise an EventError naming event and field.
+
+    With a ``sealer``, the personal fields of its kinds are sealed once the payload is
+    validated as given (ADR 0039).
+    """
     if isinstance(events, NewEvent):
         events = (events,)
     elif type(events) is not list and not isinstance(events, Sequence):
@@ -170,6 +176,10 @@ def prepare(
         if type(actor) is not str or actor not in good:
             actor = _name(actor, "actor", i)
         payload = encode_payload(spec, ev.payload, index=i, max_bytes=max_payload_bytes)
+        if sealer is not None and kind in sealer.personal:
+            payload = seal_payload(
+                sealer, spec, ev.payload, payload, event_id, actor, i, max_payload_bytes
+            )
         causation, correlation = ev.causation_id, ev.correlation_id
         if causation is not None:
             causation = normalize_id(causation, field="causation_id", index=i)

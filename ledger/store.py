@@ -30,6 +30,7 @@ from engram.ledger.groupcommit import GroupCommitter
 from engram.ledger.kinds import KindRegistry
 from engram.ledger.planning import GroupPlan, Request, VersionCache, prepare
 from engram.ledger.schema import Column
+from engram.ledger.shred import Sealer
 
 DEFAULT_MAX_PAYLOAD = 1 << 20
 #: Rows per read query. Larger pages cost memory and save little once a query's setup is
@@ -99,7 +100,10 @@ class Ledger:
         registry: KindRegistry | None = None,
         *,
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
+        sealer: Sealer | None = None,
     ) -> None:
+        """``sealer`` seals personal fields on append and opens them on read (ADR 0039);
+        without one, sealed fields read as stored. The ledger closes its key store."""
         if registry is None:
             from engram.ledger.catalog import default_registry
 
@@ -111,6 +115,9 @@ class Ledger:
         self.backend = backend
         self.registry = registry
         self.max_payload_bytes = max_payload_bytes
+        if sealer is not None and not isinstance(sealer, Sealer):
+            raise ConfigError(f"sealer must be a Sealer, got {type(sealer).__name__}")
+        self.sealer = sealer
         self._committer = GroupCommitter(self._commit)
         self._versions = VersionCache()
         self._closed = False
@@ -127,6 +134,7 @@ class Ledger:
         pg_schema: str = "engram",
         max_payload_bytes: int = DEFAULT_MAX_PAYLOAD,
         readonly: bool = False,
+        sealer: Sealer | None = None,
     ) -> Ledger:
         """Open (creating if needed) the ledger at a file path or database URL.
 
@@ -138,6 +146,7 @@ class Ledger:
             readonly: open an existing ledger for reading only: no ledger is created and
                 nothing is written to it, so a ledger on read-only media can be read,
                 verified and audited (ADR 0022); appends raise ReadOnlyLedgerError.
+            sealer: seals personal fields under per-subject keys (ADR 0039).
 
         Raises:
             LedgerNotFoundError: ``readonly`` and no ledger is there.
@@ -150,7 +159,7 @@ class Ledger:
             readonly=readonly,
         )
         try:
-            return cls(backend, registry, max_payload_bytes=max_payload_bytes)
+            return cls(backend, registry, max_payload_bytes=max_payload_bytes, sealer=sealer)
         except BaseException:
             backend.close()
             raise
@@ -177,10 +186,12 @@ class Ledger:
         self._check_open()
         if self.backend.readonly:
             raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
+        if self.sealer is not None:
+            self.sealer.keys.refresh()
         committer = self._committer
         committer.enter()
         try:
-            request = prepare(events, expect, self.registry, self.max_payload_bytes)
+            request = prepare(events, expect, self.registry, self.max_payload_bytes, self.sealer)
             committer.submit(request)
         finally:
             committer.leave()
@@ -217,6 +228,38 @@ class Ledger:
             if plan.rows:
                 tx.insert(plan.rows)
         plan.remember()
+
+    def forget(self, subject: str, *, reason: str = "", actor: str = "system") -> int:
+        """Destroy ``subject``'s keys, then append ``subject.forgotten``; return its position.
+
+        Every personal field sealed for ``subject`` reads as ``[forgotten]`` from then on,
+        here and in every process sharing the key store; projections consuming the event
+        drop the subject's rows. Forgetting again is harmless (a retry after a crash).
+
+        Raises:
+            ConfigError: the ledger has no sealer, or ``subject``, ``reason`` or ``actor`` is
+                malformed; nothing is destroyed.
+        """
+        from engram.ledger.catalog import SubjectForgotten
+
+        self._check_open()
+        if self.sealer is None:
+            raise ConfigError("this ledger has no key store: nothing is sealed to forget")
+        if not isinstance(subject, str) or not subject.strip() or len(subject) > 512:
+            raise ConfigError(f"subject must be a name of 1..512 characters, got {subject!r}")
+        if not isinstance(reason, str):
+            raise ConfigError(f"reason must be a string, got {type(reason).__name__}")
+        if not isinstance(actor, str) or not actor or actor != actor.strip() or len(actor) > 512:
+            raise ConfigError(f"actor must be a name of 1..512 characters, got {actor!r}")
+        if self.backend.readonly:
+            raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
+        self.sealer.keys.forget(subject)
+        event = NewEvent.of(
+            SubjectForgotten(subject=subject, reason=reason),
+            stream="subjects",  # one stream: a 512-character subject fits no longer name
+            actor=actor,
+        )
+        return self.append(event)[0]
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -372,11 +415,19 @@ class Ledger:
         make = Event
         events: list[Event] = []
         add = events.append
+        sealer = self.sealer
+        personal = sealer.personal if sealer is not None else {}
+        if sealer is not None:
+            sealer.keys.refresh()
         for pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h in rows:
             if current(kind) == schema:
                 payload = decoders[kind](data)
             else:  # an older schema to upcast, or a kind this program does not know
                 payload = decode_payload(registry.get(kind), data, schema)
+            if kind in personal:
+                payload = sealer.open(kind, id_, payload)  # type: ignore[union-attr]
+            elif kind == "subject.forgotten" and sealer is not None:
+                sealer.forgotten(payload.subject)
             add(
                 make(
                     pos,
@@ -488,6 +539,8 @@ class Ledger:
         self._closed = True
         self._committer.close()
         self.backend.close()
+        if self.sealer is not None:
+            self.sealer.keys.close()
 
     def _check_open(self) -> None:
         if self._closed:

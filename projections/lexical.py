@@ -8,7 +8,8 @@ beside the text so
 every search filters visibility and type in the same statement that ranks: an agent finds
 its own items and public items, never another agent's private ones. ``memory.archived``
 (memories) and ``scar.archived`` (scars) stamp the rows they name with the archive's time (a
-position that holds no such row, or an archived one, is ignored); searches
+position that holds no such row, or an archived one, is ignored); ``subject.forgotten``
+deletes the rows of that subject's items before it (ADR 0039); searches
 leave archived rows out, except a search ``as_of`` a time before the archival, which sees
 what was known then (ADR 0019). It is the other half of hybrid recall and the fallback when
 vectors are unavailable.
@@ -158,6 +159,7 @@ class LexicalIndex(Projection):
         "scar.archived",
         "memory.reflected",
         "concept.upserted",
+        "subject.forgotten",
     )
     tables = ("lexical", "lexical_concepts")
 
@@ -179,6 +181,15 @@ class LexicalIndex(Projection):
         rows: list[tuple[int, str, str, str, str, int]] = []
         for e in events:
             p = e.payload
+            if e.kind == "subject.forgotten":  # ADR 0039: the subject's earlier items go
+                self._insert(db, rows)
+                rows = []
+                db.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed
+                if db.conn.execute(
+                    f"DELETE FROM {table} WHERE agent = ? AND rowid < ?", (p.subject, e.position)
+                ).rowcount:  # merge the segments: none keeps the words
+                    db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+                continue
             if e.kind in ARCHIVES:
                 # In position order: an archive only reaches the items before it.
                 self._insert(db, rows)

@@ -6,7 +6,8 @@ the event is applied, against the observations and reflections before it in the 
 kinds this projection consumes): its position and depth (0 for an observation, the stated
 depth for a reflection), or NULL for an id that names no earlier event of those kinds. So
 "does every belief rest on real events, and is its depth 1 + the deepest of them" is a
-question of this projection's rows (:func:`unsupported`).
+question of this projection's rows (:func:`unsupported`). ``subject.forgotten`` turns the
+text of the subject's earlier reflections into ``[forgotten]``, as a rebuild reads it (ADR 0039).
 
 The trigger state, per agent, is what happened since the agent's last reflection (the latest
 ``memory.reflected`` whose ``agent`` it is, by position; the start of the ledger when there
@@ -33,8 +34,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from engram.ledger import Event
-from engram.ledger.catalog import MemoryObserved, MemoryReflected
+from engram.ledger import FORGOTTEN, Event
+from engram.ledger.catalog import MemoryObserved, MemoryReflected, SubjectForgotten
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.salience import micros
@@ -88,7 +89,7 @@ class Reflections(Projection):
 
     name = "reflections"
     version = 1
-    kinds = (MemoryObserved, MemoryReflected)
+    kinds = (MemoryObserved, MemoryReflected, SubjectForgotten)
     tables = (
         "reflections",
         "reflection_evidence",
@@ -176,6 +177,11 @@ class Reflections(Projection):
                 c[0] += 1
                 c[1] += MISSING_IMPORTANCE if p.importance is None else p.importance
                 self._item(db, e.id, e.position, 0)
+            elif e.kind == "subject.forgotten":  # ADR 0039: text goes, provenance stays
+                db.conn.execute(
+                    f"UPDATE {db['reflections']} SET text = ? WHERE agent = ? AND position < ?",
+                    (FORGOTTEN, p.subject, e.position),
+                )
             else:
                 self._reflection(db, e, counters(PUBLIC), counters(p.agent))
         db.conn.executemany(

@@ -12,7 +12,9 @@ Scars never recalled, and old, are what archival may prune (:func:`never_recalle
   holding no scar, or an archived one, is ignored: the agent API refuses them before they
   are appended, this handler only has to be total);
 - ``memory.recalled``: each scar the recall served (once per recall, however often it is
-  listed) counts one more recall, and its last recall is the latest recall's time.
+  listed) counts one more recall, and its last recall is the latest recall's time;
+- ``subject.forgotten``: the subject's earlier scars keep their counters, but what happened
+  and the lesson read ``[forgotten]``, as a rebuild reads them (ADR 0039).
 
 Handlers read only their event and the table: no clock, the time is the event's (DESIGN.md,
 rule 2). This module is the template for a new projection: a name, a version, the kinds it
@@ -29,8 +31,8 @@ from typing import NamedTuple
 
 import msgspec
 
-from engram.ledger import Event, chunked
-from engram.ledger.catalog import MemoryRecalled, ScarArchived, ScarRecorded
+from engram.ledger import FORGOTTEN, Event, chunked
+from engram.ledger.catalog import MemoryRecalled, ScarArchived, ScarRecorded, SubjectForgotten
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError
 from engram.projections.salience import micros
@@ -69,7 +71,7 @@ class ScarsTable(Projection):
 
     name = "scars"
     version = 1
-    kinds = (ScarRecorded, ScarArchived, MemoryRecalled)
+    kinds = (ScarRecorded, ScarArchived, MemoryRecalled, SubjectForgotten)
     tables = ("scars",)
 
     def create(self, db: Tables) -> None:
@@ -104,6 +106,8 @@ class ScarsTable(Projection):
                 self._on_scar_recorded(db, e)
             elif e.kind == "scar.archived":
                 self._on_scar_archived(db, e)
+            elif e.kind == "subject.forgotten":
+                self._on_subject_forgotten(db, e)
             else:
                 self._on_memory_recalled(db, e)
 
@@ -134,6 +138,13 @@ class ScarsTable(Projection):
         db.conn.executemany(
             f"UPDATE {db['scars']} SET archived_us = ? WHERE position = ? AND archived_us IS NULL",
             [(micros(e.at), position) for position in p.positions],
+        )
+
+    def _on_subject_forgotten(self, db: Tables, e: Event) -> None:
+        p: SubjectForgotten = e.payload
+        db.conn.execute(
+            f"UPDATE {db['scars']} SET what = ?, lesson = ? WHERE agent = ? AND position < ?",
+            (FORGOTTEN, FORGOTTEN, p.subject, e.position),
         )
 
     def _on_memory_recalled(self, db: Tables, e: Event) -> None:

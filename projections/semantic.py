@@ -9,6 +9,7 @@ vectors of their item types and record each removal (position, and the archive's
 ``removed_at``) in ``semantic_removed``; a position without a vector is ignored. A
 ``concept.upserted`` supersedes the concept's previous upsert the same way: its vector is
 removed and the removal recorded (ADR 0037), so only the newest version is ever served.
+``subject.forgotten`` removes the subject's vectors before it the same way (ADR 0039).
 
 The FAISS index is an accelerator over that table, held by :class:`VectorSearcher`: saved
 atomically (write, fsync, rename) to an index file beside the store with the generation,
@@ -58,6 +59,27 @@ TOMBSTONE_SHARE = 0.2
 SLICE = 2_000
 
 
+_REMOVALS = (*ARCHIVES, "subject.forgotten")
+
+
+def _forget_subject(db: Tables, subject: str, position: int) -> None:
+    """Remove the vectors of ``subject``'s items before ``position``, as an archival does."""
+    vectors, removed = db["semantic_vectors"], db["semantic_removed"]
+    gone = [
+        row[0]
+        for row in db.conn.execute(
+            f"SELECT position FROM {vectors} WHERE agent = ? AND position < ?", (subject, position)
+        )
+    ]
+    for chunk in chunked(gone):
+        marks = ",".join("?" * len(chunk))
+        db.conn.execute(f"DELETE FROM {vectors} WHERE position IN ({marks})", chunk)
+    db.conn.executemany(
+        f"INSERT OR REPLACE INTO {removed} (position, removed_at) VALUES (?, ?)",
+        [(p, position) for p in gone],
+    )
+
+
 class SemanticIndex(Projection):
     """Vectors of memories, scars and reflections, embedded once and kept with the checkpoint."""
 
@@ -70,6 +92,7 @@ class SemanticIndex(Projection):
         "scar.archived",
         "memory.reflected",
         "concept.upserted",
+        "subject.forgotten",
     )
     tables = ("semantic_vectors", "semantic_removed", "semantic_concepts")
 
@@ -117,11 +140,11 @@ class SemanticIndex(Projection):
         memory is bounded by a slice, not by the engine's batch.
         """
         latest = self._supersede(db, events)
-        total = sum(1 for e in events if e.kind not in ARCHIVES)
+        total = sum(1 for e in events if e.kind not in _REMOVALS)
         done = 0
         pending: list[Event] = []
         for e in events:
-            if e.kind not in ARCHIVES:
+            if e.kind not in _REMOVALS:
                 if e.kind == "concept.upserted" and latest[e.payload.id] != e.position:
                     total -= 1  # superseded within the batch: never embedded
                     continue
@@ -133,6 +156,9 @@ class SemanticIndex(Projection):
             # In position order: an archive only reaches the items before it.
             done = self._store(db, pending, done, total)
             pending = []
+            if e.kind == "subject.forgotten":
+                _forget_subject(db, e.payload.subject, e.position)
+                continue
             marks = ",".join("?" * len(ARCHIVES[e.kind]))
             for position in e.payload.positions:
                 deleted = db.conn.execute(

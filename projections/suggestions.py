@@ -9,7 +9,8 @@ Tables:
 - ``suggestion_scars``: which scars each suggestion came from;
 - ``learning``: one row per ``scar.recorded`` with what the learning step needs (its
   lesson, importance, whether it is learnable and archived) and, from
-  ``suggestion.deferred``, how often drafting failed and the last reason;
+  ``suggestion.deferred``, how often drafting failed and the last reason (``subject.forgotten``
+  turns the subject's earlier what and lesson into ``[forgotten]``, ADR 0039);
 - ``ignored``: the events that reached the ledger but break the lifecycle, with why.
 
 The lifecycle: a suggestion is ``pending`` until its **first legal review**. A review of a
@@ -32,7 +33,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from engram.ledger import Event
+from engram.ledger import FORGOTTEN, Event
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.salience import micros
@@ -87,6 +88,7 @@ class SuggestionQueue(Projection):
         "suggestion.reviewed",
         "suggestion.deferred",
         "suggestion.written",
+        "subject.forgotten",
     )
     tables = ("suggestions", "suggestion_scars", "learning", "ignored")
 
@@ -140,6 +142,13 @@ class SuggestionQueue(Projection):
                 p.visibility,
                 micros(e.at),
             ),
+        )
+
+    def _subject_forgotten(self, db: Tables, e: Event) -> None:
+        # ADR 0039: the subject's scars read [forgotten], here as in a rebuild.
+        db.conn.execute(
+            f"UPDATE {db['learning']} SET what = ?, lesson = ? WHERE agent = ? AND position < ?",
+            (FORGOTTEN, FORGOTTEN, e.payload.subject, e.position),
         )
 
     def _scar_archived(self, db: Tables, e: Event) -> None:

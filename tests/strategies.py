@@ -1141,3 +1141,39 @@ def context_worlds(draw: st.DrawFn) -> list[tuple[str, str, str, str]]:
 
 
 context_queries = st.lists(st.sampled_from(_CONTEXT_WORDS), min_size=1, max_size=4).map(" ".join)
+# -- forgetting (ADR 0039): histories where subjects are forgotten ------------------------------
+
+#: The catalog kinds plus ``subject.forgotten``, which every history generates from now on.
+HISTORY_KINDS = (*HISTORY_KINDS, "subject.forgotten")
+_CATALOG_KINDS = HISTORY_KINDS[:-1]
+_history_without_forgetting = _history
+
+
+def _history(  # type: ignore[no-redef]  # wraps the builder above; appended to keep merges easy
+    c: _Choices, n: int, salt: int, kinds: Sequence[str], neurons: int, long_texts: bool
+) -> list[NewEvent]:
+    """A history as above, where some events become ``subject.forgotten`` of an author.
+
+    Histories of the default kinds (bound before ``subject.forgotten`` was appended to them)
+    and any asking for it get one in about every 25 events, keeping the replaced event's id
+    and time, so positions, ids and references stay as they were.
+    """
+    forgets = "subject.forgotten" in kinds or tuple(kinds) == _CATALOG_KINDS
+    rest = tuple(k for k in kinds if k != "subject.forgotten") or ("memory.observed",)
+    events = _history_without_forgetting(c, n, salt, rest, neurons, long_texts)
+    if not forgets:
+        return events
+    out = []
+    for e in events:
+        if c.integer(0, 24) == 0:
+            subject = c.pick((*_HISTORY_AGENTS, "nobody"))
+            e = NewEvent(
+                stream=f"subject:{subject}",
+                kind="subject.forgotten",
+                payload=SubjectForgotten(subject=subject, reason=c.pick(("", "erasure request"))),
+                actor="system",
+                id=e.id,
+                at=e.at,
+            )
+        out.append(e)
+    return out

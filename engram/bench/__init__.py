@@ -108,6 +108,7 @@ def run(
         recall_latency,
         report,
         scar_bench,
+        shred_bench,
     )
     from engram.bench import locomo as locomo_module
 
@@ -144,6 +145,7 @@ def run(
             ("SQLite batches of 100", ledger_bench.batched),
             ("SQLite one event per append", ledger_bench.single_and_threads),
             ("SQLite replay", ledger_bench.replay),
+            ("sealed vs plain", shred_bench.sealing),
             ("PostgreSQL batches of 100", pg_bench.run),
         ]
     if config.suite in ("audit", "all"):

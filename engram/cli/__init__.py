@@ -11,6 +11,7 @@ from engram.cli import (  # noqa: F401
     concept_commands,
     context_commands,
     dream_commands,
+    forget_commands,
     hub_commands,
     jobs_commands,
     ledger_commands,

@@ -16,6 +16,7 @@ from engram.cli.app import cli, examples
 from engram.cli.base import CliError, opened, output_format, redacted, state
 from engram.cli.base import open_ledger as _open_ledger
 from engram.ledger import ANY, NO_STREAM, Event, EventError, Expectation, KindRegistry, NewEvent
+from engram.ledger.shred import masked
 from engram.runtime import registry_for
 
 
@@ -213,6 +214,12 @@ def _event_record(event: Event) -> dict[str, Any]:
 @click.option(
     "--timeout", type=click.FloatRange(min=0), help="With --follow: stop after this idle time (s)."
 )
+@click.option(
+    "--as",
+    "viewer",
+    metavar="AGENT",
+    help="Show AGENT's private fields (its recall queries, private items); others read [private].",
+)
 @output_format()
 def log(
     after: int,
@@ -221,16 +228,20 @@ def log(
     limit: int | None,
     follow: bool,
     timeout: float | None,
+    viewer: str | None,
     fmt: str,
 ) -> None:
     """Print events in position order, or follow new ones.
 
     The table shows the payload cut to 80 characters; csv, json and jsonl carry every field.
+    Recall queries and private items' personal fields show [private] except to their own
+    agent (--as); a forgotten subject's show [forgotten] (ADR 0039).
     """
     if timeout is not None and not follow:
         raise click.UsageError("--timeout applies only with --follow")
     out = state()
-    with _open_ledger(out.settings(), readonly=True) as ledger:
+    settings = out.settings()
+    with _open_ledger(settings, readonly=True) as ledger:
         kind_list, stream_list = list(kinds) or None, list(streams) or None
         events: Iterator[Event]
         if follow:
@@ -239,8 +250,9 @@ def log(
                 events = _first(events, limit)
         else:
             events = ledger.read(after, kinds=kind_list, streams=stream_list, limit=limit)
+        personal = settings.personal()
         out.render(
-            map(_event_record, events),
+            (_event_record(masked(e, viewer, personal)) for e in events),
             fmt,
             table_columns=["position", "at", "stream", "version", "kind", "actor", "payload"],
             widths={"payload": 80},
@@ -350,7 +362,13 @@ def sql(query: str, fmt: str) -> None:
     cold = [(s.path, s.last) for s in segments(folder)] if folder.is_dir() else []
     with (
         _open_ledger(settings, readonly=True) as ledger,
-        open_audit(ledger.audit_target(), kinds, extra_attachments=extra, cold=cold) as session,
+        open_audit(
+            ledger.audit_target(),
+            kinds,
+            extra_attachments=extra,
+            cold=cold,
+            personal=settings.personal(),
+        ) as session,
     ):
         result = session.query(query)
     parse = [kind == "JSON" for kind in result.types] or [False] * len(result.columns)

@@ -1,0 +1,85 @@
+"""Forgetting from the command line: ``engram forget`` and ``engram keys`` (ADR 0039)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from engram.cli.app import cli, examples
+from engram.cli.base import CliError, note, open_ledger, output_format, state
+from engram.config import Settings
+from engram.ledger import KeyStore, KeyStoreError
+
+
+def _key_store(settings: Settings) -> str:
+    if not settings.keys:
+        raise click.UsageError(
+            "no key store is configured, so nothing is sealed to forget: set keys = PATH in "
+            "the config file (ADR 0039)"
+        )
+    return os.path.expanduser(settings.keys)
+
+
+@cli.command(
+    epilog=examples(
+        "engram forget alice --reason 'erasure request #12' --yes",
+        "engram forget alice    # asks to type the subject again (on a terminal)",
+    )
+)
+@click.argument("subject")
+@click.option("--reason", default="", help="Why, recorded in the subject.forgotten event.")
+@click.option(
+    "--actor", default="cli", show_default=True, help="Who forgets, as the event's actor."
+)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask: for scripts (required without a TTY).")
+def forget(subject: str, reason: str, actor: str, yes: bool) -> None:
+    """Destroy SUBJECT's keys and append subject.forgotten.
+
+    Every personal field sealed for SUBJECT (its observations, scar context, recall queries,
+    reflections, declared personal fields) reads [forgotten] from then on; the projections
+    drop them at their next catch-up, and verify still passes. This cannot be undone.
+    """
+    out = state()
+    settings = out.settings()
+    _key_store(settings)
+    if not subject.strip():
+        raise click.UsageError("SUBJECT must not be empty")
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(
+                "forgetting cannot be undone: pass --yes to confirm without a terminal"
+            )
+        typed = click.prompt(f"This destroys {subject!r}'s keys for good. Type the subject again")
+        if typed != subject:
+            raise CliError(f"{typed!r} is not {subject!r}: nothing was forgotten")
+    with open_ledger(settings) as ledger:
+        before = {s.subject: s for s in ledger.sealer.keys.subjects()} if ledger.sealer else {}
+        position = ledger.forget(subject, reason=reason, actor=actor)
+    found = before.get(subject)
+    live = 0 if found is None else found.keys - found.forgotten
+    if found is None:
+        note(f"the key store holds no key of {subject!r}: nothing of it was sealed")
+    out.echo(f"forgot {subject}: {live} key(s) destroyed; subject.forgotten at position {position}")
+
+
+@cli.command(epilog=examples("engram keys", "engram keys --format json"))
+@output_format()
+def keys(fmt: str) -> None:
+    """List the subjects the key store holds keys of, and which were forgotten."""
+    out = state()
+    path = _key_store(out.settings(create=True))
+    try:
+        with KeyStore(path, create=False) as store:
+            subjects = store.subjects()
+    except KeyStoreError as exc:
+        raise CliError(str(exc)) from None
+    out.render(
+        (
+            {"subject": s.subject, "keys": s.keys, "forgotten": s.forgotten, "live": s.live}
+            for s in subjects
+        ),
+        fmt,
+        columns=["subject", "keys", "forgotten", "live"],
+    )

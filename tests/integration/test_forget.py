@@ -1,0 +1,281 @@
+"""Forgetting end to end (ADR 0039): recall paths, projection files, rebuilds, audit, PG, CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from engram.agents.memory import AgentMemory
+from engram.agents.scars import Scars
+from engram.cli import main
+from engram.ledger import FORGOTTEN, KeyStore, Ledger, NewEvent, Sealer, open_audit
+from engram.ledger.catalog import KINDS, MemoryReflected
+from engram.projections.embedding import HashEmbedder
+from engram.projections.engine import ProjectionEngine
+from engram.projections.lexical import LexicalIndex
+from engram.projections.reflections import Reflections
+from engram.projections.salience import SalienceIndex
+from engram.projections.scars import ScarsTable
+from engram.projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.suggestions import SuggestionQueue
+
+SECRET = "quokka"  # a word nothing else in these tests says
+NAMES = ("salience", "lexical", "semantic", "scars", "reflections", "suggestions")
+
+
+class Sealed:
+    """A sealed ledger with the projections that hold personal text, and real FAISS search."""
+
+    def __init__(self, root: Path, target: str | None = None, pg_schema: str = "engram") -> None:
+        self.root = root
+        self.ledger = Ledger.open(
+            target or str(root / "ledger.db"),
+            durability="fast",
+            pg_schema=pg_schema,
+            sealer=Sealer(KeyStore(root / "keys.db")),
+        )
+        self.embedder = HashEmbedder(dimension=64)
+        self.engine = self.open_engine(root / "store")
+
+    def open_engine(self, store: Path) -> ProjectionEngine:
+        return ProjectionEngine(
+            self.ledger,
+            store,
+            [
+                SalienceIndex(),
+                LexicalIndex(),
+                SemanticIndex(self.embedder),
+                ScarsTable(),
+                Reflections(),
+                SuggestionQueue(),
+            ],
+        )
+
+    def agent(self, name: str) -> AgentMemory:
+        searcher = VectorSearcher(self.root / "store", 64, str(self.embedder.fingerprint))
+        return AgentMemory(
+            name, self.ledger, self.engine, embedder=self.embedder, searcher=searcher
+        )
+
+    def close(self) -> None:
+        self.engine.close()
+        self.ledger.close()
+
+
+@pytest.fixture
+def sealed(tmp_path: Path) -> Iterator[Sealed]:
+    s = Sealed(tmp_path)
+    yield s
+    s.close()
+
+
+def fill(s: Sealed) -> dict[str, int]:
+    alice, bob = s.agent("alice"), s.agent("bob")
+    found = {
+        "memory": alice.observe(f"The {SECRET} escaped from the database outage room"),
+        "private": alice.observe(f"my {SECRET} diary", visibility="private"),
+        "bob": bob.observe("Bob fixed the database outage"),
+        "scar": Scars("alice", s.ledger, s.engine).record(
+            "failure", f"the {SECRET} deploy failed", f"pin the {SECRET} version", importance=5
+        ),
+    }
+    evidence = next(s.ledger.read(found["memory"] - 1, limit=1)).id
+    found["reflection"] = s.ledger.append(
+        NewEvent.of(
+            MemoryReflected(
+                agent="alice", text=f"{SECRET}s like outages", evidence=[evidence], depth=1
+            ),
+            stream="agent:alice",
+            actor="alice",
+        )
+    )[0]
+    assert alice.recall(f"{SECRET} outage", 5).recorded_at is not None  # a sealed recall query
+    return found
+
+
+def store_bytes(store: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(store.iterdir()) if p.is_file())
+
+
+def test_forget_empties_every_recall_path_and_the_projection_files(sealed: Sealed) -> None:
+    found = fill(sealed)
+    alice, bob = sealed.agent("alice"), sealed.agent("bob")
+    for path in ("lexical", "semantic"):
+        hits = alice.recall(SECRET, 10, paths=(path,), record=False)
+        assert {found["memory"], found["private"]} <= {r.event.position for r in hits.items}
+    sealed.engine.catch_up()
+    assert SECRET.encode() in store_bytes(sealed.root / "store")  # the test can fail
+
+    sealed.ledger.forget("alice", reason="erasure request")
+    sealed.engine.catch_up()
+    for who in (alice, bob):
+        for path in ("lexical", "semantic"):
+            hits = who.recall(f"{SECRET} database outage", 10, paths=(path,), record=False)
+            assert all(r.event.payload.agent == "bob" for r in hits.items), path
+    with sealed.engine.read() as conn:
+        for (table,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'"
+        ).fetchall():
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
+                assert SECRET not in repr(row), (table, row)
+    sealed.engine.close()
+    assert SECRET.encode() not in store_bytes(sealed.root / "store")  # nor in freed pages
+    sealed.engine = sealed.open_engine(sealed.root / "store")
+    assert sealed.ledger.verify().ok
+
+
+def test_a_rebuild_after_the_forget_never_sees_the_text(sealed: Sealed) -> None:
+    fill(sealed)
+    sealed.engine.catch_up()
+    sealed.ledger.forget("alice")
+    sealed.engine.catch_up()
+    incremental = {name: sealed.engine.digest(name) for name in NAMES}
+    fresh = sealed.open_engine(sealed.root / "fresh")
+    try:
+        fresh.catch_up()
+        assert {name: fresh.digest(name) for name in NAMES} == incremental
+    finally:
+        fresh.close()
+    assert SECRET.encode() not in store_bytes(sealed.root / "fresh")
+    texts = [
+        getattr(e.payload, "text", None) for e in sealed.ledger.read(kinds=["memory.observed"])
+    ]
+    assert texts == [FORGOTTEN, FORGOTTEN, "Bob fixed the database outage"]
+
+
+def test_the_audit_shows_sealed_and_forgotten_fields(sealed: Sealed) -> None:
+    found = fill(sealed)
+    sealed.ledger.forget("alice")
+    bob = sealed.agent("bob")
+    bob.observe(f"bob says {SECRET} once more")  # after the forget: bob's key lives
+    with open_audit(sealed.ledger.audit_target(), KINDS) as session:
+        rows = session.query(
+            "SELECT position, agent, text FROM memory_observed ORDER BY position"
+        ).rows
+        scars = session.query("SELECT what, lesson FROM scar_recorded").rows
+        queries = session.query("SELECT agent, query FROM memory_recalled").rows
+        raw = session.query("SELECT payload FROM events").rows
+    assert rows[:3] == [
+        (found["memory"], "alice", FORGOTTEN),
+        (found["private"], "alice", FORGOTTEN),
+        (found["bob"], "bob", "[sealed]"),
+    ]
+    assert rows[3][1:] == ("bob", "[sealed]")
+    assert scars == [(FORGOTTEN, FORGOTTEN)]
+    assert queries == [("alice", FORGOTTEN)]
+    assert not any(SECRET in str(r) for r in raw)
+
+
+def test_forget_on_postgresql(tmp_path: Path, pg_dsn: str, pg_schema: str) -> None:
+    s = Sealed(tmp_path, pg_dsn, pg_schema)
+    try:
+        found = fill(s)
+        s.engine.catch_up()
+        s.ledger.forget("alice")
+        s.engine.catch_up()
+        assert s.ledger.verify().ok
+        event = next(s.ledger.read(found["memory"] - 1, limit=1))
+        assert event.payload.text == FORGOTTEN
+        hits = s.agent("bob").recall(SECRET, 10, paths=("lexical",), record=False)
+        assert [r.event.position for r in hits.items] == []
+        with open_audit(s.ledger.audit_target(), KINDS) as session:
+            texts = session.query("SELECT agent, text FROM memory_observed ORDER BY position").rows
+        assert texts == [("alice", FORGOTTEN), ("alice", FORGOTTEN), ("bob", "[sealed]")]
+    finally:
+        s.close()
+
+
+# -- the command line ------------------------------------------------------------------------------
+
+
+def cli(capsys: pytest.CaptureFixture[str], config: Path, *argv: str) -> tuple[int, str, str]:
+    out = io.StringIO()
+    code = main(["--config", str(config), *argv], out=out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Path:
+    path = tmp_path / "engram.toml"
+    path.write_text(f'ledger = "{tmp_path / "l.db"}"\nkeys = "{tmp_path / "keys.db"}"\n')
+    return path
+
+
+def test_cli_forget_keys_log_and_sql(
+    capsys: pytest.CaptureFixture[str], config: Path, tmp_path: Path
+) -> None:
+    assert cli(capsys, config, "init")[0] == 0
+    assert cli(capsys, config, "observe", "alice", f"the {SECRET} plan")[0] == 0
+    assert cli(capsys, config, "recall", "alice", f"{SECRET} plan")[0] == 0
+    code, out, _ = cli(capsys, config, "log", "--kind", "memory.recalled", "--format", "jsonl")
+    assert code == 0
+    assert json.loads(out)["payload"]["query"] == "[private]"
+    code, out, _ = cli(
+        capsys, config, "log", "--as", "alice", "--kind", "memory.recalled", "--format", "jsonl"
+    )
+    assert json.loads(out)["payload"]["query"] == f"{SECRET} plan"
+
+    code, _, err = cli(capsys, config, "forget", "alice")  # no terminal, no --yes
+    assert code == 2
+    assert "--yes" in err
+    code, out, _ = cli(capsys, config, "keys", "--format", "json")
+    assert json.loads(out) == [{"subject": "alice", "keys": 1, "forgotten": 0, "live": True}]
+
+    code, out, _ = cli(capsys, config, "forget", "alice", "--reason", "request 12", "--yes")
+    assert code == 0
+    assert "1 key(s) destroyed" in out
+    code, out, _ = cli(capsys, config, "log", "--as", "alice", "--format", "jsonl")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["payload"].get("text") for r in records if r["kind"] == "memory.observed"] == [
+        FORGOTTEN
+    ]
+    assert records[-1]["kind"] == "subject.forgotten"
+    assert records[-1]["payload"] == {"subject": "alice", "reason": "request 12"}
+    assert SECRET not in out
+    code, out, _ = cli(
+        capsys, config, "sql", "SELECT text FROM memory_observed", "--format", "json"
+    )
+    assert json.loads(out) == [{"text": FORGOTTEN}]
+    assert cli(capsys, config, "verify")[0] == 0
+    code, out, _ = cli(capsys, config, "keys", "--format", "json")
+    assert json.loads(out) == [{"subject": "alice", "keys": 1, "forgotten": 1, "live": False}]
+
+
+def test_cli_errors_for_a_bad_or_missing_key_store(
+    capsys: pytest.CaptureFixture[str], config: Path, tmp_path: Path
+) -> None:
+    assert cli(capsys, config, "init")[0] == 0
+    os.chmod(tmp_path / "keys.db", 0o644)
+    code, _, err = cli(capsys, config, "log")
+    assert code == 1
+    assert "readable by others" in err
+    assert "chmod 600" in err
+    os.chmod(tmp_path / "keys.db", 0o600)
+    plain = tmp_path / "plain.toml"
+    plain.write_text(f'ledger = "{tmp_path / "l.db"}"\n')
+    code, _, err = cli(capsys, plain, "forget", "alice", "--yes")
+    assert code == 2
+    assert "no key store is configured" in err
+
+
+def test_the_sealing_bench_measures_both_sides(tmp_path: Path) -> None:
+    from engram.bench import shred_bench
+    from engram.bench.common import QUICK, Config
+
+    sizes = dataclasses.replace(QUICK, batch_events=500, replay_events=2_000)
+    config = Config("ledger", True, 1, None, "", str(tmp_path), sizes, 7)
+    figures = shred_bench.sealing(config)
+    assert [f.name.split(",")[0] for f in figures] == [
+        "SQLite append sealed vs plain",
+        "SQLite replay sealed vs plain",
+    ] * 2
+    for figure in figures:
+        assert len(figure.engram_samples) == len(figure.reference_samples) == 1
+        assert figure.ratio is not None
+        assert figure.ratio > 0
