@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import context_queries, context_worlds
 
 import engram
 from engram.agents import ConceptOwnerError
@@ -13,7 +14,6 @@ from engram.agents.frames import encode
 from engram.agents.tokens import Estimate, default_counter
 from engram.projections import concepts
 from engram.projections.concepts import SELF
-from tests.strategies import context_queries, context_worlds
 
 
 @settings(max_examples=12, deadline=None)
