@@ -7,13 +7,11 @@ dream window's batch, right before its ``job.completed``; no scar is cited twice
 from __future__ import annotations
 
 import random
-import signal
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from test_jobs_processes import _check_windows, _config, _spawn
+from test_jobs_processes import _check_windows, _config, _kill_then_finish
 
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import ScarRecorded
@@ -57,16 +55,7 @@ def test_sigkill_during_the_dream_then_restart_proposes_each_cluster_once(
         tmp_path / "store",
         '[jobs.dream]\nevery = "1d"\n',
     )
-    for _ in range(3):
-        proc = _spawn(config)
-        time.sleep(rng.uniform(1.0, 4.0))
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-    with _spawn(config, "--once") as proc:
-        out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    with Ledger.open(ledger_path, readonly=True) as ledger:
-        events = list(ledger.read())
+    out, events = _kill_then_finish(config, ledger_path, rng, pause=(1.0, 4.0))
     windows = _check_windows(events)
     assert windows["dream"][-1][1] == today, out
     proposed = [e for e in events if e.kind == "suggestion.proposed"]

@@ -31,6 +31,25 @@ def _config(path: Path, ledger: str, store: Path, body: str, schema: str | None 
     return path
 
 
+def _kill_then_finish(
+    config: Path, ledger_path: str, rng: random.Random, *, pause: tuple[float, float]
+) -> tuple[str, list[Event]]:
+    """SIGKILL the daemon three times after a random pause, then run it ``--once`` to the end.
+
+    Return the last run's output and every event of the ledger.
+    """
+    for _ in range(3):
+        proc = _spawn(config)
+        time.sleep(rng.uniform(*pause))
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    with _spawn(config, "--once") as proc:
+        out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    with Ledger.open(ledger_path, readonly=True) as ledger:
+        return out, list(ledger.read())
+
+
 def _spawn(config: Path, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "ENGRAM_CONFIG": str(config)}
     env.pop("ENGRAM_LEDGER", None)
@@ -122,16 +141,7 @@ def test_sigkill_mid_window_then_restart_completes_it_once(tmp_path: Path) -> No
         tmp_path / "store",
         '[jobs.sleep]\nevery = "1d"\nthreshold = 40000\n[jobs.archive]\nevery = "1d"\n',
     )
-    for _ in range(3):
-        proc = _spawn(config)
-        time.sleep(rng.uniform(1.0, 3.0))
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate()
-    with _spawn(config, "--once") as proc:
-        out, err = proc.communicate(timeout=300)
-    assert proc.returncode == 0, err
-    with Ledger.open(ledger_path, readonly=True) as ledger:
-        events = list(ledger.read())
+    out, events = _kill_then_finish(config, ledger_path, rng, pause=(1.0, 3.0))
     windows = _check_windows(events)
     assert windows["sleep"] == [(today - timedelta(days=1), today)], out
     reweighted = [e for e in events if e.kind == "connection.reweighted"]
