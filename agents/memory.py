@@ -138,17 +138,22 @@ class AgentMemory:
         fusion: Mapping[str, float] | None = None,
         bloom: bool = True,
         prune: bool = True,
+        rrf_k: int = RRF_K,
     ) -> None:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
         provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
         the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`);
-        ``prune`` searches the query's informative words only (:func:`lexical.terms`)."""
+        ``prune`` searches the query's informative words only (:func:`lexical.terms`);
+        ``rrf_k`` is the fusion's rank constant (:data:`RRF_K`; 60 is textbook RRF)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
         if fusion is None:
             provider = embedder.fingerprint.provider if embedder is not None else ""
             fusion = FUSION_BY_PROVIDER.get(provider, DEFAULT_FUSION)
         self.fusion = _checked(fusion, DEFAULT_FUSION, "fusion")
+        if not isinstance(rrf_k, int) or isinstance(rrf_k, bool) or not 0 <= rrf_k <= 10_000:
+            raise QueryError(f"rrf_k must be an int in 0..10000, got {rrf_k!r}")
+        self.rrf_k = rrf_k
         self.agent = agent
         self.ledger = ledger
         self.engine = engine
@@ -364,7 +369,7 @@ class AgentMemory:
         for path, ranked in found.items():
             for rank, (position, raw) in enumerate(ranked, start=1):
                 c = fused.setdefault(position, _Candidate())
-                c.fused += self.fusion[path] / (RRF_K + rank)
+                c.fused += self.fusion[path] / (self.rrf_k + rank)
                 c.via = (*c.via, path)
                 if path == "lexical":
                     c.bm25 = raw

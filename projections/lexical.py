@@ -44,6 +44,9 @@ from engram.projections.store import ProjectionStore, physical
 MAX_TEXT = 16_000
 #: Porter stemming over unicode61 words: "failed", "failing" and "fails" meet (ADR 0025).
 TOKENIZER = "porter unicode61 remove_diacritics 2"
+#: The tokenizers a lexical index can be built with, by name: the default, and the words
+#: unstemmed (the ablation of ADR 0043). Searches follow whichever the index was built with.
+TOKENIZERS = {"porter": TOKENIZER, "unicode61": "unicode61 remove_diacritics 2"}
 _WORD = re.compile(r"\w+", re.UNICODE)
 #: A query word held by more than this share of the rows is not searched (ADR 0026).
 PRUNE_SHARE = 0.02
@@ -163,12 +166,23 @@ class LexicalIndex(Projection):
     )
     tables = ("lexical", "lexical_concepts")
 
+    def __init__(self, *, tokenizer: str = "porter") -> None:
+        """``tokenizer``: a name of :data:`TOKENIZERS` (a change rebuilds the index)."""
+        if tokenizer not in TOKENIZERS:
+            raise QueryError(f"tokenizer must be one of {sorted(TOKENIZERS)}, got {tokenizer!r}")
+        self.tokenizer = tokenizer
+
+    def config(self) -> str:
+        """Return the tokenizer when it is not the default (the default keeps stores as
+        they were)."""
+        return "" if self.tokenizer == "porter" else f"tokenizer={self.tokenizer}"
+
     def create(self, db: Tables) -> None:
         """Create the FTS5 table."""
         db.conn.execute(
             f"CREATE VIRTUAL TABLE {db['lexical']} USING fts5(text, agent UNINDEXED,"
             " visibility UNINDEXED, type UNINDEXED, observed_us UNINDEXED, archived_us UNINDEXED,"
-            f" tokenize = '{TOKENIZER}')"
+            f" tokenize = '{TOKENIZERS[self.tokenizer]}')"
         )
         db.conn.execute(
             f"CREATE TABLE {db['lexical_concepts']} (id TEXT PRIMARY KEY,"
@@ -372,28 +386,40 @@ def _frequencies(
 def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Return the index's terms of each of ``words``, through its tokenizer once per word."""
     wanted = set(words)
-    known = {w: found for w in wanted if (found := _STEMS.get(w)) is not None}
+    name = _tokenizer(conn, table)
+    known = {w: found for w in wanted if (found := _STEMS.get((name, w))) is not None}
     unseen = [w for w in wanted if w not in known]
     if not unseen:
         return known
     _vocabulary(conn, table)
-    conn.execute("DELETE FROM temp.engram_query")
-    conn.executemany(
-        "INSERT INTO temp.engram_query (rowid, text) VALUES (?, ?)", list(enumerate(unseen))
-    )
+    query = f"temp.engram_query_{name}"
+    conn.execute(f"DELETE FROM {query}")
+    conn.executemany(f"INSERT INTO {query} (rowid, text) VALUES (?, ?)", list(enumerate(unseen)))
     parts: dict[int, list[str]] = {}
-    for number, term in conn.execute("SELECT doc, term FROM temp.engram_query_terms"):
+    for number, term in conn.execute(f"SELECT doc, term FROM {query}_terms"):
         parts.setdefault(number, []).append(term)
     fresh = {word: tuple(parts.get(number, ())) for number, word in enumerate(unseen)}
     with _CACHE_LOCK:
         if len(_STEMS) + len(fresh) > _CACHED_WORDS:
             _STEMS.clear()
-        _STEMS.update(fresh)
+        _STEMS.update({(name, word): found for word, found in fresh.items()})
     return known | fresh
 
 
-#: Word -> its terms in the index (the tokenizer is fixed, so this never goes stale).
-_STEMS: dict[str, tuple[str, ...]] = {}
+def _tokenizer(conn: sqlite3.Connection, table: str) -> str:
+    """Return the name (:data:`TOKENIZERS`) of the tokenizer ``table`` was created with."""
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = ?", (table.strip(chr(34)),)
+    ).fetchone()
+    declared = "" if row is None else str(row[0])
+    for name, tokenizer in TOKENIZERS.items():
+        if f"tokenize = '{tokenizer}'" in declared:
+            return name
+    raise UnknownProjectionError(f"the lexical table {table} has a tokenizer engram does not know")
+
+
+#: (tokenizer, word) -> its terms in the index (a tokenizer is fixed: this never goes stale).
+_STEMS: dict[tuple[str, str], tuple[str, ...]] = {}
 #: (index file, table, averages record) -> term -> rows holding it; the latest few states.
 _COUNTS: dict[tuple[str, str, bytes], dict[str, int]] = {}
 _CACHE_LOCK = threading.Lock()
@@ -424,13 +450,14 @@ def _vocabulary(conn: sqlite3.Connection, table: str) -> str:
     """
     vocab = f'temp."engram_vocab{table.strip(chr(34))}"'
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, row)")
+    name = _tokenizer(conn, table)
     conn.execute(
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_query USING fts5(text,"
-        f" tokenize = '{TOKENIZER}')"
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_query_{name} USING fts5(text,"
+        f" tokenize = '{TOKENIZERS[name]}')"
     )
     conn.execute(
-        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_query_terms"
-        " USING fts5vocab(temp, engram_query, instance)"
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_query_{name}_terms"
+        f" USING fts5vocab(temp, engram_query_{name}, instance)"
     )
     return vocab
 

@@ -86,6 +86,7 @@ def run(
     embedding_cache: str | None = None,
     only: Iterable[str] | None = None,
     scale: str = "100k",
+    store_cache: str | None = None,
 ) -> int:
     """Run the chosen suites, print the table and return the exit code (1 if a step failed).
 
@@ -93,6 +94,7 @@ def run(
     option that supplies it. ``only`` keeps some parts of the recall suite (``quality``,
     ``latency``, ``rebuild``; comma lists allowed); it needs ``suite="recall"``. ``scale``
     ``"1m"`` adds the million-memory latency store (hash vectors; minutes, so opt-in).
+    ``store_cache`` keeps the built latency stores in a directory and reuses them.
     """
     from engram.bench import (
         agents_bench,
@@ -138,6 +140,7 @@ def run(
         locomo=locomo,
         embedding_cache=cache,
         recall_scale=SCALES[scale],
+        store_cache=store_cache or None,
     )
     steps: list[tuple[str, Callable[[Config], list[Figure]]]] = []
     if config.suite in ("ledger", "all"):

@@ -36,7 +36,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engram.agents.memory import DEFAULT_WEIGHTS, AgentMemory
+from engram.agents.memory import DEFAULT_WEIGHTS, RRF_K, AgentMemory
 from engram.bench import locomo
 from engram.bench.common import Config, Figure, Progress, log, remove_tree
 from engram.ledger import Ledger, default_registry
@@ -55,6 +55,9 @@ from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 
 KS = (5, 10, 20)
+#: Plain reciprocal rank fusion as published: k = 60, the paths weighed alike, nothing else.
+TEXTBOOK_RRF_K = 60
+TEXTBOOK_FUSION = {"lexical": 1.0, "semantic": 1.0}
 READER = "reader"
 RELEVANCE_ONLY = {"relevance": 1.0, "recency": 0.0, "importance": 0.0}
 BOTH = ("lexical", "semantic")
@@ -71,6 +74,8 @@ class Mode:
     fusion: Mapping[str, float] | None = None  # None: the default for the embedder
     bloom: bool = True  # the strongest candidates cue their episode neighbours
     prune: bool = True  # the lexical search ORs the informative words only
+    rrf_k: int = RRF_K  # the fusion's rank constant
+    tokenizer: str = "porter"  # the lexical index's tokenizer (lexical.TOKENIZERS)
 
 
 MODES = (
@@ -86,6 +91,25 @@ ABLATIONS = (
     Mode("lexical, no pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune=False),
     Mode("hybrid (minilm), no pruning", "minilm", BOTH, RELEVANCE_ONLY, prune=False),
     Mode("hybrid (minilm), no bloom", "minilm", BOTH, RELEVANCE_ONLY, bloom=False),
+    Mode("lexical, unicode61", "hash", ("lexical",), RELEVANCE_ONLY, tokenizer="unicode61"),
+    Mode("hybrid (minilm), unicode61", "minilm", BOTH, RELEVANCE_ONLY, tokenizer="unicode61"),
+    Mode(
+        "hybrid (minilm), textbook RRF",
+        "minilm",
+        BOTH,
+        RELEVANCE_ONLY,
+        fusion=TEXTBOOK_FUSION,
+        rrf_k=TEXTBOOK_RRF_K,
+        bloom=False,
+    ),
+    Mode(
+        "hybrid (minilm), RRF k=60",
+        "minilm",
+        BOTH,
+        RELEVANCE_ONLY,
+        fusion=TEXTBOOK_FUSION,
+        rrf_k=TEXTBOOK_RRF_K,
+    ),
 )
 REFERENCE = "rank_bm25"
 #: Hybrid (MiniLM) recall@10 over rank_bm25's on the development split (ADR 0025).
@@ -223,12 +247,17 @@ def _conversation(
     """Observe one conversation into its own ledger, then ask its questions in every mode."""
     base = os.path.join(directory, conversation.sample_id)
     with Ledger.open(base + ".db", default_registry(), durability="fast") as ledger:
-        kinds = [kind for kind in ("hash", "minilm") if embedders[kind] is not None]
-        opened = {kind: _open(ledger, f"{base}.{kind}", embedders[kind]) for kind in kinds}
+        stores = list(dict.fromkeys((mode.embedder, mode.tokenizer) for mode in active))
+        opened = {
+            (kind, tokenizer): _open(
+                ledger, f"{base}.{kind}.{tokenizer}", embedders[kind], tokenizer
+            )
+            for kind, tokenizer in stores
+        }
         try:
-            dia = observe_conversation(ledger, opened[kinds[0]][0], conversation)
+            dia = observe_conversation(ledger, opened[stores[0]][0], conversation)
             _score_reference(conversation, scores)
-            for kind, (engine, searcher) in opened.items():
+            for (kind, tokenizer), (engine, searcher) in opened.items():
                 engine.catch_up()
                 memories = [
                     (
@@ -242,10 +271,11 @@ def _conversation(
                             fusion=mode.fusion,
                             bloom=mode.bloom,
                             prune=mode.prune,
+                            rrf_k=mode.rrf_k,
                         ),
                     )
                     for mode in active
-                    if mode.embedder == kind
+                    if (mode.embedder, mode.tokenizer) == (kind, tokenizer)
                 ]
                 _ask(conversation, memories, dia, scores, progress)
         finally:
@@ -287,10 +317,10 @@ def _ask(
 
 
 def _open(
-    ledger: Ledger, store: str, embedder: Embedder | None
+    ledger: Ledger, store: str, embedder: Embedder | None, tokenizer: str = "porter"
 ) -> tuple[ProjectionEngine, VectorSearcher]:
     assert embedder is not None
-    projections = [SalienceIndex(), LexicalIndex(), SemanticIndex(embedder)]
+    projections = [SalienceIndex(), LexicalIndex(tokenizer=tokenizer), SemanticIndex(embedder)]
     engine = ProjectionEngine(ledger, store, projections)
     return engine, VectorSearcher(store, embedder.dimension, str(embedder.fingerprint))
 
@@ -514,6 +544,10 @@ LEVERS = (
     ("pruning (lexical)", "lexical", "lexical, no pruning"),
     ("pruning (hybrid)", "hybrid (minilm)", "hybrid (minilm), no pruning"),
     ("bloom (hybrid)", "hybrid (minilm)", "hybrid (minilm), no bloom"),
+    ("porter stems (lexical)", "lexical", "lexical, unicode61"),
+    ("porter stems (hybrid)", "hybrid (minilm)", "hybrid (minilm), unicode61"),
+    ("RRF k=10 (hybrid; vs k=60)", "hybrid (minilm)", "hybrid (minilm), RRF k=60"),
+    ("engram fusion (vs textbook RRF)", "hybrid (minilm)", "hybrid (minilm), textbook RRF"),
     ("recency + importance", "full", "hybrid (minilm)"),
 )
 

@@ -125,8 +125,12 @@ def latency(config: Config) -> list[Figure]:
 def _at_scale(
     config: Config, texts: Sequence[str], queries: list[str], embedder: Embedder, what: str
 ) -> list[Figure]:
-    """Build a store of ``texts`` (timed), then time recall against its raw calls."""
-    directory = os.path.join(config.scratch, f"latency-{len(texts)}")
+    """Build a store of ``texts`` (timed; or reuse the cached one), then time recall against
+    its raw calls."""
+    name = f"latency-{len(texts)}-{embedder.fingerprint.provider}"
+    directory = os.path.join(config.store_cache or config.scratch, name)
+    if config.store_cache:
+        os.makedirs(config.store_cache, exist_ok=True)
     try:
         with recall_scale.built(config, directory, texts, embedder, what) as (record, ledger, e):
             figures = record.figures(what)
@@ -140,9 +144,11 @@ def _at_scale(
             with e.read() as conn:
                 searcher.sync(conn)
             log(
-                f"  HNSW index over {searcher.size:,} vectors built in "
+                f"  HNSW index over {searcher.size:,} vectors ready in "
                 f"{time.perf_counter() - started:.1f} s"
             )
+            if config.store_cache:
+                searcher.save()
             query_vectors = embedder.embed(queries)
             vectors = dict(zip(queries, query_vectors, strict=True))
             memory = AgentMemory(
@@ -153,7 +159,8 @@ def _at_scale(
             figures.append(_hnsw_recall(e, searcher, query_vectors))
         return figures
     finally:
-        remove_tree(directory)
+        if not config.store_cache:
+            remove_tree(directory)
 
 
 def _hnsw_recall(engine: ProjectionEngine, searcher: VectorSearcher, queries: FloatArray) -> Figure:

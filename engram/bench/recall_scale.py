@@ -15,14 +15,17 @@ size.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import resource
+import shutil
 import statistics
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -93,11 +96,16 @@ def catch_up(engine: ProjectionEngine, label: str) -> None:
 
 
 class Built:
-    """A store built for the latency figures, with the throughput of each step."""
+    """A store built for the latency figures, with the throughput of each step.
+
+    ``reused`` says the store came from the store cache: its seconds are the ones recorded
+    when it was built (:func:`built`).
+    """
 
     def __init__(self, count: int) -> None:
         self.count = count
         self.seconds: dict[str, float] = {}
+        self.reused = False
 
     def figures(self, what: str) -> list[Figure]:
         """Return the observe-throughput figures (events/s) of each step and of all."""
@@ -107,43 +115,108 @@ class Built:
             "indexes": "catch-up, salience + lexical",
             "semantic": f"semantic index built from nothing ({what})",
         }
+        cached = " (recorded when the cached store was built)" if self.reused else ""
         for step, label in labels.items():
             figure = Figure(f"{label}, {self.count:,} memories", "events/s", "-", None)
             figure.engram_samples.append(self.count / self.seconds[step])
+            figure.note = cached.strip(" ()")
             out.append(figure)
         total = Figure(f"observe into all indexes, {self.count:,} memories", "events/s", "-", None)
         total.engram_samples.append(self.count / sum(self.seconds.values()))
         total.note = (
             f"append, catch-up and semantic build in sequence: {sum(self.seconds.values()):.0f} s"
-            f" for {self.count:,} memories; vectors: {what}"
+            f" for {self.count:,} memories; vectors: {what}{cached}"
         )
         out.append(total)
         return out
+
+
+def fingerprint(texts: Sequence[str], embedder: Embedder) -> str:
+    """Return what a cached store must have been built from: the texts and the vectors."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update(text.encode())
+        digest.update(b"\0")
+    return f"{len(texts)}:{embedder.fingerprint}:{digest.hexdigest()}"
+
+
+def _recorded(marker: str, expected: str, ledger: Ledger) -> dict[str, float] | None:
+    """Return the build seconds a cached store recorded, or None if it is not that store."""
+    try:
+        with open(marker) as f:
+            found = json.load(f)
+    except (OSError, ValueError):
+        return None
+    count = int(expected.split(":", 1)[0])
+    if not isinstance(found, dict) or found.get("built_from") != expected:
+        return None
+    if ledger.head() != count:
+        return None
+    seconds = found.get("seconds")
+    steps = ("append", "indexes", "semantic")
+    if not isinstance(seconds, dict) or any(not isinstance(seconds.get(s), float) for s in steps):
+        return None
+    return {s: float(seconds[s]) for s in steps}
 
 
 @contextmanager
 def built(
     config: Config, directory: str, texts: Sequence[str], embedder: Embedder, what: str
 ) -> Iterator[tuple[Built, Ledger, ProjectionEngine]]:
-    """Build a store of ``texts`` step by step, timing each; yield it open."""
+    """Build a store of ``texts`` step by step, timing each; yield it open.
+
+    A store left in ``directory`` by an earlier run (its marker names the same texts and
+    embedder, its ledger holds just them) is reused: nothing is rebuilt and the seconds it
+    recorded are reported. Anything else found there is removed and built again.
+    """
     from engram.ledger import default_registry
 
     record = Built(len(texts))
+    marker = directory + ".built.json"
+    expected = fingerprint(texts, embedder)
+    if os.path.exists(directory + ".db"):
+        with Ledger.open(directory + ".db", default_registry(), durability="fast") as ledger:
+            seconds = _recorded(marker, expected, ledger)
+        if seconds is None:
+            log(f"  the store at {directory} is not this one: building it again")
+            for leftover in (marker, directory + ".db"):
+                with suppress(FileNotFoundError):
+                    os.remove(leftover)
+            shutil.rmtree(directory, ignore_errors=True)
+        else:
+            record.seconds, record.reused = seconds, True
+            log(f"  reusing the store at {directory} ({len(texts):,} memories)")
     with Ledger.open(directory + ".db", default_registry(), durability="fast") as ledger:
-        started = time.perf_counter()
-        append(ledger, texts)
-        record.seconds["append"] = time.perf_counter() - started
-        log(f"  appended {len(texts):,} observations in {record.seconds['append']:.1f} s")
-        started = time.perf_counter()
-        with ProjectionEngine(ledger, directory, [SalienceIndex(), LexicalIndex()]) as engine:
-            catch_up(engine, f"salience + lexical, {len(texts):,} memories")
-        record.seconds["indexes"] = time.perf_counter() - started
+        if not record.reused:
+            _build(record, ledger, directory, texts, embedder, what)
         projections = [SalienceIndex(), LexicalIndex(), SemanticIndex(embedder)]
         with ProjectionEngine(ledger, directory, projections) as engine:
             started = time.perf_counter()
             catch_up(engine, f"semantic index, {len(texts):,} memories ({what})")
-            record.seconds["semantic"] = time.perf_counter() - started
+            if not record.reused:
+                record.seconds["semantic"] = time.perf_counter() - started
+                with open(marker, "w") as f:
+                    json.dump({"built_from": expected, "seconds": record.seconds}, f)
             yield record, ledger, engine
+
+
+def _build(
+    record: Built,
+    ledger: Ledger,
+    directory: str,
+    texts: Sequence[str],
+    embedder: Embedder,
+    what: str,
+) -> None:
+    """Append the observations and catch the salience and lexical indexes up, timed."""
+    started = time.perf_counter()
+    append(ledger, texts)
+    record.seconds["append"] = time.perf_counter() - started
+    log(f"  appended {len(texts):,} observations in {record.seconds['append']:.1f} s")
+    started = time.perf_counter()
+    with ProjectionEngine(ledger, directory, [SalienceIndex(), LexicalIndex()]) as engine:
+        catch_up(engine, f"salience + lexical, {len(texts):,} memories")
+    record.seconds["indexes"] = time.perf_counter() - started
 
 
 def pool_statement(conn: Any) -> str:

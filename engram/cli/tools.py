@@ -89,6 +89,12 @@ from engram.cli.base import state
     help="With the recall suite, 1m adds recall latency at a million memories (hash "
     "vectors; the store takes minutes to build, so it is opt-in).",
 )
+@click.option(
+    "--store-cache",
+    metavar="DIR",
+    help="Keep the recall latency stores (ledger, indexes, HNSW file) in DIR and reuse "
+    "them in later runs; their build figures are then the ones recorded when built.",
+)
 def bench(
     suite: str,
     quick: bool,
@@ -101,6 +107,7 @@ def bench(
     embedding_cache: str | None,
     only: tuple[str, ...],
     scale: str,
+    store_cache: str | None,
 ) -> int:
     """Measure engram beside references; print the ratios.
 
@@ -133,6 +140,7 @@ def bench(
         embedding_cache=embedding_cache or benchmarks.default_embedding_cache(),
         only=only,
         scale=scale,
+        store_cache=store_cache,
     )
 
 

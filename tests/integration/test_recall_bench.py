@@ -245,13 +245,18 @@ def test_only_quality_runs_the_quality_part_alone(
         "hash",
         "hybrid (hash)",
         "lexical, no pruning",
+        "lexical, unicode61",
     }
     # The ablation sets each lever's mode beside the one without it (MiniLM's are skipped).
     levers = {(row["lever"], row["k"]): row for row in details["ablation"]}
-    assert set(levers) == {("pruning (lexical)", k) for k in (5, 10, 20)}
+    assert set(levers) == {
+        (lever, k) for lever in ("pruning (lexical)", "porter stems (lexical)") for k in (5, 10, 20)
+    }
     row = levers["pruning (lexical)", 10]
     assert row["on"] == details["modes"]["lexical"]["recall"]["@10"]
     assert row["off"] == details["modes"]["lexical, no pruning"]["recall"]["@10"]
+    row = levers["porter stems (lexical)", 10]
+    assert row["off"] == details["modes"]["lexical, unicode61"]["recall"]["@10"]
     assert "lever" in out
     assert details["modes"]["lexical"]["categories"]["single-hop"]["@20"] is not None
     interval = details["interval"]
@@ -373,3 +378,35 @@ def test_a_scale_that_is_not_known_is_refused() -> None:
     result = CliRunner().invoke(cli, ["bench", "--suite", "recall", "--scale", "2m"])
     assert result.exit_code == 2
     assert "2m" in result.output
+
+
+def test_a_cached_store_is_reused_and_a_different_one_rebuilt(
+    config: Config, tmp_path: Path
+) -> None:
+    from engram.projections.embedding import HashEmbedder
+
+    texts = [f"memory number {i} about the river walk" for i in range(60)]
+    directory = str(tmp_path / "stores" / "latency-60-hash")
+    (tmp_path / "stores").mkdir()
+    with recall_scale.built(config, directory, texts, HashEmbedder(), "hash") as (first, ledger, _):
+        assert not first.reused
+        assert ledger.head() == 60
+    with recall_scale.built(config, directory, texts, HashEmbedder(), "hash") as (again, ledger, e):
+        assert again.reused
+        assert again.seconds == first.seconds
+        assert ledger.head() == 60
+        with e.read() as conn:
+            assert len(lexical_texts(conn)) == 60
+        assert "recorded when the cached store was built" in again.figures("hash")[-1].note
+    other = [*texts[:-1], "a different last memory"]
+    with recall_scale.built(config, directory, other, HashEmbedder(), "hash") as (fresh, ledger, e):
+        assert not fresh.reused
+        assert ledger.head() == 60
+        with e.read() as conn:
+            assert "a different last memory" in lexical_texts(conn).values()
+
+
+def lexical_texts(conn: object) -> dict[int, str]:
+    from engram.projections import lexical
+
+    return lexical.texts(conn, range(1, 61))  # type: ignore[arg-type]
