@@ -18,6 +18,7 @@ from engram.ledger.catalog import MemoryObserved
 from engram.projections import lexical
 from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
+from engram.projections.lexical import read as lexical_read
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -68,7 +69,7 @@ def speakers(tmp_path: Path) -> Iterator[Store]:
 
 
 def _match_count(conn: sqlite3.Connection, word: str) -> int:
-    table = lexical._table(conn)
+    table = lexical_read._table(conn)
     (n,) = conn.execute(
         f"SELECT count(*) FROM {table} WHERE {table} MATCH ?", (f'"{word}"',)
     ).fetchone()

@@ -326,6 +326,7 @@ def test_the_raw_reference_is_the_statement_the_pruned_search_runs(tmp_path: Pat
     from engram.projections import lexical
     from engram.projections.engine import ProjectionEngine
     from engram.projections.lexical import LexicalIndex
+    from engram.projections.lexical import read as lexical_read
 
     texts = [
         f"note {i} about the weather" + (" and a rare comet" if i % 9 == 0 else "")
@@ -343,9 +344,9 @@ def test_the_raw_reference_is_the_statement_the_pruned_search_runs(tmp_path: Pat
                     recall_scale.pool_statement(conn),
                     ("agent-1", as_of, as_of, terms.expression, 40),
                 ).fetchall()
-                table = lexical._table(conn)
-                visible, shown = lexical._visible("agent-1", None, as_of)
-                pool = lexical._pool(conn, table, terms.expression or "", 10, visible, shown)
+                table = lexical_read._table(conn)
+                visible, shown = lexical_read._visible("agent-1", None, as_of)
+                pool = lexical_read._pool(conn, table, terms.expression or "", 10, visible, shown)
     assert [row[:6] for row in raw if row[6]] == pool
     assert len(pool) == 200 // 9 + 1 - sum(
         1 for i in range(0, 200, 9) if i % 10 == 0 and i % 8 != 1
