@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from engram.cli.app import cli, examples
-from engram.cli.base import state
+from engram.cli.base import CliError, state
 
 if TYPE_CHECKING:
     import uvicorn
@@ -83,10 +83,15 @@ def hub(
     Binds to 127.0.0.1 unless told otherwise; any other address is reachable by others on
     the network, so it is refused unless the token was chosen (--token or ENGRAM_HUB_TOKEN).
     """
-    import uvicorn
+    try:
+        import uvicorn
 
-    from engram.hub import HubConfig, create_app, new_token
-    from engram.hub.security import check_token
+        from engram.hub import HubConfig, create_app, new_token
+        from engram.hub.security import check_token
+    except ImportError as exc:
+        raise CliError(
+            f"the hub's server is not installed ({exc}); pip install 'engram[hub]'"
+        ) from None
 
     if (checkpoints is None) != (public_key is None):
         raise click.UsageError("--checkpoints and --public-key go together")
