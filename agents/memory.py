@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.agents import contiguity
+from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.ledger import Event, Ledger, NewEvent
@@ -150,7 +151,7 @@ class AgentMemory:
         if fusion is None:
             provider = embedder.fingerprint.provider if embedder is not None else ""
             fusion = FUSION_BY_PROVIDER.get(provider, DEFAULT_FUSION)
-        self.fusion = _checked(fusion, DEFAULT_FUSION, "fusion")
+        self.fusion = checked_numbers(fusion, DEFAULT_FUSION, "fusion")
         if not isinstance(rrf_k, int) or isinstance(rrf_k, bool) or not 0 <= rrf_k <= 10_000:
             raise QueryError(f"rrf_k must be an int in 0..10000, got {rrf_k!r}")
         self.rrf_k = rrf_k
@@ -214,7 +215,7 @@ class AgentMemory:
                 archived one.
             MemoryOwnerError: a position holds another agent's memory.
         """
-        wanted = _positions(positions)
+        wanted = checked_positions(positions)
         if reason is not None and not isinstance(reason, str):
             raise QueryError(f"reason must be a string or None, got {type(reason).__name__}")
         head = self.ledger.head()
@@ -286,7 +287,7 @@ class AgentMemory:
         at_us = check_as_of(when)
         types = lexical.memory_types(types)  # scars and reflections share the indexes
         w = _weights(weights)
-        use = _paths(paths)
+        use = checked_paths(paths, PATHS)
         self.engine.wait_for(self.ledger.head())
         fetch = max(3 * k, 30)
         cut = None if as_of is None else at_us
@@ -560,48 +561,7 @@ class AgentMemory:
 
 
 def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
-    return _checked(weights or {}, DEFAULT_WEIGHTS, "weights")
-
-
-def _checked(
-    given: Mapping[str, float], defaults: Mapping[str, float], what: str
-) -> dict[str, float]:
-    """Return ``defaults`` overridden by ``given``: known names, numbers >= 0."""
-    if not isinstance(given, Mapping):
-        raise QueryError(f"{what} must be a mapping of name to number, got {given!r}")
-    unknown = set(given) - set(defaults)
-    if unknown:
-        raise QueryError(f"{what}: unknown name(s) {sorted(unknown)}; known: {list(defaults)}")
-    merged = dict(defaults)
-    for name, value in given.items():
-        if (
-            not isinstance(value, int | float)
-            or isinstance(value, bool)
-            or not 0 <= value < math.inf
-        ):
-            raise QueryError(f"{what}[{name!r}] must be a number >= 0, got {value!r}")
-        merged[name] = float(value)
-    return merged
-
-
-def _paths(paths: Sequence[str]) -> frozenset[str]:
-    if isinstance(paths, str) or not isinstance(paths, Sequence) or not paths:
-        raise QueryError(f"paths must be a non-empty sequence drawn from {PATHS}, got {paths!r}")
-    unknown = set(paths) - set(PATHS)
-    if unknown:
-        raise QueryError(f"paths: unknown path(s) {sorted(unknown)}; known: {list(PATHS)}")
-    return frozenset(paths)
-
-
-def _positions(positions: Sequence[int]) -> list[int]:
-    if isinstance(positions, str | bytes) or not isinstance(positions, Sequence) or not positions:
-        raise QueryError(f"positions must be a non-empty sequence of ints, got {positions!r}")
-    for position in positions:
-        if not isinstance(position, int) or isinstance(position, bool) or not 1 <= position < 2**63:
-            raise QueryError(f"positions must be ledger positions (ints >= 1), got {position!r}")
-    if len(set(positions)) != len(positions):
-        raise QueryError(f"positions must not repeat, got {list(positions)}")
-    return list(positions)
+    return checked_numbers(weights or {}, DEFAULT_WEIGHTS, "weights")
 
 
 def _minmax(values: Mapping[int, float]) -> dict[int, float]:

@@ -1,0 +1,53 @@
+"""Checks of recall's and archival's arguments: clear errors that name what was wrong."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from engram.projections.errors import QueryError
+
+
+def checked_numbers(
+    given: Mapping[str, float], defaults: Mapping[str, float], what: str
+) -> dict[str, float]:
+    """Return ``defaults`` overridden by ``given``: known names, numbers >= 0."""
+    if not isinstance(given, Mapping):
+        raise QueryError(f"{what} must be a mapping of name to number, got {given!r}")
+    unknown = set(given) - set(defaults)
+    if unknown:
+        raise QueryError(f"{what}: unknown name(s) {sorted(unknown)}; known: {list(defaults)}")
+    merged = dict(defaults)
+    for name, value in given.items():
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not 0 <= value < math.inf
+        ):
+            raise QueryError(f"{what}[{name!r}] must be a number >= 0, got {value!r}")
+        merged[name] = float(value)
+    return merged
+
+
+def checked_paths(paths: Sequence[str], known: Sequence[str]) -> frozenset[str]:
+    """Return ``paths`` as a set: a non-empty sequence drawn from ``known``."""
+    if isinstance(paths, str) or not isinstance(paths, Sequence) or not paths:
+        raise QueryError(
+            f"paths must be a non-empty sequence drawn from {tuple(known)}, got {paths!r}"
+        )
+    unknown = set(paths) - set(known)
+    if unknown:
+        raise QueryError(f"paths: unknown path(s) {sorted(unknown)}; known: {list(known)}")
+    return frozenset(paths)
+
+
+def checked_positions(positions: Sequence[int]) -> list[int]:
+    """Return ``positions`` as a list: ledger positions (ints >= 1), none repeated."""
+    if isinstance(positions, str | bytes) or not isinstance(positions, Sequence) or not positions:
+        raise QueryError(f"positions must be a non-empty sequence of ints, got {positions!r}")
+    for position in positions:
+        if not isinstance(position, int) or isinstance(position, bool) or not 1 <= position < 2**63:
+            raise QueryError(f"positions must be ledger positions (ints >= 1), got {position!r}")
+    if len(set(positions)) != len(positions):
+        raise QueryError(f"positions must not repeat, got {list(positions)}")
+    return list(positions)
