@@ -21,9 +21,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import math
 import os
-import re
 import time
 import urllib.error
 import urllib.parse
@@ -43,6 +41,7 @@ from engram.projections.embedding.http_api import (
     ATTEMPTS,
     Retryable,
     excerpt,
+    http_settings_problem,
     parse_retry_after,
     safe_url,
     with_retries,
@@ -54,7 +53,6 @@ T = TypeVar("T", bound=msgspec.Struct)
 
 """One try plus at most two retries."""
 
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _EXCERPT = 200
 
 
@@ -95,39 +93,11 @@ class HttpCompleter:
         max_tokens: int = 1024,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        try:
-            parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
-            _ = parts and parts.port  # an invalid port raises here, not at the first request
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise CompletionConfigError(
-                f"base_url must be an http(s) URL, got {safe_url(base_url)!r}"
-            )
-        if not isinstance(model, str) or not model:
-            raise CompletionConfigError(f"model must be a non-empty str, got {model!r}")
-        if api_key_env is not None and (
-            not isinstance(api_key_env, str) or not ENV_NAME.match(api_key_env)
-        ):
-            raise CompletionConfigError(
-                f"api_key_env must be an environment variable name, got {api_key_env!r}"
-            )
-        for name, value, positive in (
-            ("timeout", timeout, True),
-            ("backoff", backoff, False),
-            ("max_retry_after", max_retry_after, False),
-        ):
-            if (
-                not isinstance(value, int | float)
-                or isinstance(value, bool)
-                or not math.isfinite(value)
-                or value < 0
-                or (positive and value == 0)
-            ):
-                kind = "positive" if positive else "non-negative"
-                raise CompletionConfigError(
-                    f"{name} must be a {kind} number of seconds, got {value!r}"
-                )
+        problem = http_settings_problem(
+            base_url, model, api_key_env, timeout, backoff, max_retry_after
+        )
+        if problem is not None:
+            raise CompletionConfigError(problem)
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise CompletionConfigError(f"max_tokens must be a positive int, got {max_tokens!r}")
         self._url = base_url.rstrip("/") + "/chat/completions"

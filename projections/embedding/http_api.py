@@ -134,42 +134,11 @@ class HttpEmbedder(Embedder):
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__(batch_size=batch_size)
-        try:
-            parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
-            _ = parts and parts.port  # an invalid port raises here, not at the first request
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise EmbeddingConfigError(
-                f"http embedder: base_url must be an http(s) URL, got {safe_url(base_url)!r}"
-            )
-        if not isinstance(model, str) or not model:
-            raise EmbeddingConfigError(
-                f"http embedder: model must be a non-empty str, got {model!r}"
-            )
-        if api_key_env is not None and (
-            not isinstance(api_key_env, str) or not _ENV_NAME.match(api_key_env)
-        ):
-            raise EmbeddingConfigError(
-                f"http embedder: api_key_env must be an environment variable name, "
-                f"got {api_key_env!r}"
-            )
-        for name, value, positive in (
-            ("timeout", timeout, True),
-            ("backoff", backoff, False),
-            ("max_retry_after", max_retry_after, False),
-        ):
-            if (
-                not isinstance(value, int | float)
-                or isinstance(value, bool)
-                or not math.isfinite(value)
-                or value < 0
-                or (positive and value == 0)
-            ):
-                raise EmbeddingConfigError(
-                    f"http embedder: {name} must be a {'positive' if positive else 'non-negative'}"
-                    f" number of seconds, got {value!r}"
-                )
+        problem = http_settings_problem(
+            base_url, model, api_key_env, timeout, backoff, max_retry_after
+        )
+        if problem is not None:
+            raise EmbeddingConfigError(f"http embedder: {problem}")
         self._url = base_url.rstrip("/") + "/embeddings"
         self._model = model
         self._dimension = check_dimension(dimension, "http embedder")
@@ -296,6 +265,49 @@ class HttpEmbedder(Embedder):
             bad = int(np.nonzero(~finite)[0][0])
             fail(f"embedding {bad} holds a non-finite or out-of-range number")
         return l2_normalize(vectors) if self._normalize else vectors
+
+
+def http_settings_problem(
+    base_url: object,
+    model: object,
+    api_key_env: object,
+    timeout: object,
+    backoff: object,
+    max_retry_after: object,
+) -> str | None:
+    """Say what is wrong with an OpenAI-compatible client's settings (None: nothing).
+
+    The embedder and the chat completer check the same options with this, each raising its
+    own error type with the message.
+    """
+    try:
+        parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
+        _ = parts and parts.port  # an invalid port raises here, not at the first request
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"base_url must be an http(s) URL, got {safe_url(base_url)!r}"
+    if not isinstance(model, str) or not model:
+        return f"model must be a non-empty str, got {model!r}"
+    if api_key_env is not None and (
+        not isinstance(api_key_env, str) or not _ENV_NAME.match(api_key_env)
+    ):
+        return f"api_key_env must be an environment variable name, got {api_key_env!r}"
+    for name, value, positive in (
+        ("timeout", timeout, True),
+        ("backoff", backoff, False),
+        ("max_retry_after", max_retry_after, False),
+    ):
+        if (
+            not isinstance(value, int | float)
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value < 0
+            or (positive and value == 0)
+        ):
+            kind = "positive" if positive else "non-negative"
+            return f"{name} must be a {kind} number of seconds, got {value!r}"
+    return None
 
 
 def parse_retry_after(value: str | None) -> float | None:
