@@ -22,6 +22,7 @@ import math
 import os
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal, NamedTuple
 
 from engram.agents.completion.port import Completer, CompletionError
@@ -267,6 +268,31 @@ def _insight(agent: str, window: tuple[int, int], i: int, question: str, draft: 
     )
 
 
+def reflected_event(
+    agent: str, insight: Insight, *, actor: str | None = None, at: datetime | None = None
+) -> NewEvent:
+    """Return the ``memory.reflected`` event recording ``insight`` on ``agent``'s stream.
+
+    Its id is the insight's (derived from the agent and the window), so appending the same
+    reflection twice appends it once. ``actor`` defaults to the agent (a job names itself).
+    """
+    return NewEvent.of(
+        MemoryReflected(
+            agent=agent,
+            text=insight.text,
+            evidence=[e.id for e in insight.evidence],
+            depth=insight.depth,
+            question=insight.question,
+            importance=insight.importance,
+            visibility=insight.visibility,  # type: ignore[arg-type]
+        ),
+        stream=f"agent:{agent}",
+        actor=agent if actor is None else actor,
+        id=insight.id,
+        at=at,
+    )
+
+
 def _append(
     memory: AgentMemory,
     insights: list[Insight],
@@ -275,24 +301,7 @@ def _append(
     state: TriggerState,
     considered: int,
 ) -> Outcome:
-    events = [
-        NewEvent(
-            stream=f"agent:{memory.agent}",
-            kind="memory.reflected",
-            payload=MemoryReflected(
-                agent=memory.agent,
-                text=i.text,
-                evidence=[e.id for e in i.evidence],
-                depth=i.depth,
-                question=i.question,
-                importance=i.importance,
-                visibility=i.visibility,  # type: ignore[arg-type]
-            ),
-            actor=memory.agent,
-            id=i.id,
-        )
-        for i in insights
-    ]
+    events = [reflected_event(memory.agent, i) for i in insights]
     try:
         positions = memory.ledger.append(events)
     except IdempotencyError:

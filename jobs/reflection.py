@@ -18,11 +18,9 @@ from datetime import timedelta
 
 from engram.agents.completion import Completer
 from engram.agents.memory import AgentMemory
-from engram.agents.reflection import Triggers, reflect_if_due
+from engram.agents.reflection import Triggers, reflect_if_due, reflected_event
 from engram.jobs.base import JobContext, Plan
 from engram.jobs.errors import JobConfigError
-from engram.ledger import NewEvent
-from engram.ledger.catalog import MemoryReflected
 from engram.projections.errors import QueryError
 from engram.projections.maintenance import memory_agents
 
@@ -98,21 +96,7 @@ class ReflectJob:
             plan.counts["due"] += 1
             for insight in outcome.insights:
                 plan.events.append(
-                    NewEvent.of(
-                        MemoryReflected(
-                            agent=agent,
-                            text=insight.text,
-                            evidence=[e.id for e in insight.evidence],
-                            depth=insight.depth,
-                            question=insight.question,
-                            importance=insight.importance,
-                            visibility=insight.visibility,  # type: ignore[arg-type]
-                        ),
-                        stream=f"agent:{agent}",
-                        actor=f"job:{NAME}",
-                        id=insight.id,
-                        at=window.end,
-                    )
+                    reflected_event(agent, insight, actor=f"job:{NAME}", at=window.end)
                 )
                 plan.lines.append(
                     {"kind": "memory.reflected", "item": agent, "detail": insight.text[:120]}
