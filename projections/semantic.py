@@ -43,7 +43,7 @@ from engram.projections import semantic_file as index_file
 from engram.projections.base import Projection, Tables
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionConfigError, QueryError
-from engram.projections.lexical import ARCHIVES, item_text
+from engram.projections.lexical import ARCHIVES, TEXT_KINDS, item_text
 from engram.projections.semantic_file import IndexFileWarning
 from engram.projections.store import ProjectionStore, physical
 
@@ -85,15 +85,7 @@ class SemanticIndex(Projection):
 
     name = "semantic"
     version = 5
-    kinds = (
-        "memory.observed",
-        "memory.archived",
-        "scar.recorded",
-        "scar.archived",
-        "memory.reflected",
-        "concept.upserted",
-        "subject.forgotten",
-    )
+    kinds = TEXT_KINDS
     tables = ("semantic_vectors", "semantic_removed", "semantic_concepts")
 
     def __init__(self, embedder: Embedder, *, slice_size: int = SLICE) -> None:

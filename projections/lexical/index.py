@@ -107,20 +107,25 @@ def concept_text(concept_id: str, label: str, payload: object) -> str:
     return "\n".join(lines)
 
 
+#: The kinds the text indexes consume: the items, their archivals, concepts and forgetting.
+#: The semantic index consumes the same, so both indexes hold the same items.
+TEXT_KINDS = (
+    "memory.observed",
+    "memory.archived",
+    "scar.recorded",
+    "scar.archived",
+    "memory.reflected",
+    "concept.upserted",
+    "subject.forgotten",
+)
+
+
 class LexicalIndex(Projection):
     """Full-text index of memories, scars and reflections, ranked by BM25."""
 
     name = "lexical"
     version = 6
-    kinds = (
-        "memory.observed",
-        "memory.archived",
-        "scar.recorded",
-        "scar.archived",
-        "memory.reflected",
-        "concept.upserted",
-        "subject.forgotten",
-    )
+    kinds = TEXT_KINDS
     tables = ("lexical", "lexical_concepts")
 
     def __init__(self, *, tokenizer: str = "porter") -> None:
