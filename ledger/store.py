@@ -419,13 +419,14 @@ class Ledger:
         personal = sealer.personal if sealer is not None else {}
         if sealer is not None:
             sealer.keys.refresh()
+            unseal = sealer._open_decoded
         for pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h in rows:
             if current(kind) == schema:
                 payload = decoders[kind](data)
             else:  # an older schema to upcast, or a kind this program does not know
                 payload = decode_payload(registry.get(kind), data, schema)
             if kind in personal:
-                payload = sealer.open(kind, id_, payload)  # type: ignore[union-attr]
+                payload = unseal(kind, id_, payload)
             elif kind == "subject.forgotten" and sealer is not None:
                 sealer.forgotten(payload.subject)
             add(

@@ -177,6 +177,35 @@ def test_the_sealed_value_is_bound_to_its_event(ledger: Ledger, paths: tuple[Pat
     assert report.first_bad == 2
 
 
+@pytest.mark.parametrize(
+    ("body", "why"),
+    [("zz", "not hex"), ("abc", "odd length"), ("é" * 40, "not ASCII"), ("00" * 20, "short")],
+)
+def test_a_mangled_sealed_body_is_a_clear_error(ledger: Ledger, body: str, why: str) -> None:
+    """Whatever replaces the hex of a sealed value, the read names the field, never crashes."""
+    ledger.append(observed("alice", SECRET))
+    event = next(ledger.read())
+    assert ledger.sealer is not None
+    sealed = ledger.sealer.seal(event.kind, event.id, event.actor, event.payload)
+    head = sealed.text[: len(SEALED_PREFIX) + 17]
+    mangled = msgspec.structs.replace(sealed, text=head + body)
+    with pytest.raises(KeyStoreError, match=r"field text does not open with key"):
+        ledger.sealer.open(event.kind, event.id, mangled)
+    assert mangled.text == head + body, why  # open works on a copy
+
+
+def test_open_returns_a_copy_and_open_decoded_opens_in_place(ledger: Ledger) -> None:
+    ledger.append(observed("alice", SECRET))
+    event = next(ledger.read())
+    sealer = ledger.sealer
+    assert sealer is not None
+    sealed = sealer.seal(event.kind, event.id, event.actor, event.payload)
+    assert sealer.open(event.kind, event.id, sealed).text == SECRET
+    assert is_sealed(sealed.text)
+    assert sealer.open_decoded(event.kind, event.id, sealed) is sealed
+    assert sealed.text == SECRET
+
+
 def test_validation_happens_before_sealing(ledger: Ledger) -> None:
     with pytest.raises(PayloadError, match="text"):
         ledger.append(observed("alice", ""))  # an empty text is refused, not sealed
