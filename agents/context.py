@@ -34,7 +34,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 
-from engram.agents.frames import Candidate, assemble, frame_of
+from engram.agents.frames import Candidate, assemble, for_ledger, frame_of
 from engram.agents.memory import AgentMemory
 from engram.agents.tokens import TokenCounter, default_counter
 from engram.ledger import Event, NewEvent
@@ -188,7 +188,7 @@ def build_context(
             agent=memory.agent,
             budget=budget,
             tokens=tokens,
-            frames=frames,
+            frames=for_ledger(frames),
             query=query,
             task=task,
             tokenizer=counter.name,

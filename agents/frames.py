@@ -15,7 +15,7 @@ from the end) only when the empty frames would not fit otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -133,6 +133,31 @@ def render(
         "constraints": lists["constraints"],
         "scratchpad": lists["scratchpad"],
     }
+
+
+def for_ledger(frames: Mapping[str, object]) -> dict[str, object]:
+    """Return ``frames`` as ``context.saved`` keeps them: ledger text by position, never copied.
+
+    A list entry that names its ledger position (``pos``) keeps the position and what
+    describes it (type, agent, time) but not its text, which the ledger holds once, sealed
+    under its subject's key: forgetting that subject then forgets the quote too. The problem
+    frame's query and task are left out; they are the record's own ``query`` and ``task``,
+    sealed under the viewing agent's key (ADR 0045). Anything else is kept as it is.
+    """
+    kept: dict[str, object] = {}
+    for name, content in frames.items():
+        if name == "problem" and isinstance(content, Mapping):
+            content = {k: v for k, v in content.items() if k not in ("query", "task")}
+        elif isinstance(content, list):
+            content = [_by_position(entry) for entry in content]
+        kept[name] = content
+    return kept
+
+
+def _by_position(entry: object) -> object:
+    if isinstance(entry, Mapping) and type(entry.get("pos")) is int and "text" in entry:
+        return {k: v for k, v in entry.items() if k != "text"}
+    return entry
 
 
 def _entry(c: Candidate) -> dict[str, Any]:

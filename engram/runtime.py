@@ -24,6 +24,7 @@ from engram.agents.scars import Scars
 from engram.agents.signals import Mailbox, SharedMemo
 from engram.config import Settings, add_kinds, resolve_settings
 from engram.ledger import (
+    FORGOTTEN,
     ConfigError,
     KeyStore,
     KindRegistry,
@@ -32,6 +33,7 @@ from engram.ledger import (
     Sealer,
     default_registry,
 )
+from engram.ledger.shred import subject_of
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.embedding import (
@@ -44,7 +46,7 @@ from engram.projections.embedding import (
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.inbox import Inbox
-from engram.projections.lexical import LexicalIndex
+from engram.projections.lexical import TEXT_KINDS, LexicalIndex, item_text
 from engram.projections.memo import Memo
 from engram.projections.reflections import Reflections
 from engram.projections.rules import RuleBook
@@ -210,12 +212,68 @@ class Memory:
         """Return ``name``'s scars (record, archive); recall them with ``agent(name).recall``."""
         return Scars(name, self.ledger, self.engine)
 
+    def forget(self, subject: str, *, reason: str = "", actor: str = "engram") -> Forgotten:
+        """Forget ``subject`` everywhere engram keeps its content (ADR 0039, ADR 0045).
+
+        The subject's texts are first removed from the embedding cache (vectors and the
+        hashes that key them), then its keys are destroyed and ``subject.forgotten`` is
+        appended (:meth:`Ledger.forget`), then the projections catch up, so the lexical and
+        semantic indexes drop its content before this returns.
+
+        Raises:
+            ConfigError: no key store is configured, or a bad subject, reason or actor.
+        """
+        if self.ledger.sealer is None:
+            raise ConfigError(
+                "no key store is configured, so nothing is sealed to forget: set keys = PATH"
+                " (ADR 0039)"
+            )
+        if not isinstance(subject, str) or not subject.strip():
+            raise ConfigError(f"subject must be a non-empty string, got {subject!r}")
+        dropped = 0
+        if isinstance(self.embedder, CachedEmbedder):
+            dropped = self.embedder.cache.discard(_personal_texts(self.ledger, subject))
+        position = self.ledger.forget(subject, reason=reason, actor=actor)
+        self.engine.catch_up()
+        return Forgotten(subject, position, dropped)
+
     def lessons(self, completer: Completer | None = None) -> Lessons:
         """Return the lessons loop with the settings' places; drafts through ``completer``,
         else the routing file's ``learn`` route (offline by default)."""
         drafter = completer or routed_drafter(self.settings.routing or None)
         places = dict(self.settings.destinations)
         return Lessons(self.ledger, self.engine, places=places, completer=drafter)
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What :meth:`Memory.forget` did: where ``subject.forgotten`` landed, what it dropped."""
+
+    subject: str
+    position: int
+    cached_vectors: int  # vectors of the subject's texts removed from the embedding cache
+
+
+def _personal_texts(ledger: Ledger, subject: str) -> list[str]:
+    """Return every text of ``subject``'s sealed fields, while they still open.
+
+    Each personal field's value (a recall's query, a saved context's task...) and, for the
+    kinds the indexes hold, the text they embed (:func:`item_text`): what an embedding cache
+    may have keyed.
+    """
+    sealer = ledger.sealer
+    if sealer is None:
+        return []
+    texts: list[str] = []
+    for event in ledger.read(kinds=list(sealer.personal)):
+        payload = event.payload
+        if isinstance(payload, dict) or subject_of(event.actor, payload) != subject:
+            continue
+        fields = [getattr(payload, name, None) for name in sealer.personal[event.kind]]
+        if event.kind in TEXT_KINDS:
+            fields.append(item_text(event)[0])
+        texts += [t for t in fields if isinstance(t, str) and t and FORGOTTEN not in t]
+    return texts
 
 
 @contextmanager

@@ -384,9 +384,12 @@ class ContextSaved(_Payload, frozen=True):
     """The context frames an agent was shown (or wrote back), so what it saw is auditable.
 
     ``frames`` maps a frame name (identity, problem, knowledge, episodic, constraints,
-    scratchpad) to its content; ``items`` are the ids of the events behind the frames' items,
-    so every item resolves to the ledger. ``tokens`` is the frames' size as counted by
-    ``tokenizer`` (a real tokenizer's name, or ``estimate``) against ``budget``.
+    scratchpad) to its content as kept in the ledger: an entry that names a ledger position
+    (``pos``) carries no copy of that event's text, and the problem's query and task are this
+    record's ``query`` and ``task``, personal fields of its agent (ADR 0045). ``items`` are the
+    ids of the events behind the frames' items, so every item resolves to the ledger.
+    ``tokens`` is the frames' size as counted by ``tokenizer`` (a real tokenizer's name, or
+    ``estimate``) against ``budget``.
     """
 
     __kind__: ClassVar[str] = "context.saved"

@@ -1,11 +1,12 @@
 """Crypto-shredding: personal payload fields sealed under per-subject keys kept outside the ledger.
 
-A personal field (observation text, scar context, recall query, reflection text, declared
-fields of user kinds) is stored as a sealed string, ``engram:sealed:v1:<key id>:<hex>``,
-AES-256-GCM under its subject's key with the event's id, kind and field as associated data
-(ADR 0039). The subject of an event is the agent its payload names (``agent``), or its actor
-for kinds without one. Keys live in a :class:`KeyStore`: a SQLite file of its own (mode 0600)
-beside the ledger or anywhere configured, never inside the ledger.
+A personal field (observation text, scar context, recall query, reflection text, a saved
+context's query and task, declared fields of user kinds) is stored as a sealed string,
+``engram:sealed:v1:<key id>:<hex>``, AES-256-GCM under its subject's key with the event's id,
+kind and field as associated data (ADR 0039). The subject of an event is the agent its
+payload names (``agent``), or its actor for kinds without one. Keys live in a
+:class:`KeyStore`: a SQLite file of its own (mode 0600) beside the ledger or anywhere
+configured, never inside the ledger.
 
 :meth:`KeyStore.forget` destroys a subject's keys; the ledger keeps the ciphertext, so its hash
 chain still verifies, and every read of those fields gives :data:`FORGOTTEN`. The nonce is
@@ -60,6 +61,7 @@ DEFAULT_PERSONAL: Mapping[str, tuple[str, ...]] = {
     "memory.recalled": ("query",),
     "scar.recorded": ("what", "lesson"),
     "memory.reflected": ("text",),
+    "context.saved": ("query", "task"),
 }
 _FORMAT = "engram-keys/1"
 _NONCE = 12

@@ -8,7 +8,7 @@ import sys
 import click
 
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, note, open_ledger, output_format, state
+from engram.cli.base import CliError, note, opened, output_format, state
 from engram.config import Settings
 from engram.ledger import KeyStore, KeyStoreError
 
@@ -39,7 +39,8 @@ def forget(subject: str, reason: str, actor: str, yes: bool) -> None:
 
     Every personal field sealed for SUBJECT (its observations, scar context, recall queries,
     reflections, declared personal fields) reads [forgotten] from then on; the projections
-    drop them at their next catch-up, and verify still passes. This cannot be undone.
+    drop them now (this command catches them up), the embedding cache loses the vectors of
+    SUBJECT's texts, and verify still passes. This cannot be undone.
     """
     out = state()
     settings = out.settings()
@@ -54,14 +55,18 @@ def forget(subject: str, reason: str, actor: str, yes: bool) -> None:
         typed = click.prompt(f"This destroys {subject!r}'s keys for good. Type the subject again")
         if typed != subject:
             raise CliError(f"{typed!r} is not {subject!r}: nothing was forgotten")
-    with open_ledger(settings) as ledger:
-        before = {s.subject: s for s in ledger.sealer.keys.subjects()} if ledger.sealer else {}
-        position = ledger.forget(subject, reason=reason, actor=actor)
+    with opened(settings, actor=actor) as memory:
+        sealer = memory.ledger.sealer
+        before = {s.subject: s for s in sealer.keys.subjects()} if sealer else {}
+        done = memory.forget(subject, reason=reason, actor=actor)
     found = before.get(subject)
     live = 0 if found is None else found.keys - found.forgotten
     if found is None:
         note(f"the key store holds no key of {subject!r}: nothing of it was sealed")
-    out.echo(f"forgot {subject}: {live} key(s) destroyed; subject.forgotten at position {position}")
+    out.echo(
+        f"forgot {subject}: {live} key(s) destroyed, {done.cached_vectors} cached vector(s)"
+        f" dropped; subject.forgotten at position {done.position}; the indexes are caught up"
+    )
 
 
 @cli.command(epilog=examples("engram keys", "engram keys --format json"))

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from engram.agents.context import ContextWeights, build_context
+from engram.agents.frames import for_ledger
 from engram.agents.packs import PackKey, export_pack, import_pack
 from engram.agents.tokens import default_counter
 from engram.ledger import NewEvent
@@ -212,7 +213,7 @@ class MemoryTools:
             agent=who,
             budget=budget,
             tokens=tokens,
-            frames=dict(frames),
+            frames=for_ledger(frames),
             query=query,
             task=task,
             items=list(items),

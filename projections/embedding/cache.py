@@ -153,6 +153,37 @@ class EmbeddingCache:
             return {}
         return found
 
+    def discard(self, texts: Iterable[str]) -> int:
+        """Remove the vectors of ``texts`` under every fingerprint the cache holds.
+
+        Forgetting a subject calls it with the subject's texts while they can still be read
+        (ADR 0045), so no vector and no text hash of them outlives the forget. Texts are
+        keyed as :meth:`CachedEmbedder.embed` keys them (truncated the same way). Returns
+        how many vectors were removed; a cache that cannot be written warns and removes none.
+        """
+        items = truncate([t for t in dict.fromkeys(texts) if isinstance(t, str) and t])
+        if not items:
+            return 0
+        started = not self.conn.in_transaction
+        try:
+            fingerprints = [
+                str(f) for (f,) in self.conn.execute(f"SELECT DISTINCT fingerprint FROM {TABLE}")
+            ]
+            keys = [(cache_key(f, text),) for f in fingerprints for text in items]
+            self.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed, not kept
+            before = self.conn.total_changes
+            self.conn.executemany(f"DELETE FROM {TABLE} WHERE key = ?", keys)
+            removed = self.conn.total_changes - before
+            if started:
+                self.conn.commit()
+        except sqlite3.DatabaseError as exc:
+            if self._owned and started:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.rollback()
+            self._degrade(exc)
+            return 0
+        return removed
+
     def put_many(
         self, fingerprint: Fingerprint | str, items: Iterable[tuple[bytes, FloatArray]]
     ) -> None:

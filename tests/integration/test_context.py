@@ -12,7 +12,7 @@ import pytest
 
 import engram
 from engram.agents.context import MIN_BUDGET, ContextWeights, build_context
-from engram.agents.frames import FRAMES, encode
+from engram.agents.frames import FRAMES, encode, for_ledger
 from engram.agents.tokens import default_counter
 from engram.cli import main
 from engram.projections import lexical
@@ -106,7 +106,19 @@ def test_save_appends_context_saved_and_no_save_appends_nothing(memory: Memory) 
     assert p.items == [i.event_id for i in saved.items]
     assert (p.tokens, p.budget, p.tokenizer, p.query, p.task) == (
         saved.tokens, saved.budget, saved.tokenizer, "gcc template", "fix")  # fmt: skip
-    assert json.loads(encode(p.frames)) == json.loads(encode(saved.frames))
+    assert json.loads(encode(p.frames)) == json.loads(encode(for_ledger(saved.frames)))
+    # The record quotes no ledger text: every entry resolves by position instead.
+    shown = [e for e in saved.frames["episodic"] if isinstance(e, dict)]  # type: ignore[union-attr]
+    assert shown
+    assert all("text" in e for e in shown)
+    kept = p.frames["episodic"]
+    assert [e["pos"] for e in kept] == [e["pos"] for e in shown]
+    assert not any("text" in e for e in kept)
+    assert p.frames["problem"] == {}
+    texts = {
+        e.position: lexical.item_text(e)[0] for e in memory.ledger.get([e["pos"] for e in kept])
+    }
+    assert all(texts[e["pos"]].startswith(e["text"].rstrip("…")) for e in shown)
 
 
 def test_as_of_leaves_out_what_came_later(memory: Memory) -> None:

@@ -6,20 +6,25 @@ import dataclasses
 import io
 import json
 import os
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from engram.agents.context import build_context
 from engram.agents.memory import AgentMemory
 from engram.agents.scars import Scars
 from engram.cli import main
 from engram.ledger import FORGOTTEN, KeyStore, Ledger, NewEvent, Sealer, open_audit
 from engram.ledger.catalog import KINDS, MemoryReflected
+from engram.projections.concepts import Concepts
 from engram.projections.embedding import HashEmbedder
 from engram.projections.engine import ProjectionEngine
+from engram.projections.inbox import Inbox
 from engram.projections.lexical import LexicalIndex
 from engram.projections.reflections import Reflections
+from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher
@@ -54,6 +59,9 @@ class Sealed:
                 ScarsTable(),
                 Reflections(),
                 SuggestionQueue(),
+                Inbox(),  # the three below: what building a context reads
+                Concepts(),
+                RuleBook(),
             ],
         )
 
@@ -172,6 +180,26 @@ def test_the_audit_shows_sealed_and_forgotten_fields(sealed: Sealed) -> None:
     assert not any(SECRET in str(r) for r in raw)
 
 
+def test_a_saved_context_quotes_by_position_and_seals_its_query(sealed: Sealed) -> None:
+    """The frames bob saved showed alice's memory: forgetting alice forgets that quote too."""
+    found = fill(sealed)
+    context = build_context(sealed.agent("bob"), f"{SECRET} database outage", task=SECRET)
+    shown = [e["pos"] for e in context.frames["episodic"]]  # type: ignore[union-attr]
+    assert found["memory"] in shown  # bob saw alice's public memory, text and all
+    with open_audit(sealed.ledger.audit_target(), KINDS) as session:
+        raw = session.query("SELECT payload FROM events").rows
+        saved = session.query("SELECT agent, query, task FROM context_saved").rows
+    assert not any(SECRET in str(r) for r in raw)
+    assert saved == [("bob", "[sealed]", "[sealed]")]
+    sealed.ledger.forget("alice")
+    (record,) = sealed.ledger.read(kinds=["context.saved"])
+    assert (record.payload.query, record.payload.task) == (f"{SECRET} database outage", SECRET)
+    quoted = sealed.ledger.get([e["pos"] for e in record.payload.frames["episodic"]])
+    texts = {e.payload.agent: e.payload.text for e in quoted if e.kind == "memory.observed"}
+    assert texts["alice"] == FORGOTTEN
+    assert texts["bob"] == "Bob fixed the database outage"
+
+
 def test_forget_on_postgresql(tmp_path: Path, pg_dsn: str, pg_schema: str) -> None:
     s = Sealed(tmp_path, pg_dsn, pg_schema)
     try:
@@ -227,9 +255,16 @@ def test_cli_forget_keys_log_and_sql(
     code, out, _ = cli(capsys, config, "keys", "--format", "json")
     assert json.loads(out) == [{"subject": "alice", "keys": 1, "forgotten": 0, "live": True}]
 
+    cache = tmp_path / "l.db.projections" / "embeddings.db"
+    assert SECRET.encode() in store_bytes(cache.parent)  # the test can fail
+    with sqlite3.connect(cache) as conn:
+        keyed = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
     code, out, _ = cli(capsys, config, "forget", "alice", "--reason", "request 12", "--yes")
     assert code == 0
-    assert "1 key(s) destroyed" in out
+    assert "1 key(s) destroyed, 2 cached vector(s) dropped" in out  # the text and the query
+    with sqlite3.connect(cache) as conn:
+        assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == keyed - 2
+    assert SECRET.encode() not in store_bytes(cache.parent)  # the indexes caught up
     code, out, _ = cli(capsys, config, "log", "--as", "alice", "--format", "jsonl")
     records = [json.loads(line) for line in out.splitlines()]
     assert [r["payload"].get("text") for r in records if r["kind"] == "memory.observed"] == [

@@ -425,6 +425,24 @@ def test_cache_hits_avoid_re_embedding(tmp_path: Path) -> None:
         assert cached.fingerprint == inner.fingerprint
 
 
+def test_discard_drops_texts_under_every_fingerprint_and_zeroes_their_pages(
+    tmp_path: Path,
+) -> None:
+    secret = "wombat-" + "x" * 5000  # long enough to be cut: discarded as it was keyed
+    path = tmp_path / "store.db"
+    with EmbeddingCache(path) as cache:
+        CachedEmbedder(HashEmbedder(), cache).embed([secret, "kept"])
+        CachedEmbedder(HashEmbedder(dimension=64), cache).embed([secret])
+        assert len(cache) == 3
+        assert cache.discard([secret, secret, "never cached", ""]) == 2
+        assert len(cache) == 1
+        assert cache.discard([]) == 0
+        inner = Recording(dimension=384, fingerprint=HashEmbedder().fingerprint)
+        CachedEmbedder(inner, cache).embed(["kept"])
+        assert inner.batches == []  # the other text stays cached
+    assert HashEmbedder().embed([secret]).tobytes() not in path.read_bytes()
+
+
 def test_cache_survives_reopening_and_returns_the_same_bytes(tmp_path: Path) -> None:
     texts = [f"memory {i}" for i in range(100)]
     with EmbeddingCache(tmp_path / "store.db") as cache:
