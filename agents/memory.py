@@ -24,7 +24,7 @@ import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -110,7 +110,23 @@ class _Candidate:
     via: tuple[str, ...] = ()
     bm25: float | None = None
     cosine: float | None = None
-    match: float = 0.0
+    match: float | None = None  # None until worked out (only for the items that may be kept)
+
+
+@dataclass
+class _Matching:
+    """What working out a candidate's ``match`` needs, gathered while the paths ran.
+
+    ``weights`` are the query words' IDF (None: the lexical path did not run); ``texts`` the
+    texts the lexical path read already; ``vector`` the query vector (None: the semantic path
+    did not run).
+    """
+
+    conn: sqlite3.Connection
+    fusion: Mapping[str, float]
+    weights: dict[str, float] | None = None
+    texts: dict[int, str] = field(default_factory=dict)
+    vector: npt.NDArray[np.float32] | None = None
 
 
 class RecallResult(NamedTuple):
@@ -300,8 +316,12 @@ class AgentMemory:
                 )
             )
             with known_at as known:
-                ranked, fallback = self._candidates(conn, known, query, fetch, types, use, cut)
-                items = self._score(known, ranked, at_us, w, k, min_score) if ranked else []
+                ranked, fallback, matching = self._candidates(
+                    conn, known, query, fetch, types, use, cut
+                )
+                items = (
+                    self._score(known, ranked, matching, at_us, w, k, min_score) if ranked else []
+                )
         recorded = None
         if record and items:
             payload = MemoryRecalled(
@@ -331,17 +351,17 @@ class AgentMemory:
         types: Sequence[str] | None,
         paths: frozenset[str],
         cut: int | None,
-    ) -> tuple[dict[int, _Candidate], str | None]:
-        """Gather each path's ranked hits and fuse them; ``known`` holds salience as of the cut."""
+    ) -> tuple[dict[int, _Candidate], str | None, _Matching | None]:
+        """Gather each path's ranked hits and fuse them; ``known`` holds salience as of the cut.
+
+        Returns the candidates, why the fallback served (None: it did not), and what working
+        out their ``match`` needs (None: the fallback set it)."""
         found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
-        vector = None
-        weights: dict[str, float] | None = None
-        shares: dict[int, float] = {}
+        matching = _Matching(conn, self.fusion)
         if "lexical" in paths:
             try:
                 terms = lexical.terms(conn, query, prune=self.prune)
-                weights = terms.weights
                 hits = lexical.search(
                     conn,
                     query,
@@ -350,9 +370,11 @@ class AgentMemory:
                     types=types,
                     as_of_us=cut,
                     query_terms=terms,
+                    match=False,
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
-                shares = {h.position: h.match for h in hits}
+                matching.weights = terms.weights
+                matching.texts = {h.position: h.text for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
         if "semantic" in paths and (self.embedder is None or self.searcher is None):
@@ -361,11 +383,12 @@ class AgentMemory:
             try:
                 vector, near = self._semantic(conn, known, query, fetch, types, cut)
                 found["semantic"] = [(h.position, h.score) for h in near]
+                matching.vector = vector
             except Exception as exc:  # a model or index failure degrades, never fails recall
                 problems.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
         if not found:
             why = "; ".join(problems) + ": keyword overlap on recent items"
-            return self._fallback(query, fetch, types, cut), why
+            return self._fallback(query, fetch, types, cut), why, None
         fused: dict[int, _Candidate] = {}
         for path, ranked in found.items():
             for rank, (position, raw) in enumerate(ranked, start=1):
@@ -378,8 +401,7 @@ class AgentMemory:
                     c.cosine = raw
         if self.bloom:
             self._bloom(conn, fused, types, cut)
-        self._match(conn, fused, weights if "lexical" in found else None, shares, vector)
-        return fused, None
+        return fused, None, matching
 
     def _bloom(
         self,
@@ -408,34 +430,34 @@ class AgentMemory:
                 c.via = ("bloom",)
             c.fused = score
 
-    def _match(
-        self,
-        conn: sqlite3.Connection,
-        fused: dict[int, _Candidate],
-        weights: dict[str, float] | None,
-        shares: dict[int, float],
-        vector: npt.NDArray[np.float32] | None,
-    ) -> None:
-        """Set each candidate's ``match``: the fusion-weighted mean of the paths' absolute
-        matches (IDF-weighted word share; cosine clipped to 0..1), every path that ran
-        counted for every candidate, found by it or not."""
-        positions = sorted(fused)
+    @staticmethod
+    def _match(fused: dict[int, _Candidate], positions: Sequence[int], m: _Matching) -> None:
+        """Set the ``match`` of ``positions``: the fusion-weighted mean of the paths' absolute
+        matches (IDF-weighted word share; cosine clipped to 0..1), every path that ran counted
+        for every candidate, found by it or not.
+
+        Worked out only for the candidates that may be kept (:meth:`_score`): the texts the
+        lexical path did not read and the vectors the semantic path did not score are read
+        for them alone.
+        """
         parts: dict[str, dict[int, float]] = {}
-        if weights is not None:
-            unread = [p for p in positions if p not in shares]
-            texts = lexical.texts(conn, unread) if unread else {}
-            for p in unread:
-                shares[p] = lexical.share(weights, texts[p]) if p in texts else 0.0
-            parts["lexical"] = shares
-        if vector is not None:
+        if m.weights is not None:
+            unread = [p for p in positions if p not in m.texts]
+            if unread:
+                m.texts.update(lexical.texts(m.conn, unread))
+            weights, texts = m.weights, m.texts
+            parts["lexical"] = {
+                p: lexical.share(weights, texts[p]) if p in texts else 0.0 for p in positions
+            }
+        if m.vector is not None:
             missing = [p for p in positions if fused[p].cosine is None]
-            stored = semantic.vectors_of(conn, missing) if missing else {}
+            stored = semantic.vectors_of(m.conn, missing) if missing else {}
             for p, blob in stored.items():
-                fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ vector)
+                fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ m.vector)
             parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
-        total = sum(self.fusion[path] for path in parts)
+        total = sum(m.fusion[path] for path in parts)
         for p in positions:
-            mean = sum(self.fusion[path] * part[p] for path, part in parts.items())
+            mean = sum(m.fusion[path] * part[p] for path, part in parts.items())
             fused[p].match = mean / total if total else 0.0
 
     def _semantic(
@@ -508,6 +530,7 @@ class AgentMemory:
         self,
         known: sqlite3.Connection,
         ranked: dict[int, _Candidate],
+        matching: _Matching | None,
         at_us: int,
         w: Mapping[str, float],
         k: int,
@@ -516,7 +539,8 @@ class AgentMemory:
         """Score and order every candidate, then keep the ``k`` best whose match passes.
 
         The floor applies after the order is set, so it removes items and never reorders
-        the ones it keeps.
+        the ones it keeps. ``match`` is worked out in that order, ``k`` candidates at a time,
+        until ``k`` pass: with no floor, for the ``k`` best alone.
         """
         positions = sorted(ranked)
         facts = queries.memory_facts(known, positions)
@@ -535,8 +559,16 @@ class AgentMemory:
             p: w["relevance"] * rel_n[p] + w["recency"] * rec_n[p] + w["importance"] * imp_n[p]
             for p in positions
         }
-        order = sorted(positions, key=lambda p: (-total[p], -relevance[p], -p))
-        order = [p for p in order if ranked[p].match >= min_score][:k]
+        ranking = sorted(positions, key=lambda p: (-total[p], -relevance[p], -p))
+        order: list[int] = []
+        for start in range(0, len(ranking), k):
+            if len(order) >= k:
+                break
+            batch = ranking[start : start + k]
+            if matching is not None:
+                self._match(ranked, batch, matching)
+            order += [p for p in batch if (ranked[p].match or 0.0) >= min_score]
+        order = order[:k]
         missing = [p for p in order if ranked[p].event is None]
         fetched = {e.position: e for e in self.ledger.get(missing)} if missing else {}
         items = []
@@ -554,7 +586,7 @@ class AgentMemory:
                     c.fused,
                     c.bm25,
                     c.cosine,
-                    c.match,
+                    c.match or 0.0,
                 )
             )
         return items

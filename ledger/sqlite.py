@@ -389,8 +389,7 @@ class SQLiteBackend(Backend):
         return value
 
     def head(self) -> int:
-        with _translate("read the head"), self._reader.connect() as conn:
-            value = conn.exec_driver_sql("SELECT max(position) FROM events").scalar()
+        ((value,),) = self._fetch("SELECT max(position) FROM events", [])
         return int(value or 0)
 
     def wait(self, after: int, timeout: float) -> int:

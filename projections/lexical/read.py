@@ -182,12 +182,31 @@ def _frequencies(
     return counts, stems
 
 
-def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """Return the index's terms of each of ``words``, through its tokenizer once per word."""
-    wanted = set(words)
+class _Known:
+    """What one tokenizer made of the words it was given: each word's terms, each term's
+    words. It only grows; when it grows too large a fresh one replaces it, so a reader
+    holding the old one still finds its words there."""
+
+    def __init__(self) -> None:
+        self.stems: dict[str, tuple[str, ...]] = {}
+        self.words: dict[str, set[str]] = {}
+
+    def add(self, fresh: dict[str, tuple[str, ...]]) -> None:
+        self.stems.update(fresh)
+        for word, terms in fresh.items():
+            for term in terms:
+                self.words.setdefault(term, set()).add(word)
+
+
+def _known(conn: sqlite3.Connection, table: str, words: set[str]) -> _Known:
+    """Return the index tokenizer's terms of ``words`` (and of others seen before), running
+    the tokenizer once for each word it has not seen."""
     name = _tokenizer(conn, table)
-    known = {w: found for w in wanted if (found := _STEMS.get((name, w))) is not None}
-    unseen = [w for w in wanted if w not in known]
+    known = _STEMS.get(name)
+    if known is None:
+        with _CACHE_LOCK:
+            known = _STEMS.setdefault(name, _Known())
+    unseen = list(words - known.stems.keys())
     if not unseen:
         return known
     _vocabulary(conn, table)
@@ -199,10 +218,20 @@ def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[st
         parts.setdefault(number, []).append(term)
     fresh = {word: tuple(parts.get(number, ())) for number, word in enumerate(unseen)}
     with _CACHE_LOCK:
-        if len(_STEMS) + len(fresh) > _CACHED_WORDS:
-            _STEMS.clear()
-        _STEMS.update({(name, word): found for word, found in fresh.items()})
-    return known | fresh
+        known = _STEMS[name]
+        if len(known.stems) + len(fresh) > _CACHED_WORDS:
+            kept = {w: known.stems[w] for w in words if w in known.stems}
+            known = _STEMS[name] = _Known()
+            known.add(kept)
+        known.add(fresh)
+    return known
+
+
+def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
+    """Return the index's terms of each of ``words``."""
+    wanted = set(words)
+    stems = _known(conn, table, wanted).stems
+    return {w: stems[w] for w in wanted}
 
 
 def _tokenizer(conn: sqlite3.Connection, table: str) -> str:
@@ -217,8 +246,8 @@ def _tokenizer(conn: sqlite3.Connection, table: str) -> str:
     raise UnknownProjectionError(f"the lexical table {table} has a tokenizer engram does not know")
 
 
-#: (tokenizer, word) -> its terms in the index (a tokenizer is fixed: this never goes stale).
-_STEMS: dict[tuple[str, str], tuple[str, ...]] = {}
+#: tokenizer -> the words it has seen and their terms (a tokenizer is fixed: never stale).
+_STEMS: dict[str, _Known] = {}
 #: (index file, table, averages record) -> term -> rows holding it; the latest few states.
 _COUNTS: dict[tuple[str, str, bytes], dict[str, int]] = {}
 _CACHE_LOCK = threading.Lock()
@@ -271,13 +300,15 @@ def search(
     as_of_us: int | None = None,
     query_terms: Terms | None = None,
     prune: bool = True,
+    match: bool = True,
 ) -> list[Hit]:
     """Return the ``k`` best BM25 matches ``agent`` may see (its own and public items).
 
     With ``as_of_us`` (epoch microseconds), only what was known then: items observed at or
     before it and not archived at or before it. The search ORs the query's informative words
     (:func:`terms`; all its words without ``prune``); ``query_terms`` are the query's terms
-    when the caller has them already.
+    when the caller has them already. ``match=False`` leaves each hit's ``match`` at 0.0,
+    for a caller that computes it (:func:`share`) only for the hits it keeps.
     """
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
@@ -301,6 +332,8 @@ def search(
             conn, table, query_terms, _pool(conn, table, expression, k, visible, shown)
         )
         rows = rows[:k]
+    if not match:
+        return [Hit(*row) for row in rows]
     weights = query_terms.weights
     return [
         Hit(position, score, author, kind, visibility, text, share(weights, text))
@@ -348,9 +381,22 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
     """
     if not rows:
         return []
-    texts = [tokens(row[5]) for row in rows]
-    stems = _stem(conn, table, {w for words in texts for w in words})
-    wanted = {s: word for word in query.present for s in query.stems[word]}
+    # Each row's words (lowercased as share() does), and which of all the pool's words
+    # count for a query word: those the index's tokenizer turns into one of its terms.
+    lists = [_WORD.findall(row[5].lower()) for row in rows]
+    sets = [set(words) for words in lists]
+    seen: set[str] = set().union(*sets)
+    known = _known(conn, table, seen)
+    wanted = {s for word in query.present for s in query.stems[word]}
+    useful: dict[str, list[str]] = {}
+    for term in wanted:
+        for w in seen.intersection(known.words.get(term, ())):
+            useful.setdefault(w, []).append(term)
+    # A word of one term is scored by that term's count; a split word by its rarest part's.
+    single = [
+        (query.weights[w], query.stems[w][0]) for w in query.present if len(query.stems[w]) == 1
+    ]
+    split = [(query.weights[w], query.stems[w]) for w in query.present if len(query.stems[w]) > 1]
     docsize = table[:-1] + '_docsize"'
     lengths = dict(
         conn.execute(
@@ -359,20 +405,26 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
         )
     )
     average = query.average or 1.0
+    k1, b, boost = BM25_K1, BM25_B, BM25_K1 + 1
     scored = []
-    for row, words in zip(rows, texts, strict=True):
+    for row, words, present in zip(rows, lists, sets, strict=True):
         found: dict[str, int] = {}
-        for w in words:
-            for s in stems[w]:
-                if s in wanted:
-                    found[s] = found.get(s, 0) + 1
-        size = lengths.get(row[0])
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * (_varint(size, 0)[0] if size else 0) / average)
+        for w in present.intersection(useful):
+            n = words.count(w)
+            for s in useful[w]:
+                found[s] = found.get(s, 0) + n
         score = 0.0
-        for word in query.present:
-            tf = min(found.get(s, 0) for s in query.stems[word])
-            if tf:
-                score += query.weights[word] * tf * (BM25_K1 + 1) / (tf + norm)
+        if found:
+            size = lengths.get(row[0])
+            norm = k1 * (1 - b + b * (_varint(size, 0)[0] if size else 0) / average)
+            for weight, s in single:
+                tf = found.get(s)
+                if tf:
+                    score += weight * tf * boost / (tf + norm)
+            for weight, parts in split:
+                tf = min(found.get(s, 0) for s in parts)
+                if tf:
+                    score += weight * tf * boost / (tf + norm)
         scored.append((row[0], score, *row[2:]))
     scored.sort(key=lambda r: (-r[1], r[0]))
     return scored

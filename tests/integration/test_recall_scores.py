@@ -113,6 +113,29 @@ def test_a_good_query_keeps_its_hit_with_min_score(
     assert result.items[0].event.payload.text == expected
 
 
+@pytest.mark.parametrize("floor", [0.0, 0.05, 0.2, 0.5])
+@pytest.mark.parametrize("k", [1, 2, 4])
+@pytest.mark.parametrize("query", ["database outage", "ship the release", "zzzz hiking"])
+@pytest.mark.parametrize("by", ["relevance", "importance"])
+def test_the_floor_only_removes_items_from_the_unfloored_order(
+    hashed: AgentMemory, floor: float, k: int, query: str, by: str
+) -> None:
+    # match is worked out lazily, k candidates at a time down the order: the floored result
+    # must still be the unfloored order with the items under the floor taken out. Ordered by
+    # importance, items that match poorly come first and the floor must look past them.
+    weights = {"relevance": 1.0, "recency": 0.0, "importance": 0.0}
+    if by == "importance":
+        weights = {"relevance": 0.0, "recency": 0.0, "importance": 1.0}
+    everything = hashed.recall(query, len(TEXTS), record=False, weights=weights).items
+    kept = [item for item in everything if item.match >= floor][:k]
+    floored = hashed.recall(query, k, record=False, min_score=floor, weights=weights).items
+    assert [i.event.position for i in floored] == [i.event.position for i in kept]
+    for got, want in zip(floored, kept, strict=True):
+        assert got.match == pytest.approx(want.match)
+        assert got.cosine == pytest.approx(want.cosine)
+        assert got.score == pytest.approx(want.score)
+
+
 def test_the_default_min_score_keeps_every_candidate(hashed: AgentMemory) -> None:
     assert DEFAULT_MIN_SCORE == 0.0
     assert len(hashed.recall("zzzz qqqq", 3, record=False).items) == 3
