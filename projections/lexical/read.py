@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import sqlite3
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 from engram.projections.errors import QueryError, UnknownProjectionError
@@ -501,29 +501,48 @@ def neighbours(
     given ``types``, known and not archived (as of ``as_of_us`` when given), each paired with
     its distance (1: adjacent); the walk stops at an item observed more than ``gap_us`` away
     from the position's own time. A position the index does not hold has no neighbours.
+
+    The walk reads the index's content table (FTS5's ``_content`` shadow table: a plain
+    table by rowid, its columns ``c0``.. in declaration order), where a range by rowid is a
+    b-tree walk rather than a virtual table's scan.
     """
-    table = _table(conn)
-    visible, params = _visible(agent, types, as_of_us)
+    content = _table(conn)[:-1] + '_content"'
+    visible, params = _visible(agent, types, as_of_us, columns=_CONTENT_COLUMNS)
+    wanted = sorted(set(positions))
+    at: dict[int, int] = {}
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        at.update(conn.execute(f"SELECT id, c4 FROM {content} WHERE id IN ({marks})", chunk))
+    sides = [
+        f"SELECT id, c4 FROM {content} WHERE id {sign} ?{visible} ORDER BY id {order} LIMIT ?"
+        for sign, order in (("<", "DESC"), (">", "ASC"))
+    ]
     around: dict[int, list[tuple[int, int]]] = {}
     for position in positions:
-        row = conn.execute(f"SELECT observed_us FROM {table} WHERE rowid = ?", (position,))
-        found = row.fetchone()
-        if found is None:
+        if position not in at:
             continue
-        at = int(found[0])
+        own = int(at[position])
         near: list[tuple[int, int]] = []
-        for sign, order in (("<", "DESC"), (">", "ASC")):
-            rows = conn.execute(
-                f"SELECT rowid, observed_us FROM {table} WHERE rowid {sign} ?{visible}"
-                f" ORDER BY rowid {order} LIMIT ?",
-                [position, *params, radius],
-            ).fetchall()
+        for sql in sides:
+            rows = conn.execute(sql, [position, *params, radius]).fetchall()
             for distance, (other, observed) in enumerate(rows, start=1):
-                if abs(int(observed) - at) > gap_us:
+                if abs(int(observed) - own) > gap_us:
                     break
                 near.append((int(other), distance))
         around[position] = near
     return around
+
+
+#: The lexical table's columns as its ``_content`` shadow table names them.
+_CONTENT_COLUMNS = {
+    "agent": "c1",
+    "visibility": "c2",
+    "type": "c3",
+    "observed_us": "c4",
+    "archived_us": "c5",
+}
+_COLUMNS = {name: name for name in _CONTENT_COLUMNS}
 
 
 def latest_archival(conn: sqlite3.Connection) -> int:
@@ -533,19 +552,27 @@ def latest_archival(conn: sqlite3.Connection) -> int:
 
 
 def _visible(
-    agent: str, types: Sequence[str] | None, as_of_us: int | None
+    agent: str,
+    types: Sequence[str] | None,
+    as_of_us: int | None,
+    *,
+    columns: Mapping[str, str] = _COLUMNS,
 ) -> tuple[str, list[object]]:
     """Return the conditions (after an ``AND``) and parameters that keep the rows ``agent``
-    may see, of ``types``, known and not archived (as of ``as_of_us`` when given)."""
-    sql = " AND (visibility = 'public' OR agent = ?)"
+    may see, of ``types``, known and not archived (as of ``as_of_us`` when given).
+
+    ``columns`` names the lexical table's columns where the conditions read them."""
+    agent_, visibility, type_ = columns["agent"], columns["visibility"], columns["type"]
+    observed, archived = columns["observed_us"], columns["archived_us"]
+    sql = f" AND ({visibility} = 'public' OR {agent_} = ?)"
     params: list[object] = [agent]
     if as_of_us is None:
-        sql += " AND archived_us IS NULL"
+        sql += f" AND {archived} IS NULL"
     else:
-        sql += " AND observed_us <= ? AND (archived_us IS NULL OR archived_us > ?)"
+        sql += f" AND {observed} <= ? AND ({archived} IS NULL OR {archived} > ?)"
         params += [as_of_us, as_of_us]
     if types:
-        sql += f" AND type IN ({','.join('?' * len(types))})"
+        sql += f" AND {type_} IN ({','.join('?' * len(types))})"
         params += list(types)
     return sql, params
 
