@@ -374,60 +374,60 @@ def _pool(
 def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Row]) -> list[_Row]:
     """Score ``rows`` with the BM25 of every query word, as FTS5 would; best first.
 
-    Each row's words are counted under the stems the index's tokenizer gives them (those it
-    has not seen yet go through it once), its length is the index's own, and IDF and the
-    average length are the index's. A word the tokenizer splits (``foo_bar``) counts as
+    BM25 is a sum over the query's words, so a row's score is the BM25 FTS5 gave it for the
+    words searched (its rank) plus the terms of the words left out. For those, each row's
+    words are counted under the stems the index's tokenizer gives them (those it has not
+    seen yet go through it once), its length is the index's own, and IDF and the average
+    length are the index's. A left-out word the tokenizer splits (``foo_bar``) counts as
     often as its rarest part.
     """
-    if not rows:
-        return []
+    searched = set(query.searched)
+    rest = [w for w in query.present if w not in searched]
+    if not rows or not rest:
+        return sorted(rows, key=lambda r: (-r[1], r[0]))
     # Each row's words (lowercased as share() does), and which of all the pool's words
-    # count for a query word: those the index's tokenizer turns into one of its terms.
+    # count for a left-out word: those the index's tokenizer turns into one of its terms.
     lists = [_WORD.findall(row[5].lower()) for row in rows]
     sets = [set(words) for words in lists]
     seen: set[str] = set().union(*sets)
     known = _known(conn, table, seen)
-    wanted = {s for word in query.present for s in query.stems[word]}
     useful: dict[str, list[str]] = {}
-    for term in wanted:
+    for term in {s for word in rest for s in query.stems[word]}:
         for w in seen.intersection(known.words.get(term, ())):
             useful.setdefault(w, []).append(term)
-    # A word of one term is scored by that term's count; a split word by its rarest part's.
-    single = [
-        (query.weights[w], query.stems[w][0]) for w in query.present if len(query.stems[w]) == 1
-    ]
-    split = [(query.weights[w], query.stems[w]) for w in query.present if len(query.stems[w]) > 1]
-    docsize = table[:-1] + '_docsize"'
-    lengths = dict(
-        conn.execute(
-            f"SELECT id, sz FROM {docsize} WHERE id IN ({','.join('?' * len(rows))})",
-            [row[0] for row in rows],
-        )
-    )
-    average = query.average or 1.0
-    k1, b, boost = BM25_K1, BM25_B, BM25_K1 + 1
-    scored = []
-    for row, words, present in zip(rows, lists, sets, strict=True):
+    counted: list[dict[str, int]] = []
+    for words, present in zip(lists, sets, strict=True):
         found: dict[str, int] = {}
         for w in present.intersection(useful):
             n = words.count(w)
             for s in useful[w]:
                 found[s] = found.get(s, 0) + n
-        score = 0.0
+        counted.append(found)
+    holding = [row[0] for row, found in zip(rows, counted, strict=True) if found]
+    lengths = _lengths(conn, table, holding) if holding else {}
+    terms = [(query.weights[w], query.stems[w]) for w in rest]
+    average = query.average or 1.0
+    k1, b, boost = BM25_K1, BM25_B, BM25_K1 + 1
+    scored = []
+    for row, found in zip(rows, counted, strict=True):
+        score = row[1]
         if found:
-            size = lengths.get(row[0])
-            norm = k1 * (1 - b + b * (_varint(size, 0)[0] if size else 0) / average)
-            for weight, s in single:
-                tf = found.get(s)
-                if tf:
-                    score += weight * tf * boost / (tf + norm)
-            for weight, parts in split:
+            norm = k1 * (1 - b + b * lengths.get(row[0], 0) / average)
+            for weight, parts in terms:
                 tf = min(found.get(s, 0) for s in parts)
                 if tf:
                     score += weight * tf * boost / (tf + norm)
         scored.append((row[0], score, *row[2:]))
     scored.sort(key=lambda r: (-r[1], r[0]))
     return scored
+
+
+def _lengths(conn: sqlite3.Connection, table: str, rowids: Sequence[int]) -> dict[int, int]:
+    """Return the length in terms of each row, as the index recorded it (its docsize)."""
+    docsize = table[:-1] + '_docsize"'
+    marks = ",".join("?" * len(rowids))
+    rows = conn.execute(f"SELECT id, sz FROM {docsize} WHERE id IN ({marks})", list(rowids))
+    return {int(i): _varint(size, 0)[0] if size else 0 for i, size in rows}
 
 
 def share(weights: dict[str, float], text: str) -> float:
