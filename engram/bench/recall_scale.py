@@ -45,6 +45,8 @@ K = 10
 AUTHORS = 8
 TYPES = ("observation", "plan", "thought")
 APPEND_BATCH = 1_000
+#: When the first synthetic memory was observed; the others follow a minute apart.
+START = datetime(2025, 1, 1, tzinfo=UTC)
 #: The issue's goals, query embedding excluded: (p50, p99) in ms by store size.
 GOALS = {100_000: (15.0, 50.0), 1_000_000: (40.0, 120.0)}
 #: Recall may take at most this many times its raw calls.
@@ -53,7 +55,6 @@ OVERHEAD = 1.5
 
 def observations(texts: Sequence[str]) -> list[NewEvent]:
     """Return one ``memory.observed`` per text: eight authors, a tenth private, a minute apart."""
-    start = datetime(2025, 1, 1, tzinfo=UTC)
     events = []
     for i, text in enumerate(texts):
         agent = f"agent-{i % AUTHORS}"
@@ -66,7 +67,7 @@ def observations(texts: Sequence[str]) -> list[NewEvent]:
             source=None,
             tags=[],
         )
-        at = start + timedelta(minutes=i)
+        at = START + timedelta(minutes=i)
         events.append(
             NewEvent(
                 stream=f"agent:{agent}", kind="memory.observed", payload=payload, actor=agent, at=at
@@ -240,7 +241,9 @@ def timings(
     what: str,
 ) -> list[Figure]:
     """Recall p50/p99 against the raw FTS5 statement and FAISS search, question by question."""
-    as_of = datetime(2026, 1, 1, tzinfo=UTC)
+    # A day after the last memory: every memory known, and no as-of replay of the salience
+    # index (a time inside the store would replay the ledger up to it on every recall).
+    as_of = START + timedelta(minutes=searcher.size, days=1)
     at_us = int((as_of - datetime(1970, 1, 1, tzinfo=UTC)) / timedelta(microseconds=1))
     fetch = max(3 * K, 30)
     index = searcher.index

@@ -31,6 +31,12 @@ from engram.projections.store import ProjectionStore, physical
 PRUNE_SHARE = 0.02
 #: When fewer query words than this are informative, this many of the rarest are searched.
 MIN_TERMS = 2
+#: A search ranks at most about this many postings (rows holding a searched word): the
+#: informative words are searched rarest first while their rows add up to no more, the
+#: :data:`MIN_TERMS` rarest always. FTS5 scores every posting of the words it searches, so
+#: this bounds the statement's cost whatever the index's size (ADR 0044); below about 400k
+#: rows the 2% share binds first for most queries.
+MAX_POSTINGS = 8_000
 #: A pruned search ranks this many times ``k`` rows by the informative words, then scores
 #: them with every word (ADR 0026).
 POOL = 4
@@ -97,7 +103,9 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
     own tokenizer. A word that no row holds is not searched. With ``prune``, a word is
     searched only when it is informative: held by at most :data:`PRUNE_SHARE` of the rows,
     which is an IDF of at least ``ln(49)``; when fewer than :data:`MIN_TERMS` words are
-    informative, the :data:`MIN_TERMS` rarest that occur are searched. A word in half the
+    informative, the :data:`MIN_TERMS` rarest that occur are searched. Beyond the
+    :data:`MIN_TERMS` rarest, informative words are searched rarest first while the rows
+    holding them add up to at most :data:`MAX_POSTINGS`. A word in half the
     rows (a speaker's name in a two-person conversation) has an IDF near 0: it would make
     the search score half the index and barely move a row's BM25. The search then scores
     what the informative words found with every word's BM25 (:func:`search`).
@@ -112,11 +120,16 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
     present = tuple(w for w in words if counts[w] > 0)
     searched = present
     if prune:
-        informative = [w for w in present if counts[w] <= PRUNE_SHARE * total]
-        if len(informative) < MIN_TERMS:
-            rarest = set(sorted(present, key=lambda w: counts[w])[:MIN_TERMS])
-            informative = [w for w in present if w in rarest]
-        searched = tuple(informative)
+        rarest = sorted(present, key=lambda w: counts[w])  # ties keep the query's order
+        informative = [w for w in rarest if counts[w] <= PRUNE_SHARE * total]
+        chosen = (informative if len(informative) >= MIN_TERMS else rarest)[:MIN_TERMS]
+        spent = sum(counts[w] for w in chosen)
+        for word in informative[len(chosen) :]:
+            if spent + counts[word] > MAX_POSTINGS:
+                break
+            chosen.append(word)
+            spent += counts[word]
+        searched = tuple(w for w in present if w in chosen)
     return Terms(weights, searched, present, stems, average)
 
 

@@ -183,3 +183,44 @@ def test_counts_follow_new_rows(tmp_path: Path) -> None:
             assert "gamma" in after.present
     finally:
         store.close()
+
+
+@pytest.fixture
+def graded(tmp_path: Path) -> Iterator[Store]:
+    """1,000 rows; four informative words held by 3, 5, 8 and 15 rows."""
+    held = {"amber": 3, "basalt": 5, "cobalt": 8, "dune": 15}
+    rows = []
+    for i in range(1000):
+        words = [w for w, n in held.items() if i % (1000 // n) == 0 and i // (1000 // n) < n]
+        rows.append(("ana", "public", " ".join(["the weather report", *words])))
+    store = _store(tmp_path, rows)
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("budget", "searched"),
+    [
+        (1, {"amber", "basalt"}),  # the two rarest always, over the budget or not
+        (10, {"amber", "basalt"}),
+        (16, {"amber", "basalt", "cobalt"}),
+        (30, {"amber", "basalt", "cobalt"}),
+        (31, {"amber", "basalt", "cobalt", "dune"}),
+    ],
+)
+def test_informative_words_are_searched_rarest_first_within_the_postings_budget(
+    graded: Store, monkeypatch: pytest.MonkeyPatch, budget: int, searched: set[str]
+) -> None:
+    monkeypatch.setattr(lexical_read, "MAX_POSTINGS", budget)
+    query = "dune cobalt the weather basalt amber"
+    with graded.engine.read() as conn:
+        terms = lexical.terms(conn, query)
+        assert set(terms.searched) == searched
+        assert list(terms.searched) == [w for w in terms.present if w in searched]  # query order
+        pruned = lexical.search(conn, query, 5, agent="ana")
+        full = {
+            h.position: h.score for h in lexical.search(conn, query, 1000, agent="ana", prune=False)
+        }
+    assert pruned
+    for hit in pruned:  # what the budget lets in is still scored with every word
+        assert hit.score == pytest.approx(full[hit.position], rel=1e-9)
