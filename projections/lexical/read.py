@@ -32,10 +32,10 @@ PRUNE_SHARE = 0.02
 #: When fewer query words than this are informative, this many of the rarest are searched.
 MIN_TERMS = 2
 #: A search ranks at most about this many postings (rows holding a searched word): the
-#: informative words are searched rarest first while their rows add up to no more, the
-#: :data:`MIN_TERMS` rarest always. FTS5 scores every posting of the words it searches, so
-#: this bounds the statement's cost whatever the index's size (ADR 0044); below about 400k
-#: rows the 2% share binds first for most queries.
+#: words chosen above are searched rarest first while their rows add up to no more, the
+#: rarest always. FTS5 scores every posting of the words it searches, so this bounds the
+#: statement's cost whatever the index's size (ADR 0044); below about 400k rows the 2% share
+#: binds first for most queries.
 MAX_POSTINGS = 8_000
 #: A pruned search ranks this many times ``k`` rows by the informative words, then scores
 #: them with every word (ADR 0026).
@@ -103,9 +103,9 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
     own tokenizer. A word that no row holds is not searched. With ``prune``, a word is
     searched only when it is informative: held by at most :data:`PRUNE_SHARE` of the rows,
     which is an IDF of at least ``ln(49)``; when fewer than :data:`MIN_TERMS` words are
-    informative, the :data:`MIN_TERMS` rarest that occur are searched. Beyond the
-    :data:`MIN_TERMS` rarest, informative words are searched rarest first while the rows
-    holding them add up to at most :data:`MAX_POSTINGS`. A word in half the
+    informative, the :data:`MIN_TERMS` rarest that occur are searched. Of those words, the
+    rarest is always searched and the others rarest first while the rows holding them add
+    up to at most :data:`MAX_POSTINGS`. A word in half the
     rows (a speaker's name in a two-person conversation) has an IDF near 0: it would make
     the search score half the index and barely move a row's BM25. The search then scores
     what the informative words found with every word's BM25 (:func:`search`).
@@ -122,10 +122,12 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
     if prune:
         rarest = sorted(present, key=lambda w: counts[w])  # ties keep the query's order
         informative = [w for w in rarest if counts[w] <= PRUNE_SHARE * total]
-        chosen = (informative if len(informative) >= MIN_TERMS else rarest)[:MIN_TERMS]
-        spent = sum(counts[w] for w in chosen)
-        for word in informative[len(chosen) :]:
-            if spent + counts[word] > MAX_POSTINGS:
+        if len(informative) < MIN_TERMS:
+            informative = rarest[:MIN_TERMS]
+        chosen: list[str] = []
+        spent = 0
+        for word in informative:  # the rarest always; the others within the budget
+            if chosen and spent + counts[word] > MAX_POSTINGS:
                 break
             chosen.append(word)
             spent += counts[word]

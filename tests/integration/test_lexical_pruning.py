@@ -201,7 +201,9 @@ def graded(tmp_path: Path) -> Iterator[Store]:
 @pytest.mark.parametrize(
     ("budget", "searched"),
     [
-        (1, {"amber", "basalt"}),  # the two rarest always, over the budget or not
+        (1, {"amber"}),  # the rarest always, over the budget or not
+        (7, {"amber"}),
+        (8, {"amber", "basalt"}),
         (10, {"amber", "basalt"}),
         (16, {"amber", "basalt", "cobalt"}),
         (30, {"amber", "basalt", "cobalt"}),
@@ -224,3 +226,17 @@ def test_informative_words_are_searched_rarest_first_within_the_postings_budget(
     assert pruned
     for hit in pruned:  # what the budget lets in is still scored with every word
         assert hit.score == pytest.approx(full[hit.position], rel=1e-9)
+
+
+def test_the_postings_budget_also_bounds_the_two_rarest_fallback(
+    speakers: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No informative word: the fallback's two rarest (pottery in 20 rows, caroline in 100)
+    # hold 120 postings; within a budget of 100 only the rarer is searched.
+    monkeypatch.setattr(lexical_read, "MAX_POSTINGS", 100)
+    with speakers.engine.read() as conn:
+        terms = lexical.terms(conn, "Caroline and the pottery")
+        assert terms.searched == ("pottery",)
+        hits = lexical.search(conn, "Caroline and the pottery", 5, agent="ana")
+    assert len(hits) == 5
+    assert all("pottery" in h.text and h.text.startswith("Caroline") for h in hits)
