@@ -103,12 +103,12 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
     own tokenizer. A word that no row holds is not searched. With ``prune``, a word is
     searched only when it is informative: held by at most :data:`PRUNE_SHARE` of the rows,
     which is an IDF of at least ``ln(49)``; when fewer than :data:`MIN_TERMS` words are
-    informative, the :data:`MIN_TERMS` rarest that occur are searched. Of those words, the
-    rarest is always searched and the others rarest first while the rows holding them add
-    up to at most :data:`MAX_POSTINGS`. A word in half the
+    informative, the :data:`MIN_TERMS` rarest that occur are searched. A word in half the
     rows (a speaker's name in a two-person conversation) has an IDF near 0: it would make
-    the search score half the index and barely move a row's BM25. The search then scores
-    what the informative words found with every word's BM25 (:func:`search`).
+    the search score half the index and barely move a row's BM25. Of the words chosen, the
+    rarest is always searched and the others rarest first while the rows holding them add
+    up to at most :data:`MAX_POSTINGS` (ADR 0044). The search then scores what the searched
+    words found with every word's BM25 (:func:`search`).
     """
     words = list(dict.fromkeys(tokens(query)))
     if not words:
