@@ -18,7 +18,7 @@ import os
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -164,8 +164,8 @@ class EmbeddingCache:
         items = truncate([t for t in dict.fromkeys(texts) if isinstance(t, str) and t])
         if not items:
             return 0
-        started = not self.conn.in_transaction
-        try:
+        removed = 0
+        with self._writing() as written:
             fingerprints = [
                 str(f) for (f,) in self.conn.execute(f"SELECT DISTINCT fingerprint FROM {TABLE}")
             ]
@@ -174,15 +174,7 @@ class EmbeddingCache:
             before = self.conn.total_changes
             self.conn.executemany(f"DELETE FROM {TABLE} WHERE key = ?", keys)
             removed = self.conn.total_changes - before
-            if started:
-                self.conn.commit()
-        except sqlite3.DatabaseError as exc:
-            if self._owned and started:
-                with contextlib.suppress(sqlite3.Error):
-                    self.conn.rollback()
-            self._degrade(exc)
-            return 0
-        return removed
+        return removed if written.ok else 0
 
     def put_many(
         self, fingerprint: Fingerprint | str, items: Iterable[tuple[bytes, FloatArray]]
@@ -193,19 +185,36 @@ class EmbeddingCache:
             (key, canonical, np.ascontiguousarray(vector, dtype="<f4").tobytes())
             for key, vector in items
         ]
-        started = not self.conn.in_transaction
-        try:
+        with self._writing():
             self.conn.executemany(
                 f"INSERT OR REPLACE INTO {TABLE} (key, fingerprint, vector) VALUES (?, ?, ?)",
                 rows,
             )
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[_Written]:
+        """Run a write: committed here unless it joins the caller's transaction; on a
+        database error rolled back (an owned cache), the cache moved to memory and the
+        error swallowed. What it yields says whether the write went through.
+        """
+        written = _Written()
+        started = not self.conn.in_transaction
+        try:
+            yield written
             if started:
                 self.conn.commit()
+            written.ok = True
         except sqlite3.DatabaseError as exc:
             if self._owned and started:
                 with contextlib.suppress(sqlite3.Error):
                     self.conn.rollback()
             self._degrade(exc)
+
+
+class _Written:
+    """Whether a write of :meth:`EmbeddingCache._writing` went through."""
+
+    ok = False
 
 
 def _cannot_write(exc: sqlite3.DatabaseError) -> bool:
