@@ -4,7 +4,8 @@ One row per ``memory.observed``, ``scar.recorded`` and ``memory.reflected`` even
 concept (its newest ``concept.upserted``, ADR 0037), keyed by its ledger position, with the
 author, visibility, item type and time kept beside the text so every search filters in the
 statement that ranks. :mod:`.index` is the write side (what is indexed, the projection);
-:mod:`.read` the read side (searches, query terms and the rows' other reads). This face is
+:mod:`.read` the read side (searches, query terms and the rows' other reads), over
+:mod:`.vocabulary` (row counts, stems and frequencies read from FTS5's tables). This face is
 what the other layers use: ``from engram.projections import lexical; lexical.search(...)``.
 
 To add a projection, read ``projections/scars.py``, the plain template; this package batches
