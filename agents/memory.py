@@ -24,7 +24,6 @@ import math
 import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
@@ -35,6 +34,7 @@ from engram.agents import contiguity
 from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
+from engram.agents.matching import Candidate, Matching, work_out
 from engram.ledger import Event, Ledger, NewEvent
 from engram.ledger.catalog import (
     MemoryArchived,
@@ -101,32 +101,6 @@ class Recalled(NamedTuple):
     bm25: float | None = None
     cosine: float | None = None
     match: float = 0.0
-
-
-@dataclass
-class _Candidate:
-    event: Event | None = None  # fetched once, when the match needs the text
-    fused: float = 0.0
-    via: tuple[str, ...] = ()
-    bm25: float | None = None
-    cosine: float | None = None
-    match: float | None = None  # None until worked out (only for the items that may be kept)
-
-
-@dataclass
-class _Matching:
-    """What working out a candidate's ``match`` needs, gathered while the paths ran.
-
-    ``weights`` are the query words' IDF (None: the lexical path did not run); ``texts`` the
-    texts the lexical path read already; ``vector`` the query vector (None: the semantic path
-    did not run).
-    """
-
-    conn: sqlite3.Connection
-    fusion: Mapping[str, float]
-    weights: dict[str, float] | None = None
-    texts: dict[int, str] = field(default_factory=dict)
-    vector: npt.NDArray[np.float32] | None = None
 
 
 class RecallResult(NamedTuple):
@@ -351,14 +325,14 @@ class AgentMemory:
         types: Sequence[str] | None,
         paths: frozenset[str],
         cut: int | None,
-    ) -> tuple[dict[int, _Candidate], str | None, _Matching | None]:
+    ) -> tuple[dict[int, Candidate], str | None, Matching | None]:
         """Gather each path's ranked hits and fuse them; ``known`` holds salience as of the cut.
 
         Returns the candidates, why the fallback served (None: it did not), and what working
         out their ``match`` needs (None: the fallback set it)."""
         found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
-        matching = _Matching(conn, self.fusion)
+        matching = Matching(conn, self.fusion)
         if "lexical" in paths:
             try:
                 terms = lexical.terms(conn, query, prune=self.prune)
@@ -389,10 +363,10 @@ class AgentMemory:
         if not found:
             why = "; ".join(problems) + ": keyword overlap on recent items"
             return self._fallback(query, fetch, types, cut), why, None
-        fused: dict[int, _Candidate] = {}
+        fused: dict[int, Candidate] = {}
         for path, ranked in found.items():
             for rank, (position, raw) in enumerate(ranked, start=1):
-                c = fused.setdefault(position, _Candidate())
+                c = fused.setdefault(position, Candidate())
                 c.fused += self.fusion[path] / (self.rrf_k + rank)
                 c.via = (*c.via, path)
                 if path == "lexical":
@@ -406,7 +380,7 @@ class AgentMemory:
     def _bloom(
         self,
         conn: sqlite3.Connection,
-        fused: dict[int, _Candidate],
+        fused: dict[int, Candidate],
         types: Sequence[str] | None,
         cut: int | None,
     ) -> None:
@@ -425,40 +399,10 @@ class AgentMemory:
         except (ProjectionError, sqlite3.Error):
             return  # without the lexical index there is no episode to walk: recall as fused
         for position, score in contiguity.bloom(scores, around).items():
-            c = fused.setdefault(position, _Candidate())
+            c = fused.setdefault(position, Candidate())
             if not c.via:
                 c.via = ("bloom",)
             c.fused = score
-
-    @staticmethod
-    def _match(fused: dict[int, _Candidate], positions: Sequence[int], m: _Matching) -> None:
-        """Set the ``match`` of ``positions``: the fusion-weighted mean of the paths' absolute
-        matches (IDF-weighted word share; cosine clipped to 0..1), every path that ran counted
-        for every candidate, found by it or not.
-
-        Worked out only for the candidates that may be kept (:meth:`_score`): the texts the
-        lexical path did not read and the vectors the semantic path did not score are read
-        for them alone.
-        """
-        parts: dict[str, dict[int, float]] = {}
-        if m.weights is not None:
-            unread = [p for p in positions if p not in m.texts]
-            if unread:
-                m.texts.update(lexical.texts(m.conn, unread))
-            weights, texts = m.weights, m.texts
-            parts["lexical"] = {
-                p: lexical.share(weights, texts[p]) if p in texts else 0.0 for p in positions
-            }
-        if m.vector is not None:
-            missing = [p for p in positions if fused[p].cosine is None]
-            stored = semantic.vectors_of(m.conn, missing) if missing else {}
-            for p, blob in stored.items():
-                fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ m.vector)
-            parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
-        total = sum(m.fusion[path] for path in parts)
-        for p in positions:
-            mean = sum(m.fusion[path] * part[p] for path, part in parts.items())
-            fused[p].match = mean / total if total else 0.0
 
     def _semantic(
         self,
@@ -493,7 +437,7 @@ class AgentMemory:
 
     def _fallback(
         self, query: str, fetch: int, types: Sequence[str] | None, cut: int | None
-    ) -> dict[int, _Candidate]:
+    ) -> dict[int, Candidate]:
         words = set(lexical.tokens(query))
         head = self.ledger.head()
         scored: list[tuple[float, int, float]] = []
@@ -520,7 +464,7 @@ class AgentMemory:
         scored = [s for s in scored if s[1] not in archived]
         scored.sort(key=lambda s: (-s[0], -s[1]))
         return {
-            position: _Candidate(fused=score, via=("fallback",), match=share)
+            position: Candidate(fused=score, via=("fallback",), match=share)
             for score, position, share in scored[:fetch]
         }
 
@@ -529,8 +473,8 @@ class AgentMemory:
     def _score(
         self,
         known: sqlite3.Connection,
-        ranked: dict[int, _Candidate],
-        matching: _Matching | None,
+        ranked: dict[int, Candidate],
+        matching: Matching | None,
         at_us: int,
         w: Mapping[str, float],
         k: int,
@@ -566,7 +510,7 @@ class AgentMemory:
                 break
             batch = ranking[start : start + k]
             if matching is not None:
-                self._match(ranked, batch, matching)
+                work_out(ranked, batch, matching)
             order += [p for p in batch if (ranked[p].match or 0.0) >= min_score]
         order = order[:k]
         missing = [p for p in order if ranked[p].event is None]
