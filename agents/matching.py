@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from engram.ledger import Event
 from engram.projections import lexical, semantic
 
 
@@ -23,7 +22,6 @@ from engram.projections import lexical, semantic
 class Candidate:
     """One item a recall path found (or bloom brought), as it is fused and scored."""
 
-    event: Event | None = None  # fetched once, when the match needs the text
     fused: float = 0.0
     via: tuple[str, ...] = ()
     bm25: float | None = None

@@ -513,12 +513,10 @@ class AgentMemory:
                 work_out(ranked, batch, matching)
             order += [p for p in batch if (ranked[p].match or 0.0) >= min_score]
         order = order[:k]
-        missing = [p for p in order if ranked[p].event is None]
-        fetched = {e.position: e for e in self.ledger.get(missing)} if missing else {}
+        events = self.ledger.get(order) if order else []
         items = []
-        for p in order:
+        for p, event in zip(order, events, strict=True):
             c = ranked[p]
-            event = c.event or fetched[p]
             items.append(
                 Recalled(
                     event,

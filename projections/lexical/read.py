@@ -25,10 +25,10 @@ from engram.projections.lexical.index import (
     tokens,
 )
 from engram.projections.lexical.vocabulary import (
-    _averages,
-    _frequencies,
-    _known,
-    _varint,
+    averages,
+    frequencies,
+    known_terms,
+    varint,
 )
 from engram.projections.store import ProjectionStore, physical
 
@@ -119,8 +119,8 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
     if not words:
         return Terms({}, (), (), {}, 0.0)
     table = _table(conn)
-    total, average, state = _averages(conn, table)
-    counts, stems = _frequencies(conn, table, words, state)
+    total, average, state = averages(conn, table)
+    counts, stems = frequencies(conn, table, words, state)
     weights = {w: max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) for w, n in counts.items()}
     present = tuple(w for w in words if counts[w] > 0)
     searched = present
@@ -240,7 +240,7 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
     lists = [_WORD.findall(row[5].lower()) for row in rows]
     sets = [set(words) for words in lists]
     seen: set[str] = set().union(*sets)
-    known = _known(conn, table, seen)
+    known = known_terms(conn, table, seen)
     useful: dict[str, list[str]] = {}
     for term in {s for word in rest for s in query.stems[word]}:
         for w in seen.intersection(known.words.get(term, ())):
@@ -277,7 +277,7 @@ def _lengths(conn: sqlite3.Connection, table: str, rowids: Sequence[int]) -> dic
     docsize = table[:-1] + '_docsize"'
     marks = ",".join("?" * len(rowids))
     rows = conn.execute(f"SELECT id, sz FROM {docsize} WHERE id IN ({marks})", list(rowids))
-    return {int(i): _varint(size, 0)[0] if size else 0 for i, size in rows}
+    return {int(i): varint(size, 0)[0] if size else 0 for i, size in rows}
 
 
 def share(weights: dict[str, float], text: str) -> float:

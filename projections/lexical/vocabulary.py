@@ -4,7 +4,8 @@ FTS5 keeps what BM25 needs in its shadow tables: the row count and the words' to
 averages record (``_data``, row 1), each row's length (``_docsize``), each term's document
 count (read through an ``fts5vocab`` table). Words are turned into the index's terms by the
 index's own tokenizer, through a temporary FTS5 table, once per word and process. Used by
-:mod:`engram.projections.lexical.read`; these are the package's internals.
+:mod:`engram.projections.lexical.read`; these are the package's internals, not part of
+its face (:mod:`engram.projections.lexical`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from engram.projections.errors import UnknownProjectionError
 from engram.projections.lexical.index import TOKENIZERS
 
 
-def _averages(conn: sqlite3.Connection, table: str) -> tuple[int, float, bytes]:
+def averages(conn: sqlite3.Connection, table: str) -> tuple[int, float, bytes]:
     """Return the rows the index holds, their mean length in words, and the record itself.
 
     FTS5 keeps both in its averages record (row 1 of its data table): varints of the row
@@ -27,12 +28,12 @@ def _averages(conn: sqlite3.Connection, table: str) -> tuple[int, float, bytes]:
     row = conn.execute(f"SELECT block FROM {data} WHERE id = 1").fetchone()
     if row is None or not row[0]:
         return 0, 0.0, b""
-    rows, at = _varint(row[0], 0)
-    words, _ = _varint(row[0], at)
+    rows, at = varint(row[0], 0)
+    words, _ = varint(row[0], at)
     return rows, (words / rows if rows else 0.0), bytes(row[0])
 
 
-def _varint(blob: bytes, at: int) -> tuple[int, int]:
+def varint(blob: bytes, at: int) -> tuple[int, int]:
     """Decode one SQLite varint (big-endian 7-bit groups, a full 9th byte) at ``at``."""
     value = 0
     for i in range(8):
@@ -43,7 +44,7 @@ def _varint(blob: bytes, at: int) -> tuple[int, int]:
     return (value << 8) | blob[at + 8], at + 9
 
 
-def _frequencies(
+def frequencies(
     conn: sqlite3.Connection, table: str, words: Sequence[str], state: bytes
 ) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
     """Return how many rows hold each word, read from the index's vocabulary, and its stems.
@@ -79,7 +80,7 @@ def _frequencies(
     return counts, stems
 
 
-class _Known:
+class Known:
     """What one tokenizer made of the words it was given: each word's terms, each term's
     words. It only grows; when it grows too large a fresh one replaces it, so a reader
     holding the old one still finds its words there."""
@@ -95,14 +96,14 @@ class _Known:
                 self.words.setdefault(term, set()).add(word)
 
 
-def _known(conn: sqlite3.Connection, table: str, words: set[str]) -> _Known:
+def known_terms(conn: sqlite3.Connection, table: str, words: set[str]) -> Known:
     """Return the index tokenizer's terms of ``words`` (and of others seen before), running
     the tokenizer once for each word it has not seen."""
     name = _tokenizer(conn, table)
     known = _STEMS.get(name)
     if known is None:
         with _CACHE_LOCK:
-            known = _STEMS.setdefault(name, _Known())
+            known = _STEMS.setdefault(name, Known())
     unseen = list(words - known.stems.keys())
     if not unseen:
         return known
@@ -118,7 +119,7 @@ def _known(conn: sqlite3.Connection, table: str, words: set[str]) -> _Known:
         known = _STEMS[name]
         if len(known.stems) + len(fresh) > _CACHED_WORDS:
             kept = {w: known.stems[w] for w in words if w in known.stems}
-            known = _STEMS[name] = _Known()
+            known = _STEMS[name] = Known()
             known.add(kept)
         known.add(fresh)
     return known
@@ -127,7 +128,7 @@ def _known(conn: sqlite3.Connection, table: str, words: set[str]) -> _Known:
 def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
     """Return the index's terms of each of ``words``."""
     wanted = set(words)
-    stems = _known(conn, table, wanted).stems
+    stems = known_terms(conn, table, wanted).stems
     return {w: stems[w] for w in wanted}
 
 
@@ -144,7 +145,7 @@ def _tokenizer(conn: sqlite3.Connection, table: str) -> str:
 
 
 #: tokenizer -> the words it has seen and their terms (a tokenizer is fixed: never stale).
-_STEMS: dict[str, _Known] = {}
+_STEMS: dict[str, Known] = {}
 #: (index file, table, averages record) -> term -> rows holding it; the latest few states.
 _COUNTS: dict[tuple[str, str, bytes], dict[str, int]] = {}
 _CACHE_LOCK = threading.Lock()
