@@ -104,7 +104,8 @@ def known_terms(conn: sqlite3.Connection, table: str, words: set[str]) -> Known:
     if known is None:
         with _CACHE_LOCK:
             known = _STEMS.setdefault(name, Known())
-    unseen = list(words - known.stems.keys())
+    stems = known.stems  # words not in it, one lookup each: never a pass over all it holds
+    unseen = [w for w in words if w not in stems]
     if not unseen:
         return known
     _vocabulary(conn, table)
