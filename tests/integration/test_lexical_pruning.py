@@ -17,7 +17,7 @@ from engram.ledger import Ledger, NewEvent, default_registry
 from engram.ledger.catalog import MemoryObserved
 from engram.projections import lexical
 from engram.projections.engine import ProjectionEngine
-from engram.projections.lexical import LexicalIndex
+from engram.projections.lexical import LexicalIndex, vocabulary
 from engram.projections.lexical import read as lexical_read
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -240,3 +240,33 @@ def test_the_postings_budget_also_bounds_the_two_rarest_fallback(
         hits = lexical.search(conn, "Caroline and the pottery", 5, agent="ana")
     assert len(hits) == 5
     assert all("pottery" in h.text and h.text.startswith("Caroline") for h in hits)
+
+
+class _Unwalkable(dict[str, tuple[str, ...]]):
+    """A stem cache that refuses to be walked: only lookups by word are allowed."""
+
+    def keys(self):  # type: ignore[override]
+        raise AssertionError("the stem cache was walked")
+
+    def __iter__(self):  # type: ignore[override]
+        raise AssertionError("the stem cache was walked")
+
+
+def test_a_lookup_in_the_stem_cache_never_walks_all_it_holds(
+    speakers: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cache holds up to 200,000 words; a recall looks up a few hundred of them twice.
+    with speakers.engine.read() as conn:
+        first = lexical.terms(conn, "Did Caroline fail painting the sunrises?")
+        table = lexical_read._table(conn)
+        name = vocabulary._tokenizer(conn, table)
+        known = vocabulary._STEMS[name]
+        unwalkable = _Unwalkable(known.stems)
+        unwalkable.update({f"filler{i}": (f"filler{i}",) for i in range(1000)})
+        monkeypatch.setattr(known, "stems", unwalkable)
+        again = lexical.terms(conn, "Did Caroline fail painting the sunrises?")
+        assert again == first
+        # New words are still stemmed by the index's tokenizer and remembered.
+        found = vocabulary.known_terms(conn, table, {"pottery", "unheardofword"})
+        assert found.stems["pottery"] == ("potteri",)
+        assert dict.__contains__(found.stems, "unheardofword")
