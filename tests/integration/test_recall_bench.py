@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 import engram.bench as bench
-from engram.bench import locomo, recall_bench, recall_latency, recall_scale
+from engram.bench import locomo, recall_bench, recall_latency, recall_report, recall_scale
 from engram.bench.common import QUICK, Config, Figure
 from engram.cli import cli
 
@@ -123,7 +123,7 @@ def test_quality_scores_every_mode_against_rank_bm25(
     config: Config, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scores = recall_bench.evaluate(config)
-    reference = scores.mean(recall_bench.REFERENCE, 10)
+    reference = scores.mean(recall_report.REFERENCE, 10)
     lexical = scores.mean("lexical", 10)
     assert reference is not None
     assert lexical is not None
@@ -151,27 +151,27 @@ def test_quality_scores_every_mode_against_rank_bm25(
 
 def test_each_conversation_gets_its_row(config: Config) -> None:
     scores = recall_bench.evaluate(config)
-    rows = recall_bench.conversation_rows(scores, "hybrid (hash)")
+    rows = recall_report.conversation_rows(scores, "hybrid (hash)")
     assert [(r["conversation"], r["questions"]) for r in rows] == [("c1", 4), ("c2", 4)]
     for row in rows:
         ours = scores.by_question("hybrid (hash)", 10)
-        theirs = scores.by_question(recall_bench.REFERENCE, 10)
+        theirs = scores.by_question(recall_report.REFERENCE, 10)
         mine = [v for (c, _), v in ours.items() if c == row["conversation"]]
         reference = [v for (c, _), v in theirs.items() if c == row["conversation"]]
         assert row["hybrid (hash)"] == pytest.approx(sum(mine) / 4)
-        assert row[recall_bench.REFERENCE] == pytest.approx(sum(reference) / 4)
+        assert row[recall_report.REFERENCE] == pytest.approx(sum(reference) / 4)
         assert row["ratio"] == pytest.approx(row["hybrid (hash)"] / row["rank_bm25"])
-    table = recall_bench.conversation_table(scores, "hybrid (hash)")
+    table = recall_report.conversation_table(scores, "hybrid (hash)")
     assert [line.split()[0] for line in table.splitlines()] == ["conversation", "c1", "c2"]
 
 
-def _scores(engram: list[float], reference: list[float]) -> recall_bench.Scores:
-    scores = recall_bench.Scores()
+def _scores(engram: list[float], reference: list[float]) -> recall_report.Scores:
+    scores = recall_report.Scores()
     for i, (ours, theirs) in enumerate(zip(engram, reference, strict=True)):
         conversation = f"c{i % 3}"
-        scores.add("hybrid (minilm)", 10, recall_bench.Score(conversation, i, 1 + i % 4, ours))
+        scores.add("hybrid (minilm)", 10, recall_report.Score(conversation, i, 1 + i % 4, ours))
         scores.add(
-            recall_bench.REFERENCE, 10, recall_bench.Score(conversation, i, 1 + i % 4, theirs)
+            recall_report.REFERENCE, 10, recall_report.Score(conversation, i, 1 + i % 4, theirs)
         )
     return scores
 
@@ -181,7 +181,7 @@ def test_the_bootstrap_interval_brackets_the_ratio_and_repeats_with_its_seed() -
     reference = [rng.choice([0.0, 0.5, 1.0]) for _ in range(300)]
     engram = [min(1.0, v + rng.choice([0.0, 0.0, 0.5])) for v in reference]
     scores = _scores(engram, reference)
-    interval = recall_bench.bootstrap(scores, "hybrid (minilm)", seed=5)
+    interval = recall_report.bootstrap(scores, "hybrid (minilm)", seed=5)
     assert interval is not None
     assert interval.ratio == pytest.approx(sum(engram) / sum(reference))
     assert interval.ratio_low < interval.ratio < interval.ratio_high
@@ -191,9 +191,9 @@ def test_the_bootstrap_interval_brackets_the_ratio_and_repeats_with_its_seed() -
     assert interval.better == sum(g > 0 for g in gaps)
     assert interval.worse == 0
     assert interval.better + interval.tied == interval.questions == 300
-    assert (interval.resamples, interval.seed) == (recall_bench.RESAMPLES, 5)
-    assert recall_bench.bootstrap(scores, "hybrid (minilm)", seed=5) == interval
-    other = recall_bench.bootstrap(scores, "hybrid (minilm)", seed=6)
+    assert (interval.resamples, interval.seed) == (recall_report.RESAMPLES, 5)
+    assert recall_report.bootstrap(scores, "hybrid (minilm)", seed=5) == interval
+    other = recall_report.bootstrap(scores, "hybrid (minilm)", seed=6)
     assert other is not None
     assert (other.ratio_low, other.ratio_high) != (interval.ratio_low, interval.ratio_high)
     assert other.ratio == interval.ratio
@@ -202,13 +202,13 @@ def test_the_bootstrap_interval_brackets_the_ratio_and_repeats_with_its_seed() -
 def test_the_bootstrap_of_a_scaled_reference_has_no_spread() -> None:
     reference = [0.1 * (i % 5) for i in range(50)]
     scores = _scores([2 * v for v in reference], reference)
-    interval = recall_bench.bootstrap(scores, "hybrid (minilm)", seed=1, resamples=200)
+    interval = recall_report.bootstrap(scores, "hybrid (minilm)", seed=1, resamples=200)
     assert interval is not None
     # The ratio of means is the same in every resample: the interval is a point.
     assert interval.ratio_low == pytest.approx(2.0)
     assert interval.ratio_high == pytest.approx(2.0)
-    assert recall_bench.bootstrap(_scores([0.5], [0.0]), "hybrid (minilm)", seed=1) is None
-    assert recall_bench.bootstrap(scores, "minilm", seed=1) is None
+    assert recall_report.bootstrap(_scores([0.5], [0.0]), "hybrid (minilm)", seed=1) is None
+    assert recall_report.bootstrap(scores, "minilm", seed=1) is None
 
 
 def test_only_quality_runs_the_quality_part_alone(
