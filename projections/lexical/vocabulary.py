@@ -55,10 +55,12 @@ def frequencies(
     remembered per word; counts per index file, table and ``state`` (its averages record,
     which changes with every row added), so a recall repeats no lookup while nothing moved.
     """
-    vocab = _vocabulary(conn, table)
-    stems = _stem(conn, table, words)
+    name = _tokenizer(conn, table)
+    vocab = _vocabulary(conn, table, name)
+    stems = _stem(conn, table, words, name)
     known = _counts(conn, table, state)
-    wanted = sorted({s[0] for s in stems.values() if len(s) == 1} - known.keys())
+    # Each term looked up in what is remembered: never a pass over all it holds.
+    wanted = sorted({s[0] for s in stems.values() if len(s) == 1 and s[0] not in known})
     if wanted:
         marks = ",".join("?" * len(wanted))
         found = dict(conn.execute(f"SELECT term, doc FROM {vocab} WHERE term IN ({marks})", wanted))
@@ -96,10 +98,14 @@ class Known:
                 self.words.setdefault(term, set()).add(word)
 
 
-def known_terms(conn: sqlite3.Connection, table: str, words: set[str]) -> Known:
+def known_terms(
+    conn: sqlite3.Connection, table: str, words: set[str], name: str | None = None
+) -> Known:
     """Return the index tokenizer's terms of ``words`` (and of others seen before), running
-    the tokenizer once for each word it has not seen."""
-    name = _tokenizer(conn, table)
+    the tokenizer once for each word it has not seen. ``name``: the tokenizer's, when the
+    caller read it already (:func:`_tokenizer`)."""
+    if name is None:
+        name = _tokenizer(conn, table)
     known = _STEMS.get(name)
     if known is None:
         with _CACHE_LOCK:
@@ -108,7 +114,7 @@ def known_terms(conn: sqlite3.Connection, table: str, words: set[str]) -> Known:
     unseen = [w for w in words if w not in stems]
     if not unseen:
         return known
-    _vocabulary(conn, table)
+    _vocabulary(conn, table, name)
     query = f"temp.engram_query_{name}"
     conn.execute(f"DELETE FROM {query}")
     conn.executemany(f"INSERT INTO {query} (rowid, text) VALUES (?, ?)", list(enumerate(unseen)))
@@ -126,10 +132,12 @@ def known_terms(conn: sqlite3.Connection, table: str, words: set[str]) -> Known:
     return known
 
 
-def _stem(conn: sqlite3.Connection, table: str, words: Iterable[str]) -> dict[str, tuple[str, ...]]:
-    """Return the index's terms of each of ``words``."""
+def _stem(
+    conn: sqlite3.Connection, table: str, words: Iterable[str], name: str
+) -> dict[str, tuple[str, ...]]:
+    """Return the index's terms of each of ``words`` (``name``: the index's tokenizer)."""
     wanted = set(words)
-    stems = known_terms(conn, table, wanted).stems
+    stems = known_terms(conn, table, wanted, name).stems
     return {w: stems[w] for w in wanted}
 
 
@@ -169,15 +177,15 @@ def _counts(conn: sqlite3.Connection, table: str, state: bytes) -> dict[str, int
         return found
 
 
-def _vocabulary(conn: sqlite3.Connection, table: str) -> str:
-    """Return this connection's row-form vocabulary of ``table`` (created on first use).
+def _vocabulary(conn: sqlite3.Connection, table: str, name: str) -> str:
+    """Return this connection's row-form vocabulary of ``table`` (created on first use),
+    and its query table for the tokenizer ``name``.
 
     Temporary tables belong to the connection, so this works on read-only connections and
     leaves the store's file untouched.
     """
     vocab = f'temp."engram_vocab{table.strip(chr(34))}"'
     conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {vocab} USING fts5vocab(main, {table}, row)")
-    name = _tokenizer(conn, table)
     conn.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.engram_query_{name} USING fts5(text,"
         f" tokenize = '{TOKENIZERS[name]}')"
