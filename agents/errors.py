@@ -1,6 +1,7 @@
 """Errors raised by the agents layer.
 
-Every error derives from :class:`AgentError`.
+Every error derives from :class:`AgentError`, under engram's one root
+:class:`~engram.ledger.errors.EngramError` (the whole tree is drawn in ``engram.errors``).
 
     AgentError
     ├── UnknownNeuronError      a neuron that does not exist (or is archived) was named
@@ -27,8 +28,10 @@ Every error derives from :class:`AgentError`.
 
 from __future__ import annotations
 
+from engram.ledger.errors import EngramError
 
-class AgentError(Exception):
+
+class AgentError(EngramError):
     """Root of every error the agents layer raises."""
 
 

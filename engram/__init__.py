@@ -5,8 +5,17 @@ This package is the composition root (ADR 0002): it wires the layers together an
 """
 
 from engram.config import Settings, resolve_settings
+from engram.errors import EngramError
 from engram.runtime import Memory, open, open_memory
 
 __version__ = "0.2.0.dev0"
 
-__all__ = ["Memory", "Settings", "__version__", "open", "open_memory", "resolve_settings"]
+__all__ = [
+    "EngramError",
+    "Memory",
+    "Settings",
+    "__version__",
+    "open",
+    "open_memory",
+    "resolve_settings",
+]

@@ -1,6 +1,7 @@
 """Errors raised by the jobs layer.
 
-Every error derives from :class:`JobError`.
+Every error derives from :class:`JobError`, under engram's one root
+:class:`~engram.ledger.errors.EngramError` (the whole tree is drawn in ``engram.errors``).
 
     JobError
     ├── JobConfigError      a bad job setting or name (names the setting and the value)
@@ -10,8 +11,10 @@ Every error derives from :class:`JobError`.
 
 from __future__ import annotations
 
+from engram.ledger.errors import EngramError
 
-class JobError(Exception):
+
+class JobError(EngramError):
     """Root of every error the jobs layer raises."""
 
 

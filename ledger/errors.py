@@ -1,6 +1,8 @@
 """Errors raised by the ledger.
 
-Every error derives from :class:`LedgerError`; backends translate driver errors into these.
+Every error derives from :class:`LedgerError`, itself under engram's one root
+:class:`EngramError` (the tree of every layer is drawn in ``engram.errors``); backends
+translate driver errors into these.
 
     LedgerError
     ├── ConfigError                 bad location, option or URL
@@ -30,7 +32,15 @@ Every error derives from :class:`LedgerError`; backends translate driver errors 
 from __future__ import annotations
 
 
-class LedgerError(Exception):
+class EngramError(Exception):
+    """Root of every error engram raises to a caller; the whole tree is in ``engram.errors``.
+
+    It lives here, in the lowest layer, so every layer's family can derive from it while
+    imports still point down only.
+    """
+
+
+class LedgerError(EngramError):
     """Root of every error the ledger raises."""
 
 

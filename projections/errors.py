@@ -1,6 +1,7 @@
 """Errors raised by the projection engine and the projections.
 
-Every error derives from :class:`ProjectionError`.
+Every error derives from :class:`ProjectionError`, under engram's one root
+:class:`~engram.ledger.errors.EngramError` (the whole tree is drawn in ``engram.errors``).
 
     ProjectionError
     ├── ProjectionConfigError       a bad projection definition, option or store location
@@ -19,8 +20,10 @@ Every error derives from :class:`ProjectionError`.
 
 from __future__ import annotations
 
+from engram.ledger.errors import EngramError
 
-class ProjectionError(Exception):
+
+class ProjectionError(EngramError):
     """Root of every error the projection layer raises."""
 
 

@@ -39,7 +39,7 @@ from engram.agents.completion.port import (
 )
 from engram.projections.embedding.http_api import (
     ATTEMPTS,
-    Retryable,
+    RetryableError,
     excerpt,
     http_settings_problem,
     parse_retry_after,
@@ -162,7 +162,7 @@ class HttpCompleter:
                 max_retry_after=self._max_retry_after,
                 sleep=self._sleep,
             )
-        except Retryable as last:
+        except RetryableError as last:
             raise CompletionUnavailableError(
                 f"completion request to {url} failed after {ATTEMPTS} attempts: {last.reason}"
             ) from None
@@ -183,7 +183,7 @@ class HttpCompleter:
                 retry_after = parse_retry_after(error.headers.get("Retry-After"))
             reason = f"HTTP {status}: {excerpt(body, secret)}"
             if status == 429 or 500 <= status <= 599:
-                raise Retryable(reason, status, retry_after) from None
+                raise RetryableError(reason, status, retry_after) from None
             raise CompletionRejectedError(
                 f"completion request to {url} refused with {reason}"
             ) from None
@@ -192,7 +192,7 @@ class HttpCompleter:
             reason = f"network error: {getattr(error, 'reason', None) or error!s}"
             if secret:
                 reason = reason.replace(secret, "[redacted]")
-            raise Retryable(reason, None, None) from None
+            raise RetryableError(reason, None, None) from None
 
 
 def _answer(raw: bytes, schema: type[T], url: str, secret: str | None) -> T:

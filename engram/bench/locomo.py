@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from engram.errors import InterfaceError
+
 #: Where the development split sits relative to the repository root.
 DEFAULT_PATH = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "locomo"
 DEFAULT_FILE = DEFAULT_PATH / "locomo-dev.json"
@@ -33,7 +35,7 @@ _ID = re.compile(r"D:?(\d+):0*(\d+)")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 
 
-class LocomoError(ValueError):
+class LocomoError(InterfaceError, ValueError):
     """The LoCoMo file is missing or not in the expected shape."""
 
 

@@ -22,6 +22,7 @@ from engram.agents.errors import AgentError
 from engram.cli import logs
 from engram.cli.render import FORMATS, Record, render
 from engram.config import Settings, resolve_settings
+from engram.errors import InterfaceError
 from engram.ledger import ConfigError, Ledger, LedgerError
 from engram.progress import ProgressBar
 from engram.projections.errors import ProjectionError, UnknownProjectionError
@@ -32,7 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-class CliError(click.ClickException):
+class CliError(click.ClickException, InterfaceError):
     """A failure at run time: printed as ``engram COMMAND: error: ...``, exit code 1."""
 
     exit_code = 1

@@ -31,6 +31,7 @@ from starlette.staticfiles import StaticFiles
 
 from engram.agents.errors import AgentError
 from engram.config import Settings
+from engram.errors import InterfaceError
 from engram.hub import views
 from engram.hub.live import Broadcaster
 from engram.hub.plots import plot
@@ -54,7 +55,7 @@ PLOTS = (
 )
 
 
-class BadRequestError(Exception):
+class BadRequestError(InterfaceError):
     """A request the hub refuses, with the reason shown to the user (status 400)."""
 
 

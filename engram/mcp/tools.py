@@ -22,6 +22,7 @@ from engram.agents.context import ContextWeights, build_context
 from engram.agents.frames import for_ledger
 from engram.agents.packs import PackKey, export_pack, import_pack
 from engram.agents.tokens import default_counter
+from engram.errors import InterfaceError
 from engram.ledger import NewEvent
 from engram.ledger.catalog import ConceptUpserted, ContextSaved, MemoryObserved
 from engram.projections import concepts as concept_rows
@@ -44,7 +45,7 @@ COUNTED = {
 }
 
 
-class ToolInputError(ValueError):
+class ToolInputError(InterfaceError, ValueError):
     """A tool was called with arguments it cannot use; the message says which and why."""
 
 

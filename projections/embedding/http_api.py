@@ -36,7 +36,11 @@ from engram.projections.embedding.port import (
     check_dimension,
     l2_normalize,
 )
-from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
+from engram.projections.errors import (
+    EmbeddingConfigError,
+    EmbeddingError,
+    EmbeddingProviderError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +60,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _OPENER = urllib.request.build_opener(_NoRedirect)
 
 
-class Retryable(Exception):
+class RetryableError(EmbeddingError):
     """A request failure worth retrying (429, 5xx, a timeout or a dropped connection)."""
 
     def __init__(self, reason: str, status: int | None, retry_after: float | None) -> None:
@@ -75,15 +79,15 @@ def with_retries(
     max_retry_after: float,
     sleep: Callable[[float], None],
 ) -> T:
-    """Return ``post()``, calling it up to :data:`ATTEMPTS` times while it raises Retryable.
+    """Return ``post()``, calling it up to :data:`ATTEMPTS` times while it raises RetryableError.
 
     Waits ``backoff`` doubling between attempts, or the server's Retry-After capped at
-    ``max_retry_after``; each retry is logged. Raises the last :class:`Retryable`.
+    ``max_retry_after``; each retry is logged. Raises the last :class:`RetryableError`.
     """
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return post()
-        except Retryable as failure:
+        except RetryableError as failure:
             if attempt == ATTEMPTS:
                 raise
             delay = backoff * 2 ** (attempt - 1)
@@ -196,7 +200,7 @@ class HttpEmbedder(Embedder):
                 max_retry_after=self._max_retry_after,
                 sleep=self._sleep,
             )
-        except Retryable as last:
+        except RetryableError as last:
             raise EmbeddingProviderError(
                 f"embedding request to {url} failed after {ATTEMPTS} attempts: {last.reason}",
                 last.status,
@@ -220,14 +224,14 @@ class HttpEmbedder(Embedder):
                 retry_after = parse_retry_after(error.headers.get("Retry-After"))
             reason = f"HTTP {status}: {excerpt(body, secret)}"
             if status == 429 or 500 <= status <= 599:
-                raise Retryable(reason, status, retry_after) from None
+                raise RetryableError(reason, status, retry_after) from None
             raise EmbeddingProviderError(
                 f"embedding request to {url} failed with {reason}", status
             ) from None
         except (OSError, http.client.HTTPException) as error:
             # URLError, timeouts, refused and reset connections are OSErrors.
             reason = f"network error: {getattr(error, 'reason', None) or error!s}"
-            raise Retryable(reason, None, None) from None
+            raise RetryableError(reason, None, None) from None
 
     def _parse(
         self, body: bytes, count: int, status: int, url: str, secret: str | None
