@@ -13,6 +13,7 @@ loss may lose the last batches, but never splits a batch from its checkpoint.
 from __future__ import annotations
 
 import contextlib
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -59,6 +60,33 @@ def physical(generation: int, table: str) -> str:
     return f'"_g{generation}__{table}"'
 
 
+_PLAIN_VIEW = re.compile(
+    r'CREATE VIEW "(?P<name>[^"]+)" AS SELECT \* FROM (?P<physical>"_g\d+__[^"]+")'
+)
+
+
+def _view_sql(conn: sqlite3.Connection, table: str, physical_name: str) -> str:
+    """Return the statement that creates the stable view ``table`` over ``physical_name``.
+
+    DuckDB's SQLite scanner (``engram sql``) counts rows by reading ROWID, which a WITHOUT
+    ROWID table does not have; filtering on its first key column (never null there) makes
+    ``count(*)`` read a real column instead, and costs SQLite nothing measurable.
+    """
+    plain = f'CREATE VIEW "{table}" AS SELECT * FROM {physical_name}'
+    row = conn.execute(
+        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?",
+        (physical_name.strip('"'),),
+    ).fetchone()
+    if row is None or not re.search(r"WITHOUT\s+ROWID\s*$", row[0] or "", re.IGNORECASE):
+        return plain
+    keys = sorted(
+        (int(pk), str(name))
+        for _, name, _, _, _, pk in conn.execute(f"PRAGMA table_info({physical_name})")
+        if pk
+    )
+    return f'{plain} WHERE "{keys[0][1]}" IS NOT NULL' if keys else plain
+
+
 class ProjectionStore:
     """The projection store directory: ``projections.db`` plus per-projection index files."""
 
@@ -81,6 +109,7 @@ class ProjectionStore:
             for statement in _CATALOG.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+            self._repoint_rowless_views(conn)
 
     def _connect(self, *, readonly: bool = False) -> sqlite3.Connection:
         try:
@@ -244,7 +273,20 @@ class ProjectionStore:
     def _point_views(conn: sqlite3.Connection, projection: Projection, generation: int) -> None:
         for table in projection.tables:
             conn.execute(f'DROP VIEW IF EXISTS "{table}"')
-            conn.execute(f'CREATE VIEW "{table}" AS SELECT * FROM {physical(generation, table)}')
+            conn.execute(_view_sql(conn, table, physical(generation, table)))
+
+    @staticmethod
+    def _repoint_rowless_views(conn: sqlite3.Connection) -> None:
+        # Stores written before views filtered on a key column get them re-pointed once.
+        views = conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'view'").fetchall()
+        for name, sql in views:
+            match = _PLAIN_VIEW.fullmatch(sql or "")
+            if match is None or match["name"] != name:
+                continue
+            wanted = _view_sql(conn, name, match["physical"])
+            if wanted != sql:
+                conn.execute(f'DROP VIEW "{name}"')
+                conn.execute(wanted)
 
     @staticmethod
     def get(conn: sqlite3.Connection, key: str) -> str | None:
