@@ -66,6 +66,7 @@ from engram.ledger.errors import (
     AuditUnavailableError,
     AuditWriteError,
     StoreError,
+    driver_message,
 )
 from engram.ledger.shred import DEFAULT_PERSONAL, FORGOTTEN, SEALED_PREFIX
 from engram.ledger.sqlite import readable_uri
@@ -209,7 +210,7 @@ class AuditSession:
         try:
             statements = duckdb.extract_statements(sql)
         except duckdb.Error as exc:
-            raise AuditQueryError(str(exc)) from exc
+            raise AuditQueryError(driver_message(exc)) from exc
         if not statements:
             raise AuditQueryError("no SQL statement to run")
         for index, statement in enumerate(statements, 1):
@@ -219,7 +220,7 @@ class AuditSession:
                 con.execute(statement.query)
             return _fetch(con.sql(statements[-1].query, params=params))
         except duckdb.Error as exc:
-            raise AuditQueryError(str(exc)) from exc
+            raise AuditQueryError(driver_message(exc)) from exc
 
     def close(self) -> None:
         """Close the DuckDB connection; the session cannot be used afterwards."""
@@ -271,7 +272,7 @@ class AuditSession:
             self._run(f"ATTACH {_literal(location)} AS {_ident(alias)} ({options})")
         except duckdb.Error as exc:
             shown = _PASSWORD.sub(r"\1***@", location)
-            message = str(exc).replace(location, shown)
+            message = driver_message(exc).replace(location, shown)
             raise AuditUnavailableError(f"cannot attach {shown} as {alias}: {message}") from exc
 
     def _readable(self, path: str) -> str:

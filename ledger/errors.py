@@ -133,3 +133,13 @@ class AuditQueryError(AuditError):
 
 class AuditUnavailableError(AuditError):
     """The audit cannot start: a scanner extension or the ledger file is missing."""
+
+
+def driver_message(error: BaseException) -> str:
+    """Return a database driver's message on one line, its own lines joined by spaces.
+
+    DuckDB and psycopg write hints and the offending SQL on lines of their own (and a line
+    of carets under it, which means nothing once the lines are joined: it is dropped).
+    """
+    lines = (line.strip() for line in str(error).splitlines())
+    return " ".join(line for line in lines if line and line.strip("^ ") != "")

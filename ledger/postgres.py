@@ -40,6 +40,7 @@ from engram.ledger.errors import (
     LedgerNotFoundError,
     ReadOnlyLedgerError,
     StoreError,
+    driver_message,
 )
 from engram.ledger.schema import (
     APPEND_ONLY_MESSAGE,
@@ -70,12 +71,12 @@ def _translate(action: str) -> Iterator[None]:
     try:
         yield
     except sa.exc.DBAPIError as exc:
-        text = str(exc.orig).strip()
+        text = driver_message(exc.orig)
         if APPEND_ONLY_MESSAGE in text:
             raise AppendOnlyError(f"{action}: {APPEND_ONLY_MESSAGE}") from None
         raise StoreError(f"{action}: {text}") from exc
     except psycopg.Error as exc:
-        raise StoreError(f"{action}: {str(exc).strip()}") from exc
+        raise StoreError(f"{action}: {driver_message(exc)}") from exc
 
 
 class _Tx(WriteTransaction):

@@ -23,7 +23,9 @@ def demo_ledger(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _views(ledger: Path) -> list[str]:
     store = ledger.with_name(ledger.name + ".projections") / "projections.db"
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as conn:
-        return [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")]
+        return [
+            name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type='view'")
+        ]
 
 
 def _sql(ledger: Path, query: str, capsys: pytest.CaptureFixture[str]) -> list[dict[str, object]]:
@@ -53,3 +55,14 @@ def test_count_select_and_join_on_every_projection_table(
         capsys,
     )
     assert joined[0]["n"] > 0
+
+
+def test_a_duckdb_error_reads_as_one_line_without_escapes(
+    demo_ledger: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = main(["--ledger", str(demo_ledger), "sql", "SELECT * FROM nosuch"])
+    _, err = capsys.readouterr()
+    assert code == 1
+    assert err.count("\n") == 1
+    assert "\\n" not in err
+    assert "Did you mean" in err

@@ -62,3 +62,10 @@ def test_every_public_exception_derives_from_engram_error(cls: type[BaseExceptio
 def test_root_is_exported_at_the_top() -> None:
     assert engram.EngramError is EngramError
     assert "EngramError" in engram.__all__
+
+
+def test_a_driver_message_is_joined_onto_one_line() -> None:
+    from engram.ledger.errors import driver_message
+
+    error = RuntimeError('relation "x" does not exist\nLINE 1: select * from x\n              ^\n')
+    assert driver_message(error) == 'relation "x" does not exist LINE 1: select * from x'
