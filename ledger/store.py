@@ -8,6 +8,7 @@ every caller still gets its own positions or its own error (ADR 0006).
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -37,6 +38,7 @@ DEFAULT_MAX_PAYLOAD = 1 << 20
 #: spread over a few thousand rows.
 _PAGE = 5000
 _POSITION = Column.POSITION.value
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,12 @@ class VerifyReport:
     def __str__(self) -> str:
         if self.ok:
             return f"ok: {self.checked} events, head {self.head}, hash {self.head_hash}"
+        if self.first_bad is not None and self.checked >= self.first_bad:
+            # The chain holds; what failed is a head recorded elsewhere.
+            return (
+                f"FAILED at position {self.first_bad}: {self.reason} "
+                f"(the chain itself verifies through {self.checked})"
+            )
         return (
             f"FAILED at position {self.first_bad}: {self.reason} "
             f"({self.checked} verified before it)"
@@ -468,6 +476,12 @@ class Ledger:
             _check_position(expect_head, "expect_head")
         elif expect_hash is not None:
             raise ConfigError("expect_hash needs expect_head: the position that hash belongs to")
+        if expect_hash is not None and not (
+            isinstance(expect_hash, str) and _SHA256_HEX.fullmatch(expect_hash)
+        ):
+            raise ConfigError(
+                f"expect_hash must be a sha256 hash as 64 hex digits, got {expect_hash!r}"
+            )
         expected, previous, anchor = 1, GENESIS_HASH, None
         for row in self.backend.scan():
             pos = row[_POSITION]
@@ -513,7 +527,9 @@ class Ledger:
                 head,
                 previous,
                 expect_head,
-                f"position {expect_head} has hash {anchor}, not the expected {expect_hash}",
+                f"position {expect_head} has hash {anchor}, not {expect_hash} as recorded: "
+                f"the events up to {expect_head} were rewritten (their chain recomputed) "
+                "since that hash was recorded, or it was recorded for another ledger",
             )
         return VerifyReport(ok=True, checked=head, head=head, head_hash=previous.hex())
 

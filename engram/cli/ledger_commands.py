@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from collections.abc import Iterable, Iterator
@@ -301,7 +302,15 @@ def verify(
     recorded elsewhere (--head with --hash).
     """
     if (head is None) != (head_hash is None):
-        raise click.UsageError("--head and --hash go together: give both or neither")
+        raise click.UsageError(
+            "--head and --hash go together: a position and the hash recorded for it "
+            "(engram verify prints both as 'head N, hash HEX'); give both or neither"
+        )
+    if head_hash is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", head_hash):
+        raise click.BadParameter(
+            f"must be the 64 hex digits engram verify printed, got {head_hash!r}",
+            param_hint="--hash",
+        )
     if (public_key is None) != (checkpoints is None):
         raise click.UsageError(
             "--checkpoints and --public-key go together: the folder, and the key you trust"

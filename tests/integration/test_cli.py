@@ -231,3 +231,19 @@ def test_verify_against_a_recorded_head_detects_a_truncated_tail(
     code, out, _ = run(capsys, "--ledger", db, "verify", "--head", "3", "--hash", recorded)
     assert code == 1  # ...but not the one recorded
     assert "removed from the tail" in out
+
+
+def test_verify_refuses_a_hash_that_is_not_one_and_explains_a_rewritten_head(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "e.jsonl"
+    src.write_text(lines(GOOD, ACT, ACT))
+    run(capsys, "--ledger", db, "append", str(src))
+    code, _, err = run(capsys, "--ledger", db, "verify", "--head", "2", "--hash", "abc")
+    assert code == 2  # bad input, not a tampered ledger
+    assert "64 hex digits" in err
+    code, out, _ = run(capsys, "--ledger", db, "verify", "--head", "2", "--hash", "ab" * 32)
+    assert code == 1
+    assert "rewritten" in out
+    assert "verified before it" not in out  # the chain held through the head: say so
+    assert "the chain itself verifies through 3" in out
