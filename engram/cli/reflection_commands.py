@@ -69,6 +69,12 @@ def reflect(agent: str, dry_run: bool, if_due: bool, fmt: str) -> None:
     out = state()
     settings = out.settings()
     with opened(settings, actor=agent) as memory:
+        if memory.ledger.versions([f"agent:{agent}"])[f"agent:{agent}"] == 0:
+            raise click.BadParameter(
+                f"no agent {agent!r} has written to this ledger (nothing of its own to "
+                "reflect on); check the name against engram log --stream agent:NAME",
+                param_hint="AGENT",
+            )
         sync_vectors(memory)
         stream = memory.agent(agent)
         model = routed_reflector(settings.routing or None)

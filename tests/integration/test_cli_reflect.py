@@ -148,3 +148,15 @@ def test_provenance_is_an_audit_question_in_sql(
     assert rows
     assert {r["memory"] for r in rows} <= {8, 9, 10}
     assert {r["text"] for r in rows} <= set(STORY)
+
+
+def test_reflect_refuses_an_agent_that_never_wrote(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with Ledger.open(db) as ledger:
+        before = ledger.head()
+    code, _, err = run(capsys, "--ledger", db, "reflect", "nobody")
+    assert code == 2
+    assert "no agent 'nobody' has written to this ledger" in err
+    with Ledger.open(db) as ledger:
+        assert ledger.head() == before
