@@ -21,7 +21,9 @@ from engram.cli.base import (
     state,
     sync_vectors,
 )
+from engram.ledger import Event
 from engram.projections.engine import ProjectionStatus
+from engram.projections.salience import MAX as SALIENCE_MAX
 
 MEMORY_TYPES = ("observation", "plan", "thought")
 RECALL_SCOPES = (*SCOPES, "all")
@@ -410,13 +412,38 @@ def propagate(
 def top(k: int, as_of: datetime | None, kinds: tuple[str, ...], fmt: str) -> None:
     """List the most salient items as of a time.
 
-    Salience decays lazily, 0.99 per hour by default (the decay_rate setting).
+    Salience decays lazily, 0.99 per hour by default (the decay_rate setting); it is shown
+    from 0 to 1, "stored" as last written (before decay), beside what the item is.
     """
     out = state()
     with opened(out.settings()) as memory:
         items = memory.network.top(k, as_of=as_of, kinds=kinds or ("neuron",))
+        events = {e.position: e for e in memory.ledger.get([i.position for i in items])}
     out.render(
-        ({"kind": i.kind, "id": i.id, "salience": i.salience, "stored": i.stored} for i in items),
+        (
+            {
+                "kind": i.kind,
+                "id": i.id,
+                "salience": round(i.salience / SALIENCE_MAX, 4),
+                "stored": round(i.stored / SALIENCE_MAX, 4),
+                "text": _what(events.get(i.position)),
+            }
+            for i in items
+        ),
         fmt,
-        columns=["kind", "id", "salience", "stored"],
+        columns=["kind", "id", "salience", "stored", "text"],
+        widths={"text": 60},
     )
+
+
+def _what(event: Event | None) -> str:
+    """Return what a salient item is: a neuron's concept, a memory's or scar's text."""
+    if event is None:
+        return ""
+    concept = getattr(event.payload, "concept", None)
+    if isinstance(concept, str):
+        return concept
+    try:
+        return item_text(event)
+    except AttributeError:  # an item kind with no text of its own
+        return ""

@@ -126,7 +126,8 @@ def test_graph_top_as_of(db: str, capsys: pytest.CaptureFixture[str]) -> None:
         assert code == 0
         rows = [line.split() for line in out.splitlines()[2:]]
         assert len(rows) == 3
-        assert all(row[2] == "0" and row[3] == str(INITIAL) for row in rows)
+        assert all(float(row[2]) == 0 for row in rows)
+        assert all(float(row[3]) == round(INITIAL / 65535, 4) for row in rows)
     # Before the bootstrap the store knew no neuron (ADR 0019).
     code, out, _ = run(capsys, "--ledger", db, "graph", "top", "--as-of", "2000-01-01T00:00Z")
     assert code == 0
@@ -136,3 +137,14 @@ def test_graph_top_as_of(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2
     assert "has no timezone" in err
     assert "2030-01-01T00:00:00Z" in err
+
+
+def test_graph_top_shows_salience_from_0_to_1_and_what_each_item_is(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "--ledger", db, "graph", "top", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)
+    assert rows
+    assert all(0 <= row["salience"] <= row["stored"] <= 1 for row in rows)
+    assert {row["text"] for row in rows} >= {"perception"}
