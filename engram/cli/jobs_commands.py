@@ -211,7 +211,8 @@ def cold() -> None:
     "--before",
     type=click.IntRange(min=2),
     required=True,
-    help="Export the positions below this one (after the last segment).",
+    help="Export the positions below this one (after the last segment); past the head, "
+    "everything through the head.",
 )
 @click.option("--dir", "directory", help="Where segments go (default: beside the ledger).")
 def cold_export(before: int, directory: str | None) -> None:
@@ -219,6 +220,10 @@ def cold_export(before: int, directory: str | None) -> None:
     out = state()
     settings = out.settings()
     with open_ledger(settings, readonly=True) as ledger:
+        head = ledger.head()
+        if before > head + 1:
+            note(f"--before {before} is past the ledger's head ({head}): exporting through it")
+            before = head + 1
         segment = export_segment(ledger, directory or settings.cold_directory, before)
     out.echo(
         f"exported positions {segment.first}..{segment.last} ({segment.rows} events) to"

@@ -121,3 +121,19 @@ def test_sql_reads_segments_and_the_live_ledger_as_one_events_view(
     assert "ledger from segment head 80: ok" in out
     assert main(["cold", "list", "--format", "csv", "--ledger", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[1].startswith("1,40,40,")
+
+
+def test_cli_export_before_past_the_head_exports_through_the_head(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "ledger.db"
+    _ledger(path, n=30).close()
+    cold = tmp_path / "cold"
+    code = main(
+        ["--ledger", str(path), "cold", "export", "--before", "1000000", "--dir", str(cold)]
+    )
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    assert "past the ledger's head (30)" in err
+    (segment,) = segments(cold)
+    assert (segment.first, segment.last) == (1, 30)
