@@ -192,8 +192,7 @@ class Settings:
             return self.projections
         if "://" not in self.ledger or self.ledger.startswith("sqlite:///"):
             return self.ledger.removeprefix("sqlite:///") + ".projections"
-        digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
-        return os.path.join(_data_home(), "engram", "projections", digest.hexdigest()[:16])
+        return self._server_folder("projections")
 
     def personal(self) -> dict[str, tuple[str, ...]]:
         """Return the personal fields by kind: engram's own, then the declared kinds'."""
@@ -208,8 +207,15 @@ class Settings:
         """Return where cold ledger segments go: beside a SQLite ledger, else in the data home."""
         if "://" not in self.ledger or self.ledger.startswith("sqlite:///"):
             return self.ledger.removeprefix("sqlite:///") + ".cold"
-        digest = hashlib.sha256(f"{_without_password(self.ledger)}|{self.pg_schema}".encode())
-        return os.path.join(_data_home(), "engram", "cold", digest.hexdigest()[:16])
+        return self._server_folder("cold")
+
+    def _server_folder(self, what: str) -> str:
+        """Return the folder of a server ledger's local files: one per ledger, however its
+        URL is spelt (a folder made before, under the URL as spelt, is kept)."""
+        base = os.path.join(_data_home(), "engram", what)
+        folder = os.path.join(base, _digest(f"{pg_identity(self.ledger)}|{self.pg_schema}"))
+        legacy = os.path.join(base, _digest(f"{_without_password(self.ledger)}|{self.pg_schema}"))
+        return legacy if not os.path.isdir(folder) and os.path.isdir(legacy) else folder
 
 
 _PG_PREFIXES = ("postgresql://", "postgresql+psycopg://", "postgres://")
@@ -286,6 +292,27 @@ def _names_tenant(settings: Settings) -> bool:
 
 def _data_home() -> str:
     return os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pg_identity(url: str) -> str:
+    """Return one spelling of a PostgreSQL URL for every spelling of the same ledger.
+
+    The scheme's aliases, the host's case, an omitted default port, the order of query
+    options and the password do not change which database a URL names.
+    """
+    parts = urlsplit(_without_password(url))
+    host = (parts.hostname or "").lower()
+    if ":" in host:  # an IPv6 literal keeps its brackets
+        host = f"[{host}]"
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    netloc += f":{parts.port or 5432}" if host else ""
+    query = "&".join(sorted(part for part in parts.query.split("&") if part))
+    path = parts.path if parts.path not in ("", "/") else ""
+    return urlunsplit(("postgresql", netloc, path, query, ""))
 
 
 def _without_password(url: str) -> str:

@@ -163,3 +163,26 @@ def test_the_libpq_uri_keeps_a_role_option_percent_encoded(url: str, expected: s
     from engram.ledger.postgres import _libpq_uri
 
     assert _libpq_uri(make_url(url)) == expected
+
+
+def test_spellings_of_one_postgresql_url_share_one_projection_store() -> None:
+    spellings = [
+        "postgresql://127.0.0.1/test",
+        "postgres://127.0.0.1:5432/test",
+        "postgresql+psycopg://127.0.0.1:5432/test",
+    ]
+    stores = {resolve_settings(url).projection_store for url in spellings}
+    colds = {resolve_settings(url).cold_directory for url in spellings}
+    assert len(stores) == len(colds) == 1
+    other = resolve_settings("postgresql://127.0.0.1:5433/test")
+    assert other.projection_store not in stores  # another server is another ledger
+
+
+def test_a_store_made_under_an_earlier_spelling_is_kept(tmp_path: Path) -> None:
+    import hashlib
+
+    url = "postgresql://127.0.0.1/test"
+    legacy = hashlib.sha256(f"{url}|engram".encode()).hexdigest()[:16]
+    kept = tmp_path / "data" / "engram" / "projections" / legacy
+    kept.mkdir(parents=True)
+    assert resolve_settings(url).projection_store == str(kept)
