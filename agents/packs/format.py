@@ -19,6 +19,7 @@ import functools
 import hashlib
 import io
 import os
+import re
 import struct
 import uuid
 import zipfile
@@ -140,6 +141,10 @@ class _Header(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=T
     pack: Manifest
 
 
+#: What documentation writes where a key goes: "<your key>", "…64 hex digits…", "...key...".
+_PLACEHOLDER = re.compile(rb"^<.*>$|^(\xe2\x80\xa6|\.\.\.).*(\xe2\x80\xa6|\.\.\.)$", re.S)
+
+
 class PackKey(NamedTuple):
     """Key material: 32 raw bytes, or a passphrase stretched with scrypt per pack."""
 
@@ -179,6 +184,12 @@ class PackKey(NamedTuple):
             return cls(raw, True, source)
         if len(text) < 8:
             raise PackKeyError(f"{source}: a passphrase must have at least 8 characters")
+        if _PLACEHOLDER.search(text):
+            raise PackKeyError(
+                f"{source} holds a placeholder (<...>, or text between ellipses), not a key: "
+                "put 64 hex digits there (python3 -c 'import os; print(os.urandom(32).hex())')"
+                " or a passphrase of your own"
+            )
         return cls(text, False, source)
 
     def derive(self, header: _Header) -> bytes:

@@ -177,6 +177,17 @@ def test_keys_come_from_a_named_variable_or_a_file(
         PackKey.from_file(tmp_path / "missing.key")
 
 
+@pytest.mark.parametrize(
+    "placeholder", ["…64 hex digits or a passphrase…", "<your pack key>", "...set me..."]
+)
+def test_a_documentation_placeholder_is_not_a_key(
+    placeholder: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PACK_TEST_KEY", placeholder)
+    with pytest.raises(PackKeyError, match="placeholder"):
+        PackKey.from_env("PACK_TEST_KEY")
+
+
 def test_the_header_is_authenticated_data_and_starts_with_the_magic(tmp_path: Path) -> None:
     path = tmp_path / "p.pack"
     manifest = _write(path)
