@@ -8,7 +8,7 @@ from __future__ import annotations
 import click
 
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, state
+from engram.cli.base import CliError, note, state
 
 
 @cli.command(
@@ -46,4 +46,10 @@ def mcp(agents: tuple[str, ...], transport: str, host: str, port: int) -> None:
     except ImportError as exc:
         raise CliError(f"the MCP SDK is not installed ({exc}); pip install 'engram[mcp]'") from None
     settings = state().settings(create=True)
+    if transport == "http":
+        shown = f"[{host}]" if ":" in host else host
+        note(
+            f"serving MCP over streamable HTTP at http://{shown}:{port}/mcp for "
+            f"{', '.join(agents)}; Ctrl-C stops it"
+        )
     serve(settings, agents, transport=transport, host=host, port=port)  # type: ignore[arg-type]

@@ -308,5 +308,8 @@ def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
     finally:
         server.terminate()
         server.wait(timeout=30)
+        told = ""
         if server.stderr is not None:
+            told = server.stderr.read().decode(errors="replace")
             server.stderr.close()
+    assert f"serving MCP over streamable HTTP at http://127.0.0.1:{port}/mcp" in told
