@@ -65,7 +65,6 @@ import hashlib
 import keyword
 import os
 import re
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -74,6 +73,7 @@ from urllib.parse import urlsplit, urlunsplit
 import msgspec
 
 from engram.ledger import ConfigError, KindRegistry, KindRegistryError, default_registry
+from engram.projections.tomlfile import TomlFileError, read_toml
 
 _KEYS: dict[str, type | tuple[type, ...]] = {
     "ledger": str,
@@ -340,11 +340,9 @@ def _config_candidates(explicit: str | None) -> list[tuple[Path, bool]]:
 
 def _read_config(path: Path) -> dict[str, Any]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        data = read_toml(path)
+    except TomlFileError as exc:
+        raise ConfigError(f"config file {path} {exc}") from None
     for key, value in data.items():
         expected = _KEYS.get(key)
         if expected is None:

@@ -1,4 +1,4 @@
-"""The http provider: an OpenAI-compatible ``POST {base_url}/chat/completions``, stdlib only.
+"""The http provider: an OpenAI-compatible ``POST {base_url}/chat/completions``.
 
 Request: the system text and the prompt as two messages, ``temperature`` 0 and
 ``response_format {"type": "json_object"}``; the schema's JSON Schema is appended to the
@@ -10,7 +10,8 @@ with exponential backoff, at most twice (three attempts), honouring a capped
 ``Retry-After``, then :class:`CompletionUnavailableError`; any other non-2xx status is
 :class:`CompletionRejectedError` at once; an answer that is not JSON or does not fit the
 schema is :class:`CompletionFormatError`. Redirects are not followed, so the Authorization
-header never leaves the configured host.
+header never leaves the configured host (the one HTTP client's rules:
+:mod:`engram.projections.embedding.http_client`).
 
 The API key is read from the environment variable *named* in the route, at each request; it
 is never stored on the completer, logged, or put in a message, repr or fingerprint.
@@ -18,16 +19,11 @@ is never stored on the completer, logged, or put in a message, repr or fingerpri
 
 from __future__ import annotations
 
-import http.client
 import json
-import logging
 import os
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 
@@ -37,31 +33,17 @@ from engram.agents.completion.port import (
     CompletionRejectedError,
     CompletionUnavailableError,
 )
-from engram.projections.embedding.http_api import (
+from engram.projections.embedding.http_client import (
     ATTEMPTS,
+    RejectedError,
     RetryableError,
     excerpt,
     http_settings_problem,
-    parse_retry_after,
+    post_json,
     safe_url,
-    with_retries,
 )
 
-logger = logging.getLogger(__name__)
-
 T = TypeVar("T", bound=msgspec.Struct)
-
-"""One try plus at most two retries."""
-
-_EXCERPT = 200
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # urllib then raises HTTPError with the 3xx status: a permanent failure
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 class HttpCompleter:
@@ -138,11 +120,6 @@ class HttpCompleter:
             "max_tokens": self._max_tokens,
             "response_format": {"type": "json_object"},
         }
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "engram-completer",
-        }
         secret = None
         if self._api_key_env is not None:
             secret = os.environ.get(self._api_key_env)
@@ -150,14 +127,15 @@ class HttpCompleter:
                 raise CompletionUnavailableError(
                     f"environment variable {self._api_key_env} (api_key_env) is not set or empty"
                 )
-            headers["Authorization"] = f"Bearer {secret}"
-        payload = json.dumps(body).encode()
         url = safe_url(self._url)
         try:
-            raw = with_retries(
-                lambda: self._post(payload, headers, url, secret),
+            _, raw = post_json(
+                self._url,
+                json.dumps(body).encode(),
+                secret=secret,
+                timeout=self._timeout,
+                user_agent="engram-completer",
                 what="completion",
-                url=url,
                 backoff=self._backoff,
                 max_retry_after=self._max_retry_after,
                 sleep=self._sleep,
@@ -166,33 +144,11 @@ class HttpCompleter:
             raise CompletionUnavailableError(
                 f"completion request to {url} failed after {ATTEMPTS} attempts: {last.reason}"
             ) from None
-        return _answer(raw, schema, url, secret)
-
-    def _post(self, payload: bytes, headers: dict[str, str], url: str, secret: str | None) -> bytes:
-        request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
-        try:
-            with _OPENER.open(request, timeout=self._timeout) as response:
-                return bytes(response.read())
-        except urllib.error.HTTPError as error:
-            with error:
-                status = error.code
-                try:
-                    body = error.read(4 * _EXCERPT)
-                except (OSError, http.client.HTTPException):
-                    body = b""
-                retry_after = parse_retry_after(error.headers.get("Retry-After"))
-            reason = f"HTTP {status}: {excerpt(body, secret)}"
-            if status == 429 or 500 <= status <= 599:
-                raise RetryableError(reason, status, retry_after) from None
+        except RejectedError as refused:
             raise CompletionRejectedError(
-                f"completion request to {url} refused with {reason}"
+                f"completion request to {url} refused with {refused.reason}"
             ) from None
-        except (OSError, http.client.HTTPException) as error:
-            # URLError, timeouts, refused and reset connections are OSErrors.
-            reason = f"network error: {getattr(error, 'reason', None) or error!s}"
-            if secret:
-                reason = reason.replace(secret, "[redacted]")
-            raise RetryableError(reason, None, None) from None
+        return _answer(raw, schema, url, secret)
 
 
 def _answer(raw: bytes, schema: type[T], url: str, secret: str | None) -> T:

@@ -25,7 +25,6 @@ offline. A file with no ``[complete]`` table routes everything offline without a
 from __future__ import annotations
 
 import os
-import tomllib
 import warnings
 from collections.abc import Mapping
 from typing import Annotated, Any
@@ -36,6 +35,7 @@ from engram.agents.completion.errors import CompletionConfigError
 from engram.agents.completion.http_chat import HttpCompleter
 from engram.agents.completion.offline import OfflineAnswer, OfflineCompleter
 from engram.agents.completion.port import Completer
+from engram.projections.tomlfile import TomlFileError, read_toml, route_tables
 
 #: The uses engram routes; a route for another use name is accepted and served to callers
 #: that ask for it.
@@ -98,7 +98,7 @@ def load_completion_routing(path: str | os.PathLike[str] | None = None) -> Compl
         return CompletionRouting({"default": OfflineRoute()})
     try:
         return _parse(path)
-    except _Invalid as problem:
+    except TomlFileError as problem:
         warnings.warn(
             f"completion routing file {os.fspath(path)!r}: {problem}; "
             "every completion use runs offline",
@@ -131,41 +131,27 @@ def completer_for(
     return _build(route)
 
 
-class _Invalid(Exception):
-    pass
-
-
 def _parse(path: str | os.PathLike[str]) -> CompletionRouting:
-    try:
-        with open(path, "rb") as file:
-            document = tomllib.load(file)
-    except OSError as error:
-        raise _Invalid(f"cannot be read ({error.strerror or error})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise _Invalid(f"is not valid TOML ({error})") from None
-    table = document.get("complete")
+    table = read_toml(path).get("complete")
     if table is None:
         return CompletionRouting({"default": OfflineRoute()}, os.fspath(path))
     if not isinstance(table, dict):
-        raise _Invalid(f"complete must be a table of [complete.<use>] tables, got {table!r}")
-    routes: dict[str, Route] = {}
-    for use, options in table.items():
-        if not isinstance(options, dict):
-            raise _Invalid(f"complete.{use} must be a table, got {type(options).__name__}")
-        if "provider" not in options:
-            raise _Invalid(f'[complete.{use}] needs provider = "offline" or "http"')
-        try:
-            route: Route = msgspec.convert(options, Route)
-            if isinstance(route, HttpRoute):
-                _build(route)  # every value checked now, not at the first request
-        except msgspec.ValidationError as error:
-            message = str(error).replace(" - at `$.", " for key `")
-            raise _Invalid(f"[complete.{use}]: {message}") from None
-        except CompletionConfigError as error:
-            raise _Invalid(f"[complete.{use}]: {error}") from None
-        routes[use] = route
+        raise TomlFileError(f"complete must be a table of [complete.<use>] tables, got {table!r}")
+    routes: dict[str, Route] = route_tables(
+        table,
+        "complete",
+        Route,
+        check=_check,
+        check_errors=(CompletionConfigError,),
+        needs=("provider", 'provider = "offline" or "http"'),
+    )
     routes.setdefault("default", OfflineRoute())
     return CompletionRouting(routes, os.fspath(path))
+
+
+def _check(route: Route) -> None:
+    if isinstance(route, HttpRoute):
+        _build(route)  # every value checked now, not at the first request
 
 
 def _build(route: HttpRoute) -> HttpCompleter:

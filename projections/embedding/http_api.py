@@ -1,9 +1,10 @@
-"""The http provider: an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint, stdlib only.
+"""The http provider: an OpenAI-compatible ``POST {base_url}/embeddings`` endpoint.
 
 Request ``{"model": ..., "input": [...]}``; response ``{"data": [{"index": i, "embedding":
 [...]}, ...]}``. A 429, a 5xx or a network error is retried with exponential backoff, at most
 twice (three attempts), honouring a capped ``Retry-After``; any other non-2xx status fails at
-once. Redirects are not followed, so the Authorization header never leaves the configured host.
+once. Redirects are not followed, so the Authorization header never leaves the configured host
+(all of this is the one HTTP client's, :mod:`engram.projections.embedding.http_client`).
 
 The API key is read from the environment variable *named* in the configuration, at each
 request; it is never stored on the embedder, logged, or put in a message, repr or fingerprint.
@@ -11,23 +12,23 @@ request; it is never stored on the embedder, logged, or put in a message, repr o
 
 from __future__ import annotations
 
-import email.utils
-import http.client
 import json
-import logging
-import math
 import os
-import re
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any, ClassVar, NoReturn, TypeVar
+from typing import ClassVar, NoReturn
 
 import numpy as np
 
+from engram.projections.embedding.http_client import (
+    ATTEMPTS,
+    RejectedError,
+    RetryableError,
+    excerpt,
+    http_settings_problem,
+    post_json,
+    safe_url,
+)
 from engram.projections.embedding.port import (
     DEFAULT_BATCH_SIZE,
     Embedder,
@@ -36,74 +37,7 @@ from engram.projections.embedding.port import (
     check_dimension,
     l2_normalize,
 )
-from engram.projections.errors import (
-    EmbeddingConfigError,
-    EmbeddingError,
-    EmbeddingProviderError,
-)
-
-logger = logging.getLogger(__name__)
-
-ATTEMPTS = 3
-T = TypeVar("T")
-"""One try plus at most two retries."""
-
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_EXCERPT = 200
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # urllib then raises HTTPError with the 3xx status: a permanent failure
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
-
-
-class RetryableError(EmbeddingError):
-    """A request failure worth retrying (429, 5xx, a timeout or a dropped connection)."""
-
-    def __init__(self, reason: str, status: int | None, retry_after: float | None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.status = status
-        self.retry_after = retry_after
-
-
-def with_retries(
-    post: Callable[[], T],
-    *,
-    what: str,
-    url: str,
-    backoff: float,
-    max_retry_after: float,
-    sleep: Callable[[float], None],
-) -> T:
-    """Return ``post()``, calling it up to :data:`ATTEMPTS` times while it raises RetryableError.
-
-    Waits ``backoff`` doubling between attempts, or the server's Retry-After capped at
-    ``max_retry_after``; each retry is logged. Raises the last :class:`RetryableError`.
-    """
-    for attempt in range(1, ATTEMPTS + 1):
-        try:
-            return post()
-        except RetryableError as failure:
-            if attempt == ATTEMPTS:
-                raise
-            delay = backoff * 2 ** (attempt - 1)
-            if failure.retry_after is not None:
-                delay = min(failure.retry_after, max_retry_after)
-            logger.warning(
-                "%s request to %s failed (%s); retry %d of %d in %.2fs",
-                what,
-                url,
-                failure.reason,
-                attempt,
-                ATTEMPTS - 1,
-                delay,
-            )
-            sleep(delay)
-    raise AssertionError("unreachable: the last attempt returns or raises")
+from engram.projections.errors import EmbeddingConfigError, EmbeddingProviderError
 
 
 class HttpEmbedder(Embedder):
@@ -176,11 +110,6 @@ class HttpEmbedder(Embedder):
 
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         payload = json.dumps({"model": self._model, "input": texts}).encode()
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": "engram-embedder",
-        }
         secret = None
         if self._api_key_env is not None:
             secret = os.environ.get(self._api_key_env)
@@ -189,13 +118,15 @@ class HttpEmbedder(Embedder):
                     f"http embedder: environment variable {self._api_key_env} "
                     "(api_key_env) is not set or empty"
                 )
-            headers["Authorization"] = f"Bearer {secret}"
         url = safe_url(self._url)
         try:
-            status, body = with_retries(
-                lambda: self._post(payload, headers, url, secret),
+            status, body = post_json(
+                self._url,
+                payload,
+                secret=secret,
+                timeout=self._timeout,
+                user_agent="engram-embedder",
                 what="embedding",
-                url=url,
                 backoff=self._backoff,
                 max_retry_after=self._max_retry_after,
                 sleep=self._sleep,
@@ -205,33 +136,11 @@ class HttpEmbedder(Embedder):
                 f"embedding request to {url} failed after {ATTEMPTS} attempts: {last.reason}",
                 last.status,
             ) from None
-        return self._parse(body, len(texts), status, url, secret)
-
-    def _post(
-        self, payload: bytes, headers: dict[str, str], url: str, secret: str | None
-    ) -> tuple[int, bytes]:
-        request = urllib.request.Request(self._url, data=payload, headers=headers, method="POST")
-        try:
-            with _OPENER.open(request, timeout=self._timeout) as response:
-                return int(response.status), response.read()
-        except urllib.error.HTTPError as error:
-            with error:
-                status = error.code
-                try:
-                    body = error.read(4 * _EXCERPT)
-                except (OSError, http.client.HTTPException):
-                    body = b""
-                retry_after = parse_retry_after(error.headers.get("Retry-After"))
-            reason = f"HTTP {status}: {excerpt(body, secret)}"
-            if status == 429 or 500 <= status <= 599:
-                raise RetryableError(reason, status, retry_after) from None
+        except RejectedError as refused:
             raise EmbeddingProviderError(
-                f"embedding request to {url} failed with {reason}", status
+                f"embedding request to {url} failed with {refused.reason}", refused.status
             ) from None
-        except (OSError, http.client.HTTPException) as error:
-            # URLError, timeouts, refused and reset connections are OSErrors.
-            reason = f"network error: {getattr(error, 'reason', None) or error!s}"
-            raise RetryableError(reason, None, None) from None
+        return self._parse(body, len(texts), status, url, secret)
 
     def _parse(
         self, body: bytes, count: int, status: int, url: str, secret: str | None
@@ -269,84 +178,3 @@ class HttpEmbedder(Embedder):
             bad = int(np.nonzero(~finite)[0][0])
             fail(f"embedding {bad} holds a non-finite or out-of-range number")
         return l2_normalize(vectors) if self._normalize else vectors
-
-
-def http_settings_problem(
-    base_url: object,
-    model: object,
-    api_key_env: object,
-    timeout: object,
-    backoff: object,
-    max_retry_after: object,
-) -> str | None:
-    """Say what is wrong with an OpenAI-compatible client's settings (None: nothing).
-
-    The embedder and the chat completer check the same options with this, each raising its
-    own error type with the message.
-    """
-    try:
-        parts = urllib.parse.urlsplit(base_url) if isinstance(base_url, str) else None
-        _ = parts and parts.port  # an invalid port raises here, not at the first request
-    except ValueError:
-        parts = None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-        return f"base_url must be an http(s) URL, got {safe_url(base_url)!r}"
-    if not isinstance(model, str) or not model:
-        return f"model must be a non-empty str, got {model!r}"
-    if api_key_env is not None and (
-        not isinstance(api_key_env, str) or not _ENV_NAME.match(api_key_env)
-    ):
-        return f"api_key_env must be an environment variable name, got {api_key_env!r}"
-    for name, value, positive in (
-        ("timeout", timeout, True),
-        ("backoff", backoff, False),
-        ("max_retry_after", max_retry_after, False),
-    ):
-        if (
-            not isinstance(value, int | float)
-            or isinstance(value, bool)
-            or not math.isfinite(value)
-            or value < 0
-            or (positive and value == 0)
-        ):
-            kind = "positive" if positive else "non-negative"
-            return f"{name} must be a {kind} number of seconds, got {value!r}"
-    return None
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Return a ``Retry-After`` header's delay in seconds (number or HTTP date), or None."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError):
-            return None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        seconds = (when - datetime.now(UTC)).total_seconds()
-    return max(0.0, seconds) if math.isfinite(seconds) else None
-
-
-def excerpt(body: bytes, secret: str | None) -> str:
-    """Return the start of ``body`` for a message, with ``secret`` (if any) redacted."""
-    text = body.decode("utf-8", "replace")
-    if secret:
-        text = text.replace(secret, "[redacted]")
-    text = " ".join(text.split())
-    return repr(text[:_EXCERPT] + ("…" if len(text) > _EXCERPT else ""))
-
-
-def safe_url(url: Any) -> str:
-    """Return ``url`` without user:password, for messages and logs."""
-    if not isinstance(url, str):
-        return repr(url)
-    parts = urllib.parse.urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    netloc = parts.netloc.rpartition("@")[2]
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))

@@ -30,7 +30,6 @@ Providers: :class:`HashEmbedder` (default, numpy only), :class:`SentenceTransfor
 from __future__ import annotations
 
 import os
-import tomllib
 import warnings
 from typing import Annotated, Any
 
@@ -42,6 +41,7 @@ from engram.projections.embedding.http_api import HttpEmbedder
 from engram.projections.embedding.port import DEFAULT_BATCH_SIZE, MAX_DIMENSION, Embedder
 from engram.projections.embedding.st import SentenceTransformerEmbedder
 from engram.projections.errors import EmbeddingConfigError
+from engram.projections.tomlfile import TomlFileError, read_toml, route_tables
 
 _Dimension = Annotated[int, msgspec.Meta(ge=1, le=MAX_DIMENSION)]
 _BatchSize = Annotated[int, msgspec.Meta(ge=1)]
@@ -117,7 +117,7 @@ def load_routing(path: str | os.PathLike[str] | None = None) -> Routing:
         return Routing({"default": HashRoute()})
     try:
         routing = _parse(path)
-    except _Invalid as problem:
+    except TomlFileError as problem:
         warnings.warn(
             f"embedding routing file {os.fspath(path)!r}: {problem}; "
             "using the default hash embedder for every use",
@@ -142,35 +142,16 @@ def embedder_for(
     return CachedEmbedder(embedder, cache) if cache is not None else embedder
 
 
-class _Invalid(Exception):
-    pass
-
-
 def _parse(path: str | os.PathLike[str]) -> Routing:
-    try:
-        with open(path, "rb") as file:
-            document = tomllib.load(file)
-    except OSError as error:
-        raise _Invalid(f"cannot be read ({error.strerror or error})") from None
-    except tomllib.TOMLDecodeError as error:
-        raise _Invalid(f"is not valid TOML ({error})") from None
+    document = read_toml(path)
     table = document.get("embedding")
     if table is None and OTHER_OWNERS & set(document):  # a file routing other uses only
         return Routing({"default": HashRoute()}, os.fspath(path))
     if not isinstance(table, dict) or not table:
-        raise _Invalid("has no [embedding.<use>] tables")
-    routes: dict[str, Route] = {}
-    for use, options in table.items():
-        if not isinstance(options, dict):
-            raise _Invalid(f"embedding.{use} must be a table, got {type(options).__name__}")
-        try:
-            routes[use] = msgspec.convert(options, Route)
-            _check(routes[use])
-        except msgspec.ValidationError as error:
-            message = str(error).replace(" - at `$.", " for key `")
-            raise _Invalid(f"[embedding.{use}]: {message}") from None
-        except EmbeddingConfigError as error:
-            raise _Invalid(f"[embedding.{use}]: {error}") from None
+        raise TomlFileError("has no [embedding.<use>] tables")
+    routes: dict[str, Route] = route_tables(
+        table, "embedding", Route, check=_check, check_errors=(EmbeddingConfigError,)
+    )
     routes.setdefault("default", HashRoute())
     return Routing(routes, os.fspath(path))
 
