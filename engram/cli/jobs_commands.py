@@ -97,8 +97,11 @@ def run(beat: float, poll: float, once: bool) -> None:
     Keeps every projection caught up with the ledger and runs sleep (consolidation, hourly),
     archive (daily), dream (nightly rule suggestions from repeated scars), hygiene
     (duplicate memories, every 30 days) and reflect (each agent, when due; hourly) on
-    their timers ([jobs.*] in the config file); stops cleanly on SIGTERM or
-    Ctrl-C. Another runner of the same ledger elsewhere shares the work through leases.
+    their timers ([jobs.*] in the config file). Timers fire at multiples of each period
+    since the Unix epoch (UTC midnight for a daily job); a window that closed while no
+    daemon ran is run at start. Other daemons of the same ledger share the work through
+    leases: a fire that finds a job's lease taken is retried within seconds until the window
+    is done. SIGTERM or Ctrl-C stops it cleanly (exit 0) once a running window is done.
     Quiet by default: -v logs each window.
     """
     out = state()
