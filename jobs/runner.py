@@ -123,7 +123,7 @@ class JobRunner:
                 window,
                 plan.counts | {"events": len(plan.events)},
                 _ms(started),
-                host=socket.gethostname(),
+                host=socket.gethostname() or None,
                 pid=os.getpid(),
             )
             try:
