@@ -9,7 +9,16 @@ ids derive from (job, window), so a re-run after a crash appends nothing new, an
 
 from engram.jobs.archival import ArchiveJob, ArchiveSettings
 from engram.jobs.asof import AsOfReader
-from engram.jobs.base import Job, JobContext, Plan, Window, boundary, last_completed
+from engram.jobs.base import (
+    Job,
+    JobContext,
+    Plan,
+    Window,
+    boundary,
+    last_completed,
+    next_boundary,
+)
+from engram.jobs.cluster import JobHistory, cluster_view, job_history, node_name
 from engram.jobs.consolidation import SleepJob, SleepSettings, consolidate
 from engram.jobs.dream import DreamJob, DreamSettings
 from engram.jobs.errors import DaemonError, JobConfigError, JobError, LeaseError
@@ -33,6 +42,7 @@ __all__ = [
     "JobConfigError",
     "JobContext",
     "JobError",
+    "JobHistory",
     "JobRunner",
     "Lease",
     "LeaseError",
@@ -44,8 +54,12 @@ __all__ = [
     "SleepSettings",
     "Window",
     "boundary",
+    "cluster_view",
     "consolidate",
+    "job_history",
     "last_completed",
     "lease_for",
+    "next_boundary",
+    "node_name",
     "utc_now",
 ]

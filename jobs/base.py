@@ -118,8 +118,25 @@ def boundary(now: datetime, every: timedelta) -> datetime:
     return EPOCH + ((now - EPOCH) // every) * every
 
 
-def completed(event_job: str, window: Window, counts: dict[str, int], ms: float) -> NewEvent:
-    """Return the ``job.completed`` event that closes ``window``."""
+def next_boundary(now: datetime, every: timedelta) -> datetime:
+    """Return the first multiple of ``every`` since the Unix epoch strictly after ``now``."""
+    return boundary(now, every) + every
+
+
+def completed(
+    event_job: str,
+    window: Window,
+    counts: dict[str, int],
+    ms: float,
+    *,
+    host: str | None = None,
+    pid: int | None = None,
+) -> NewEvent:
+    """Return the ``job.completed`` event that closes ``window``, run on node (host, pid).
+
+    Its id derives from (job, window), so a re-run of the window is a no-op; its time is left
+    to the ledger, which stamps it when it is appended (the window is in the payload).
+    """
     return NewEvent.of(
         JobCompleted(
             job=event_job,
@@ -128,11 +145,12 @@ def completed(event_job: str, window: Window, counts: dict[str, int], ms: float)
             trigger=window.trigger,  # type: ignore[arg-type]  # checked by Window
             counts=counts,
             duration_ms=round(ms, 3),
+            host=host,
+            pid=pid,
         ),
         stream=f"job:{event_job}",
         actor=f"job:{event_job}",
         id=window.completed_id,
-        at=window.end,
     )
 
 

@@ -4,10 +4,13 @@ Two threads of work. The *follower* waits for new ledger positions, brings every
 up to the head, counts ``neuron.activated`` events for the sleep's action trigger, checks
 saturation, and rewrites the liveness record (:mod:`engram.jobs.status`) every beat. The
 *scheduler* is APScheduler 3's ``BackgroundScheduler`` with one worker thread: each job
-fires on an interval trigger aligned to the Unix epoch (so every runner in a cluster agrees
-on the boundaries), ``max_instances=1``, ``coalesce=True`` and a misfire grace of one
-period; early triggers (actions, saturation) are one-off jobs on the same worker. Each fire
-is :meth:`JobRunner.run` under the job's lease (ADR 0031).
+fires at the multiples of its period since the Unix epoch (so every runner in a cluster
+fires at the boundaries that close windows, the moment they close), ``max_instances=1``,
+``coalesce=True`` and a misfire grace of one period. One-off fires run on the same worker:
+a catch-up at start when a window has closed and was not run, the early triggers (actions,
+saturation), and the retries of a timer fire that found the lease taken, after 0.25 s,
+0.5 s, 1 s... at most :data:`RETRY_CAP` apart, until the window is done or the next boundary
+comes (ADR 0048). Each fire is :meth:`JobRunner.run` under the job's lease (ADR 0031).
 
 The clock is injectable: the scheduler's notion of *now* for windows and next runs, never a
 projection's, which only ever reads event times.
@@ -31,9 +34,9 @@ from typing import Any
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.interval import IntervalTrigger
+from apscheduler.triggers.base import BaseTrigger
 
-from engram.jobs.base import EPOCH, Window
+from engram.jobs.base import Window, boundary, next_boundary
 from engram.jobs.consolidation import NAME as SLEEP
 from engram.jobs.consolidation import SleepJob, active_count
 from engram.jobs.errors import DaemonError
@@ -46,6 +49,33 @@ _log = logging.getLogger(__name__)
 LOCK_FILE = "daemon.lock"
 #: How often saturation is checked (seconds): a query over the live salience index.
 SATURATION_EVERY = 30.0
+#: The first retry of a fire that found the lease taken (seconds); each next one waits twice
+#: as long, at most RETRY_CAP, and none is made past the job's next boundary.
+RETRY_FIRST = 0.25
+RETRY_CAP = 5.0
+#: The one-off fires of a job, each a scheduler job of id ``<job>-<reason>``.
+ONE_OFF = ("catch-up", "retry", "actions", "saturation")
+
+
+class EpochTrigger(BaseTrigger):  # type: ignore[misc]  # APScheduler 3 is untyped
+    """Fire at every multiple of ``every`` since the Unix epoch, in exact time arithmetic."""
+
+    def __init__(self, every: timedelta) -> None:
+        if every <= timedelta(0):
+            raise DaemonError(f"a job's period must be positive, got {every}")
+        self.every = every
+
+    def get_next_fire_time(
+        self, previous_fire_time: datetime | None, now: datetime
+    ) -> datetime | None:
+        """Return the boundary after the previous fire, else the first one at or after now."""
+        if previous_fire_time is not None:
+            return next_boundary(previous_fire_time, self.every)
+        last = boundary(now, self.every)
+        return last if last == now else last + self.every
+
+    def __str__(self) -> str:
+        return f"epoch[{self.every}]"
 
 
 class Daemon:
@@ -73,20 +103,23 @@ class Daemon:
         self._lock_fd: int | None = None
         self._last_saturation = 0.0
         self._early = threading.Lock()
+        self._retries: dict[str, int] = {}
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
             executors={"default": ThreadPoolExecutor(max_workers=1)},
             job_defaults={"max_instances": 1, "coalesce": True},
         )
-        self.triggers = {
-            name: IntervalTrigger(seconds=job.every.total_seconds(), start_date=EPOCH, timezone=UTC)
-            for name, job in runner.jobs.items()
+        self.triggers: dict[str, EpochTrigger] = {
+            name: EpochTrigger(job.every) for name, job in runner.jobs.items()
         }
 
     # -- running ----------------------------------------------------------------------------
 
     def fire(self, name: str, trigger: str = "timer") -> RunResult | None:
-        """Run job ``name`` now, at the runner's clock; record the outcome (never raises)."""
+        """Run job ``name`` now, at the runner's clock; record the outcome (never raises).
+
+        A timer fire that finds the lease taken is retried with a bounded backoff (ADR 0048).
+        """
         at = self.runner.clock()
         try:
             result = self.runner.run(name, trigger=trigger)
@@ -103,16 +136,34 @@ class Daemon:
         }
         if name == SLEEP and result.outcome in ("ok", "done"):
             self.actions_since_sleep = 0
+        if result.outcome == "leased" and trigger == "timer":
+            self._retry(name)
+        elif trigger == "timer":
+            self._retries.pop(name, None)
         return result
 
     def next_run(self, name: str, now: datetime | None = None) -> datetime | None:
-        """Return when the timer fires ``name`` next, by the runner's clock."""
-        now = now or self.runner.clock()
-        fire: datetime | None = self.triggers[name].get_next_fire_time(None, now)
-        return fire
+        """Return when ``name`` fires next: the scheduler's own next fire once it runs (the
+        next boundary, or a pending catch-up or retry), else the next boundary at the
+        runner's clock."""
+        if self.scheduler.running:
+            ids = {name, *(f"{name}-{reason}" for reason in ONE_OFF)}
+            times = [
+                job.next_run_time
+                for job in self.scheduler.get_jobs()
+                if job.id in ids and job.next_run_time is not None
+            ]
+            if times:
+                fire: datetime = min(times)
+                return fire
+        return self.triggers[name].get_next_fire_time(None, now or self.runner.clock())
 
     def start(self) -> None:
-        """Take the store's daemon lock, start the scheduler and the follower thread."""
+        """Take the store's daemon lock, start the scheduler and the follower thread.
+
+        Each job's timer fires at its next boundary; a job whose last closed window was not
+        run (the daemon was down, or this is a new ledger) first gets a catch-up fire now.
+        """
         self._take_lock()
         for name, job in self.runner.jobs.items():
             self.scheduler.add_job(
@@ -121,13 +172,34 @@ class Daemon:
                 args=[name],
                 id=name,
                 misfire_grace_time=max(int(job.every.total_seconds()), 1),
-                # A first run at start closes any window missed while no daemon ran.
-                next_run_time=datetime.now(UTC),
             )
+            if self._due(name):
+                self._submit(name, "timer", reason="catch-up")
         self.scheduler.start()
         self._follower = threading.Thread(target=self._follow, name="engram-follow", daemon=True)
         self._follower.start()
         _log.info("daemon started: jobs %s", ", ".join(self.runner.jobs))
+
+    def _due(self, name: str) -> bool:
+        """Return whether a closed window of ``name`` waits to be run (True when unsure)."""
+        try:
+            return self.runner.next_window(name) is not None
+        except Exception:  # the fire itself will say what is wrong
+            _log.exception("cannot tell whether %s has a window due", name)
+            return True
+
+    def _retry(self, name: str) -> None:
+        """Fire ``name`` again after a backoff, unless its next boundary comes first."""
+        attempt = self._retries.get(name, 0)
+        delay = min(RETRY_FIRST * 2**attempt, RETRY_CAP)
+        when = datetime.now(UTC) + timedelta(seconds=delay)
+        timer = self.scheduler.get_job(name)
+        if timer is not None and timer.next_run_time is not None and when >= timer.next_run_time:
+            self._retries.pop(name, None)  # the timer's next fire covers the window
+            return
+        self._retries[name] = attempt + 1
+        _log.debug("%s: the lease is taken; retry %d in %.2f s", name, attempt + 1, delay)
+        self._submit(name, "timer", reason="retry", when=when)
 
     def stop(self) -> None:
         """Stop following, let a running job finish, write the final record, release the lock."""
@@ -205,7 +277,8 @@ class Daemon:
             return
         settings = job.settings
         if settings.after_actions and self.actions_since_sleep >= settings.after_actions:
-            self._submit(SLEEP, "actions")
+            if self.scheduler.running:
+                self._submit(SLEEP, "actions")
             self.actions_since_sleep = 0
         if settings.saturation and _monotonic() - self._last_saturation >= SATURATION_EVERY:
             self._last_saturation = _monotonic()
@@ -215,14 +288,25 @@ class Daemon:
                 active = active_count(conn, probe, settings.threshold, self.runner.rate)
             if active > settings.saturation:
                 _log.info("saturation: %d neurons at or above %d", active, settings.threshold)
-                self._submit(SLEEP, "saturation")
+                if self.scheduler.running:
+                    self._submit(SLEEP, "saturation")
 
-    def _submit(self, name: str, trigger: str) -> None:
+    def _submit(
+        self, name: str, trigger: str, *, reason: str | None = None, when: datetime | None = None
+    ) -> None:
+        """Add a one-off fire of ``name`` (at ``when``, else now) that runs however late."""
         with self._early:
-            if self.scheduler.running:
-                self.scheduler.add_job(
-                    self.fire, args=[name, trigger], id=f"{name}-{trigger}", replace_existing=True
-                )
+            if self.stopping.is_set():
+                return
+            self.scheduler.add_job(
+                self.fire,
+                "date",
+                run_date=when or datetime.now(UTC),
+                args=[name, trigger],
+                id=f"{name}-{reason or trigger}",
+                replace_existing=True,
+                misfire_grace_time=None,  # queued behind a long job, it still runs
+            )
 
     # -- liveness ---------------------------------------------------------------------------
 

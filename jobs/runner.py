@@ -12,6 +12,8 @@ no-op (ADR 0031).
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -116,7 +118,14 @@ class JobRunner:
             plan = self.plan(job, window)
             if dry_run:
                 return RunResult(name, "dry-run", window, plan, [], _ms(started))
-            done = completed(name, window, plan.counts | {"events": len(plan.events)}, _ms(started))
+            done = completed(
+                name,
+                window,
+                plan.counts | {"events": len(plan.events)},
+                _ms(started),
+                host=socket.gethostname() or None,
+                pid=os.getpid(),
+            )
             try:
                 positions = self.ledger.append([*plan.events, done])
             except IdempotencyError:

@@ -357,8 +357,10 @@ class JobCompleted(_Payload, frozen=True):
     """A scheduled job finished one window; its effects were appended with it, atomically.
 
     ``window_start`` (inclusive) and ``window_end`` (exclusive) bound the events the job
-    considered; it read the projections as known at ``window_end``. ``counts`` are the job's
-    own figures (candidates, events appended, ...); ``duration_ms`` is the wall time it took.
+    considered; it read the projections as known at ``window_end``. The event's own time is
+    when it was appended. ``counts`` are the job's own figures (candidates, events appended,
+    ...); ``duration_ms`` is the wall time it took; ``host`` and ``pid`` name the node that ran
+    it (schema 2; None in events written at schema 1).
     """
 
     __kind__: ClassVar[str] = "job.completed"
@@ -369,6 +371,8 @@ class JobCompleted(_Payload, frozen=True):
     trigger: JobTrigger = "timer"
     counts: dict[Annotated[str, msgspec.Meta(min_length=1, max_length=64)], int] = {}
     duration_ms: Annotated[float, msgspec.Meta(ge=0.0)] = 0.0
+    host: Name | None = None
+    pid: Annotated[int, msgspec.Meta(ge=1)] | None = None
 
     def __post_init__(self) -> None:
         if self.window_start.tzinfo is None or self.window_end.tzinfo is None:
@@ -462,9 +466,19 @@ KINDS: dict[str, type[msgspec.Struct]] = {
 }
 
 
+#: The kinds whose payload changed shape: their current schema (every other kind is at 1).
+SCHEMAS: dict[str, int] = {"job.completed": 2}
+
+
+def _job_completed_1(payload: dict[str, object]) -> dict[str, object]:
+    """Upcast a schema 1 ``job.completed``: the node that ran it was not recorded."""
+    return {**payload, "host": None, "pid": None}
+
+
 def default_registry() -> KindRegistry:
     """Return a new registry holding engram's own kinds, ready for user kinds."""
     registry = KindRegistry()
     for name, payload_type in KINDS.items():
-        registry.register(name, payload_type)
+        registry.register(name, payload_type, schema=SCHEMAS.get(name, 1))
+    registry.register_upcaster("job.completed", 1, _job_completed_1)
     return registry

@@ -220,12 +220,14 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
         visibility=st.sampled_from(["public", "private"]),
     ),
     "job.completed": st.builds(
-        lambda job, start, hours, counts, ms: JobCompleted(
+        lambda job, start, hours, counts, ms, node: JobCompleted(
             job=job,
             window_start=start,
             window_end=start + timedelta(hours=hours),
             counts=counts,
             duration_ms=ms,
+            host=node[0],
+            pid=node[1],
         ),
         st.sampled_from(["sleep", "archive", "my-job_2"]),
         aware_datetimes(max_year=9000),
@@ -234,6 +236,7 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
             st.sampled_from(["events", "candidates", "neurons"]), st.integers(0, 10**6)
         ),
         st.floats(min_value=0, max_value=1e7, allow_nan=False),
+        st.one_of(st.just((None, None)), st.tuples(names, st.integers(1, 2**31 - 1))),
     ),
     "context.saved": st.builds(
         ContextSaved,

@@ -1,4 +1,4 @@
-"""Commands for the daemon and its jobs: run, jobs, sleep, sweep, and cold segments.
+"""Commands for the daemon and its jobs: run, catch-up, jobs, sleep, sweep, and cold segments.
 
 ``engram dream`` and ``engram hygiene`` live in :mod:`engram.cli.dream_commands`.
 """
@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -16,14 +17,23 @@ from engram.agents.reflection import routed_reflector
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, open_ledger, opened, output_format, state
 from engram.config import Settings
-from engram.jobs import JobConfigError, JobError, JobRunner, RunResult, last_completed
+from engram.jobs import (
+    JobConfigError,
+    JobError,
+    JobRunner,
+    RunResult,
+    cluster_view,
+    next_boundary,
+)
 from engram.jobs.daemon import Daemon
 from engram.jobs.settings import jobs_from_config
 from engram.jobs.status import liveness, read_status, status_path
 from engram.ledger.cold import export_segment, segments, verify_segment
+from engram.projections.errors import CatchUpError
 from engram.runtime import Memory
 
 _PLAN_COLUMNS = ["kind", "item", "detail"]
+_STATUS_COLUMNS = ["name", "checkpoint", "head", "lag", "state"]
 
 
 @contextlib.contextmanager
@@ -87,8 +97,11 @@ def run(beat: float, poll: float, once: bool) -> None:
     Keeps every projection caught up with the ledger and runs sleep (consolidation, hourly),
     archive (daily), dream (nightly rule suggestions from repeated scars), hygiene
     (duplicate memories, every 30 days) and reflect (each agent, when due; hourly) on
-    their timers ([jobs.*] in the config file); stops cleanly on SIGTERM or
-    Ctrl-C. Another runner of the same ledger elsewhere shares the work through leases.
+    their timers ([jobs.*] in the config file). Timers fire at multiples of each period
+    since the Unix epoch (UTC midnight for a daily job); a window that closed while no
+    daemon ran is run at start. Other daemons of the same ledger share the work through
+    leases: a fire that finds a job's lease taken is retried within seconds until the window
+    is done. SIGTERM or Ctrl-C stops it cleanly (exit 0) once a running window is done.
     Quiet by default: -v logs each window.
     """
     out = state()
@@ -112,39 +125,116 @@ def _summary(result: RunResult) -> None:
     state().echo(f"{result.job}: {result.outcome}{span}" + (f" ({counts})" if counts else ""))
 
 
+@cli.command(
+    name="catch-up",
+    epilog=examples("engram catch-up", "engram catch-up --digest --format json"),
+)
+@click.option("--digest", is_flag=True, help="Also print each projection's sha256 digest.")
+@output_format()
+def catch_up(digest: bool, fmt: str) -> None:
+    """Catch this node's projections up to the ledger's head, without rebuilding.
+
+    Applies the events appended since each projection's checkpoint (a node that was down,
+    or whose daemon was killed, catches up from where it stopped), with progress on a
+    terminal, then prints the status. A projection that needs a rebuild (its code changed,
+    or a rebuild was interrupted) is left as it is and named: exit 1, run engram rebuild.
+    """
+    out = state()
+    settings = out.settings()
+    with opened(settings, catch_up=False) as memory:
+        engine = memory.engine
+        rows = engine.status()
+        stale = [r.name for r in rows if r.state in ("stale", "rebuilding")]
+        live = [r for r in rows if r.name not in stale]
+        head = memory.ledger.head()
+        behind = max((head - r.checkpoint for r in live), default=0)
+        if live and behind > 0:
+            names = [r.name for r in live]
+            bar = out.progress()
+            with _job_errors(), _catch_up_errors():
+                if bar is None:
+                    engine.catch_up(upto=head, names=names)
+                else:
+                    with bar.start("catch-up", behind):
+                        engine.catch_up(upto=head, names=names, progress=bar)
+        note(f"caught up to position {head:,} (the furthest behind was {behind:,} events)")
+        out.render(
+            (r._asdict() for r in engine.status(digest=digest)),
+            fmt,
+            table_columns=_STATUS_COLUMNS + (["digest"] if digest else []),
+            widths={"digest": 64},
+        )
+    if stale:
+        note(f"not caught up: {', '.join(stale)} need a rebuild (engram rebuild {' '.join(stale)})")
+        raise click.exceptions.Exit(1)
+
+
+@contextlib.contextmanager
+def _catch_up_errors() -> Iterator[None]:
+    try:
+        yield
+    except CatchUpError as exc:
+        raise CliError(f"catch-up stopped: {exc}") from None
+
+
 @cli.command(name="jobs", epilog=examples("engram jobs", "engram jobs --format json"))
 @output_format()
 def jobs_status(fmt: str) -> None:
-    """Show each job's schedule, last window, next run, and whether the daemon is alive.
+    """Show each job's schedule, its last window and the node that ran it, and the daemon here.
 
-    The last window is read from the ledger (job.completed); the daemon's liveness, its last
-    outcome per job and the next runs come from its liveness record in the projection store.
+    The windows are the cluster's, read from the ledger (job.completed, which names the node
+    that appended it): the last window's end, when it was appended and by which node, and
+    how many windows each node ran. Timers fire at multiples of each period since the Unix
+    epoch (next_boundary). The daemon here, its last outcome per job and its next runs
+    come from its liveness record in the projection store.
     """
     out = state()
     settings = out.settings()
     jobs = _runner_parts(settings)
     record = read_status(status_path(settings.projection_store))
     alive = liveness(record)
+    now = datetime.now(UTC)
     rows = []
     with open_ledger(settings, readonly=True) as ledger:
-        for job in jobs:
-            done = last_completed(ledger, job.name)
-            live = (record or {}).get("jobs", {}).get(job.name, {})
-            last = live.get("last") or {}
-            rows.append(
-                {
-                    "job": job.name,
-                    "every": str(job.every),
-                    "last_window_end": None if done is None else done.window_end,
-                    "last_trigger": None if done is None else done.trigger,
-                    "last_counts": None if done is None else done.counts,
-                    "last_duration_ms": None if done is None else done.duration_ms,
-                    "outcome": last.get("outcome") or ("ok" if done else None),
-                    "next_run": live.get("next_run") if alive.state == "running" else None,
-                    "daemon": f"{alive.state}: {alive.detail}",
-                }
-            )
-    out.render(rows, fmt, widths={"daemon": 60, "last_counts": 60})
+        history = cluster_view(ledger, [job.name for job in jobs])
+    for job, seen in zip(jobs, history, strict=True):
+        done = seen.last
+        live = (record or {}).get("jobs", {}).get(job.name, {})
+        last = live.get("last") or {}
+        rows.append(
+            {
+                "job": job.name,
+                "every": str(job.every),
+                "last_window_end": None if done is None else done.window_end,
+                "last_trigger": None if done is None else done.trigger,
+                "ran_by": seen.ran_by,
+                "ran_at": seen.last_at,
+                "windows": seen.windows,
+                "nodes": ", ".join(f"{node} ({n})" for node, n in seen.nodes.items()) or None,
+                "last_counts": None if done is None else done.counts,
+                "last_duration_ms": None if done is None else done.duration_ms,
+                "outcome": last.get("outcome") or ("ok" if done else None),
+                "next_boundary": next_boundary(now, job.every),
+                "next_run": live.get("next_run") if alive.state == "running" else None,
+                "daemon": f"{alive.state}: {alive.detail}",
+            }
+        )
+    out.render(
+        rows,
+        fmt,
+        table_columns=[
+            "job",
+            "every",
+            "last_window_end",
+            "ran_by",
+            "ran_at",
+            "windows",
+            "outcome",
+            "next_run",
+            "daemon",
+        ],
+        widths={"daemon": 60, "last_counts": 60, "nodes": 80},
+    )
 
 
 def run_by_hand(name: str, dry_run: bool, fmt: str, *, lines: bool = False) -> RunResult:

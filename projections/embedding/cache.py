@@ -8,6 +8,10 @@ A cache that owns its file treats it so: a file that is corrupt or not a databas
 aside and started afresh, and when the file cannot be opened or written at all (a full disk,
 read-only media) the cache carries on in memory. Each of these is said once, with an
 :class:`EmbeddingCacheWarning`; none of them fails the embedding that needed the cache.
+
+One cache serves every thread of a process (the daemon embeds from its follower and its
+scheduler's worker, and closes from the main thread): an owned connection is opened for use
+from any thread and every use of it holds the cache's lock.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import threading
 import time
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
@@ -64,10 +69,13 @@ class EmbeddingCache:
     Takes an open connection (the projection store's) or a path to open. With a connection
     it does not own, writes join the transaction in progress and the caller commits; a
     :meth:`put_many` outside any transaction commits itself. The table is created if missing.
+    A cache that opened its own file may be used from any thread (each call holds its lock);
+    a borrowed connection keeps its owner's threading rules.
     """
 
     def __init__(self, conn_or_path: sqlite3.Connection | str | os.PathLike[str]) -> None:
         self.path: str | None = None
+        self._lock = threading.RLock()
         if isinstance(conn_or_path, sqlite3.Connection):
             self.conn, self._owned = conn_or_path, False
             self.conn.execute(_SCHEMA)
@@ -82,7 +90,7 @@ class EmbeddingCache:
 
     @staticmethod
     def _connect(path: str) -> sqlite3.Connection:
-        conn = sqlite3.connect(path)
+        conn = sqlite3.connect(path, check_same_thread=False)
         try:
             conn.execute(_SCHEMA)
             conn.execute(f"SELECT key FROM {TABLE} LIMIT 1").fetchall()
@@ -110,7 +118,7 @@ class EmbeddingCache:
 
     def _in_memory(self, why: str) -> sqlite3.Connection:
         _warn(f"embedding cache {self.path} {why}; caching in memory for this process")
-        conn = sqlite3.connect(":memory:")
+        conn = sqlite3.connect(":memory:", check_same_thread=False)
         conn.execute(_SCHEMA)
         return conn
 
@@ -118,14 +126,16 @@ class EmbeddingCache:
         """Move an owned cache to memory after its file failed mid-use (a full disk)."""
         if not self._owned:
             raise exc
-        broken, self.conn = self.conn, self._in_memory(f"failed ({exc})")
-        with contextlib.suppress(sqlite3.Error):
-            broken.close()
+        with self._lock:
+            broken, self.conn = self.conn, self._in_memory(f"failed ({exc})")
+            with contextlib.suppress(sqlite3.Error):
+                broken.close()
 
     def close(self) -> None:
         """Close the connection if this cache opened it."""
         if self._owned:
-            self.conn.close()
+            with self._lock:
+                self.conn.close()
 
     def __enter__(self) -> EmbeddingCache:
         return self
@@ -134,23 +144,25 @@ class EmbeddingCache:
         self.close()
 
     def __len__(self) -> int:
-        (count,) = self.conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()
+        with self._lock:
+            (count,) = self.conn.execute(f"SELECT count(*) FROM {TABLE}").fetchone()
         return int(count)
 
     def get_many(self, keys: Sequence[bytes]) -> dict[bytes, FloatArray]:
         """Return the cached vectors of those ``keys`` that are present."""
         found: dict[bytes, FloatArray] = {}
-        try:
-            for chunk in chunked(list(dict.fromkeys(keys))):
-                marks = ", ".join("?" * len(chunk))
-                rows = self.conn.execute(
-                    f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", list(chunk)
-                )
-                for key, blob in rows:
-                    found[bytes(key)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
-        except sqlite3.DatabaseError as exc:
-            self._degrade(exc)
-            return {}
+        with self._lock:
+            try:
+                for chunk in chunked(list(dict.fromkeys(keys))):
+                    marks = ", ".join("?" * len(chunk))
+                    rows = self.conn.execute(
+                        f"SELECT key, vector FROM {TABLE} WHERE key IN ({marks})", list(chunk)
+                    )
+                    for key, blob in rows:
+                        found[bytes(key)] = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+            except sqlite3.DatabaseError as exc:
+                self._degrade(exc)
+                return {}
         return found
 
     def discard(self, texts: Iterable[str]) -> int:
@@ -198,17 +210,18 @@ class EmbeddingCache:
         error swallowed. What it yields says whether the write went through.
         """
         written = _Written()
-        started = not self.conn.in_transaction
-        try:
-            yield written
-            if started:
-                self.conn.commit()
-            written.ok = True
-        except sqlite3.DatabaseError as exc:
-            if self._owned and started:
-                with contextlib.suppress(sqlite3.Error):
-                    self.conn.rollback()
-            self._degrade(exc)
+        with self._lock:
+            started = not self.conn.in_transaction
+            try:
+                yield written
+                if started:
+                    self.conn.commit()
+                written.ok = True
+            except sqlite3.DatabaseError as exc:
+                if self._owned and started:
+                    with contextlib.suppress(sqlite3.Error):
+                        self.conn.rollback()
+                self._degrade(exc)
 
 
 class _Written:

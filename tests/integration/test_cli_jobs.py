@@ -178,3 +178,63 @@ def test_hygiene_lists_groups_and_records_a_report_that_lists_again(
     code, _, err = run(capsys, "hygiene", "--record", "--as-of", end, "--ledger", db)
     assert code == 2
     assert "--as-of" in err
+
+
+def test_jobs_shows_the_node_that_ran_each_window_from_the_ledger(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import socket
+
+    assert run(capsys, "init", "--ledger", db)[0] == 0
+    code, _, err = run(capsys, "run", "--once", "--ledger", db)
+    assert code == 0, err
+    code, out, err = run(capsys, "jobs", "--format", "json", "--ledger", db)
+    assert code == 0, err
+    rows = {r["job"]: r for r in json.loads(out)}
+    node = f"{socket.gethostname()} pid {os.getpid()}"
+    assert rows["sleep"]["ran_by"] == node
+    assert rows["sleep"]["windows"] == 1
+    assert rows["sleep"]["nodes"] == f"{node} (1)"
+    assert rows["sleep"]["ran_at"] > rows["sleep"]["last_window_end"]  # dated when appended
+    assert rows["sleep"]["next_boundary"].endswith(":00:00+00:00")  # hourly, on the hour
+    assert rows["sleep"]["daemon"].startswith("stopped")  # no daemon here: the ledger knows
+    code, out, _ = run(capsys, "jobs", "--ledger", db)
+    assert node in out
+
+
+def test_catch_up_brings_projections_to_the_head_as_a_rebuild_would(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.ledger import NewEvent
+    from engram.ledger.catalog import MemoryObserved
+
+    assert run(capsys, "init", "--ledger", db)[0] == 0
+    code, _, _ = run(capsys, "catch-up", "--ledger", db)
+    assert code == 0
+    with Ledger.open(db) as ledger:  # another node's writes: no projection follows them here
+        head = ledger.append(
+            [
+                NewEvent.of(
+                    MemoryObserved(agent="alice", text=f"note {i} on the shared ledger"),
+                    stream="agent:alice",
+                )
+                for i in range(300)
+            ]
+        )[-1]
+    code, out, err = run(capsys, "catch-up", "--digest", "--format", "json", "--ledger", db)
+    assert code == 0, err
+    caught = {r["name"]: r for r in json.loads(out)}
+    assert {(r["checkpoint"], r["lag"], r["state"]) for r in caught.values()} == {(head, 0, "live")}
+    assert f"caught up to position {head:,}" in err
+    code, out, err = run(capsys, "rebuild", "--format", "json", "--ledger", db)
+    assert code == 0, err
+    rebuilt = {r["name"]: r["digest"] for r in json.loads(out)}
+    assert rebuilt == {name: r["digest"] for name, r in caught.items()}
+
+
+def test_catch_up_needs_a_ledger(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "catch-up", "--ledger", db)
+    assert code != 0
+    assert err.strip()
+    assert not Path(db).exists()

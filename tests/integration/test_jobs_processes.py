@@ -182,6 +182,43 @@ def test_sigterm_stops_the_daemon_cleanly(tmp_path: Path) -> None:
     assert record["stopped"]
 
 
+def test_sigterm_after_embedding_in_the_daemon_exits_0_and_keeps_the_vectors(
+    tmp_path: Path,
+) -> None:
+    """The follower thread embeds new memories; the cache they go to is on disk, and a
+    SIGTERM afterwards is a clean stop (exit 0, no traceback), as a service manager expects."""
+    import sqlite3
+
+    import engram
+
+    ledger_path = str(tmp_path / "ledger.db")
+    store = tmp_path / "store"
+    config = _config(tmp_path / "engram.toml", ledger_path, store, "")
+    with engram.open_memory(ledger_path, projections=str(store)) as memory:
+        memory.agent("alice").observe("the cat sat on the mat")
+    proc = _spawn(config)
+    try:
+        with Ledger.open(ledger_path) as ledger:
+            deadline = time.monotonic() + 30
+            while liveness(read_status(status_path(store))).state != "running":
+                assert time.monotonic() < deadline, "the daemon never wrote a beat"
+                time.sleep(0.1)
+            with engram.open_memory(ledger_path, projections=str(tmp_path / "other")) as other:
+                position = other.agent("bob").observe("a dog barked at the postman")
+            while (read_status(status_path(store)) or {}).get("checkpoint", 0) < position:
+                assert time.monotonic() < deadline, "the daemon never caught up"
+                time.sleep(0.1)
+            assert ledger.head() >= position
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err, err
+    with sqlite3.connect(store / "embeddings.db") as conn:
+        (count,) = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()
+    assert count >= 2, "the daemon's embeddings never reached the cache file"
+
+
 def test_two_daemons_on_one_postgres_ledger_run_each_window_once(
     tmp_path: Path, pg_dsn: str, pg_schema: str
 ) -> None:

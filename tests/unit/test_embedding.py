@@ -489,3 +489,37 @@ def test_embedder_for_wraps_in_the_cache() -> None:
 def test_cache_refuses_other_things() -> None:
     with pytest.raises(EmbeddingConfigError, match=r"sqlite3\.Connection or a path"):
         EmbeddingCache(42)  # type: ignore[arg-type]
+
+
+def test_a_cache_opened_in_one_thread_keeps_vectors_on_disk_from_others(
+    tmp_path: Path,
+) -> None:
+    """The daemon opens the cache in its main thread and embeds from two others."""
+    import threading
+    import warnings
+
+    path = tmp_path / "embeddings.db"
+    cache = EmbeddingCache(path)
+    cached = CachedEmbedder(HashEmbedder(), cache)
+    failures: list[BaseException] = []
+
+    def embed(prefix: str) -> None:
+        try:
+            for i in range(50):
+                cached.embed([f"{prefix} text {i}", f"shared {i % 7}"])
+        except BaseException as exc:  # pragma: no cover - reported below
+            failures.append(exc)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = [threading.Thread(target=embed, args=(name,)) for name in ("follow", "job")]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        cache.close()  # from the main thread, as the daemon's stop does
+    assert failures == []
+    assert [str(w.message) for w in caught] == []  # never degraded to memory
+    with EmbeddingCache(path) as reopened:
+        assert len(reopened) == 2 * 50 + 7
+        assert cached.misses + cached.hits == 200
