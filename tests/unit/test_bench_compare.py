@@ -111,3 +111,14 @@ def test_the_ledger_figures_print_the_project_goals() -> None:
     }
     figure = Figure("x", "events/s", "raw", GOALS["append_vs_raw"], [80.0], [100.0])
     assert figure.verdict == "FAIL"
+
+
+def test_the_ledger_profile_names_every_part(capsys: pytest.CaptureFixture[str]) -> None:
+    from engram.bench import ledger_profile
+
+    assert ledger_profile.main(["--append", "200", "--replay", "300"]) == 0
+    out = capsys.readouterr().out
+    for part in ("  prepare (", "sealing,", "hash chain", "no triggers", "whole append, sealed"):
+        assert out.count(part) == 2, part  # the mix and the observations
+    assert "ledger.read" in out
+    assert "raw scan + msgspec" in out
