@@ -20,6 +20,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import msgspec
 
@@ -128,7 +129,7 @@ def _append_parts(directory: str, label: str, events: Sequence[NewEvent]) -> lis
 
 def _replay_line(ledger: Ledger, path: str, n: int, label: str) -> str:
     decoders = {kind: msgspec.json.Decoder(t).decode for kind, t in KINDS.items()}
-    rows: list[tuple[object, ...]] = []
+    rows: list[tuple[Any, ...]] = []
 
     def read() -> None:
         assert sum(1 for _ in ledger.read()) == n
@@ -142,7 +143,7 @@ def _replay_line(ledger: Ledger, path: str, n: int, label: str) -> str:
 
     def decode() -> None:
         for row in rows:
-            decoders[row[4]](row[8])  # type: ignore[index]
+            decoders[row[4]](row[8])
 
     def parse() -> None:
         at = ledger.backend.parse_at
