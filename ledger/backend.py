@@ -114,6 +114,21 @@ class Backend(abc.ABC):
     ) -> list[Row]:
         """Return up to ``limit`` rows with ``after < position <= upto`` in position order."""
 
+    def iter_rows(
+        self,
+        after: int,
+        upto: int | None,
+        kinds: Sequence[str] | None,
+        streams: Sequence[str] | None,
+        limit: int,
+    ) -> Iterator[Row]:
+        """Yield what :meth:`read_rows` returns, one row at a time, to be consumed at once.
+
+        A backend may stream from the driver's cursor, so each row is let go as soon as it
+        is used (the store builds an event of it) instead of a page of rows held first.
+        """
+        return iter(self.read_rows(after, upto, kinds, streams, limit))
+
     @abc.abstractmethod
     def at_text(self, value: Any) -> str:
         """Return the canonical text of a stored ``at`` as read (what the hash covers)."""

@@ -26,6 +26,10 @@ GENESIS_HASH = bytes(32)
 
 _encoder = msgspec.json.Encoder(order="sorted")
 _encode_header = msgspec.json.Encoder().encode
+#: A payload's canonical JSON (sorted keys), unchecked: :func:`encode_payload` validates.
+encode_canonical = _encoder.encode
+#: The compact JSON of a hash header's list, as :func:`canonical` and :func:`link` encode it.
+encode_header = _encode_header
 _sha256 = hashlib.sha256
 #: The current second and its "YYYY-MM-DDTHH:MM:SS" text, replaced as a whole (thread-safe).
 _second: tuple[int, str] = (-1, "")

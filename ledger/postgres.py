@@ -66,6 +66,10 @@ _INSERT_VALUES = ", ".join(
 )
 
 
+def _head_sql(schema: str) -> str:
+    return f"SELECT position, hash FROM {schema}.events ORDER BY position DESC LIMIT 1"
+
+
 @contextmanager
 def _translate(action: str) -> Iterator[None]:
     try:
@@ -80,16 +84,22 @@ def _translate(action: str) -> Iterator[None]:
 
 
 class _Tx(WriteTransaction):
-    # The hot path speaks to psycopg directly (executemany pipelines the inserts);
-    # SQLAlchemy's per-statement result setup would cost more than these lookups.
-    def __init__(self, conn: psycopg.Connection[Any], schema: str) -> None:
+    # The hot path speaks to psycopg directly; SQLAlchemy's per-statement result setup
+    # would cost more than these lookups. A transaction costs two round trips (ADR 0059):
+    # the position lock with the head read after it, then the inserts, the notification and
+    # the commit, each pair sent as one pipeline.
+    def __init__(
+        self, conn: psycopg.Connection[Any], schema: str, head: tuple[int, bytes] | None = None
+    ) -> None:
         self._conn = conn
         self._cur = conn.cursor()
         self._schema = schema
+        self._head = head  # read under the lock in the same pipeline; used once
+        self.rows: Sequence[Row] = ()
         self.last: int | None = None
 
     def _head_sql(self) -> str:
-        return f"SELECT position, hash FROM {self._schema}.events ORDER BY position DESC LIMIT 1"
+        return _head_sql(self._schema)
 
     def _versions_sql(self) -> str:
         # One indexed max() per stream: a GROUP BY would read every version of the stream.
@@ -125,6 +135,9 @@ class _Tx(WriteTransaction):
         return found
 
     def head(self) -> tuple[int, bytes]:
+        head, self._head = self._head, None
+        if head is not None:
+            return head
         return self._head_of(self._cur.execute(self._head_sql()).fetchone())
 
     def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
@@ -148,17 +161,27 @@ class _Tx(WriteTransaction):
         return head, last, self._versions_of(versions.fetchall()), self._found_of(found.fetchall())
 
     def insert(self, rows: Sequence[Row]) -> None:
+        # Sent with the commit (:meth:`commit`): a unique index refusing a row raises
+        # InsertConflictError from there, before anything is committed.
+        self.rows = rows
+        self.last = rows[-1][Column.POSITION] if rows else None
+
+    def commit(self, channel: str) -> None:
+        """Send the inserts, the head's notification and the commit as one pipeline."""
+        conn = self._conn
         try:
-            self._insert(rows)
+            with conn.pipeline():
+                if self.rows:
+                    self._cur.executemany(
+                        f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) "
+                        f"VALUES ({_INSERT_VALUES})",
+                        self.rows,
+                    )
+                if self.last is not None:
+                    conn.execute("SELECT pg_notify(%s, %s)", (channel, str(self.last)))
+                conn.commit()
         except psycopg.errors.UniqueViolation as exc:
             raise InsertConflictError(str(exc).strip()) from None
-
-    def _insert(self, rows: Sequence[Row]) -> None:
-        self._cur.executemany(
-            f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) VALUES ({_INSERT_VALUES})",
-            rows,
-        )
-        self.last = rows[-1][Column.POSITION]
 
 
 class PostgresBackend(Backend):
@@ -284,27 +307,32 @@ class PostgresBackend(Backend):
         if self.readonly:
             raise ReadOnlyLedgerError(f"the ledger in schema {self.schema} is open read-only")
         with _translate("append"):
-            conn = self._locked_writer()
+            conn, head = self._locked_writer()
             try:
-                tx = _Tx(conn, self.schema)
+                tx = _Tx(conn, self.schema, head)
                 yield tx
-                with conn.pipeline():
-                    if tx.last is not None:
-                        conn.execute("SELECT pg_notify(%s, %s)", (self._channel, str(tx.last)))
-                    conn.commit()
+                tx.commit(self._channel)
             except BaseException:
                 self._discard_writer(conn)
                 raise
 
-    def _locked_writer(self) -> psycopg.Connection[Any]:
-        """Return the write connection holding the position lock, reconnecting once."""
+    def _locked_writer(self) -> tuple[psycopg.Connection[Any], tuple[int, bytes]]:
+        """Return the write connection holding the position lock and the head, reconnecting once.
+
+        The head is read by a second statement of the same pipeline: it runs once the lock
+        is granted and takes its own snapshot then (READ COMMITTED), so it sees every commit
+        of the writer that held the lock before.
+        """
         for attempt in (1, 2):
             if self._write_conn is None:
                 self._write_conn = self._engine.raw_connection()
             conn: psycopg.Connection[Any] = self._write_conn.driver_connection
             try:
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-                return conn
+                heads = conn.cursor()
+                with conn.pipeline():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    heads.execute(_head_sql(self.schema))
+                return conn, _Tx._head_of(heads.fetchone())
             except psycopg.OperationalError:
                 # A connection the server dropped while idle: nothing was sent yet, retry.
                 self._discard_writer(conn)

@@ -342,6 +342,16 @@ class SQLiteBackend(Backend):
         streams: Sequence[str] | None,
         limit: int,
     ) -> list[Row]:
+        return self._fetch(*self._rows_query(after, upto, kinds, streams, limit))
+
+    @staticmethod
+    def _rows_query(
+        after: int,
+        upto: int | None,
+        kinds: Sequence[str] | None,
+        streams: Sequence[str] | None,
+        limit: int,
+    ) -> tuple[str, list[Any]]:
         sql = [_SELECT, " WHERE position > ?"]
         params: list[Any] = [after]
         if upto is not None:
@@ -353,7 +363,21 @@ class SQLiteBackend(Backend):
                 params.extend(values)
         sql.append(" ORDER BY position LIMIT ?")
         params.append(limit)
-        return self._fetch("".join(sql), params)
+        return "".join(sql), params
+
+    def iter_rows(
+        self,
+        after: int,
+        upto: int | None,
+        kinds: Sequence[str] | None,
+        streams: Sequence[str] | None,
+        limit: int,
+    ) -> Iterator[Row]:
+        # The replay's path (ADR 0059): rows straight off the cursor, each freed once its
+        # event is built, cost about 0.3 µs less a row than a fetched page.
+        sql, params = self._rows_query(after, upto, kinds, streams, limit)
+        with _translate("read"), self._reader.connect() as conn:
+            yield from conn.connection.driver_connection.execute(sql, params)  # type: ignore[union-attr]
 
     def read_positions(self, positions: Sequence[int]) -> list[Row]:
         marks = ", ".join("?" * len(positions))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -308,15 +308,14 @@ class Ledger:
         while remaining is None or remaining > 0:
             page = _PAGE if remaining is None else min(_PAGE, remaining)
             with collector_paused():
-                rows = self.backend.read_rows(after, upto, kinds, streams, page)
-                events = self._events(rows)
+                events = self._events(self.backend.iter_rows(after, upto, kinds, streams, page))
             if not events:
                 return
             yield from events
             after = events[-1].position
             if remaining is not None:
-                remaining -= len(rows)
-            if len(rows) < page:
+                remaining -= len(events)
+            if len(events) < page:
                 return
 
     def get(self, positions: Sequence[int]) -> list[Event]:
@@ -409,7 +408,7 @@ class Ledger:
             budget = 1.0 if timeout is None else min(1.0, timeout - (time.monotonic() - idle_since))
             self.backend.wait(seen, max(budget, 0.0))
 
-    def _events(self, rows: list[Row]) -> list[Event]:
+    def _events(self, rows: Iterable[Row]) -> list[Event]:
         """Build the events of a page of rows.
 
         The hot loop of every read: one pass, locals only, and each payload decoded by its
@@ -435,7 +434,7 @@ class Ledger:
                 payload = decode_payload(registry.get(kind), data, schema)
             if kind in personal:
                 payload = unseal(kind, id_, payload)
-            elif kind == "subject.forgotten" and sealer is not None:
+            elif sealer is not None and kind == "subject.forgotten":
                 sealer.forgotten(payload.subject)
             add(
                 make(

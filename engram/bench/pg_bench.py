@@ -10,6 +10,7 @@ from typing import Any
 import psycopg
 
 from engram.bench.common import Config, Figure, alternate, log, repeat_runs
+from engram.bench.ledger_bench import GOALS
 from engram.bench.workload import RawRows, Workload
 from engram.ledger import Ledger
 
@@ -86,7 +87,7 @@ def run(config: Config) -> list[Figure]:
         f"PostgreSQL append, batches of {BATCH}, durable",
         "events/s",
         "raw psycopg",
-        0.5,
+        GOALS["pg_append_vs_raw"],
         note="raw: executemany of the same rows, one transaction per 100, identical table in "
         "a fresh schema; synchronous_commit=on on both",
     )

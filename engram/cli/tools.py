@@ -14,6 +14,7 @@ from engram.cli.base import state
         "engram bench --suite recall --locomo locomo-dev.json --json out.json",
         "engram bench --suite recall --only quality --locomo locomo-dev.json",
         "engram bench --suite recall --only latency --scale 1m --locomo locomo-dev.json",
+        "engram bench --compare docs/bench/ledger-baseline.json new.json",
     )
 )
 @click.option(
@@ -95,6 +96,13 @@ from engram.cli.base import state
     help="Keep the recall latency stores (ledger, indexes, HNSW file) in DIR and reuse "
     "them in later runs; their build figures are then the ones recorded when built.",
 )
+@click.option(
+    "--compare",
+    nargs=2,
+    metavar="OLD.json NEW.json",
+    help="Measure nothing: compare two runs written by --json, figure by figure, with each "
+    "figure's spread and whether its change stands out of the noise.",
+)
 def bench(
     suite: str,
     quick: bool,
@@ -108,6 +116,7 @@ def bench(
     only: tuple[str, ...],
     scale: str,
     store_cache: str | None,
+    compare: tuple[str, str] | None,
 ) -> int:
     """Measure engram beside references; print the ratios.
 
@@ -119,6 +128,14 @@ def bench(
     """
     from engram import bench as benchmarks
 
+    if compare:
+        from engram.bench.compare import compare_files
+
+        try:
+            click.echo(compare_files(*compare))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--compare") from exc
+        return 0
     try:
         benchmarks.recall_parts(only)
     except ValueError as exc:

@@ -241,10 +241,17 @@ def test_follow_survives_the_server_dropping_its_listener(pg_dsn: str, pg_schema
         writer.append([event])
         _until(lambda: got == [1], "the first event arrives")
         # The listener is the only session of this test LISTENing on the schema's channel.
+        # An append that commits before the follower's first look is read without waiting,
+        # so the follower may start listening only after the event arrived: wait for it.
         listening = f"LISTEN engram_{pg_schema}"
-        pids = admin.execute(
-            "SELECT pid FROM pg_stat_activity WHERE query = %s", (listening,)
-        ).fetchall()
+
+        def listeners() -> list[Any]:
+            return admin.execute(
+                "SELECT pid FROM pg_stat_activity WHERE query = %s", (listening,)
+            ).fetchall()
+
+        _until(lambda: bool(listeners()), "the follower listens")
+        pids = listeners()
         assert len(pids) == 1, pids
         admin.execute("SELECT pg_terminate_backend(%s)", pids[0])
         time.sleep(0.2)
