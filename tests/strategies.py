@@ -45,6 +45,7 @@ from engram.ledger.catalog import (
     SignalSent,
     SubjectForgotten,
     SuggestionDeferred,
+    SuggestionJoined,
     SuggestionProposed,
     SuggestionReviewed,
     SuggestionWritten,
@@ -578,6 +579,7 @@ LESSON_KINDS = (
     "suggestion.reviewed",
     "suggestion.deferred",
     "suggestion.written",
+    "suggestion.joined",
 )
 
 #: The kinds :func:`projection_histories` generates (every catalog kind).
@@ -601,6 +603,7 @@ HISTORY_KINDS = (
     "suggestion.reviewed",
     "suggestion.deferred",
     "suggestion.written",
+    "suggestion.joined",
     "job.completed",
 )
 
@@ -864,6 +867,13 @@ def _lesson(
             reviewer=c.pick(("ana", "bo")),
             note=c.pick(("", "ok")),
             text=text,
+            always=c.pick((False, False, True)),
+        )
+    if kind == "suggestion.joined":
+        return "suggestion:" + target, SuggestionJoined(
+            suggestion=target,
+            scars=list(dict.fromkeys(some_scars)),
+            drafter=c.pick(("offline", "http:stub")),
         )
     if kind == "suggestion.deferred":
         return "learning", SuggestionDeferred(

@@ -6,6 +6,7 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import IO, Any
 
 import click
@@ -34,7 +35,12 @@ def _lessons(settings: Settings, *, learning: bool = False) -> Iterator[Lessons]
             for warning in caught:
                 note(f"warning: {warning.message}")
         yield Lessons(
-            memory.ledger, memory.engine, places=dict(settings.destinations), completer=completer
+            memory.ledger,
+            memory.engine,
+            places=dict(settings.destinations),
+            completer=completer,
+            embedder=memory.embedder,
+            home=str(Path(settings.projection_store).parent / "lessons"),
         )
 
 
@@ -143,19 +149,31 @@ def _reviewed(lessons: Lessons, suggestion: str, position: int) -> None:
     state().echo(f"{found.status} {found.id} at position {position}{where}")
 
 
-@suggestions.command(epilog=examples("engram suggestions apply 0b1c --reviewer ana"))
+@suggestions.command(
+    epilog=examples(
+        "engram suggestions apply 0b1c --reviewer ana",
+        "engram suggestions apply 0b1c --reviewer ana --always",
+    )
+)
 @click.argument("suggestion")
 @_reviewer_option
 @_note_option
-def apply(suggestion: str, reviewer: str, note: str) -> None:
+@click.option(
+    "--always",
+    is_flag=True,
+    help="Mark the rule always-on (tier 1): loaded in every context frame, not only when "
+    "a task calls for it.",
+)
+def apply(suggestion: str, reviewer: str, note: str, always: bool) -> None:
     """Apply a suggestion as drafted.
 
-    A rules suggestion becomes a rule; another destination is written to its configured
-    file or folder and the write is appended as suggestion.written.
+    A rules suggestion becomes a rule, served when a task calls for it (or always, with
+    --always); another destination is written to its file or folder (configured, or the
+    default under the data directory) and the write is appended as suggestion.written.
     """
     out = state()
     with _lessons(out.settings()) as lessons:
-        position = lessons.apply(suggestion, reviewer, note=note)
+        position = lessons.apply(suggestion, reviewer, note=note, always=always)
         _reviewed(lessons, suggestion, position)
 
 
@@ -246,29 +264,44 @@ def learn(batch: int, limit: int | None, dry_run: bool, fmt: str) -> None:
     out = state()
     with _lessons(out.settings(), learning=True) as lessons:
         report = lessons.learn(batch=batch, limit=limit, dry_run=dry_run)
-    records = [
-        {
-            "scar": d.scar,
-            "suggestion": d.suggestion,
-            "destination": d.destination,
-            "text": d.text,
-            "position": d.position,
-            "status": "would draft" if dry_run else "drafted",
-            "reason": None,
-        }
-        for d in report.drafted
-    ] + [
-        {
-            "scar": scar,
-            "suggestion": None,
-            "destination": None,
-            "text": None,
-            "position": None,
-            "status": "deferred",
-            "reason": reason,
-        }
-        for scar, reason in report.deferred
-    ]
+    records = (
+        [
+            {
+                "scar": d.scar,
+                "suggestion": d.suggestion,
+                "destination": d.destination,
+                "text": d.text,
+                "position": d.position,
+                "status": "would draft" if dry_run else "drafted",
+                "reason": None,
+            }
+            for d in report.drafted
+        ]
+        + [
+            {
+                "scar": scar,
+                "suggestion": None,
+                "destination": None,
+                "text": None,
+                "position": None,
+                "status": "deferred",
+                "reason": reason,
+            }
+            for scar, reason in report.deferred
+        ]
+        + [
+            {
+                "scar": scar,
+                "suggestion": suggestion,
+                "destination": None,
+                "text": None,
+                "position": None,
+                "status": "would join" if dry_run else "joined",
+                "reason": "a repeat of the suggestion's mistake",
+            }
+            for suggestion, scar in report.joined
+        ]
+    )
     out.render(
         records,
         fmt,
@@ -278,8 +311,10 @@ def learn(batch: int, limit: int | None, dry_run: bool, fmt: str) -> None:
     )
     scrubbed = sum(report.scrubbed.values()) + sum(report.filtered.values())
     verb = "would draft" if dry_run else "drafted"
+    merged = sum(len(d.scars) > 1 for d in report.drafted)
     note(
-        f"{verb} {len(report.drafted)}, deferred {len(report.deferred)}, "
+        f"{verb} {len(report.drafted)} ({merged} from repeated scars), joined "
+        f"{len(report.joined)} repeats, deferred {len(report.deferred)}, "
         f"{report.waiting} waiting; {scrubbed} personal-data items scrubbed"
     )
     if report.deferred and not dry_run and not report.drafted:

@@ -14,12 +14,13 @@ from engram.cli.base import state
         "engram bench --suite recall --locomo locomo-dev.json --json out.json",
         "engram bench --suite recall --only quality --locomo locomo-dev.json",
         "engram bench --suite recall --only latency --scale 1m --locomo locomo-dev.json",
+        "engram bench --suite learning",
     )
 )
 @click.option(
     "--suite",
     type=click.Choice(
-        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "all"]
+        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "learning", "all"]
     ),
     default="all",
     show_default=True,
