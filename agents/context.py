@@ -23,7 +23,8 @@ chosen concepts as a nested dictionary), episodic, constraints (the applied rule
 and scratchpad (the agent's unacknowledged signals). Rules are chosen by meaning
 (:mod:`engram.agents.guidance`: always-on ones, and the situational ones the task calls
 for) and take a reserved share of the budget before anything else (ADR 0057). Every item
-resolves to a ledger event; an agent never sees another agent's private item. ``save=True`` appends ``context.saved``.
+resolves to a ledger event; an agent never sees another agent's private item.
+``save=True`` appends ``context.saved``.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from __future__ import annotations
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 from engram.agents.context import build_context
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
@@ -132,7 +132,7 @@ def _learn(memory: Memory, now: datetime, out: IO[str]) -> None:
         print(f"  reviewed and applied; every session now loads the rule: {rule.text}", file=out)
     task = "Plan tonight's database failover for the billing cluster."
     frame = build_context(memory.agent("decision"), task, budget=500, save=False)
-    for entry in frame.frames["constraints"]:  # type: ignore[union-attr]
+    for entry in cast(list[dict[str, str]], frame.frames["constraints"]):
         print(f"  a new task ({task!r}) is served the rule by meaning: {entry['text']}", file=out)
     served = planner.recall("database failover", 2, scope="rules", record=False)
     print(f"  recall(scope='rules') serves: {served.items[0].event.payload.text}", file=out)

@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any, cast
 
 import numpy as np
 
@@ -129,8 +130,8 @@ def table(outcomes: Sequence[Outcome]) -> str:
         goal_text = "" if goal is None else (f">= {goal:.2f}" if key != "refused" else "0")
         lines.append(f"{label:48} " + " ".join(cells) + f" {goal_text:>8}")
     for o in outcomes:
-        for n in o.notes:
-            lines.append(f"  [{o.embedder}] {n}")
+        for text in o.notes:
+            lines.append(f"  [{o.embedder}] {text}")
     return "\n".join(lines)
 
 
@@ -354,7 +355,7 @@ def _tasks(worker: AgentMemory, lessons: Lessons, kinds: dict[str, str], outcome
         for budget in (2000, 500):
             frame = build_context(worker, task, budget=budget, save=False)
             contexts += 1
-            given = {e["pos"] for e in frame.frames["constraints"]}  # type: ignore[index, union-attr]
+            given = {e["pos"] for e in cast(list[dict[str, Any]], frame.frames["constraints"])}
             if _carries(frame.frames, refused_texts):
                 reached += 1
             if budget == 2000:
