@@ -219,13 +219,15 @@ class Lessons:
         note: str = "",
         text: str | None = None,
         always: bool = False,
+        destination: Destination | None = None,
     ) -> int:
         """Append a person's review; write the suggestion to its place if applied.
 
-        ``always`` marks an applied rule always-on (tier 1: loaded in every context frame;
-        otherwise it is served when a task calls for it). ``text`` is the reviewer's final
-        text, given with ``modified`` only. Returns the
-        review's position. A write to a file or folder is planned before the review is
+        ``destination`` sends an applied (or modified) suggestion elsewhere than drafted: a
+        lesson to the rules, a rule to the notes inbox. ``always`` marks an applied rule
+        always-on (tier 1: loaded in every context frame; otherwise it is served when a task
+        calls for it). ``text`` is the reviewer's final text, given with ``modified`` only.
+        Returns the review's position. A write to a file or folder is planned before the review is
         appended, so a destination that cannot take it refuses the review too.
 
         Raises:
@@ -250,11 +252,20 @@ class Lessons:
             raise SuggestionInputError(f"always must be a bool, got {always!r}")
         if always and decision == "refused":
             raise SuggestionInputError("always marks an applied rule; a refusal applies nothing")
+        if destination is not None:
+            if destination not in DESTINATIONS:
+                raise SuggestionInputError(
+                    f"destination must be one of {list(DESTINATIONS)}, got {destination!r}"
+                )
+            if decision == "refused":
+                raise SuggestionInputError("a refusal sends nothing anywhere; drop destination")
         if decision != "modified" and text is not None:
             raise SuggestionInputError(
                 f"text is the reviewer's own text, given with 'modified' only, not {decision!r}"
             )
         found, head = self._find(suggestion)
+        if destination is not None and found.status == "pending":
+            found = found._replace(destination=destination)
         if always and found.destination != "rules":
             raise SuggestionInputError(
                 f"always marks a rule; suggestion {found.id} goes to {found.destination}"
@@ -270,6 +281,8 @@ class Lessons:
             final = self._checked_text(text, found.destination)
         elif decision == "applied":
             final = found.text
+            if destination is not None:
+                final = self._checked_text(final, found.destination)
         write = None
         if final is not None:
             write = destinations.plan(found, final, decision, self.places)
@@ -284,6 +297,7 @@ class Lessons:
                 note=note,
                 text=final,
                 always=always,
+                destination=destination,
             ),
             actor=reviewer,
         )
@@ -301,17 +315,38 @@ class Lessons:
             self._record_write(found, write, stream)
         return position
 
-    def apply(self, suggestion: str, reviewer: str, *, note: str = "", always: bool = False) -> int:
-        """Apply a suggestion as drafted (:meth:`review` with ``applied``)."""
-        return self.review(suggestion, "applied", reviewer, note=note, always=always)
+    def apply(
+        self,
+        suggestion: str,
+        reviewer: str,
+        *,
+        note: str = "",
+        always: bool = False,
+        destination: Destination | None = None,
+    ) -> int:
+        """Apply a suggestion with its text (:meth:`review` with ``applied``), where drafted
+        or at ``destination``."""
+        return self.review(
+            suggestion, "applied", reviewer, note=note, always=always, destination=destination
+        )
 
     def refuse(self, suggestion: str, reviewer: str, *, note: str = "") -> int:
         """Refuse a suggestion (:meth:`review` with ``refused``)."""
         return self.review(suggestion, "refused", reviewer, note=note)
 
-    def modify(self, suggestion: str, reviewer: str, text: str, *, note: str = "") -> int:
+    def modify(
+        self,
+        suggestion: str,
+        reviewer: str,
+        text: str,
+        *,
+        note: str = "",
+        destination: Destination | None = None,
+    ) -> int:
         """Apply a suggestion with the reviewer's text (:meth:`review` with ``modified``)."""
-        return self.review(suggestion, "modified", reviewer, note=note, text=text)
+        return self.review(
+            suggestion, "modified", reviewer, note=note, text=text, destination=destination
+        )
 
     def write(self, suggestion: str) -> int | None:
         """Write an applied suggestion that was not written yet (after a crash); return the

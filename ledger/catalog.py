@@ -237,6 +237,7 @@ class SuggestionReviewed(_Payload, frozen=True):
     note: str = ""
     text: str | None = None
     always: bool = False  # a rule the reviewer marks always-on (tier 1), served everywhere
+    destination: Destination | None = None  # where the reviewer sends it, if not as drafted
 
 
 class MemoryReflected(_Payload, frozen=True):

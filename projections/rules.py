@@ -11,7 +11,10 @@ A reviewer may mark a rule *always-on* (tier 1, ``always`` on the review): it is
 every context frame. The others are *situational*: served when a task calls for them
 (ADR 0057). ``suggestion.joined`` adds later scars to a proposal and to its rule.
 
-Tables: ``proposals`` (the ``rules`` suggestions and their status), ``rules`` (one row per
+A review's ``destination`` (the reviewer's choice) wins over the drafted one: a suggestion
+sent to the rules becomes a rule, a rules suggestion sent elsewhere does not.
+
+Tables: ``proposals`` (every suggestion, its destination and status), ``rules`` (one row per
 rule) and ``rules_text`` (FTS5 over the rules' text, keyed by the review's position) for
 :func:`rules_for_query`.
 """
@@ -69,7 +72,7 @@ class RuleBook(Projection):
         script = f"""
             CREATE TABLE {db["proposals"]} (
                 id TEXT PRIMARY KEY, position INTEGER NOT NULL, text TEXT NOT NULL,
-                scars TEXT NOT NULL, status TEXT NOT NULL);
+                scars TEXT NOT NULL, status TEXT NOT NULL, destination TEXT NOT NULL);
             CREATE TABLE {db["rules"]} (
                 position INTEGER PRIMARY KEY, suggestion TEXT NOT NULL UNIQUE,
                 text TEXT NOT NULL, scars TEXT NOT NULL, reviewer TEXT NOT NULL,
@@ -85,27 +88,27 @@ class RuleBook(Projection):
         for e in events:
             p = e.payload
             if e.kind == "suggestion.proposed":
-                if p.destination == "rules":
-                    db.conn.execute(
-                        f"INSERT INTO {db['proposals']} (id, position, text, scars, status)"
-                        " VALUES (?, ?, ?, ?, 'pending')",
-                        (e.id, e.position, p.text, json.dumps(p.scars)),
-                    )
+                # Every proposal: a reviewer may send one of another destination to the rules.
+                db.conn.execute(
+                    f"INSERT INTO {db['proposals']} (id, position, text, scars, status,"
+                    " destination) VALUES (?, ?, ?, ?, 'pending', ?)",
+                    (e.id, e.position, p.text, json.dumps(p.scars), p.destination),
+                )
                 continue
             if e.kind == "suggestion.joined":
                 self._joined(db, p.suggestion, p.scars)
                 continue
             row = db.conn.execute(
-                f"SELECT status, text, scars FROM {db['proposals']} WHERE id = ?",
+                f"SELECT status, text, scars, destination FROM {db['proposals']} WHERE id = ?",
                 (p.suggestion,),
             ).fetchone()
             if row is None or review_problem(row[0], p.decision, p.text) is not None:
-                continue  # another destination's, or illegal: the suggestions queue lists it
+                continue  # unknown, or illegal: the suggestions queue lists it
             db.conn.execute(
                 f"UPDATE {db['proposals']} SET status = ? WHERE id = ?",
                 (p.decision, p.suggestion),
             )
-            if p.decision == "refused":
+            if p.decision == "refused" or (p.destination or row[3]) != "rules":
                 continue
             text = one_line(row[1] if p.decision == "applied" else p.text)
             db.conn.execute(

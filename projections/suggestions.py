@@ -13,6 +13,8 @@ Tables:
   turns the subject's earlier what and lesson into ``[forgotten]``, ADR 0039);
 - ``ignored``: the events that reached the ledger but break the lifecycle, with why.
 
+A review may send the suggestion to another destination than drafted (``destination`` on
+``suggestion.reviewed``, applied or modified only): the row's destination becomes it.
 ``suggestion.joined`` adds later scars of the same mistake to a suggestion, whatever its
 status (ADR 0056): they are named by it from then on, and its status stays.
 
@@ -216,8 +218,18 @@ class SuggestionQueue(Projection):
         final = {"applied": row[1], "modified": p.text, "refused": None}[p.decision]
         db.conn.execute(
             f"UPDATE {db['suggestions']} SET status = ?, reviewer = ?, note = ?, final_text = ?,"
-            " reviewed_position = ?, reviewed_us = ? WHERE id = ?",
-            (p.decision, p.reviewer, p.note, final, e.position, micros(e.at), p.suggestion),
+            " reviewed_position = ?, reviewed_us = ?, destination = coalesce(?, destination)"
+            " WHERE id = ?",
+            (
+                p.decision,
+                p.reviewer,
+                p.note,
+                final,
+                e.position,
+                micros(e.at),
+                p.destination if p.decision != "refused" else None,
+                p.suggestion,
+            ),
         )
 
     def _suggestion_deferred(self, db: Tables, e: Event) -> None:

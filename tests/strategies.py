@@ -868,6 +868,7 @@ def _lesson(
             note=c.pick(("", "ok")),
             text=text,
             always=c.pick((False, False, True)),
+            destination=c.pick((None, None, "rules", "notes_inbox")),
         )
     if kind == "suggestion.joined":
         return "suggestion:" + target, SuggestionJoined(

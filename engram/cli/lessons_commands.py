@@ -7,16 +7,17 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import click
 
 from engram.agents.completion import CompletionConfigWarning
 from engram.agents.learning import DEFAULT_BATCH, routed_drafter
-from engram.agents.lessons import Lessons
+from engram.agents.lessons import DESTINATIONS, Lessons
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, opened, output_format, state
 from engram.config import Settings
+from engram.ledger.catalog import Destination
 from engram.projections.rules import Rule
 from engram.projections.suggestions import STATUSES, Suggestion
 
@@ -135,6 +136,15 @@ def _reviewer_option(f: Any) -> Any:
     )(f)
 
 
+def _to_option(f: Any) -> Any:
+    return click.option(
+        "--to",
+        "destination",
+        type=click.Choice(list(DESTINATIONS)),
+        help="Send it elsewhere than drafted (a lesson to rules, a rule to notes_inbox...).",
+    )(f)
+
+
 def _note_option(f: Any) -> Any:
     return click.option("--note", default="", help="Why, recorded with the review.")(f)
 
@@ -153,18 +163,20 @@ def _reviewed(lessons: Lessons, suggestion: str, position: int) -> None:
     epilog=examples(
         "engram suggestions apply 0b1c --reviewer ana",
         "engram suggestions apply 0b1c --reviewer ana --always",
+        "engram suggestions apply 0b1c --reviewer ana --to notes_inbox",
     )
 )
 @click.argument("suggestion")
 @_reviewer_option
 @_note_option
+@_to_option
 @click.option(
     "--always",
     is_flag=True,
     help="Mark the rule always-on (tier 1): loaded in every context frame, not only when "
     "a task calls for it.",
 )
-def apply(suggestion: str, reviewer: str, note: str, always: bool) -> None:
+def apply(suggestion: str, reviewer: str, note: str, destination: str | None, always: bool) -> None:
     """Apply a suggestion as drafted.
 
     A rules suggestion becomes a rule, served when a task calls for it (or always, with
@@ -173,7 +185,13 @@ def apply(suggestion: str, reviewer: str, note: str, always: bool) -> None:
     """
     out = state()
     with _lessons(out.settings()) as lessons:
-        position = lessons.apply(suggestion, reviewer, note=note, always=always)
+        position = lessons.apply(
+            suggestion,
+            reviewer,
+            note=note,
+            always=always,
+            destination=cast(Destination | None, destination),
+        )
         _reviewed(lessons, suggestion, position)
 
 
@@ -205,8 +223,14 @@ def refuse(suggestion: str, reviewer: str, note: str) -> None:
     help="Read the final text from this file (- for stdin).",
 )
 @_note_option
+@_to_option
 def modify(
-    suggestion: str, reviewer: str, text: str | None, text_file: IO[str] | None, note: str
+    suggestion: str,
+    reviewer: str,
+    text: str | None,
+    text_file: IO[str] | None,
+    note: str,
+    destination: str | None,
 ) -> None:
     """Apply a suggestion with your own text instead of the drafted one."""
     if (text is None) == (text_file is None):
@@ -218,7 +242,13 @@ def modify(
         text = text.rstrip("\n")
     out = state()
     with _lessons(out.settings()) as lessons:
-        position = lessons.modify(suggestion, reviewer, text or "", note=note)
+        position = lessons.modify(
+            suggestion,
+            reviewer,
+            text or "",
+            note=note,
+            destination=cast(Destination | None, destination),
+        )
         _reviewed(lessons, suggestion, position)
 
 

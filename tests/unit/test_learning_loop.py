@@ -288,3 +288,34 @@ def test_importance_is_rated_by_the_routed_model_and_by_the_heuristic_when_it_fa
 
 def test_without_a_route_importance_stays_the_heuristic(memory: Memory) -> None:
     assert isinstance(memory.scorer, HeuristicScorer)
+
+
+# -- a reviewer changes a suggestion's destination -------------------------------------------
+
+
+def test_a_reviewer_sends_a_suggestion_elsewhere_than_drafted(
+    memory: Memory, lessons: Lessons, tmp_path: Path
+) -> None:
+    note = lessons.propose([scar(memory, "ops", "x", "Bisect the lockfile.")], "skill", "Bisect.")
+    lessons.apply(note, "ana", destination="rules", always=True)
+    assert [(r.text, r.always) for r in lessons.rules()] == [("Bisect.", True)]
+    assert lessons.suggestion(note).destination == "rules"
+    rule = lessons.propose([scar(memory, "ops", "y", "Pin it.")], "rules", "Pin it.")
+    lessons.apply(rule, "ana", destination="notes_inbox")
+    assert [r.text for r in lessons.rules()] == ["Bisect."]  # sent elsewhere: no rule
+    assert (tmp_path / "home" / "notes" / f"{rule}.md").read_text().startswith("Pin it.")
+    assert lessons.suggestion(rule).destination == "notes_inbox"
+
+
+def test_a_redirect_is_checked_before_anything_is_appended(
+    memory: Memory, lessons: Lessons
+) -> None:
+    long = lessons.propose([scar(memory, "ops", "x", "a")], "notes_inbox", "two\nlines")
+    head = memory.ledger.head()
+    with pytest.raises(SuggestionInputError, match="one line"):
+        lessons.apply(long, "ana", destination="rules")
+    with pytest.raises(SuggestionInputError, match="destination must be one of"):
+        lessons.apply(long, "ana", destination="nowhere")  # type: ignore[arg-type]
+    with pytest.raises(SuggestionInputError, match="refusal sends nothing"):
+        lessons.review(long, "refused", "ana", destination="rules")
+    assert memory.ledger.head() == head
