@@ -6,7 +6,8 @@ it, judged by meaning, not by shared function words. A rule's *evidence* is its 
 the scars it was drawn from (what happened, and the lesson): the situations it is known to
 apply to. Its score for a task is the best :func:`~engram.agents.meaning.applies_score` of
 the task against any of them, with the embedder's calibrated cosine where there is one; a
-rule below :data:`~engram.agents.meaning.APPLIES` is not served.
+rule below :data:`~engram.agents.meaning.APPLIES` is not served, nor one :data:`MARGIN`
+below the task's best match (the rules compete: a clearly weaker one is a side match).
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ __all__ = ["Served", "cache_for", "serve"]
 
 #: The most situational rules one frame is given (the best first).
 MAX_SITUATIONAL = 3
+#: A situational rule this far (calibrated scale) below the task's best match is a side
+#: match, not served: the rules compete for the task (ADR 0057).
+MARGIN = 0.125
 _CACHES: dict[str, VectorCache] = {}
 
 
@@ -88,4 +92,6 @@ def serve(
         if best >= threshold:
             scored.append(Served(rule, best))
     scored.sort(key=lambda s: (-s.score, s.rule.position))
+    if scored:
+        scored = [s for s in scored if s.score >= scored[0].score - MARGIN]
     return always + scored[:limit]

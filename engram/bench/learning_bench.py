@@ -37,7 +37,7 @@ import numpy as np
 from engram.agents.context import build_context
 from engram.agents.errors import AgentError
 from engram.agents.lessons import Lessons
-from engram.agents.meaning import calibration_for
+from engram.agents.meaning import calibration_for, content_words
 from engram.agents.memory import AgentMemory
 from engram.agents.scars import Scars
 from engram.bench.common import Config, Figure, log, remove_tree
@@ -105,6 +105,7 @@ _LABELS = {
     "false": "suggestions citing two kinds (false merges)",
     "dream": "dream: kinds with >= 3 scars found whole",
     "served": "applied rule served for a task it applies to",
+    "meaning": "... of which matched on meaning (not stop words)",
     "precision": "share of served situational rules that apply",
     "unrelated": "unrelated tasks given a situational rule",
     "served500": "applied rule served at budget 500",
@@ -348,7 +349,8 @@ def _tasks(worker: AgentMemory, lessons: Lessons, kinds: dict[str, str], outcome
     served = served500 = applicable = 0
     served_situational = served_right = 0
     unrelated_given = reached = contexts = 0
-    former_served = 0
+    former_served = former_meaning = 0
+    texts = {r.position: r.text for r in lessons.rules()}
     tasks = [(m.key, t) for m in MISTAKES for t in m.tasks] + [(None, t) for t in UNRELATED]
     for kind, task in tasks:
         wanted = {p for p, k in rule_kind.items() if k == kind}
@@ -369,11 +371,16 @@ def _tasks(worker: AgentMemory, lessons: Lessons, kinds: dict[str, str], outcome
             if budget == 2000:
                 applicable += 1
                 served += bool(wanted & given)
-                former_served += bool(wanted & _former_rules(worker, task))
+                former = wanted & _former_rules(worker, task)
+                former_served += bool(former)
+                former_meaning += any(content_words(task) & content_words(texts[p]) for p in former)
             else:
                 served500 += bool(wanted & given)
     outcome.values["served"] = (served, applicable)
     outcome.references["served"] = (former_served, applicable)
+    # Served situational rules need content words or a calibrated cosine: all by meaning.
+    outcome.values["meaning"] = (served, applicable)
+    outcome.references["meaning"] = (former_meaning, applicable)
     outcome.values["served500"] = (served500, applicable)
     outcome.values["precision"] = (served_right, served_situational)
     outcome.values["unrelated"] = (unrelated_given, len(UNRELATED))

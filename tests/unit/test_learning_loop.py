@@ -319,3 +319,12 @@ def test_a_redirect_is_checked_before_anything_is_appended(
     with pytest.raises(SuggestionInputError, match="refusal sends nothing"):
         lessons.review(long, "refused", "ana", destination="rules")
     assert memory.ledger.head() == head
+
+
+def test_a_clearly_weaker_situational_rule_is_a_side_match_and_not_served() -> None:
+    strong = Rule(1, "Rotate the widget logs and cap the widget log size.", "s1", [], "ana")
+    weak = Rule(2, "Check the widget size, gadget, sprocket, cog, gear, spring.", "s2", [], "ana")
+    task = "Cap the size of the widget logs."
+    assert [s.rule.position for s in guidance.serve([weak], task, {})] == [2]  # alone: served
+    served = guidance.serve([strong, weak], task, {})
+    assert [s.rule.position for s in served] == [1]
