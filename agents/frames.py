@@ -32,8 +32,9 @@ FRAMES = ("identity", "problem", "knowledge", "episodic", "constraints", "scratc
 MAX_ITEM_CHARS = 1_000
 _FRAME_OF = {"concept": "knowledge", "rule": "constraints", "signal": "scratchpad"}
 #: The share of the budget kept for the rules (constraints): they are taken first, and never
-#: trimmed to make room for memories (ADR 0057).
-RULE_SHARE = 0.25
+#: trimmed to make room for memories (ADR 0057). At 500 tokens it holds an always-on rule and
+#: three situational ones of a short line each.
+RULE_SHARE = 0.4
 #: Tokens allowed per entry for the separators the whole frames add around it.
 _SEPARATOR = 2
 _ESTIMATE = Estimate()
