@@ -59,9 +59,10 @@ _STOPWORD_TEXT = """
     will with without won would yet you your yours yourself yourselves ve re s t d m
     always never should shall may first before whenever instead every any all each just
     sure ensure make made things thing something anything new old also because since lets
+    keep kept avoid remember prefer try take put
     """
-#: Function words and the words of any instruction ("always", "make sure"): they say how,
-#: not what about.
+#: Function words and the words of any instruction ("always", "make sure", "keep",
+#: "avoid"): they say how, not what about.
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A light suffix stripper (Porter's step 1 in spirit): "backups", "backed", "backing" meet.
