@@ -20,8 +20,11 @@
 
 The frames (:mod:`engram.agents.frames`) are identity, problem, knowledge (an HDoD: the
 chosen concepts as a nested dictionary), episodic, constraints (the applied rules that match)
-and scratchpad (the agent's unacknowledged signals). Every item resolves to a ledger event;
-an agent never sees another agent's private item. ``save=True`` appends ``context.saved``.
+and scratchpad (the agent's unacknowledged signals). Rules are chosen by meaning
+(:mod:`engram.agents.guidance`: always-on ones, and the situational ones the task calls
+for) and take a reserved share of the budget before anything else (ADR 0057). Every item
+resolves to a ledger event; an agent never sees another agent's private item.
+``save=True`` appends ``context.saved``.
 """
 
 from __future__ import annotations
@@ -34,12 +37,13 @@ from datetime import UTC, datetime
 
 import numpy as np
 
+from engram.agents import guidance
 from engram.agents.frames import Candidate, assemble, for_ledger, frame_of
 from engram.agents.memory import AgentMemory
 from engram.agents.tokens import TokenCounter, default_counter
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import ContextSaved
-from engram.projections import concepts, inbox, lexical, queries, rules, semantic
+from engram.projections import concepts, inbox, lexical, queries, rules, semantic, suggestions
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.queries import check_as_of
 from engram.projections.salience import micros
@@ -318,6 +322,7 @@ class _Probe:
         events = {e.position: e for e in self.memory.ledger.get(sorted(found))} if found else {}
         cosines = self._cosines(list(found))
         usage = self._usage(list(found))
+        refused = self._refused(list(events.values()))
         out: list[Candidate] = []
         for position, node in found.items():
             event = events.get(position)
@@ -325,7 +330,7 @@ class _Probe:
                 continue
             if self.cut is not None and micros(event.at) > self.cut:
                 continue
-            text = frame_text(event)
+            text = frame_text(event, refused=event.id in refused)
             similarity = max(
                 node.similarity,
                 min(max(cosines.get(position, 0.0), 0.0), 1.0),
@@ -377,14 +382,35 @@ class _Probe:
         return visibility == "public" or getattr(payload, "agent", None) == self.agent
 
     def _rules(self, weights: ContextWeights, at_us: int) -> list[Candidate]:
-        """The applied rules that match the query and task: every agent's constraints."""
+        """The rules for this task: always-on ones, and situational ones it calls for by
+        meaning (:mod:`engram.agents.guidance`); each agent's constraints, placed first."""
         try:
-            found = rules.rules_for_query(self.conn, f"{self.query} {self.task}", SEEDS)
+            every = rules.active(self.conn)
+            scar_ids = list(dict.fromkeys(s for r in every for s in r.scars))
+            texts = suggestions.scar_texts(self.conn, scar_ids) if scar_ids else {}
         except ProjectionError:
             return []
+        evidence = {
+            r.suggestion: [f"{w} {les}" for s in r.scars if s in texts for w, les in [texts[s]]]
+            for r in every
+        }
+        served = guidance.serve(every, f"{self.query} {self.task}", evidence, self.memory.embedder)
         return self._ledger_items(
-            [(r.position, r.match, rules.one_line(r.text)) for r in found], "rule", weights, at_us
+            [(s.rule.position, s.score, rules.one_line(s.rule.text)) for s in served],
+            "rule",
+            weights,
+            at_us,
         )
+
+    def _refused(self, events: Sequence[Event]) -> set[str]:
+        """Return the ids of the scars among ``events`` whose lesson a reviewer refused."""
+        ids = [e.id for e in events if e.kind == "scar.recorded"]
+        if not ids:
+            return set()
+        try:
+            return suggestions.refused_scars(self.conn, ids)
+        except ProjectionError:
+            return set()
 
     def _signals(self, weights: ContextWeights, at_us: int) -> list[Candidate]:
         """The agent's unacknowledged signals: its scratchpad."""
@@ -443,11 +469,17 @@ def _item_type(event: Event) -> str:
     return event.kind
 
 
-def frame_text(event: Event) -> str:
+def frame_text(event: Event, *, refused: bool = False) -> str:
     """Return what an indexed item says in a frame: a memory's or reflection's text, a scar's
-    what and lesson, a concept's indexed text."""
+    what and lesson, a concept's indexed text.
+
+    A scar whose lesson a reviewer ``refused`` says what happened only: the refused lesson
+    never reaches an agent as guidance (ADR 0057).
+    """
     p = event.payload
     if event.kind == "scar.recorded":
+        if refused:
+            return f"what happened: {p.what}"
         return f"{p.what} — lesson: {p.lesson}"
     if event.kind == "concept.upserted":
         return lexical.concept_text(p.id, p.label, p.payload)

@@ -31,6 +31,10 @@ FRAMES = ("identity", "problem", "knowledge", "episodic", "constraints", "scratc
 #: A list entry's text is cut to this many characters (an ellipsis marks the cut).
 MAX_ITEM_CHARS = 1_000
 _FRAME_OF = {"concept": "knowledge", "rule": "constraints", "signal": "scratchpad"}
+#: The share of the budget kept for the rules (constraints): they are taken first, and never
+#: trimmed to make room for memories (ADR 0057). At 500 tokens it holds an always-on rule and
+#: three situational ones of a short line each.
+RULE_SHARE = 0.4
 #: Tokens allowed per entry for the separators the whole frames add around it.
 _SEPARATOR = 2
 _ESTIMATE = Estimate()
@@ -85,16 +89,22 @@ def assemble(
     problem = _fitting_problem(identity, query, task, budget, counter)
     used = counter.count(encode(render(identity, problem, [])))
     chosen: list[Candidate] = []
-    for c in ranked:
+    # The rules go first, within their reserved share; the rest fill what is left.
+    reserve = used + int(budget * RULE_SHARE)
+    rules = [c for c in ranked if c.frame == "constraints"]
+    for c in rules + [c for c in ranked if c.frame != "constraints"]:
         # The estimate errs high, so the one count of the whole frames seldom trims after.
         cost = _ESTIMATE.count(encode(_entry(c))) + _SEPARATOR
-        if used + cost <= budget:
+        limit = min(reserve, budget) if c.frame == "constraints" else budget
+        if used + cost <= limit:
             chosen.append(c)
             used += cost
     frames = render(identity, problem, chosen)
     tokens = counter.count(encode(frames))
     while tokens > budget and chosen:
-        chosen.pop()  # the weakest: chosen is best first
+        # The weakest memory leaves first (chosen is best first, rules ahead); rules last.
+        others = [i for i, c in enumerate(chosen) if c.frame != "constraints"]
+        chosen.pop(others[-1] if others else -1)
         frames = render(identity, problem, chosen)
         tokens = counter.count(encode(frames))
     return frames, chosen, tokens

@@ -2,13 +2,27 @@
 
 The score is computed once, when a memory is observed, and stored in the event's payload; a
 rebuild replays it and never asks again (DESIGN.md, rule 2). The default scorer is a
-deterministic heuristic; an LLM-backed scorer implements the same one-method protocol.
+deterministic heuristic; :class:`ModelScorer` asks the model the routing file's
+``[complete.importance]`` route names (:func:`routed_scorer`), falling back to the heuristic.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Protocol
+import warnings
+from typing import Annotated, Protocol
+
+import msgspec
+
+from engram.agents.completion import (
+    Completer,
+    CompletionConfigWarning,
+    CompletionError,
+    OfflineCompleter,
+    completer_for,
+    load_completion_routing,
+)
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -44,3 +58,50 @@ class HeuristicScorer:
         if len(words) > 40:
             value += 1
         return max(1, min(10, value))
+
+
+class ImportanceAnswer(msgspec.Struct, frozen=True):
+    """What a model answers when asked to rate a memory: an int in 1..10."""
+
+    importance: Annotated[int, msgspec.Meta(ge=1, le=10)]
+
+
+IMPORTANCE_SYSTEM = (
+    "Rate how important a memory of an AI agent is, from 1 (mundane, e.g. a routine "
+    "observation) to 10 (poignant, e.g. an outage, a decision, a lesson learned). Answer "
+    'with JSON: {"importance": <int>}.'
+)
+
+
+class ModelScorer:
+    """Rate importance with a model through the completion port; fall back to a scorer
+    (the heuristic by default) when the model is down or answers out of shape, so an
+    observe never fails on a model."""
+
+    def __init__(self, completer: Completer, fallback: ImportanceScorer | None = None) -> None:
+        self.completer = completer
+        self.fallback = fallback or HeuristicScorer()
+
+    def score(self, text: str, type: str) -> int:
+        """Return the model's rating of ``text`` (the fallback's when the model fails)."""
+        prompt = msgspec.json.encode({"type": type, "memory": text[:4000]}).decode()
+        try:
+            return self.completer.complete(IMPORTANCE_SYSTEM, prompt, ImportanceAnswer).importance
+        except CompletionError:
+            return self.fallback.score(text, type)
+
+
+def routed_scorer(routing: str | os.PathLike[str] | None) -> ImportanceScorer:
+    """Return the scorer the routing file's ``[complete.importance]`` route names.
+
+    The offline route (the default) is the heuristic; a model route is a
+    :class:`ModelScorer` falling back to it. A missing or invalid file means the heuristic
+    (the learning step warns about an invalid file; scoring stays quiet).
+    """
+    path = os.path.expanduser(routing) if routing else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompletionConfigWarning)
+        completer = completer_for("importance", load_completion_routing(path))
+    if isinstance(completer, OfflineCompleter):
+        return HeuristicScorer()
+    return ModelScorer(completer)

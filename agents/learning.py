@@ -8,10 +8,14 @@ answer is scrubbed again. Each draft is appended as a ``suggestion.proposed`` ev
 rebuild never calls a model (ADR 0028).
 
 The default provider is offline: :func:`draft_offline` is extractive and deterministic. It
-takes the lesson's first sentence and chooses the destination by rule: a lesson that reads
-as an instruction (an imperative or a "must"/"should") becomes a rule when it fits on one
-short line, the instructions file otherwise; one about a setting goes to ``settings``; a
-victory's pattern to ``skill``; pending work to ``task``; anything else to the notes inbox.
+takes the lesson's first sentence and chooses the destination by what a scar is, not by a
+list of verbs (ADR 0057): pending work goes to ``task``; a victory's pattern that is not an
+instruction to ``skill``; any other lesson (a failure's lesson says what avoids a repeat)
+becomes a situational rule when it fits on one short line, the instructions file otherwise.
+Settings and the notes inbox are a reviewer's redirect, never an offline guess.
+
+Repeats are found before drafting (:mod:`engram.agents.repeats`): scars that tell one
+mistake are drafted as one suggestion, and a later repeat joins the suggestion drafted.
 
 A model that is unreachable leaves the rest of the run's scars waiting; an answer that is
 refused or out of shape leaves its scar waiting; either way one ``suggestion.deferred``
@@ -28,7 +32,9 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 import msgspec
+import numpy as np
 
+from engram.agents import repeats
 from engram.agents.completion import (
     Completer,
     CompletionError,
@@ -39,10 +45,17 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import SuggestionInputError
+from engram.agents.meaning import calibration_for, content_words, overlap
 from engram.agents.privacy import scrub
 from engram.ledger import ANY, NO_STREAM, ConcurrencyError, Ledger, NewEvent
-from engram.ledger.catalog import Destination, SuggestionDeferred, SuggestionProposed
+from engram.ledger.catalog import (
+    Destination,
+    SuggestionDeferred,
+    SuggestionJoined,
+    SuggestionProposed,
+)
 from engram.projections import suggestions
+from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.rules import one_line
 
@@ -85,11 +98,6 @@ _INSTRUCTION = re.compile(
     r"before|after|when|if)\b|\b(?:must|should|need to|has to|have to)\b",
     re.IGNORECASE,
 )
-_SETTING = re.compile(
-    r"\b(?:setting|config(?:uration)?|flag|option|timeout|env(?:ironment)? var(?:iable)?|"
-    r"threshold|limit)\b",
-    re.IGNORECASE,
-)
 _TASK = re.compile(r"\b(?:todo|follow[- ]up|investigate|still need|later|open question)\b", re.I)
 
 
@@ -102,15 +110,13 @@ def draft_offline(scar: ScarPrompt) -> Draft:
         text += "."
     if _TASK.search(lesson):
         return Draft("task", f"{text} (from: {one_line(scar.what)})")
-    if _SETTING.search(lesson) and not _INSTRUCTION.match(lesson):
-        return Draft("settings", text)
-    if _INSTRUCTION.search(first):
-        if len(text) <= MAX_RULE:
-            return Draft("rules", text)
-        return Draft("instructions_file", lesson)
-    if scar.kind == "victory":
+    if scar.kind == "victory" and not _INSTRUCTION.search(first):
         return Draft("skill", f"{text} (worked when: {one_line(scar.what)})")
-    return Draft("notes_inbox", f"{one_line(scar.what)} Lesson: {text}")
+    # A failure's lesson says what avoids a repeat, whatever verb it starts with: a lesson
+    # served when a task calls for it, or the instructions file when too long for one line.
+    if len(text) <= MAX_RULE:
+        return Draft("rules", text)
+    return Draft("instructions_file", lesson)
 
 
 def _offline_answer(system: str, prompt: str) -> Draft:
@@ -142,13 +148,15 @@ class Drafted:
     destination: str
     text: str
     position: int | None
+    scars: list[str] = field(default_factory=list)  # every scar it cites
 
 
 @dataclass
 class LearnReport:
-    """What a learning step did: drafts, deferrals with their reason, what stays waiting."""
+    """What a learning step did: drafts, repeats joined, deferrals, what stays waiting."""
 
     drafted: list[Drafted] = field(default_factory=list)
+    joined: list[tuple[str, str]] = field(default_factory=list)  # (suggestion, scar)
     deferred: list[tuple[str, str]] = field(default_factory=list)  # (scar id, reason)
     scrubbed: dict[str, int] = field(default_factory=dict)  # replacements in prompts
     filtered: dict[str, int] = field(default_factory=dict)  # replacements in answers
@@ -165,11 +173,16 @@ def learn(
     limit: int | None = None,
     dry_run: bool = False,
     actor: str = "job:learn",
+    embedder: Embedder | None = None,
 ) -> LearnReport:
     """Draft suggestions for the scars waiting for one, most important first.
 
-    ``batch`` scars are drafted, then appended together; ``limit`` caps the scars taken
-    (default: all). ``dry_run`` drafts and reports but appends nothing.
+    Repeats are found first (:func:`engram.agents.repeats.group`, by ``embedder`` and the
+    content words): a waiting scar that tells the mistake of a suggestion drafted already
+    joins it (``suggestion.joined``); waiting scars that tell one new mistake are drafted as
+    one suggestion citing every one of them. ``batch`` suggestions are drafted, then
+    appended together; ``limit`` caps the scars taken (default: all). ``dry_run`` drafts and
+    reports but appends nothing.
 
     Raises:
         SuggestionInputError: ``batch`` or ``limit`` is not a positive int.
@@ -183,27 +196,50 @@ def learn(
     engine.wait_for(ledger.head())
     with engine.read() as conn:
         everything = suggestions.waiting(conn)
+        drafted = suggestions.members(conn)
     queue = everything[:limit] if limit is not None else everything
     report = LearnReport(dry_run=dry_run)
+    groups = _groups(drafted, queue, embedder)
+    joins = [
+        NewEvent(
+            stream=f"suggestion:{g.suggestion}",
+            kind="suggestion.joined",
+            payload=SuggestionJoined(
+                suggestion=g.suggestion,
+                scars=[t.id for t in g.joined],
+                drafter=drafter.fingerprint[:512],
+            ),
+            actor=actor,
+        )
+        for g in groups
+        if g.suggestion is not None and g.joined
+    ]
+    report.joined = [(str(e.payload.suggestion), s) for e in joins for s in e.payload.scars]
+    if joins and not dry_run:
+        ledger.append(joins)
+    by_id = {w.id: w for w in queue}
+    fresh = [[by_id[t.id] for t in g.joined] for g in groups if g.suggestion is None]
+    fresh.sort(key=lambda scars: (-max(s.importance for s in scars), scars[0].position))
     down: str | None = None
-    for start in range(0, len(queue), batch):
-        chunk = queue[start : start + batch]
+    for start in range(0, len(fresh), batch):
+        chunk = fresh[start : start + batch]
         proposals: list[NewEvent] = []
         failed: dict[str, list[str]] = {}
-        for scar in chunk:
+        for scars in chunk:
+            ids = [s.id for s in scars]
             if down is not None:
-                failed.setdefault(down, []).append(scar.id)
+                failed.setdefault(down, []).extend(ids)
                 continue
             try:
-                draft = _draft(drafter, scar, report)
+                draft = _draft(drafter, _representative(scars, embedder), report)
             except CompletionUnavailableError as error:
                 down = f"model unavailable: {error}"
-                failed.setdefault(down, []).append(scar.id)
+                failed.setdefault(down, []).extend(ids)
                 continue
             except CompletionError as error:
-                failed.setdefault(f"{type(error).__name__}: {error}", []).append(scar.id)
+                failed.setdefault(f"{type(error).__name__}: {error}", []).extend(ids)
                 continue
-            proposals.append(_proposal(scar.id, draft, drafter.fingerprint, actor))
+            proposals.append(_proposal(ids, draft, drafter.fingerprint, actor))
         deferrals = [
             NewEvent(
                 stream="learning",
@@ -225,6 +261,7 @@ def learn(
                     destination=event.payload.destination,
                     text=event.payload.text,
                     position=positions.get(str(event.id)),
+                    scars=list(event.payload.scars),
                 )
             )
     if dry_run:
@@ -234,6 +271,47 @@ def learn(
         with engine.read() as conn:
             report.waiting = len(suggestions.waiting(conn))
     return report
+
+
+def _groups(
+    drafted: Sequence[suggestions.Member],
+    queue: Sequence[suggestions.Waiting],
+    embedder: Embedder | None,
+) -> list[repeats.Group]:
+    """Group the waiting scars with the drafted ones they repeat, and among themselves."""
+    told = [(m.suggestion, repeats.Told(m.scar, m.position, m.what, m.lesson)) for m in drafted]
+    waiting = [repeats.Told(w.id, w.position, w.what, w.lesson) for w in queue]
+    vectors = lessons = None
+    calibration = calibration_for(embedder)
+    if embedder is not None and waiting:
+        everyone = [t for _, t in told] + waiting
+        # The whole scars (as the semantic index embeds them) and their lessons: a repeat
+        # is alike in both (ADR 0056).
+        wholes = embedder.embed([repeats.scar_text(t.what, t.lesson) for t in everyone])
+        own = embedder.embed([t.lesson for t in everyone])
+        vectors = {
+            t.id: np.asarray(v, dtype=np.float32) for t, v in zip(everyone, wholes, strict=True)
+        }
+        lessons = {
+            t.id: np.asarray(v, dtype=np.float32) for t, v in zip(everyone, own, strict=True)
+        }
+    return repeats.group(told, waiting, vectors, calibration, lessons=lessons)
+
+
+def _representative(
+    scars: Sequence[suggestions.Waiting], embedder: Embedder | None
+) -> suggestions.Waiting:
+    """Return the scar a group's suggestion is drafted from: the most important, then the one
+    whose lesson shares the most content words with the others' (the group's centre)."""
+    if len(scars) == 1:
+        return scars[0]
+    words = [content_words(s.lesson) for s in scars]
+
+    def centrality(i: int) -> float:
+        return sum(overlap(words[i], w) for j, w in enumerate(words) if j != i)
+
+    best = max(range(len(scars)), key=lambda i: (scars[i].importance, centrality(i), -i))
+    return scars[best]
 
 
 def _draft(drafter: Completer, scar: suggestions.Waiting, report: LearnReport) -> Draft:
@@ -263,18 +341,22 @@ class _EmptyAnswerError(CompletionError):
     pass
 
 
-def suggestion_id(scar: str, drafter: str) -> str:
-    """Return the event id of the suggestion ``drafter`` drafts for ``scar``."""
-    return str(uuid.uuid5(_NAMESPACE, f"{scar}|{drafter}"))
+def suggestion_id(scar: str | Sequence[str], drafter: str) -> str:
+    """Return the event id of the suggestion ``drafter`` drafts for ``scar`` (or a group)."""
+    key = scar if isinstance(scar, str) else "|".join(sorted(scar))
+    return str(uuid.uuid5(_NAMESPACE, f"{key}|{drafter}"))
 
 
-def _proposal(scar: str, draft: Draft, drafter: str, actor: str) -> NewEvent:
-    event_id = suggestion_id(scar, drafter)
+def _proposal(scars: Sequence[str], draft: Draft, drafter: str, actor: str) -> NewEvent:
+    event_id = suggestion_id(scars[0] if len(scars) == 1 else scars, drafter)
     return NewEvent(
         stream=f"suggestion:{event_id}",
         kind="suggestion.proposed",
         payload=SuggestionProposed(
-            scars=[scar], destination=draft.destination, text=draft.text, drafter=drafter[:512]
+            scars=list(scars),
+            destination=draft.destination,
+            text=draft.text,
+            drafter=drafter[:512],
         ),
         actor=actor,
         id=event_id,

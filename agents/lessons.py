@@ -20,6 +20,7 @@ Nothing is applied automatically: a review is always a person's call.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from typing import cast
 
@@ -42,20 +43,33 @@ from engram.ledger.catalog import (
 )
 from engram.ledger.events import Expectation
 from engram.projections import rules, suggestions
+from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.rules import Rule, one_line
 from engram.projections.suggestions import Suggestion, Waiting
 
 DESTINATIONS = ("rules", "instructions_file", "settings", "notes_inbox", "skill", "task")
 DECISIONS = ("applied", "refused", "modified")
+#: Where a destination the configuration leaves out is written, under the lessons' home.
+DEFAULT_PLACES = {
+    "instructions_file": "AGENTS.md",
+    "settings": "settings-suggestions.md",
+    "notes_inbox": "notes",
+    "skill": "skills",
+    "task": "tasks",
+}
+#: The lessons' home when none is given (the runtime gives one beside its data).
+DEFAULT_HOME = "~/.local/share/engram/lessons"
 
 
 class Lessons:
     """The lessons loop over a ledger and its projections.
 
     ``places`` maps destinations other than ``rules`` to the file or folder they are
-    written to (the config file's ``[destinations]`` table); ``completer`` drafts
-    suggestions (default: the offline drafter).
+    written to (the config file's ``[destinations]`` table); a destination it leaves out
+    is written under ``home`` (:data:`DEFAULT_PLACES`), so every destination works without
+    configuration. ``completer`` drafts suggestions (default: the offline drafter);
+    ``embedder`` finds repeats before drafting (default: words only).
     """
 
     def __init__(
@@ -65,11 +79,17 @@ class Lessons:
         *,
         places: Mapping[str, str] | None = None,
         completer: Completer | None = None,
+        embedder: Embedder | None = None,
+        home: str | None = None,
     ) -> None:
         self.ledger = ledger
         self.engine = engine
-        self.places = dict(places or {})
-        unknown = sorted(set(self.places) - set(DESTINATIONS) | ({"rules"} & set(self.places)))
+        self.embedder = embedder
+        given = dict(places or {})
+        base = os.path.expanduser(home or DEFAULT_HOME)
+        self.places = {d: os.path.join(base, p) for d, p in DEFAULT_PLACES.items()}
+        self.places.update(given)
+        unknown = sorted(set(given) - set(DESTINATIONS) | ({"rules"} & set(given)))
         if unknown:
             raise SuggestionInputError(
                 f"places: {unknown} are not destinations written to files; "
@@ -198,11 +218,16 @@ class Lessons:
         *,
         note: str = "",
         text: str | None = None,
+        always: bool = False,
+        destination: Destination | None = None,
     ) -> int:
         """Append a person's review; write the suggestion to its place if applied.
 
-        ``text`` is the reviewer's final text, given with ``modified`` only. Returns the
-        review's position. A write to a file or folder is planned before the review is
+        ``destination`` sends an applied (or modified) suggestion elsewhere than drafted: a
+        lesson to the rules, a rule to the notes inbox. ``always`` marks an applied rule
+        always-on (tier 1: loaded in every context frame; otherwise it is served when a task
+        calls for it). ``text`` is the reviewer's final text, given with ``modified`` only.
+        Returns the review's position. A write to a file or folder is planned before the review is
         appended, so a destination that cannot take it refuses the review too.
 
         Raises:
@@ -223,11 +248,28 @@ class Lessons:
             )
         if not isinstance(note, str):
             raise SuggestionInputError(f"note must be a str, got {type(note).__name__}")
+        if not isinstance(always, bool):
+            raise SuggestionInputError(f"always must be a bool, got {always!r}")
+        if always and decision == "refused":
+            raise SuggestionInputError("always marks an applied rule; a refusal applies nothing")
+        if destination is not None:
+            if destination not in DESTINATIONS:
+                raise SuggestionInputError(
+                    f"destination must be one of {list(DESTINATIONS)}, got {destination!r}"
+                )
+            if decision == "refused":
+                raise SuggestionInputError("a refusal sends nothing anywhere; drop destination")
         if decision != "modified" and text is not None:
             raise SuggestionInputError(
                 f"text is the reviewer's own text, given with 'modified' only, not {decision!r}"
             )
         found, head = self._find(suggestion)
+        if destination is not None and found.status == "pending":
+            found = found._replace(destination=destination)
+        if always and found.destination != "rules":
+            raise SuggestionInputError(
+                f"always marks a rule; suggestion {found.id} goes to {found.destination}"
+            )
         problem = suggestions.review_problem(found.status, decision, text)
         if problem == "modified without a text":
             raise SuggestionInputError("modified needs the final text (--text)")
@@ -239,6 +281,8 @@ class Lessons:
             final = self._checked_text(text, found.destination)
         elif decision == "applied":
             final = found.text
+            if destination is not None:
+                final = self._checked_text(final, found.destination)
         write = None
         if final is not None:
             write = destinations.plan(found, final, decision, self.places)
@@ -252,6 +296,8 @@ class Lessons:
                 reviewer=reviewer,
                 note=note,
                 text=final,
+                always=always,
+                destination=destination,
             ),
             actor=reviewer,
         )
@@ -269,17 +315,38 @@ class Lessons:
             self._record_write(found, write, stream)
         return position
 
-    def apply(self, suggestion: str, reviewer: str, *, note: str = "") -> int:
-        """Apply a suggestion as drafted (:meth:`review` with ``applied``)."""
-        return self.review(suggestion, "applied", reviewer, note=note)
+    def apply(
+        self,
+        suggestion: str,
+        reviewer: str,
+        *,
+        note: str = "",
+        always: bool = False,
+        destination: Destination | None = None,
+    ) -> int:
+        """Apply a suggestion with its text (:meth:`review` with ``applied``), where drafted
+        or at ``destination``."""
+        return self.review(
+            suggestion, "applied", reviewer, note=note, always=always, destination=destination
+        )
 
     def refuse(self, suggestion: str, reviewer: str, *, note: str = "") -> int:
         """Refuse a suggestion (:meth:`review` with ``refused``)."""
         return self.review(suggestion, "refused", reviewer, note=note)
 
-    def modify(self, suggestion: str, reviewer: str, text: str, *, note: str = "") -> int:
+    def modify(
+        self,
+        suggestion: str,
+        reviewer: str,
+        text: str,
+        *,
+        note: str = "",
+        destination: Destination | None = None,
+    ) -> int:
         """Apply a suggestion with the reviewer's text (:meth:`review` with ``modified``)."""
-        return self.review(suggestion, "modified", reviewer, note=note, text=text)
+        return self.review(
+            suggestion, "modified", reviewer, note=note, text=text, destination=destination
+        )
 
     def write(self, suggestion: str) -> int | None:
         """Write an applied suggestion that was not written yet (after a crash); return the
@@ -307,7 +374,13 @@ class Lessons:
     ) -> LearnReport:
         """Draft suggestions for the scars waiting (:func:`engram.agents.learning.learn`)."""
         return learn(
-            self.ledger, self.engine, self.completer, batch=batch, limit=limit, dry_run=dry_run
+            self.ledger,
+            self.engine,
+            self.completer,
+            batch=batch,
+            limit=limit,
+            dry_run=dry_run,
+            embedder=self.embedder,
         )
 
     # -- helpers -------------------------------------------------------------------------

@@ -14,8 +14,9 @@ from __future__ import annotations
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
+from engram.agents.context import build_context
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
 from engram.agents.reflection import reflect
 from engram.demo_agents import run_agents
@@ -112,13 +113,27 @@ def _learn(memory: Memory, now: datetime, out: IO[str]) -> None:
         sources={"task": "q3-outage"},
         at=now + timedelta(seconds=205),
     )
+    # Another agent hits the same mistake and tells it in its own words: a repeat.
+    memory.scars("memory").record(
+        "failure",
+        "Promoting the standby broke writes: it was minutes behind the primary.",
+        "Before failing over a database, confirm the replica's lag is near zero.",
+        importance=7,
+        at=now + timedelta(seconds=206),
+    )
     lessons = memory.lessons()
     report = lessons.learn()
     for drafted in report.drafted:
         print(f"\nlearning step drafted ({drafted.destination}): {drafted.text}", file=out)
+        if len(drafted.scars) > 1:
+            print(f"  one suggestion for {len(drafted.scars)} scars of one mistake", file=out)
     lessons.apply(report.drafted[0].suggestion, "demo-reviewer", note="a person agreed")
     for rule in lessons.rules():
         print(f"  reviewed and applied; every session now loads the rule: {rule.text}", file=out)
+    task = "Plan tonight's database failover for the billing cluster."
+    frame = build_context(memory.agent("decision"), task, budget=500, save=False)
+    for entry in cast(list[dict[str, str]], frame.frames["constraints"]):
+        print(f"  a new task ({task!r}) is served the rule by meaning: {entry['text']}", file=out)
     served = planner.recall("database failover", 2, scope="rules", record=False)
     print(f"  recall(scope='rules') serves: {served.items[0].event.payload.text}", file=out)
     scars = planner.recall("failover replica lag", 1, scope="scars", record=False)

@@ -16,6 +16,7 @@ from typing import Any
 
 from engram.agents.completion import Completer
 from engram.agents.concepts import ConceptBook
+from engram.agents.importance import ImportanceScorer, routed_scorer
 from engram.agents.learning import routed_drafter
 from engram.agents.lessons import Lessons
 from engram.agents.memory import AgentMemory
@@ -184,6 +185,9 @@ class Memory:
     network: NeuronNetwork
     embedder: Embedder
     searcher: VectorSearcher
+    #: Rates importance: the routing file's ``[complete.importance]`` route (heuristic
+    #: by default).
+    scorer: ImportanceScorer | None = None
 
     def agent(self, name: str) -> AgentMemory:
         """Return ``name``'s memory stream (observe, recall)."""
@@ -194,6 +198,7 @@ class Memory:
             embedder=self.embedder,
             searcher=self.searcher,
             rate=self.settings.decay_rate,
+            scorer=self.scorer,
         )
 
     def mailbox(self, agent: str) -> Mailbox:
@@ -210,7 +215,7 @@ class Memory:
 
     def scars(self, name: str) -> Scars:
         """Return ``name``'s scars (record, archive); recall them with ``agent(name).recall``."""
-        return Scars(name, self.ledger, self.engine)
+        return Scars(name, self.ledger, self.engine, scorer=self.scorer)
 
     def forget(self, subject: str, *, reason: str = "", actor: str = "engram") -> Forgotten:
         """Forget ``subject`` everywhere engram keeps its content (ADR 0039, ADR 0045).
@@ -242,7 +247,15 @@ class Memory:
         else the routing file's ``learn`` route (offline by default)."""
         drafter = completer or routed_drafter(self.settings.routing or None)
         places = dict(self.settings.destinations)
-        return Lessons(self.ledger, self.engine, places=places, completer=drafter)
+        home = str(Path(self.settings.projection_store).parent / "lessons")
+        return Lessons(
+            self.ledger,
+            self.engine,
+            places=places,
+            completer=drafter,
+            embedder=self.embedder,
+            home=home,
+        )
 
 
 @dataclass(frozen=True)
@@ -297,6 +310,7 @@ def open_parts(
             NeuronNetwork(led, engine, actor=actor, rate=settings.decay_rate),
             embedder,
             searcher,
+            routed_scorer(settings.routing or None),
         )
         searcher.save()
 

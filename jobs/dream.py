@@ -2,27 +2,25 @@
 
 As of a window's end, the *candidates* are the scars the learning queue still waits on
 (learnable, public, not archived, named by no suggestion: :func:`suggestions.waiting`),
-recorded at or before the window's end, that have a vector in the semantic index. Two
-scars are *similar* when both hold:
+recorded at or before the window's end, that have a vector in the semantic index. They are
+grouped by meaning as the learning step groups them (:func:`engram.agents.repeats.group`,
+ADR 0056): a scar joins the group it is most like on average when the calibrated score of
+the index's embedder (:mod:`engram.agents.meaning`) reaches ``threshold``: the cosine of
+their stored vectors mapped between that embedder's "unrelated" and "paraphrase" levels,
+with the lessons agreeing too (their own vectors when the job is given the embedder, else
+a shared content word), or the lessons' words where they agree more. Paraphrases of one
+mistake, told by different agents in their own words, meet; a fixed raw cosine (0.85 under
+MiniLM, where paraphrases sit well below it) would never see them.
 
-- the cosine of their stored vectors (the semantic index's, embedded from what happened and
-  the lesson) is at least ``cosine`` (default 0.85), and
-- the Jaccard overlap of their lessons' word sets (the lexical index's tokens) is at least
-  ``overlap`` (default 0.5).
-
-The vector alone groups scars about the same situation with different lessons; the words
-alone group lessons that share phrasing but not meaning. Clustering is *leader* clustering
-in ledger order (ADR 0038): each candidate, oldest first, joins the first cluster whose
-leader (its oldest scar) it is similar to, else leads a new one. Every member is similar to
-its leader (no chains of drift), and a later scar never moves an earlier one, so a cluster
-only grows over time. A cluster of at least ``min_size`` (3) scars becomes one
-``suggestion.proposed`` (destination ``rules``, drafter ``dream``, citing every scar of the
-cluster, the leader's lesson scrubbed of personal data as the rule's text) in the lessons
-queue, where a person reviews it: the dream never applies, merges or archives anything.
+A group of at least ``min_size`` (3) scars becomes one ``suggestion.proposed``
+(destination ``rules``, drafter ``dream``, citing every scar of the group, the lesson of
+its centre scrubbed of personal data as the text) in the lessons queue, where a person
+reviews it: the dream never applies, merges or archives anything, and it is a dry run
+unless asked to append (``engram dream --apply``); every pass reports what it found.
 
 Its scars are then named by a suggestion, so the learning queue, and the next dream, pass
-them by: a cluster is proposed once. The suggestion's id derives from the window and the
-cluster's scars, so a re-run of the window appends nothing new.
+them by: a group is proposed once. The suggestion's id derives from the window and the
+group's scars, so a re-run of the window appends nothing new.
 """
 
 from __future__ import annotations
@@ -35,7 +33,9 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from engram.agents import repeats
 from engram.agents.learning import MAX_RULE
+from engram.agents.meaning import REPEAT, Calibration, calibration_of, content_words, overlap
 from engram.agents.privacy import scrub_text
 from engram.jobs.base import JobContext, Plan
 from engram.jobs.errors import JobConfigError
@@ -43,10 +43,10 @@ from engram.ledger import NewEvent
 from engram.ledger.catalog import SuggestionProposed
 from engram.projections import scars as scar_table
 from engram.projections import suggestions
-from engram.projections.lexical import tokens
+from engram.projections.embedding import Embedder
 from engram.projections.rules import one_line
 from engram.projections.salience import micros
-from engram.projections.semantic import SemanticIndex, vectors_of
+from engram.projections.semantic import SemanticIndex, embedder_of, vectors_of
 from engram.projections.store import ProjectionStore
 
 NAME = "dream"
@@ -55,22 +55,29 @@ DRAFTER = "dream"
 
 @dataclass(frozen=True)
 class DreamSettings:
-    """When two scars repeat each other, how many make a rule, and how often the dream runs."""
+    """When two scars repeat each other, how many make a rule, and how often the dream runs.
 
-    cosine: float = 0.85
-    overlap: float = 0.5
+    ``threshold`` is on the calibrated scale of :mod:`engram.agents.meaning` (0..1, the same
+    for every embedder); the raw ``cosine`` and ``overlap`` of earlier versions are refused
+    with a message that says so.
+    """
+
+    threshold: float = REPEAT
     min_size: int = 3
     every: timedelta = timedelta(days=1)
+    cosine: float | None = None
+    overlap: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("cosine", "overlap"):
-            value = getattr(self, name)
-            if (
-                not isinstance(value, int | float)
-                or isinstance(value, bool)
-                or not 0.0 < value <= 1.0
-            ):
-                raise JobConfigError(f"dream {name} must be a number in (0, 1], got {value!r}")
+            if getattr(self, name) is not None:
+                raise JobConfigError(
+                    f"dream {name} is replaced by threshold, a calibrated score in (0, 1] "
+                    "that means the same for every embedder (ADR 0056)"
+                )
+        value = self.threshold
+        if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 < value <= 1.0:
+            raise JobConfigError(f"dream threshold must be a number in (0, 1], got {value!r}")
         size = self.min_size
         if not isinstance(size, int) or isinstance(size, bool) or size < 2:
             raise JobConfigError(f"dream min_size must be an int >= 2, got {size!r}")
@@ -79,57 +86,45 @@ class DreamSettings:
 
 
 class Candidate(NamedTuple):
-    """A scar the dream may cluster: its position, event id, lesson and vector."""
+    """A scar the dream may cluster: its position, event id, texts and vector."""
 
     position: int
     id: str
     lesson: str
     vector: Sequence[float] | npt.NDArray[np.float32]
-
-
-def lesson_words(lesson: str) -> frozenset[str]:
-    """Return the set of a lesson's words as the lexical index splits them."""
-    return frozenset(tokens(lesson))
-
-
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
-    """Return |a & b| / |a | b| (0 when both are empty)."""
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+    what: str = ""
 
 
 def cluster(
-    candidates: Sequence[Candidate], cosine: float, overlap: float
+    candidates: Sequence[Candidate],
+    calibration: Calibration | None,
+    threshold: float = REPEAT,
+    embedder: Embedder | None = None,
 ) -> list[list[Candidate]]:
-    """Return the leader clusters of ``candidates`` (taken in position order), every size.
+    """Return the groups of ``candidates`` (:func:`engram.agents.repeats.group`), every size,
+    each in position order; with ``embedder``, their lessons' vectors count too."""
+    by_id = {c.id: c for c in candidates}
+    told = [repeats.Told(c.id, c.position, c.what, c.lesson) for c in candidates]
+    vectors = {c.id: np.asarray(c.vector, dtype=np.float32) for c in candidates}
+    lessons = None
+    if embedder is not None and candidates:
+        embedded = embedder.embed([c.lesson for c in candidates])
+        lessons = {
+            c.id: np.asarray(v, dtype=np.float32) for c, v in zip(candidates, embedded, strict=True)
+        }
+    groups = repeats.group([], told, vectors, calibration, threshold, lessons=lessons)
+    return [[by_id[t.id] for t in sorted(g.joined, key=lambda t: t.position)] for g in groups]
 
-    A candidate joins the first cluster (in order of creation) whose leader it is similar
-    to: cosine of the vectors >= ``cosine`` and Jaccard of the lesson words >= ``overlap``.
-    """
-    ordered = sorted(candidates, key=lambda c: c.position)
-    if not ordered:
-        return []
-    matrix = np.asarray([c.vector for c in ordered], dtype=np.float64)
-    norms = np.linalg.norm(matrix, axis=1)
-    norms[norms == 0] = 1.0
-    unit = matrix / norms[:, None]
-    words = [lesson_words(c.lesson) for c in ordered]
-    leaders: list[int] = []
-    members: list[list[int]] = []
-    for i in range(len(ordered)):
-        home = -1
-        if leaders:
-            sims = unit[leaders] @ unit[i]
-            for slot in np.flatnonzero(sims >= cosine - 1e-9):
-                if jaccard(words[leaders[slot]], words[i]) >= overlap:
-                    home = int(slot)
-                    break
-        if home < 0:
-            leaders.append(i)
-            members.append([i])
-        else:
-            members[home].append(i)
-    return [[ordered[i] for i in group] for group in members]
+
+def centre(group: Sequence[Candidate]) -> Candidate:
+    """Return the scar whose lesson shares the most content words with the others'."""
+    words = [content_words(c.lesson) for c in group]
+    return group[
+        max(
+            range(len(group)),
+            key=lambda i: (sum(overlap(words[i], w) for j, w in enumerate(words) if j != i), -i),
+        )
+    ]
 
 
 def rule_text(lesson: str) -> str:
@@ -154,10 +149,22 @@ def candidates(ctx: JobContext) -> list[Candidate]:
     ]
     vectors = vectors_of(conn, [s.position for s in kept])
     return [
-        Candidate(s.position, s.id, s.lesson, np.frombuffer(vectors[s.position], dtype=np.float32))
+        Candidate(
+            s.position,
+            s.id,
+            s.lesson,
+            np.frombuffer(vectors[s.position], dtype=np.float32),
+            s.what,
+        )
         for s in sorted(kept, key=lambda s: s.position)
         if s.position in vectors
     ]
+
+
+def calibration(ctx: JobContext) -> Calibration | None:
+    """Return the calibration of the embedder that filled the semantic index."""
+    found = embedder_of(ctx.store)
+    return None if found is None else calibration_of(*found)
 
 
 class DreamJob:
@@ -167,19 +174,24 @@ class DreamJob:
     #: Reads no salience or graph table: the live snapshot, no replay as of the end.
     reads_as_of = False
 
-    def __init__(self, settings: DreamSettings | None = None) -> None:
+    def __init__(
+        self, settings: DreamSettings | None = None, *, embedder: Embedder | None = None
+    ) -> None:
         self.settings = settings or DreamSettings()
         self.every = self.settings.every
+        #: The semantic index's embedder, to compare lessons by meaning (None: by their words).
+        self.embedder = embedder
 
     def plan(self, ctx: JobContext) -> Plan:
         """Return one ``suggestion.proposed`` per cluster of at least ``min_size`` scars."""
         s, window = self.settings, ctx.window
         found = candidates(ctx)
-        groups = [g for g in cluster(found, s.cosine, s.overlap) if len(g) >= s.min_size]
+        grouped = cluster(found, calibration(ctx), s.threshold, self.embedder)
+        groups = [g for g in grouped if len(g) >= s.min_size]
         plan = Plan(counts={"candidates": len(found), "clusters": len(groups)})
         for group in groups:
             ids = [c.id for c in group]
-            text = rule_text(group[0].lesson)
+            text = rule_text(centre(group).lesson)
             event_id = window.event_id("suggestion.proposed|" + ",".join(sorted(ids)))
             plan.events.append(
                 NewEvent.of(

@@ -236,6 +236,8 @@ class SuggestionReviewed(_Payload, frozen=True):
     reviewer: Name
     note: str = ""
     text: str | None = None
+    always: bool = False  # a rule the reviewer marks always-on (tier 1), served everywhere
+    destination: Destination | None = None  # where the reviewer sends it, if not as drafted
 
 
 class MemoryReflected(_Payload, frozen=True):
@@ -327,6 +329,20 @@ class SuggestionDeferred(_Payload, frozen=True):
 
     scars: Annotated[list[EventId], msgspec.Meta(min_length=1)]
     reason: Text
+    drafter: Name = "offline"
+
+
+class SuggestionJoined(_Payload, frozen=True):
+    """Later scars tell the mistake a suggestion was drafted from again: they join it.
+
+    The suggestion keeps its status and text (a refused one stays refused); the scars are
+    named by it, so they are not drafted again, and a rule drawn from it gains their words.
+    """
+
+    __kind__: ClassVar[str] = "suggestion.joined"
+
+    suggestion: EventId
+    scars: Annotated[list[EventId], msgspec.Meta(min_length=1)]
     drafter: Name = "offline"
 
 
@@ -458,6 +474,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         VitalityMeasured,
         SuggestionDeferred,
         SuggestionWritten,
+        SuggestionJoined,
         JobCompleted,
         ContextSaved,
         SubjectForgotten,

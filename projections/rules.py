@@ -7,7 +7,14 @@ as the suggestions queue (:func:`engram.projections.suggestions.review_problem`)
 illegal review that reached the ledger (a second one, one after a refusal) never changes or
 adds a rule.
 
-Tables: ``proposals`` (the ``rules`` suggestions and their status), ``rules`` (one row per
+A reviewer may mark a rule *always-on* (tier 1, ``always`` on the review): it is loaded in
+every context frame. The others are *situational*: served when a task calls for them
+(ADR 0057). ``suggestion.joined`` adds later scars to a proposal and to its rule.
+
+A review's ``destination`` (the reviewer's choice) wins over the drafted one: a suggestion
+sent to the rules becomes a rule, a rules suggestion sent elsewhere does not.
+
+Tables: ``proposals`` (every suggestion, its destination and status), ``rules`` (one row per
 rule) and ``rules_text`` (FTS5 over the rules' text, keyed by the review's position) for
 :func:`rules_for_query`.
 """
@@ -43,6 +50,7 @@ class Rule(NamedTuple):
     reviewer: str
     score: float = 0.0  # BM25 (higher is better), for a query
     match: float = 0.0  # the share of the query's distinct words the rule holds (0..1)
+    always: bool = False  # always-on (tier 1): the reviewer marked it so
 
 
 def one_line(text: str) -> str:
@@ -54,8 +62,8 @@ class RuleBook(Projection):
     """The rules every session loads."""
 
     name = NAME
-    version = 1
-    kinds = ("suggestion.proposed", "suggestion.reviewed")
+    version = 2
+    kinds = ("suggestion.proposed", "suggestion.joined", "suggestion.reviewed")
     tables = ("proposals", "rules", "rules_text")
 
     def create(self, db: Tables) -> None:
@@ -64,11 +72,11 @@ class RuleBook(Projection):
         script = f"""
             CREATE TABLE {db["proposals"]} (
                 id TEXT PRIMARY KEY, position INTEGER NOT NULL, text TEXT NOT NULL,
-                scars TEXT NOT NULL, status TEXT NOT NULL);
+                scars TEXT NOT NULL, status TEXT NOT NULL, destination TEXT NOT NULL);
             CREATE TABLE {db["rules"]} (
                 position INTEGER PRIMARY KEY, suggestion TEXT NOT NULL UNIQUE,
                 text TEXT NOT NULL, scars TEXT NOT NULL, reviewer TEXT NOT NULL,
-                applied_us INTEGER NOT NULL);
+                applied_us INTEGER NOT NULL, always INTEGER NOT NULL DEFAULT 0);
             CREATE VIRTUAL TABLE {db["rules_text"]} USING fts5(text, tokenize = '{TOKENIZER}');
             """
         for statement in script.split(";"):
@@ -80,34 +88,50 @@ class RuleBook(Projection):
         for e in events:
             p = e.payload
             if e.kind == "suggestion.proposed":
-                if p.destination == "rules":
-                    db.conn.execute(
-                        f"INSERT INTO {db['proposals']} (id, position, text, scars, status)"
-                        " VALUES (?, ?, ?, ?, 'pending')",
-                        (e.id, e.position, p.text, json.dumps(p.scars)),
-                    )
+                # Every proposal: a reviewer may send one of another destination to the rules.
+                db.conn.execute(
+                    f"INSERT INTO {db['proposals']} (id, position, text, scars, status,"
+                    " destination) VALUES (?, ?, ?, ?, 'pending', ?)",
+                    (e.id, e.position, p.text, json.dumps(p.scars), p.destination),
+                )
+                continue
+            if e.kind == "suggestion.joined":
+                self._joined(db, p.suggestion, p.scars)
                 continue
             row = db.conn.execute(
-                f"SELECT status, text, scars FROM {db['proposals']} WHERE id = ?",
+                f"SELECT status, text, scars, destination FROM {db['proposals']} WHERE id = ?",
                 (p.suggestion,),
             ).fetchone()
             if row is None or review_problem(row[0], p.decision, p.text) is not None:
-                continue  # another destination's, or illegal: the suggestions queue lists it
+                continue  # unknown, or illegal: the suggestions queue lists it
             db.conn.execute(
                 f"UPDATE {db['proposals']} SET status = ? WHERE id = ?",
                 (p.decision, p.suggestion),
             )
-            if p.decision == "refused":
+            if p.decision == "refused" or (p.destination or row[3]) != "rules":
                 continue
             text = one_line(row[1] if p.decision == "applied" else p.text)
             db.conn.execute(
                 f"INSERT INTO {db['rules']} (position, suggestion, text, scars, reviewer,"
-                " applied_us) VALUES (?, ?, ?, ?, ?, ?)",
-                (e.position, p.suggestion, text, row[2], p.reviewer, micros(e.at)),
+                " applied_us, always) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (e.position, p.suggestion, text, row[2], p.reviewer, micros(e.at), int(p.always)),
             )
             db.conn.execute(
                 f"INSERT INTO {db['rules_text']} (rowid, text) VALUES (?, ?)", (e.position, text)
             )
+
+    @staticmethod
+    def _joined(db: Tables, suggestion: str, scars: Sequence[str]) -> None:
+        for table, key in (("proposals", "id"), ("rules", "suggestion")):
+            row = db.conn.execute(
+                f"SELECT scars FROM {db[table]} WHERE {key} = ?", (suggestion,)
+            ).fetchone()
+            if row is not None:
+                joined = list(dict.fromkeys([*json.loads(row[0]), *scars]))
+                db.conn.execute(
+                    f"UPDATE {db[table]} SET scars = ? WHERE {key} = ?",
+                    (json.dumps(joined), suggestion),
+                )
 
     def digest(self, db: Tables) -> str:
         """Digest the tables' rows, the FTS5 rowids included."""
@@ -127,9 +151,10 @@ def active(conn: sqlite3.Connection) -> list[Rule]:
     """Return every rule, in the order they were applied."""
     table = _table(conn, "rules")
     return [
-        Rule(int(pos), str(text), str(sug), json.loads(scars), str(rev))
-        for pos, text, sug, scars, rev in conn.execute(
-            f"SELECT position, text, suggestion, scars, reviewer FROM {table} ORDER BY position"
+        Rule(int(pos), str(text), str(sug), json.loads(scars), str(rev), always=bool(always))
+        for pos, text, sug, scars, rev, always in conn.execute(
+            f"SELECT position, text, suggestion, scars, reviewer, always FROM {table}"
+            " ORDER BY position"
         )
     ]
 
@@ -145,16 +170,27 @@ def rules_for_query(conn: sqlite3.Connection, query: str, k: int) -> list[Rule]:
         return []
     fts, rules = _table(conn, "rules_text"), _table(conn, "rules")
     rows = conn.execute(
-        f"SELECT r.position, r.text, r.suggestion, r.scars, r.reviewer, -bm25({fts})"
+        f"SELECT r.position, r.text, r.suggestion, r.scars, r.reviewer, -bm25({fts}), r.always"
         f" FROM {fts} JOIN {rules} AS r ON r.position = {fts}.rowid"
         f" WHERE {fts} MATCH ? ORDER BY bm25({fts}), r.position LIMIT ?",
         (expression, k),
     ).fetchall()
     wanted = set(tokens(query))
     out = []
-    for pos, text, sug, scars, rev, score in rows:
+    for pos, text, sug, scars, rev, score, always in rows:
         held = len(wanted & set(tokens(text))) / len(wanted)
-        out.append(Rule(int(pos), str(text), str(sug), json.loads(scars), str(rev), score, held))
+        out.append(
+            Rule(
+                int(pos),
+                str(text),
+                str(sug),
+                json.loads(scars),
+                str(rev),
+                score,
+                held,
+                bool(always),
+            )
+        )
     return out
 
 

@@ -26,6 +26,7 @@ it is rebuilt from the table (ADR 0015).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sqlite3
 import threading
@@ -485,6 +486,21 @@ def vectors_of(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, 
         ):
             found[position] = vector
     return found
+
+
+def embedder_of(conn: sqlite3.Connection) -> tuple[str, str] | None:
+    """Return the (provider, model) that embedded the live semantic index, or None."""
+    row = conn.execute(
+        "SELECT identity FROM engram_generations WHERE name = ? AND state = 'live'",
+        (SemanticIndex.name,),
+    ).fetchone()
+    if row is None or "embedder=" not in str(row[0]):
+        return None
+    try:
+        fingerprint = json.loads(str(row[0]).split("embedder=", 1)[1])
+        return str(fingerprint["provider"]), str(fingerprint["model"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def similarities(

@@ -13,6 +13,11 @@ Tables:
   turns the subject's earlier what and lesson into ``[forgotten]``, ADR 0039);
 - ``ignored``: the events that reached the ledger but break the lifecycle, with why.
 
+A review may send the suggestion to another destination than drafted (``destination`` on
+``suggestion.reviewed``, applied or modified only): the row's destination becomes it.
+``suggestion.joined`` adds later scars of the same mistake to a suggestion, whatever its
+status (ADR 0056): they are named by it from then on, and its status stays.
+
 The lifecycle: a suggestion is ``pending`` until its **first legal review**. A review of a
 suggestion that is not pending (reviewing twice, applying a refused one), of an id no
 earlier ``suggestion.proposed`` holds, or ``modified`` without a text, changes nothing and
@@ -80,11 +85,12 @@ class SuggestionQueue(Projection):
     """The suggestions' lifecycle and the scars waiting to be learned."""
 
     name = NAME
-    version = 1
+    version = 2
     kinds = (
         "scar.recorded",
         "scar.archived",
         "suggestion.proposed",
+        "suggestion.joined",
         "suggestion.reviewed",
         "suggestion.deferred",
         "suggestion.written",
@@ -182,6 +188,24 @@ class SuggestionQueue(Projection):
             [(scar, e.id) for scar in p.scars],
         )
 
+    def _suggestion_joined(self, db: Tables, e: Event) -> None:
+        p = e.payload
+        row = db.conn.execute(
+            f"SELECT scars FROM {db['suggestions']} WHERE id = ?", (p.suggestion,)
+        ).fetchone()
+        if row is None:
+            self._ignore(db, e, p.suggestion, "no such suggestion")
+            return
+        scars = list(dict.fromkeys([*json.loads(row[0]), *p.scars]))
+        db.conn.execute(
+            f"UPDATE {db['suggestions']} SET scars = ? WHERE id = ?",
+            (json.dumps(scars), p.suggestion),
+        )
+        db.conn.executemany(
+            f"INSERT OR IGNORE INTO {db['suggestion_scars']} (scar, suggestion) VALUES (?, ?)",
+            [(scar, p.suggestion) for scar in p.scars],
+        )
+
     def _suggestion_reviewed(self, db: Tables, e: Event) -> None:
         p = e.payload
         row = db.conn.execute(
@@ -194,8 +218,18 @@ class SuggestionQueue(Projection):
         final = {"applied": row[1], "modified": p.text, "refused": None}[p.decision]
         db.conn.execute(
             f"UPDATE {db['suggestions']} SET status = ?, reviewer = ?, note = ?, final_text = ?,"
-            " reviewed_position = ?, reviewed_us = ? WHERE id = ?",
-            (p.decision, p.reviewer, p.note, final, e.position, micros(e.at), p.suggestion),
+            " reviewed_position = ?, reviewed_us = ?, destination = coalesce(?, destination)"
+            " WHERE id = ?",
+            (
+                p.decision,
+                p.reviewer,
+                p.note,
+                final,
+                e.position,
+                micros(e.at),
+                p.destination if p.decision != "refused" else None,
+                p.suggestion,
+            ),
         )
 
     def _suggestion_deferred(self, db: Tables, e: Event) -> None:
@@ -319,6 +353,58 @@ def waiting(conn: sqlite3.Connection, limit: int | None = None) -> list[Waiting]
             raise QueryError(f"limit must be a positive int or None, got {limit!r}")
         sql += f" LIMIT {int(limit)}"
     return [Waiting(*row) for row in conn.execute(sql)]
+
+
+class Member(NamedTuple):
+    """A scar a suggestion names, with the suggestion's status: what a repeat may join."""
+
+    suggestion: str
+    status: str
+    scar: str
+    position: int
+    what: str
+    lesson: str
+
+
+def members(conn: sqlite3.Connection) -> list[Member]:
+    """Return every live scar named by a suggestion, by the suggestion's position."""
+    table, links = _table(conn, "suggestions"), _table(conn, "suggestion_scars")
+    learning = _table(conn, "learning")
+    rows = conn.execute(
+        f"SELECT s.id, s.status, l.id, l.position, l.what, l.lesson FROM {links} AS k"
+        f" JOIN {table} AS s ON s.id = k.suggestion JOIN {learning} AS l ON l.id = k.scar"
+        " WHERE l.archived_us IS NULL ORDER BY s.position, l.position"
+    )
+    return [Member(*row) for row in rows]
+
+
+def refused_scars(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
+    """Return those of ``ids`` whose lesson was refused: every suggestion naming them was."""
+    table, links = _table(conn, "suggestions"), _table(conn, "suggestion_scars")
+    out: set[str] = set()
+    for scar in dict.fromkeys(ids):
+        statuses = {
+            str(r[0])
+            for r in conn.execute(
+                f"SELECT s.status FROM {links} AS k JOIN {table} AS s ON s.id = k.suggestion"
+                " WHERE k.scar = ?",
+                (scar,),
+            )
+        }
+        if statuses == {"refused"}:
+            out.add(scar)
+    return out
+
+
+def scar_texts(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Return (what happened, lesson) of each of ``ids`` that is a recorded scar."""
+    table = _table(conn, "learning")
+    out: dict[str, tuple[str, str]] = {}
+    for scar in dict.fromkeys(ids):
+        row = conn.execute(f"SELECT what, lesson FROM {table} WHERE id = ?", (scar,)).fetchone()
+        if row is not None:
+            out[scar] = (str(row[0]), str(row[1]))
+    return out
 
 
 def known_scars(conn: sqlite3.Connection, ids: Sequence[str]) -> dict[str, bool]:

@@ -45,6 +45,7 @@ from engram.ledger.catalog import (
     SignalSent,
     SubjectForgotten,
     SuggestionDeferred,
+    SuggestionJoined,
     SuggestionProposed,
     SuggestionReviewed,
     SuggestionWritten,
@@ -581,6 +582,7 @@ LESSON_KINDS = (
     "suggestion.reviewed",
     "suggestion.deferred",
     "suggestion.written",
+    "suggestion.joined",
 )
 
 #: The kinds :func:`projection_histories` generates (every catalog kind).
@@ -604,6 +606,7 @@ HISTORY_KINDS = (
     "suggestion.reviewed",
     "suggestion.deferred",
     "suggestion.written",
+    "suggestion.joined",
     "job.completed",
 )
 
@@ -867,6 +870,14 @@ def _lesson(
             reviewer=c.pick(("ana", "bo")),
             note=c.pick(("", "ok")),
             text=text,
+            always=c.pick((False, False, True)),
+            destination=c.pick((None, None, "rules", "notes_inbox")),
+        )
+    if kind == "suggestion.joined":
+        return "suggestion:" + target, SuggestionJoined(
+            suggestion=target,
+            scars=list(dict.fromkeys(some_scars)),
+            drafter=c.pick(("offline", "http:stub")),
         )
     if kind == "suggestion.deferred":
         return "learning", SuggestionDeferred(

@@ -8,7 +8,9 @@ sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence r
 LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
 HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
 ``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
-memories beside raw sqlite3, cold export beside DuckDB's COPY, the daemon's catch-up lag). Engram
+memories beside raw sqlite3, cold export beside DuckDB's COPY, the daemon's catch-up lag) and
+``learning`` (a scripted multi-agent workload of paraphrased mistakes: repeats merged, rules
+served by meaning, refusals kept, under the hash embedder and MiniLM). Engram
 and its reference alternate within each repetition; the report gives medians. A missed
 target is reported, not an error.
 """
@@ -27,7 +29,17 @@ __all__ = ["DEFAULT_PG", "RECALL_PARTS", "SUITES", "default_embedding_cache", "r
 
 DEFAULT_PG = "postgresql://127.0.0.1:5432/test"
 SEED = 20250101
-SUITES = ("ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "all")
+SUITES = (
+    "ledger",
+    "audit",
+    "projections",
+    "recall",
+    "jobs",
+    "packs",
+    "agents",
+    "learning",
+    "all",
+)
 #: ``--scale``: the extra, large recall latency store (None: only the 100k one).
 SCALES: dict[str, int | None] = {"100k": None, "1m": 1_000_000}
 #: The parts of the recall suite ``only`` chooses from, each with the figure it shows when
@@ -102,6 +114,7 @@ def run(
         audit_bench,
         jobs_bench,
         lag_bench,
+        learning_bench,
         ledger_bench,
         pack_bench,
         pg_bench,
@@ -171,6 +184,8 @@ def run(
         ]
     if config.suite in ("packs", "all"):
         steps.append(("knowledge packs", pack_bench.run))
+    if config.suite in ("learning", "all"):
+        steps.append(("learning loop", learning_bench.run))
     skipped: list[Figure] = []
     notices: list[str] = []
     if config.suite in ("recall", "all"):

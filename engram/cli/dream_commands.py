@@ -20,11 +20,11 @@ from engram.projections.salience import micros
 def dream(apply: bool, fmt: str) -> None:
     """Propose one rule per cluster of repeated scars (a dry run unless --apply).
 
-    Scars waiting to be learned that repeat each other (cosine of their vectors >= cosine,
-    lesson word overlap >= overlap, [jobs.dream]) in groups of min_size or more become one
-    suggestion.proposed each, destination rules, citing every scar of the group, for a
-    person to review (engram suggestions). Nothing is applied or archived. The window runs from
-    the last dream's end to now; with --apply it ends with job.completed.
+    Scars waiting to be learned that repeat each other (alike by meaning, whole and lesson,
+    on the embedder's calibrated scale >= threshold, [jobs.dream]) in groups of min_size or
+    more become one suggestion.proposed each, destination rules, citing every scar of the
+    group, for a person to review (engram suggestions). Nothing is applied or archived. The
+    window runs from the last dream's end to now; with --apply it ends with job.completed.
     """
     run_by_hand("dream", not apply, fmt, lines=True)
 

@@ -26,6 +26,7 @@ from engram.jobs import (
     next_boundary,
 )
 from engram.jobs.daemon import Daemon
+from engram.jobs.dream import DreamJob
 from engram.jobs.settings import jobs_from_config
 from engram.jobs.status import liveness, read_status, status_path
 from engram.ledger.cold import export_segment, segments, verify_segment
@@ -56,13 +57,17 @@ def _runner_parts(settings: Settings, memory: Memory | None = None) -> list[Any]
     with _job_errors():
         if memory is None:
             return list(jobs_from_config(config, memory_for=_unused))
-        return list(
+        jobs = list(
             jobs_from_config(
                 config,
                 memory_for=memory.agent,
                 completer=routed_reflector(settings.routing or None),
             )
         )
+        for job in jobs:
+            if isinstance(job, DreamJob):
+                job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
+        return jobs
 
 
 def _unused(agent: str) -> Any:
@@ -243,6 +248,9 @@ def run_by_hand(name: str, dry_run: bool, fmt: str, *, lines: bool = False) -> R
     settings = out.settings()
     jobs = _runner_parts(settings)
     with opened(settings, actor="job", catch_up=False) as memory, _job_errors():
+        for job in jobs:
+            if isinstance(job, DreamJob):
+                job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
         runner = JobRunner(memory.ledger, memory.engine, jobs, rate=settings.decay_rate)
         result = runner.run(name, trigger="hand", dry_run=dry_run)
     if dry_run:

@@ -6,16 +6,18 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+from pathlib import Path
+from typing import IO, Any, cast
 
 import click
 
 from engram.agents.completion import CompletionConfigWarning
 from engram.agents.learning import DEFAULT_BATCH, routed_drafter
-from engram.agents.lessons import Lessons
+from engram.agents.lessons import DESTINATIONS, Lessons
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, opened, output_format, state
 from engram.config import Settings
+from engram.ledger.catalog import Destination
 from engram.projections.rules import Rule
 from engram.projections.suggestions import STATUSES, Suggestion
 
@@ -34,7 +36,12 @@ def _lessons(settings: Settings, *, learning: bool = False) -> Iterator[Lessons]
             for warning in caught:
                 note(f"warning: {warning.message}")
         yield Lessons(
-            memory.ledger, memory.engine, places=dict(settings.destinations), completer=completer
+            memory.ledger,
+            memory.engine,
+            places=dict(settings.destinations),
+            completer=completer,
+            embedder=memory.embedder,
+            home=str(Path(settings.projection_store).parent / "lessons"),
         )
 
 
@@ -129,6 +136,15 @@ def _reviewer_option(f: Any) -> Any:
     )(f)
 
 
+def _to_option(f: Any) -> Any:
+    return click.option(
+        "--to",
+        "destination",
+        type=click.Choice(list(DESTINATIONS)),
+        help="Send it elsewhere than drafted (a lesson to rules, a rule to notes_inbox...).",
+    )(f)
+
+
 def _note_option(f: Any) -> Any:
     return click.option("--note", default="", help="Why, recorded with the review.")(f)
 
@@ -143,19 +159,39 @@ def _reviewed(lessons: Lessons, suggestion: str, position: int) -> None:
     state().echo(f"{found.status} {found.id} at position {position}{where}")
 
 
-@suggestions.command(epilog=examples("engram suggestions apply 0b1c --reviewer ana"))
+@suggestions.command(
+    epilog=examples(
+        "engram suggestions apply 0b1c --reviewer ana",
+        "engram suggestions apply 0b1c --reviewer ana --always",
+        "engram suggestions apply 0b1c --reviewer ana --to notes_inbox",
+    )
+)
 @click.argument("suggestion")
 @_reviewer_option
 @_note_option
-def apply(suggestion: str, reviewer: str, note: str) -> None:
+@_to_option
+@click.option(
+    "--always",
+    is_flag=True,
+    help="Mark the rule always-on (tier 1): loaded in every context frame, not only when "
+    "a task calls for it.",
+)
+def apply(suggestion: str, reviewer: str, note: str, destination: str | None, always: bool) -> None:
     """Apply a suggestion as drafted.
 
-    A rules suggestion becomes a rule; another destination is written to its configured
-    file or folder and the write is appended as suggestion.written.
+    A rules suggestion becomes a rule, served when a task calls for it (or always, with
+    --always); another destination is written to its file or folder (configured, or the
+    default under the data directory) and the write is appended as suggestion.written.
     """
     out = state()
     with _lessons(out.settings()) as lessons:
-        position = lessons.apply(suggestion, reviewer, note=note)
+        position = lessons.apply(
+            suggestion,
+            reviewer,
+            note=note,
+            always=always,
+            destination=cast(Destination | None, destination),
+        )
         _reviewed(lessons, suggestion, position)
 
 
@@ -187,8 +223,14 @@ def refuse(suggestion: str, reviewer: str, note: str) -> None:
     help="Read the final text from this file (- for stdin).",
 )
 @_note_option
+@_to_option
 def modify(
-    suggestion: str, reviewer: str, text: str | None, text_file: IO[str] | None, note: str
+    suggestion: str,
+    reviewer: str,
+    text: str | None,
+    text_file: IO[str] | None,
+    note: str,
+    destination: str | None,
 ) -> None:
     """Apply a suggestion with your own text instead of the drafted one."""
     if (text is None) == (text_file is None):
@@ -200,7 +242,13 @@ def modify(
         text = text.rstrip("\n")
     out = state()
     with _lessons(out.settings()) as lessons:
-        position = lessons.modify(suggestion, reviewer, text or "", note=note)
+        position = lessons.modify(
+            suggestion,
+            reviewer,
+            text or "",
+            note=note,
+            destination=cast(Destination | None, destination),
+        )
         _reviewed(lessons, suggestion, position)
 
 
@@ -246,29 +294,44 @@ def learn(batch: int, limit: int | None, dry_run: bool, fmt: str) -> None:
     out = state()
     with _lessons(out.settings(), learning=True) as lessons:
         report = lessons.learn(batch=batch, limit=limit, dry_run=dry_run)
-    records = [
-        {
-            "scar": d.scar,
-            "suggestion": d.suggestion,
-            "destination": d.destination,
-            "text": d.text,
-            "position": d.position,
-            "status": "would draft" if dry_run else "drafted",
-            "reason": None,
-        }
-        for d in report.drafted
-    ] + [
-        {
-            "scar": scar,
-            "suggestion": None,
-            "destination": None,
-            "text": None,
-            "position": None,
-            "status": "deferred",
-            "reason": reason,
-        }
-        for scar, reason in report.deferred
-    ]
+    records = (
+        [
+            {
+                "scar": d.scar,
+                "suggestion": d.suggestion,
+                "destination": d.destination,
+                "text": d.text,
+                "position": d.position,
+                "status": "would draft" if dry_run else "drafted",
+                "reason": None,
+            }
+            for d in report.drafted
+        ]
+        + [
+            {
+                "scar": scar,
+                "suggestion": None,
+                "destination": None,
+                "text": None,
+                "position": None,
+                "status": "deferred",
+                "reason": reason,
+            }
+            for scar, reason in report.deferred
+        ]
+        + [
+            {
+                "scar": scar,
+                "suggestion": suggestion,
+                "destination": None,
+                "text": None,
+                "position": None,
+                "status": "would join" if dry_run else "joined",
+                "reason": "a repeat of the suggestion's mistake",
+            }
+            for suggestion, scar in report.joined
+        ]
+    )
     out.render(
         records,
         fmt,
@@ -278,8 +341,10 @@ def learn(batch: int, limit: int | None, dry_run: bool, fmt: str) -> None:
     )
     scrubbed = sum(report.scrubbed.values()) + sum(report.filtered.values())
     verb = "would draft" if dry_run else "drafted"
+    merged = sum(len(d.scars) > 1 for d in report.drafted)
     note(
-        f"{verb} {len(report.drafted)}, deferred {len(report.deferred)}, "
+        f"{verb} {len(report.drafted)} ({merged} from repeated scars), joined "
+        f"{len(report.joined)} repeats, deferred {len(report.deferred)}, "
         f"{report.waiting} waiting; {scrubbed} personal-data items scrubbed"
     )
     if report.deferred and not dry_run and not report.drafted:
@@ -304,6 +369,6 @@ def rules(query: str | None, k: int, fmt: str) -> None:
         (r._asdict() for r in found),
         fmt,
         columns=list(Rule._fields),
-        table_columns=["position", "text", "reviewer"] + (["match"] if query else []),
+        table_columns=["position", "text", "reviewer", "always"] + (["match"] if query else []),
         widths={"text": 90},
     )

@@ -15,12 +15,13 @@ from engram.cli.base import state
         "engram bench --suite recall --only quality --locomo locomo-dev.json",
         "engram bench --suite recall --only latency --scale 1m --locomo locomo-dev.json",
         "engram bench --compare docs/bench/ledger-baseline.json new.json",
+        "engram bench --suite learning",
     )
 )
 @click.option(
     "--suite",
     type=click.Choice(
-        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "all"]
+        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "learning", "all"]
     ),
     default="all",
     show_default=True,

@@ -7,6 +7,7 @@ dream window's batch, right before its ``job.completed``; no scar is cited twice
 from __future__ import annotations
 
 import random
+import string
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -19,14 +20,24 @@ from engram.ledger.catalog import ScarRecorded
 CLUSTERS = 150
 
 
+def _words(seed: int, n: int) -> str:
+    """Return ``n`` made-up words of seven letters, the same for the same seed."""
+    rng = random.Random(seed)
+    return " ".join("".join(rng.choices(string.ascii_lowercase, k=7)) for _ in range(n))
+
+
 def _scars(ledger: Ledger, at: datetime) -> dict[str, int]:
-    """Append CLUSTERS groups of three identical scars (plus one lone scar each)."""
+    """Append CLUSTERS groups of three identical scars (plus one lone scar each).
+
+    Each group's words are its own (made up, seeded): the dream groups by meaning, and
+    numbered variants of one template ("check widget1", "check widget2") read alike.
+    """
     events = []
     for k in range(CLUSTERS):
         for copy in range(4):
-            what, lesson = f"the job widget{k} failed", f"always check widget{k} before gadget{k}"
+            what, lesson = _words(2 * k, 3), _words(2 * k + 100_000, 4)
             if copy == 3:  # a lone scar, like no other: no cluster
-                what, lesson = f"mishap{k}", f"sprocket{k} gear{k} cog{k}"
+                what, lesson = _words(2 * k + 1, 3), _words(2 * k + 200_001, 4)
             payload = ScarRecorded(
                 agent=f"agent{k % 5}",
                 kind="failure",

@@ -29,6 +29,12 @@ from engram.ledger.catalog import FileDiff, ScarArchived, ScarRecorded
 from engram.runtime import Memory, open_memory
 
 
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keep the default destinations' home inside the test's folder."""
+    monkeypatch.setattr("engram.agents.lessons.DEFAULT_HOME", str(tmp_path / "home"))
+
+
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[Memory]:
     with open_memory(str(tmp_path / "ledger.db"), config="/dev/null") as opened:
@@ -358,12 +364,25 @@ def test_a_folder_destination_gets_one_file_per_suggestion(
     assert scar in text
 
 
-def test_an_unconfigured_destination_refuses_the_apply(memory: Memory) -> None:
-    lessons = Lessons(memory.ledger, memory.engine)
-    sid = lessons.propose([record(memory, "x")], "skill", "Bisect the lockfile.")
-    with unchanged(memory), pytest.raises(DestinationError, match="no configured place"):
-        lessons.apply(sid, "ana")
-    lessons.refuse(sid, "ana")  # a refusal writes nothing, so needs no place
+@pytest.mark.parametrize(
+    ("destination", "place"),
+    [
+        ("skill", "skills/{id}.md"),
+        ("task", "tasks/{id}.md"),
+        ("notes_inbox", "notes/{id}.md"),
+        ("instructions_file", "AGENTS.md"),
+        ("settings", "settings-suggestions.md"),
+    ],
+)
+def test_an_unconfigured_destination_is_written_under_the_home(
+    memory: Memory, tmp_path: Path, destination: str, place: str
+) -> None:
+    lessons = Lessons(memory.ledger, memory.engine, home=str(tmp_path / "data"))
+    sid = lessons.propose([record(memory, "x")], destination, "Bisect the lockfile.")  # type: ignore[arg-type]
+    lessons.apply(sid, "ana")
+    written = tmp_path / "data" / place.format(id=sid)
+    assert "Bisect the lockfile." in written.read_text()
+    assert lessons.suggestion(sid).written_path == str(written)
 
 
 def test_places_must_be_file_destinations(memory: Memory) -> None:
@@ -384,11 +403,24 @@ def test_places_must_be_file_destinations(memory: Memory) -> None:
             "Always run the migrations before a deploy.",
         ),
         ("failure", "we must pin the tokenizer", "rules", "We must pin the tokenizer."),
+        # A failure's lesson is a lesson whatever its first word (settings are a redirect).
         (
             "failure",
             "The retry timeout setting was too low",
-            "settings",
+            "rules",
             "The retry timeout setting was too low.",
+        ),
+        (
+            "failure",
+            "Schedule the export after the backup",
+            "rules",
+            "Schedule the export after the backup.",
+        ),
+        (
+            "failure",
+            "Monitor disk usage on the workers",
+            "rules",
+            "Monitor disk usage on the workers.",
         ),
         (
             "failure",
@@ -402,7 +434,7 @@ def test_places_must_be_file_destinations(memory: Memory) -> None:
             "skill",
             "Bisecting the lockfile found the bad pin. (worked when: what)",
         ),
-        ("failure", "The cache was cold", "notes_inbox", "what Lesson: The cache was cold."),
+        ("failure", "The cache was cold", "rules", "The cache was cold."),
         (
             "failure",
             "Always " + "check everything " * 30,
@@ -451,7 +483,7 @@ def test_a_rerun_after_a_crash_appends_nothing_new(memory: Memory, lessons: Less
     from engram.agents.learning import _append, _proposal
 
     (d,) = first.drafted
-    again = _proposal(d.scar, Draft(d.destination, d.text), "offline", "job:learn")  # type: ignore[arg-type]
+    again = _proposal([d.scar], Draft(d.destination, d.text), "offline", "job:learn")  # type: ignore[arg-type]
     assert _append(memory.ledger, [again]) == {d.suggestion: d.position}
     assert memory.ledger.head() == head
 
@@ -528,7 +560,9 @@ def test_memory_lessons_drafts_through_the_routed_learn_use(tmp_path: Path) -> N
         ) as memory:
             record(memory, "Always check the disk first.")
             lessons = memory.lessons()
-            assert lessons.places == {"skill": str(tmp_path / "skills")}
+            assert lessons.places["skill"] == str(tmp_path / "skills")
+            # The destinations left out are written beside the data, needing no config.
+            assert lessons.places["task"] == str(tmp_path / "lessons" / "tasks")
             (drafted,) = lessons.learn().drafted
             assert lessons.suggestion(drafted.suggestion).drafter == "http:stub"
             assert len(server.requests) == 1

@@ -1,0 +1,97 @@
+"""Which rules a task gets: every always-on rule, and the situational ones it calls for.
+
+A rule is *always-on* when its reviewer marked it so (tier 1): it is served in every
+context frame. Every other rule is *situational* (ADR 0057): served when the task calls for
+it, judged by meaning, not by shared function words. A rule's *evidence* is its own text and
+the scars it was drawn from (what happened, and the lesson): the situations it is known to
+apply to. Its score for a task is the best :func:`~engram.agents.meaning.applies_score` of
+the task against any of them, with the embedder's calibrated cosine where there is one; a
+rule below :data:`~engram.agents.meaning.APPLIES` is not served, nor one :data:`MARGIN`
+below the task's best match (the rules compete: a clearly weaker one is a side match).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from engram.agents.meaning import (
+    APPLIES,
+    VectorCache,
+    applies_score,
+    calibration_for,
+    content_words,
+)
+from engram.projections.embedding import Embedder
+from engram.projections.rules import Rule
+
+__all__ = ["Served", "cache_for", "serve"]
+
+#: The most situational rules one frame is given (the best first).
+MAX_SITUATIONAL = 3
+#: A situational rule this far (calibrated scale) below the task's best match is a side
+#: match, not served: the rules compete for the task (ADR 0057).
+MARGIN = 0.125
+_CACHES: dict[str, VectorCache] = {}
+
+
+class Served(NamedTuple):
+    """A rule served for a task, and how surely it applies (1.0 for an always-on rule)."""
+
+    rule: Rule
+    score: float
+
+
+def cache_for(embedder: Embedder) -> VectorCache:
+    """Return the vector cache of ``embedder`` (one per fingerprint, kept for the process)."""
+    key = str(embedder.fingerprint)
+    if key not in _CACHES:
+        _CACHES[key] = VectorCache(embedder)
+    return _CACHES[key]
+
+
+def serve(
+    rules: Sequence[Rule],
+    task: str,
+    evidence: Mapping[str, Sequence[str]],
+    embedder: Embedder | None = None,
+    *,
+    threshold: float = APPLIES,
+    limit: int = MAX_SITUATIONAL,
+) -> list[Served]:
+    """Return the always-on rules, then the situational ones that apply to ``task``.
+
+    ``evidence`` maps a rule's suggestion id to the texts of the scars it came from. A model
+    failure falls back to words alone; it never fails the frame.
+    """
+    always = [Served(r, 1.0) for r in rules if r.always]
+    situational = [r for r in rules if not r.always]
+    if not situational or not task.strip():
+        return always
+    task_words = content_words(task)
+    texts = {r.position: [r.text, *evidence.get(r.suggestion, ())] for r in situational}
+    calibration = calibration_for(embedder)
+    cosines: dict[str, float] = {}
+    if embedder is not None:
+        try:
+            cache = cache_for(embedder)
+            (query,) = cache.vectors([task])
+            every = list(dict.fromkeys(t for ts in texts.values() for t in ts))
+            for text, vector in zip(every, cache.vectors(every), strict=True):
+                cosines[text] = float(np.dot(query, vector))
+        except Exception:  # a model failure degrades to words, never fails the build
+            cosines, calibration = {}, None
+    scored = []
+    for rule in situational:
+        best = max(
+            applies_score(task_words, content_words(t), cosines.get(t), calibration)
+            for t in texts[rule.position]
+        )
+        if best >= threshold:
+            scored.append(Served(rule, best))
+    scored.sort(key=lambda s: (-s.score, s.rule.position))
+    if scored:
+        scored = [s for s in scored if s.score >= scored[0].score - MARGIN]
+    return always + scored[:limit]

@@ -1,0 +1,330 @@
+"""The learning loop by what it changes: repeats merged, rules served by meaning, refusals kept.
+
+Real SQLite ledgers and the real projections, the hash embedder (the calibrated scores are
+checked for it and for words alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram.agents import guidance, repeats
+from engram.agents.context import build_context
+from engram.agents.errors import SuggestionInputError
+from engram.agents.importance import HeuristicScorer
+from engram.agents.lessons import Lessons
+from engram.agents.meaning import (
+    CALIBRATIONS,
+    DEFAULT_CALIBRATION,
+    Calibration,
+    applies_score,
+    calibration_of,
+    content_words,
+    mapped,
+    repeat_score,
+)
+from engram.jobs.dream import DreamSettings
+from engram.jobs.errors import JobConfigError
+from engram.projections.rules import Rule
+from engram.runtime import Memory, open_memory
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with open_memory(str(tmp_path / "ledger.db"), config="/dev/null") as opened:
+        yield opened
+
+
+@pytest.fixture
+def lessons(memory: Memory, tmp_path: Path) -> Lessons:
+    return Lessons(memory.ledger, memory.engine, home=str(tmp_path / "home"))
+
+
+def scar(memory: Memory, agent: str, what: str, lesson: str) -> str:
+    position = memory.scars(agent).record("failure", what, lesson)
+    (event,) = memory.ledger.get([position])
+    return event.id
+
+
+# -- meaning --------------------------------------------------------------------------------
+
+
+def test_content_words_drop_function_words_and_meet_across_suffixes() -> None:
+    assert content_words("Always back up the databases before the migrations") == {
+        "back",
+        "databas",
+        "migration",
+    }
+    assert content_words("the a to of and") == frozenset()
+    assert content_words("backups backed") == {"backup", "back"}
+
+
+def test_a_match_on_function_words_alone_is_no_match() -> None:
+    lesson = content_words("Pin dependency versions in the lock file.")
+    # Shares only "the", "to", "a" with the lesson: the former match served it.
+    assert applies_score(content_words("Send the invoice to a customer."), lesson) == 0.0
+    assert applies_score(content_words("Update the dependency versions."), lesson) >= 0.5
+    # One shared word is not enough.
+    assert applies_score(content_words("Open the file."), lesson) == 0.0
+
+
+def test_a_cosine_is_read_against_its_embedders_calibration() -> None:
+    minilm = calibration_of("sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2")
+    hashed = calibration_of("hash", "feature-hash-v3")
+    assert mapped(minilm.floor, minilm) == 0.0
+    assert mapped(minilm.paraphrase, minilm) == 1.0
+    assert mapped(0.45, minilm) > 0.5  # a MiniLM paraphrase (0.4-0.6) is a repeat
+    assert mapped(0.2, minilm) < 0.5  # unrelated scars of one workplace sit near 0.16
+    assert hashed == CALIBRATIONS[("hash", "*")]  # any hash embedder's parameters
+    assert calibration_of("http", "some-model") == DEFAULT_CALIBRATION
+    with pytest.raises(ValueError, match="floor < paraphrase"):
+        Calibration(floor=0.6, paraphrase=0.5)
+
+
+def test_repeat_score_takes_the_stronger_of_vector_and_words() -> None:
+    a = content_words("Take a database snapshot before applying a schema migration.")
+    b = content_words("Always snapshot the database prior to running migrations.")
+    assert repeat_score(a, b) >= 0.5  # three of four content words shared
+    unrelated = content_words("Rotate logs and cap their size.")
+    assert repeat_score(a, unrelated) == 0.0
+    calibration = Calibration(floor=0.2, paraphrase=0.6)
+    near = np.array([1.0, 0.0], dtype=np.float32)
+    close = np.array([0.6, 0.8], dtype=np.float32)  # cosine 0.6: a paraphrase
+    # Alike as whole scars, but the lessons share no word: two lessons of one situation.
+    assert repeat_score(a, unrelated, near, close, calibration) == 0.0
+    # Alike as whole scars and as lessons: a paraphrase with no word in common.
+    assert repeat_score(a, unrelated, near, close, calibration, near, close) == 1.0
+    assert repeat_score(a, unrelated, near, close, calibration, near, near * 0 + [0, 1]) == 0.0
+
+
+# -- repeats found before drafting ------------------------------------------------------------
+
+
+def test_a_group_joins_the_best_group_on_average_and_leaves_other_lessons_apart() -> None:
+    told = [
+        repeats.Told("a", 1, "prod lost rows", "Take a database snapshot before a migration."),
+        repeats.Told("b", 2, "the deploy failed", "Rotate the logs and cap their size."),
+        repeats.Told("c", 3, "invoices wiped", "Snapshot the database before every migration."),
+        # The same situation as "a", another lesson: not a repeat.
+        repeats.Told("d", 4, "prod lost rows", "Ask a reviewer to read the SQL."),
+    ]
+    groups = repeats.group([], told)
+    assert [[t.id for t in g.joined] for g in groups] == [["a", "c"], ["b"], ["d"]]
+    drafted = repeats.group([("s1", told[0])], told[1:])
+    assert drafted[0].suggestion == "s1"
+    assert [t.id for t in drafted[0].joined] == ["c"]
+
+
+def test_paraphrased_scars_are_drafted_as_one_suggestion_citing_each(
+    memory: Memory, lessons: Lessons
+) -> None:
+    first = scar(
+        memory, "ops", "Orders lost a column.", "Snapshot the database before a migration."
+    )
+    other = scar(memory, "qa", "The disk filled up.", "Rotate logs and cap their size.")
+    second = scar(memory, "dev", "Invoices wiped.", "Take a database snapshot before migrations.")
+    report = lessons.learn()
+    assert sorted(sorted(d.scars) for d in report.drafted) == sorted(
+        [sorted([first, second]), [other]]
+    )
+    merged = next(d for d in report.drafted if len(d.scars) == 2)
+    assert lessons.suggestion(merged.suggestion).scars == [first, second]
+
+
+def test_a_later_repeat_joins_the_suggestion_and_a_refused_one_stays_refused(
+    memory: Memory, lessons: Lessons
+) -> None:
+    first = scar(
+        memory, "ops", "Orders lost a column.", "Snapshot the database before a migration."
+    )
+    (drafted,) = lessons.learn().drafted
+    lessons.refuse(drafted.suggestion, "ana")
+    later = scar(memory, "dev", "Invoices wiped.", "Take a database snapshot before migrations.")
+    report = lessons.learn()
+    assert report.drafted == []  # not drafted again: refusal means refusal
+    assert report.joined == [(drafted.suggestion, later)]
+    found = lessons.suggestion(drafted.suggestion)
+    assert found.status == "refused"
+    assert found.scars == [first, later]
+    assert lessons.waiting() == []
+    assert [e.kind for e in memory.ledger.read(kinds=["suggestion.joined"])] == [
+        "suggestion.joined"
+    ]
+
+
+def test_a_dry_run_joins_nothing(memory: Memory, lessons: Lessons) -> None:
+    scar(memory, "ops", "Orders lost a column.", "Snapshot the database before a migration.")
+    lessons.learn()
+    scar(memory, "dev", "Invoices wiped.", "Take a database snapshot before migrations.")
+    head = memory.ledger.head()
+    report = lessons.learn(dry_run=True)
+    assert len(report.joined) == 1
+    assert memory.ledger.head() == head
+
+
+def test_the_dream_refuses_its_former_raw_thresholds() -> None:
+    with pytest.raises(JobConfigError, match="replaced by threshold"):
+        DreamSettings(cosine=0.85)
+    with pytest.raises(JobConfigError, match="threshold"):
+        DreamSettings(threshold=0.0)
+
+
+# -- rules served by meaning, first, within a reserved share ---------------------------------
+
+
+def _rule(memory: Memory, lessons: Lessons, what: str, lesson: str, **review: bool) -> str:
+    sid = lessons.propose([scar(memory, "ops", what, lesson)], "rules", lesson)
+    lessons.apply(sid, "ana", **review)
+    return lesson
+
+
+def _constraints(memory: Memory, task: str, budget: int = 2000) -> list[str]:
+    frame = build_context(memory.agent("newcomer"), task, budget=budget, save=False)
+    return [str(e["text"]) for e in frame.frames["constraints"]]  # type: ignore[index, union-attr]
+
+
+def test_a_rule_is_served_where_it_applies_and_not_on_function_words(
+    memory: Memory, lessons: Lessons
+) -> None:
+    rule = _rule(
+        memory,
+        lessons,
+        "A new release broke the build.",
+        "Pin dependency versions in the lock file.",
+    )
+    assert _constraints(memory, "Bump the dependency versions of the web app.") == [rule]
+    # Shares "the", "in", "a" and no word that carries meaning.
+    assert _constraints(memory, "Write a poem about the sea in the morning.") == []
+
+
+def test_an_always_on_rule_is_served_for_every_task(memory: Memory, lessons: Lessons) -> None:
+    rule = _rule(memory, lessons, "A key leaked.", "Never commit credentials.", always=True)
+    assert _constraints(memory, "Write a poem about the sea.") == [rule]
+    assert lessons.rules()[0].always
+
+
+def test_always_marks_an_applied_rule_only(memory: Memory, lessons: Lessons) -> None:
+    sid = lessons.propose([scar(memory, "ops", "x", "Bisect it.")], "skill", "Bisect it.")
+    with pytest.raises(SuggestionInputError, match="marks a rule"):
+        lessons.apply(sid, "ana", always=True)
+    rule = lessons.propose([scar(memory, "ops", "y", "Pin it.")], "rules", "Pin it.")
+    with pytest.raises(SuggestionInputError, match="refusal"):
+        lessons.review(rule, "refused", "ana", always=True)
+
+
+def test_rules_keep_their_share_of_a_small_budget(memory: Memory, lessons: Lessons) -> None:
+    rule = _rule(
+        memory,
+        lessons,
+        "A new release broke the build.",
+        "Pin dependency versions in the lock file.",
+    )
+    agent = memory.agent("newcomer")
+    for i in range(40):
+        agent.observe(f"Dependency versions note {i}: the lock file of service {i} was updated.")
+    assert _constraints(memory, "Update the dependency versions in the lock file.", 500) == [rule]
+
+
+def test_the_serving_ranks_situational_rules_and_caps_them() -> None:
+    rules = [Rule(i, f"Check the widget gadget number {i}.", f"s{i}", [], "ana") for i in range(6)]
+    served = guidance.serve(rules, "Repair the widget gadget.", {})
+    assert len(served) == guidance.MAX_SITUATIONAL
+    assert all(s.score >= 0.5 for s in served)
+
+
+# -- refusal means refusal -----------------------------------------------------------------
+
+
+def test_a_refused_lesson_never_reaches_an_agent_but_what_happened_does(
+    memory: Memory, lessons: Lessons
+) -> None:
+    lesson = "Disable the certificate checks when the handshake fails."
+    what = "The TLS handshake with the payment gateway failed during checkout."
+    sid = lessons.propose([scar(memory, "ops", what, lesson)], "rules", lesson)
+    lessons.refuse(sid, "ana")
+    frame = build_context(
+        memory.agent("newcomer"), "The payment gateway handshake fails at checkout.", save=False
+    )
+    text = str(frame.frames)
+    assert lesson not in text
+    assert f"what happened: {what}" in text
+
+
+# -- importance routed to a model ----------------------------------------------------------
+
+
+def test_importance_is_rated_by_the_routed_model_and_by_the_heuristic_when_it_fails(
+    tmp_path: Path,
+) -> None:
+    from completion_stub import Reply, stub_server
+
+    with stub_server() as server:
+        routing = tmp_path / "routing.toml"
+        routing.write_text(
+            '[embedding.default]\nprovider = "hash"\n[complete.importance]\nprovider = "http"\n'
+            f'base_url = "{server.base_url}"\nmodel = "stub"\ntimeout = 5\nbackoff = 0\n'
+        )
+        server.script.append(
+            Reply(200, {"choices": [{"message": {"content": '{"importance": 9}'}}]})
+        )
+        server.script += [Reply(503, {"error": "overloaded"})] * 3
+        with open_memory(
+            str(tmp_path / "l.db"), config="/dev/null", routing=str(routing)
+        ) as memory:
+            agent = memory.agent("a")
+            rated = agent.observe("we had lunch")
+            fallback = agent.observe("we had lunch again")
+            events = {e.position: e for e in memory.ledger.get([rated, fallback])}
+        assert events[rated].payload.importance == 9  # the model's, not the heuristic's 2
+        assert events[fallback].payload.importance == HeuristicScorer().score(
+            "we had lunch again", "observation"
+        )
+        assert "we had lunch" in server.requests[0].body["messages"][1]["content"]
+
+
+def test_without_a_route_importance_stays_the_heuristic(memory: Memory) -> None:
+    assert isinstance(memory.scorer, HeuristicScorer)
+
+
+# -- a reviewer changes a suggestion's destination -------------------------------------------
+
+
+def test_a_reviewer_sends_a_suggestion_elsewhere_than_drafted(
+    memory: Memory, lessons: Lessons, tmp_path: Path
+) -> None:
+    note = lessons.propose([scar(memory, "ops", "x", "Bisect the lockfile.")], "skill", "Bisect.")
+    lessons.apply(note, "ana", destination="rules", always=True)
+    assert [(r.text, r.always) for r in lessons.rules()] == [("Bisect.", True)]
+    assert lessons.suggestion(note).destination == "rules"
+    rule = lessons.propose([scar(memory, "ops", "y", "Pin it.")], "rules", "Pin it.")
+    lessons.apply(rule, "ana", destination="notes_inbox")
+    assert [r.text for r in lessons.rules()] == ["Bisect."]  # sent elsewhere: no rule
+    assert (tmp_path / "home" / "notes" / f"{rule}.md").read_text().startswith("Pin it.")
+    assert lessons.suggestion(rule).destination == "notes_inbox"
+
+
+def test_a_redirect_is_checked_before_anything_is_appended(
+    memory: Memory, lessons: Lessons
+) -> None:
+    long = lessons.propose([scar(memory, "ops", "x", "a")], "notes_inbox", "two\nlines")
+    head = memory.ledger.head()
+    with pytest.raises(SuggestionInputError, match="one line"):
+        lessons.apply(long, "ana", destination="rules")
+    with pytest.raises(SuggestionInputError, match="destination must be one of"):
+        lessons.apply(long, "ana", destination="nowhere")  # type: ignore[arg-type]
+    with pytest.raises(SuggestionInputError, match="refusal sends nothing"):
+        lessons.review(long, "refused", "ana", destination="rules")
+    assert memory.ledger.head() == head
+
+
+def test_a_clearly_weaker_situational_rule_is_a_side_match_and_not_served() -> None:
+    strong = Rule(1, "Rotate the widget logs and cap the widget log size.", "s1", [], "ana")
+    weak = Rule(2, "Check the widget size, gadget, sprocket, cog, gear, spring.", "s2", [], "ana")
+    task = "Cap the size of the widget logs."
+    assert [s.rule.position for s in guidance.serve([weak], task, {})] == [2]  # alone: served
+    served = guidance.serve([strong, weak], task, {})
+    assert [s.rule.position for s in served] == [1]
