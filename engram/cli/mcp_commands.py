@@ -45,5 +45,5 @@ def mcp(agents: tuple[str, ...], transport: str, host: str, port: int) -> None:
         from engram.mcp.server import serve
     except ImportError as exc:
         raise CliError(f"the MCP SDK is not installed ({exc}); pip install 'engram[mcp]'") from None
-    settings = state().settings(create=True)
+    settings = state().settings()  # a mistyped path is refused, never created
     serve(settings, agents, transport=transport, host=host, port=port)  # type: ignore[arg-type]
