@@ -13,6 +13,8 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     reflect_every = 100                              # reflect after N visible memories (0: off)
     reflect_importance = 150                         # ... or once their importance sums to this
     keys = "/var/lib/engram/keys.db"                 # seal personal fields (ADR 0039; default off)
+    mcp_pack_dir = "~/engram-packs"                  # the only folder MCP pack tools may use
+                                                     # (ADR 0046; default: pack tools refuse)
 
     [kinds."task.assigned"]                          # your own event kinds (ADR 0018)
     schema = 1                                       # the payload's schema number (default 1)
@@ -88,6 +90,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "reflect_every": int,
     "reflect_importance": (int, float),
     "keys": str,
+    "mcp_pack_dir": str,
     "kinds": dict,
     "destinations": dict,
     "jobs": dict,
@@ -166,6 +169,9 @@ class Settings:
     #: The key store file sealing personal fields (ADR 0039); empty: nothing is sealed.
     keys: str = ""
     destinations: tuple[tuple[str, str], ...] = ()
+    #: The one folder the MCP server's pack tools may read and write (ADR 0046); empty:
+    #: they refuse, since a model is not the user.
+    mcp_pack_dir: str = ""
     source: str = "default"
     #: The tenant whose namespace ``ledger``/``pg_schema``/``projections`` already name
     #: (ADR 0040); "" for none. Set it with :func:`scope_to_tenant`, never by hand.

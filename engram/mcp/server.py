@@ -24,6 +24,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram import __version__
+from engram.agents.context import MAX_BUDGET, MIN_BUDGET
 from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
@@ -97,7 +98,7 @@ class Worker:
     def _open(self, settings: Settings, agents: list[str]) -> MemoryTools:
         memory = self._stack.enter_context(open_parts(settings, actor=agents[0]))
         memory.engine.catch_up()
-        return MemoryTools(memory, agents)
+        return MemoryTools(memory, agents, pack_dir=settings.mcp_pack_dir or None)
 
     async def run(self, call: Callable[[], T]) -> T:
         """Run ``call`` on the worker thread; translate engram's refusals into tool errors."""
@@ -178,7 +179,9 @@ def build_server(worker: Worker) -> MCPServer:
         k: Annotated[int, Field(ge=1, le=100)] = 10,
         task: Annotated[str, Field(description="The task at hand, if any.")] = "",
         session: Annotated[str, Field(description="The session's name (scope session).")] = "",
-        budget: Annotated[int, Field(ge=1, le=200_000, description="Token budget.")] = 2000,
+        budget: Annotated[
+            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Token budget.")
+        ] = 2000,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Assemble context frames for your next step within a token budget.
@@ -195,7 +198,7 @@ def build_server(worker: Worker) -> MCPServer:
         ],
         query: str = "",
         task: str = "",
-        budget: Annotated[int, Field(ge=1, le=200_000)] = 2000,
+        budget: Annotated[int, Field(ge=1, le=MAX_BUDGET)] = 2000,
         items: Annotated[list[str], Field(description="Ids of the events behind the frames.")] = [],  # noqa: B006
         agent: Agent = None,
     ) -> dict[str, Any]:

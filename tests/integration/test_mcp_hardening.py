@@ -1,0 +1,150 @@
+"""What a model may not do through ``engram mcp`` (issue 26): driven by the SDK's own client.
+
+The pack tools touch files only inside the folder the user names, never a device, a FIFO, a
+path out of it (by ``..``, an absolute path or a symbolic link) or an oversized file; the
+schema carries the tools' own limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from engram.ledger import Ledger  # noqa: E402
+
+REPO = Path(__file__).parents[2]
+PACK = REPO / "packs" / "engram-adrs.pack"
+KEY = (REPO / "packs" / "example.key").read_text().strip()
+TIMEOUT = 120.0
+
+
+def serve(
+    db: Path, body: Callable[[Client], Awaitable[Any]], *, pack_dir: Path | None = None, **env: str
+) -> Any:
+    """Run ``body`` against a fresh ``engram mcp`` for agent alice; return what it returns."""
+    if not db.exists():
+        Ledger.open(str(db)).close()
+    args = ["-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
+    if pack_dir is not None:
+        args += ["--pack-dir", str(pack_dir)]
+    environment = {"ENGRAM_CONFIG": os.devnull, "ENGRAM_PACK_KEY": KEY, **env}
+    server = StdioServerParameters(
+        command=sys.executable, args=args, env=environment, cwd=str(db.parent)
+    )
+
+    async def main() -> Any:
+        async with Client(server, read_timeout_seconds=TIMEOUT) as client:
+            return await body(client)
+
+    return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.content
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+def test_the_pack_tools_refuse_until_the_user_names_their_folder(tmp_path: Path) -> None:
+    shutil.copy(PACK, tmp_path / "adrs.pack")
+
+    async def body(client: Client) -> list[str]:
+        return [
+            await refused(client, "import_pack", path=str(tmp_path / "adrs.pack")),
+            await refused(client, "export_pack", path="x.pack", name="n", version="1", select="a"),
+        ]
+
+    for message in serve(tmp_path / "ledger.db", body):
+        assert "pack tools are off" in message
+        assert "--pack-dir" in message
+    assert sorted(os.listdir(tmp_path)) == ["adrs.pack", "ledger.db", "ledger.db.projections"]
+
+
+def test_the_pack_tools_stay_inside_their_folder(tmp_path: Path) -> None:
+    packs, outside = tmp_path / "packs", tmp_path / "outside"
+    packs.mkdir()
+    outside.mkdir()
+    shutil.copy(PACK, packs / "adrs.pack")
+    shutil.copy(PACK, outside / "real.pack")
+    os.mkfifo(packs / "fifo.pack")
+    (packs / "zero.pack").symlink_to("/dev/zero")
+    (packs / "link.pack").symlink_to(outside / "real.pack")
+    (packs / "out").symlink_to(outside)
+    with open(packs / "big.pack", "wb") as big:  # sparse: 300 MiB that take no disk
+        big.write(b"ENGRAMPK")
+        big.truncate(300 << 20)
+    db = tmp_path / "ledger.db"
+
+    async def body(client: Client) -> dict[str, Any]:
+        head = (await call(client, "project_snapshot"))["ledger"]["head"]
+        got = {
+            "fifo": await refused(client, "import_pack", path="fifo.pack"),
+            "device": await refused(client, "import_pack", path="/dev/zero"),
+            "device link": await refused(client, "import_pack", path="zero.pack"),
+            "link out": await refused(client, "import_pack", path="link.pack"),
+            "dot dot": await refused(client, "import_pack", path="../outside/real.pack"),
+            "absolute": await refused(client, "import_pack", path=str(outside / "real.pack")),
+            "folder": await refused(client, "import_pack", path="."),
+            "oversize": await refused(client, "import_pack", path="big.pack"),
+            "export out": await refused(
+                client, "export_pack", path="out/x.pack", name="n", version="1", select="adr"
+            ),
+            "export abs": await refused(
+                client, "export_pack", path="/tmp/x.pack", name="n", version="1", select="adr"
+            ),
+            "export over": await refused(
+                client, "export_pack", path="adrs.pack", name="n", version="1", select="adr"
+            ),
+        }
+        got["unchanged"] = (await call(client, "project_snapshot"))["ledger"]["head"] == head
+        got["import"] = await call(client, "import_pack", path="adrs.pack")
+        got["export"] = await call(
+            client, "export_pack", path="mine.pack", name="mine", version="1", concepts="adr"
+        )
+        return got
+
+    got = serve(db, body, pack_dir=packs)
+    assert "not a regular file" in got["fifo"]
+    for name in ("device", "device link", "link out", "dot dot", "absolute", "export out"):
+        assert "outside the pack folder" in got[name], (name, got[name])
+    assert "outside the pack folder" in got["folder"]
+    assert "may have at most" in got["oversize"]
+    assert "outside the pack folder" in got["export abs"]
+    assert "exists" in got["export over"]
+    assert got["unchanged"]
+    assert got["import"]["appended"] == got["import"]["nodes"] > 0
+    assert (packs / "mine.pack").is_file()
+    assert sorted(os.listdir(outside)) == ["real.pack"]
+
+
+def test_the_schema_carries_the_budget_the_tool_accepts(tmp_path: Path) -> None:
+    from engram.agents.context import MAX_BUDGET, MIN_BUDGET
+
+    async def body(client: Client) -> tuple[dict[str, Any], str]:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        schema = tools["recall_context"].input_schema["properties"]["budget"]
+        over = await refused(client, "recall_context", query="q", budget=MAX_BUDGET + 1)
+        return schema, over
+
+    schema, over = serve(tmp_path / "ledger.db", body)
+    assert (schema["minimum"], schema["maximum"]) == (MIN_BUDGET, MAX_BUDGET)
+    assert "budget" in over
