@@ -1,7 +1,7 @@
 """Crypto-shredding: personal payload fields sealed under per-subject keys kept outside the ledger.
 
 A personal field (observation text, scar context, recall query, reflection text, a saved
-context's query and task, declared fields of user kinds) is stored as a sealed string,
+context's query, task and notes, declared fields of user kinds) is stored as a sealed string,
 ``engram:sealed:v1:<key id>:<hex>``, AES-256-GCM under its subject's key with the event's id,
 kind and field as associated data (ADR 0039). The subject of an event is the agent its
 payload names (``agent``), or its actor for kinds without one. Keys live in a
@@ -61,7 +61,7 @@ DEFAULT_PERSONAL: Mapping[str, tuple[str, ...]] = {
     "memory.recalled": ("query",),
     "scar.recorded": ("what", "lesson"),
     "memory.reflected": ("text",),
-    "context.saved": ("query", "task"),
+    "context.saved": ("query", "task", "notes"),
 }
 _FORMAT = "engram-keys/1"
 _NONCE = 12

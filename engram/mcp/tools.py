@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from engram.agents.context import ContextWeights, build_context
-from engram.agents.frames import for_ledger
+from engram.agents.frames import split_written
 from engram.agents.packs import PackKey, export_pack, import_pack
 from engram.agents.tokens import default_counter
 from engram.ledger import NewEvent
@@ -208,21 +208,28 @@ class MemoryTools:
         items: Sequence[str] = (),
         agent: str | None = None,
     ) -> dict[str, Any]:
-        """Append ``context.saved``: the frames the caller was shown or wrote back."""
+        """Append ``context.saved``: the frames the caller was shown or wrote back.
+
+        Entries quoting the ledger by position keep the position only; everything the
+        caller wrote itself goes to ``notes``, sealed under its key like the query and the
+        task, so forgetting the caller forgets it too (ADR 0047).
+        """
         who = self.caller(agent)
         if not isinstance(frames, Mapping) or not frames:
             raise ToolInputError("frames must be a non-empty object of frame name -> content")
         counter = default_counter()
         tokens = counter.count(json.dumps(frames, ensure_ascii=False, default=str))
+        quoted, notes = split_written(frames)
         payload = ContextSaved(
             agent=who,
             budget=budget,
             tokens=tokens,
-            frames=for_ledger(frames),
+            frames=quoted,
             query=query,
             task=task,
             items=list(items),
             tokenizer=counter.name,
+            notes=notes,
         )
         event = NewEvent.of(payload, stream=f"context:{who}", actor=who)
         position = self.memory.ledger.append(event)[0]

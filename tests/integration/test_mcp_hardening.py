@@ -148,3 +148,76 @@ def test_the_schema_carries_the_budget_the_tool_accepts(tmp_path: Path) -> None:
     schema, over = serve(tmp_path / "ledger.db", body)
     assert (schema["minimum"], schema["maximum"]) == (MIN_BUDGET, MAX_BUDGET)
     assert "budget" in over
+
+
+SECRET = "alice keeps her spare key under the blue flowerpot"
+
+
+def _files_hold(folder: Path, text: bytes) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and text in p.read_bytes()]
+
+
+def test_what_an_agent_saves_is_sealed_and_forgotten_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from starlette.testclient import TestClient
+
+    from engram.cli import main
+    from engram.config import resolve_settings
+    from engram.hub import HubConfig, create_app
+
+    db = tmp_path / "ledger.db"
+    config = tmp_path / "engram.toml"
+    config.write_text(f'keys = "{tmp_path / "keys.db"}"\n')
+    options = ["--ledger", str(db), "--config", str(config)]
+
+    async def body(client: Client) -> dict[str, Any]:
+        wrote = await call(client, "upsert_memory", observations=[{"text": "the deploy is at 3"}])
+        (position,) = wrote["positions"]["observations"]
+        saved = await call(
+            client,
+            "save_context",
+            frames={
+                "scratchpad": SECRET,
+                "episodic": [
+                    {"pos": position, "type": "observation", "text": "the deploy is at 3"}
+                ],
+                "plan": [{"step": 1, "do": SECRET}],
+            },
+            task="water the plants",
+        )
+        return {**saved, "quoted": position}
+
+    saved = serve(db, body, ENGRAM_CONFIG=str(config))
+    assert _files_hold(tmp_path, SECRET.encode()) == []  # sealed from the first write
+    with Ledger.open(str(db), readonly=True, sealer=_sealer(tmp_path)) as ledger:
+        (event,) = ledger.get([saved["position"]])
+    assert SECRET in event.payload.notes  # alice can still read what she saved
+    assert event.payload.frames == {"episodic": [{"pos": saved["quoted"]}]}
+
+    assert main([*options, "forget", "alice", "--yes"]) == 0
+    assert main([*options, "rebuild"]) == 0
+    sql = f"select * from ledger.events where position = {saved['position']}"
+    assert main([*options, "sql", sql, "--format", "json"]) == 0
+    shown = capsys.readouterr().out
+    assert f'"position": {saved["position"]}' in shown
+    assert "flowerpot" not in shown
+    assert "flowerpot".encode().hex() not in shown
+    assert _files_hold(tmp_path, SECRET.encode()) == []
+    with Ledger.open(str(db), readonly=True, sealer=_sealer(tmp_path)) as ledger:
+        (event,) = ledger.get([saved["position"]])
+    assert (event.payload.notes, event.payload.task) == ("[forgotten]", "[forgotten]")
+    settings = resolve_settings(str(db), config=str(config))
+    hub = HubConfig(settings=settings, token="t" * 32)
+    with TestClient(create_app(hub), base_url="http://127.0.0.1") as web:
+        web.headers["Authorization"] = "Bearer " + "t" * 32
+        page = web.get(f"/ledger/event/{saved['position']}")
+    assert page.status_code == 200
+    assert "[forgotten]" in page.text
+    assert "flowerpot" not in page.text
+
+
+def _sealer(folder: Path) -> Any:
+    from engram.ledger import KeyStore, Sealer
+
+    return Sealer(KeyStore(folder / "keys.db", create=False))
