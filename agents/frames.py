@@ -161,7 +161,7 @@ def split_written(frames: Mapping[str, object]) -> tuple[dict[str, object], str]
     (their text, type, agent and time are the ledger's at that position). The second is
     every other content (a scratchpad, a plan, an entry with no position) as compact JSON,
     for ``context.saved``'s ``notes``: a personal field, sealed under the agent's key, so
-    forgetting the agent forgets what it wrote (ADR 0047). :func:`saved_frames` puts the
+    forgetting the agent forgets what it wrote (ADR 0046). :func:`saved_frames` puts the
     two together again.
     """
     quoted: dict[str, object] = {}

@@ -212,7 +212,7 @@ class MemoryTools:
 
         Entries quoting the ledger by position keep the position only; everything the
         caller wrote itself goes to ``notes``, sealed under its key like the query and the
-        task, so forgetting the caller forgets it too (ADR 0047).
+        task, so forgetting the caller forgets it too (ADR 0046).
         """
         who = self.caller(agent)
         if not isinstance(frames, Mapping) or not frames:

@@ -202,7 +202,7 @@ def test_what_an_agent_saves_is_sealed_and_forgotten_with_it(
     shown = capsys.readouterr().out
     assert f'"position": {saved["position"]}' in shown
     assert "flowerpot" not in shown
-    assert "flowerpot".encode().hex() not in shown
+    assert b"flowerpot".hex() not in shown
     assert _files_hold(tmp_path, SECRET.encode()) == []
     with Ledger.open(str(db), readonly=True, sealer=_sealer(tmp_path)) as ledger:
         (event,) = ledger.get([saved["position"]])

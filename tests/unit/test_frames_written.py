@@ -1,4 +1,4 @@
-"""What an agent saves: quotes by position kept apart from what it wrote (ADR 0047)."""
+"""What an agent saves: quotes by position kept apart from what it wrote (ADR 0046)."""
 
 from __future__ import annotations
 
