@@ -17,11 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engram import __version__
 from engram.agents.context import MAX_BUDGET, MIN_BUDGET
@@ -303,6 +306,42 @@ def serve(
     """Run the server until its client goes away (stdio) or it is stopped (HTTP)."""
     with serving(settings, agents) as server:
         if transport == "stdio":
-            server.run("stdio")
+            anyio.run(_run_stdio, server)
         else:
             server.run("streamable-http", host=host, port=port)
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """Serve over stdio as the SDK does, and answer a line it cannot read (JSON-RPC 2.0, 5.1).
+
+    The SDK's stdio transport hands a line that is not a JSON-RPC message (bad JSON, a lone
+    surrogate, nesting past the parser's depth) to the session as an exception, which drops
+    it: the client would wait for an answer forever. Each such line gets an error response
+    with a null id: -32700 when it is not JSON, -32600 when it is JSON but no message.
+    """
+    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async uses it the same way
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        await write_stream.send(SessionMessage(_unreadable(item)))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(forward)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+
+def _unreadable(exc: Exception) -> JSONRPCError:
+    """Return the error response to a line that is no JSON-RPC message (input not echoed)."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if errors and errors[0].get("type") != "json_invalid":
+        code, message = INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+    else:
+        code, message = PARSE_ERROR, "Parse error: the line is not JSON this server can read"
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))

@@ -221,3 +221,57 @@ def _sealer(folder: Path) -> Any:
     from engram.ledger import KeyStore, Sealer
 
     return Sealer(KeyStore(folder / "keys.db", create=False))
+
+
+def test_a_line_the_sdk_cannot_read_gets_a_json_rpc_error(tmp_path: Path) -> None:
+    """Bad JSON, a lone surrogate, deep nesting, JSON that is no message: each answered."""
+    import select
+    import subprocess
+
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, JSONRPCError, jsonrpc_message_adapter
+
+    db = tmp_path / "ledger.db"
+    Ledger.open(str(db)).close()
+    argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
+    env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
+    bad = {
+        "not json": b"{not json",
+        "lone surrogate": b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":'
+        + b'{"a":"\\ud800"}}',
+        "deep": b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"a":'
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}}",
+        "no message": b'{"hello": "world"}',
+    }
+    client = {"name": "t", "version": "1"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    with subprocess.Popen(argv, env=env, **pipes) as server:  # type: ignore[call-overload]
+
+        def ask(line: bytes) -> Any:
+            server.stdin.write(line + b"\n")
+            server.stdin.flush()
+            ready, _, _ = select.select([server.stdout], [], [], 60)
+            assert ready, f"no answer to {line[:60]!r}"
+            return jsonrpc_message_adapter.validate_json(server.stdout.readline())
+
+        try:
+            start = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+            ask(json.dumps(start).encode())
+            server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            answers = {name: ask(line) for name, line in bad.items()}
+            still = ask(b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}')
+        finally:
+            server.kill()
+    for name, answer in answers.items():
+        assert isinstance(answer, JSONRPCError), name
+        assert answer.id is None
+    codes = {name: a.error.code for name, a in answers.items()}
+    assert codes == {
+        "not json": PARSE_ERROR,
+        "lone surrogate": PARSE_ERROR,
+        "deep": PARSE_ERROR,
+        "no message": INVALID_REQUEST,
+    }
+    assert still.id == 9  # the server reads on after each
