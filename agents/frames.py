@@ -169,7 +169,7 @@ def split_written(frames: Mapping[str, object]) -> tuple[dict[str, object], str]
     for name, content in for_ledger(frames).items():
         if isinstance(content, list):
             # A quote keeps its position only: what describes it is the ledger's to say.
-            by_position = [{"pos": e["pos"]} for e in content if _quotes(e)]  # type: ignore[index]
+            by_position = [{"pos": e["pos"]} for e in content if _quotes(e)]
             rest = [e for e in content if not _quotes(e)]
             if by_position:
                 quoted[name] = by_position

@@ -101,14 +101,20 @@ def split_shared_keys(settings: Settings) -> dict[str, int]:
 
 def _base(settings: Settings) -> Settings:
     """Return the unscoped settings a tenant's were made from (ledger, schema, keys)."""
+    ledger, schema = settings.ledger, settings.pg_schema
     if settings.is_postgres:
-        schema = settings.pg_schema.removesuffix(TENANT_SEPARATOR + settings.tenant)
-        changes = {"pg_schema": schema}
+        schema = schema.removesuffix(TENANT_SEPARATOR + settings.tenant)
     else:
-        tenants = os.path.dirname(os.path.dirname(settings.ledger.removeprefix("sqlite:///")))
-        changes = {"ledger": tenants.removesuffix(TENANTS_SUFFIX)}
+        tenants = os.path.dirname(os.path.dirname(ledger.removeprefix("sqlite:///")))
+        ledger = tenants.removesuffix(TENANTS_SUFFIX)
     return dataclasses.replace(
-        settings, **changes, tenant="", keys=settings.shared_keys, shared_keys="", projections=""
+        settings,
+        ledger=ledger,
+        pg_schema=schema,
+        tenant="",
+        keys=settings.shared_keys,
+        shared_keys="",
+        projections="",
     )
 
 
@@ -131,7 +137,7 @@ def _key_ids(settings: Settings) -> set[str]:
             fields = payload if isinstance(payload, dict) else msgspec.structs.asdict(payload)
             for name in personal[event.kind]:
                 value = fields.get(name)
-                if is_sealed(value):
+                if isinstance(value, str) and is_sealed(value):
                     found.add(value[_KEY_ID])
     return found
 
