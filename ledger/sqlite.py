@@ -85,7 +85,7 @@ def _store_error(action: str, exc: sqlite3.Error) -> StoreError:
 _NOT_A_DATABASE = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
 
 
-def not_a_ledger(path: str, exc: BaseException) -> NotALedgerError | None:
+def _not_a_ledger(path: str, exc: BaseException) -> NotALedgerError | None:
     """Return the error to raise when ``exc`` says ``path`` is no database, else None."""
     while exc is not None and not isinstance(exc, sqlite3.Error):
         exc = exc.__cause__  # type: ignore[assignment]
@@ -115,7 +115,7 @@ def readable_uri(path: str, timeout: float = 30.0) -> str:
             probe.close()
         return f"{base}?mode=ro"
     except sqlite3.DatabaseError as exc:  # also "file is not a database": not an open failure
-        wrong = not_a_ledger(path, exc)
+        wrong = _not_a_ledger(path, exc)
         if wrong is not None:
             for leftover in absent:
                 with contextlib.suppress(OSError):
@@ -320,7 +320,7 @@ class SQLiteBackend(Backend):
         try:
             self._create()
         except StoreError as exc:
-            wrong = not_a_ledger(self.path, exc)
+            wrong = _not_a_ledger(self.path, exc)
             if wrong is None:
                 raise
             raise wrong from None

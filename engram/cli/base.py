@@ -236,6 +236,15 @@ def translated(ctx: click.Context) -> Iterator[None]:
         raise click.UsageError(str(exc), ctx) from None
     except (LedgerError, ProjectionError, AgentError, OSError) as exc:
         raise CliError(str(exc)) from None
+    except Exception as exc:
+        # A database driver's error that a layer let through is still one line, not a trace.
+        if type(exc).__module__.partition(".")[0] not in _DRIVERS:
+            raise
+        raise CliError(f"the database refused: {exc}") from None
+
+
+#: The modules whose errors are a database's refusal, shown as one line when they escape.
+_DRIVERS = frozenset({"sqlite3", "_sqlite3", "psycopg", "duckdb", "_duckdb", "sqlalchemy"})
 
 
 def _silence_stdout() -> None:

@@ -180,3 +180,24 @@ def test_a_postgresql_schema_that_is_not_a_ledger_is_refused_and_left_alone(
         ).fetchone()
     assert tables == [("events",)]
     assert triggers == (0,)
+
+
+def test_a_driver_error_that_escapes_a_layer_is_still_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlite3
+
+    db = tmp_path / "ledger.db"
+    Ledger.open(str(db)).close()
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise sqlite3.DatabaseError("database disk image is malformed\nsecond line")
+
+    monkeypatch.setattr(Ledger, "verify", refuse)
+    code = main(["--ledger", str(db), "verify"], out=io.StringIO())
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err == (
+        "engram verify: error: the database refused: database disk image is malformed\\n"
+        "second line\n"
+    )
