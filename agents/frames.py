@@ -164,6 +164,68 @@ def for_ledger(frames: Mapping[str, object]) -> dict[str, object]:
     return kept
 
 
+def split_written(frames: Mapping[str, object]) -> tuple[dict[str, object], str]:
+    """Split frames an agent saves into what quotes the ledger and what it wrote itself.
+
+    The first part keeps the list entries that quote a ledger position, as ``{"pos": n}``
+    (their text, type, agent and time are the ledger's at that position). The second is
+    every other content (a scratchpad, a plan, an entry with no position) as compact JSON,
+    for ``context.saved``'s ``notes``: a personal field, sealed under the agent's key, so
+    forgetting the agent forgets what it wrote (ADR 0046). :func:`saved_frames` puts the
+    two together again.
+    """
+    quoted: dict[str, object] = {}
+    written: dict[str, object] = {}
+    for name, content in for_ledger(frames).items():
+        if isinstance(content, list):
+            # A quote keeps its position only: what describes it is the ledger's to say.
+            by_position = [{"pos": e["pos"]} for e in content if _quotes(e)]
+            rest = [e for e in content if not _quotes(e)]
+            if by_position:
+                quoted[name] = by_position
+            if rest or not by_position:
+                written[name] = rest
+        else:
+            written[name] = content
+    return quoted, encode(written) if written else ""
+
+
+def saved_frames(frames: Mapping[str, object], notes: str) -> dict[str, object]:
+    """Return the frames a ``context.saved`` holds: its quotes by position and its notes.
+
+    ``notes`` that were forgotten (or are not JSON) are shown as they read, under ``notes``.
+    """
+    merged: dict[str, object] = {
+        k: list(v) if isinstance(v, list) else v for k, v in frames.items()
+    }
+    if not notes:
+        return merged
+    try:
+        written = msgspec.json.decode(notes)
+    except msgspec.DecodeError:
+        written = None
+    if not isinstance(written, dict):
+        merged["notes"] = notes
+        return merged
+    for name, content in written.items():
+        have = merged.get(name)
+        if isinstance(have, list) and isinstance(content, list):
+            merged[name] = [*have, *content]
+        else:
+            merged[name] = content
+    return merged
+
+
+#: The keys of a list entry that quotes the ledger (its text already left out).
+_QUOTE_KEYS = frozenset({"pos", "type", "agent", "at"})
+
+
+def _quotes(entry: object) -> bool:
+    return (
+        isinstance(entry, Mapping) and type(entry.get("pos")) is int and set(entry) <= _QUOTE_KEYS
+    )
+
+
 def _by_position(entry: object) -> object:
     if isinstance(entry, Mapping) and type(entry.get("pos")) is int and "text" in entry:
         return {k: v for k, v in entry.items() if k != "text"}

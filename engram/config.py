@@ -13,6 +13,8 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     reflect_every = 100                              # reflect after N visible memories (0: off)
     reflect_importance = 150                         # ... or once their importance sums to this
     keys = "/var/lib/engram/keys.db"                 # seal personal fields (ADR 0039; default off)
+    mcp_pack_dir = "~/engram-packs"                  # the only folder MCP pack tools may use
+                                                     # (ADR 0046; default: pack tools refuse)
 
     [kinds."task.assigned"]                          # your own event kinds (ADR 0018)
     schema = 1                                       # the payload's schema number (default 1)
@@ -53,8 +55,9 @@ database and schema under ``$XDG_DATA_HOME/engram/projections``.
 A tenant (``--tenant``, ``ENGRAM_TENANT``, ``tenant =``; ADR 0040) is a namespace of its own:
 on PostgreSQL the schema ``<pg_schema>__<tenant>``, on SQLite the ledger
 ``<ledger>.tenants/<tenant>/ledger.db``; an explicit projection store becomes
-``<projections>.tenants/<tenant>``. Every other path derives from these, so a tenant's
-handle never names another tenant's tables or files (:func:`scope_to_tenant`).
+``<projections>.tenants/<tenant>`` and a key store ``<keys>.tenants/<tenant>/keys.db``
+(ADR 0047). Every other path derives from these, so a tenant's handle never names another
+tenant's tables, files or keys (:func:`scope_to_tenant`).
 """
 
 from __future__ import annotations
@@ -88,6 +91,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "reflect_every": int,
     "reflect_importance": (int, float),
     "keys": str,
+    "mcp_pack_dir": str,
     "kinds": dict,
     "destinations": dict,
     "jobs": dict,
@@ -114,6 +118,8 @@ TENANT_SEPARATOR = "__"
 #: The folder beside a SQLite ledger (or projection store) that holds its tenants.
 TENANTS_SUFFIX = ".tenants"
 TENANT_LEDGER_FILE = "ledger.db"
+#: A tenant's own key store, in ``<keys>.tenants/<tenant>/`` (ADR 0047).
+TENANT_KEYS_FILE = "keys.db"
 _KIND_KEYS = ("schema", "fields", "open", "personal")
 
 
@@ -164,8 +170,15 @@ class Settings:
     reflect_importance: float = 150.0
     kinds: tuple[KindDeclaration, ...] = ()
     #: The key store file sealing personal fields (ADR 0039); empty: nothing is sealed.
+    #: A tenant's is its own, ``<keys>.tenants/<tenant>/keys.db`` (ADR 0047).
     keys: str = ""
+    #: For a tenant: the store its keys were kept in before each tenant had its own, split
+    #: once on the tenant's first write (ADR 0047). Set by :func:`scope_to_tenant`.
+    shared_keys: str = ""
     destinations: tuple[tuple[str, str], ...] = ()
+    #: The one folder the MCP server's pack tools may read and write (ADR 0046); empty:
+    #: they refuse, since a model is not the user.
+    mcp_pack_dir: str = ""
     source: str = "default"
     #: The tenant whose namespace ``ledger``/``pg_schema``/``projections`` already name
     #: (ADR 0040); "" for none. Set it with :func:`scope_to_tenant`, never by hand.
@@ -249,7 +262,8 @@ def scope_to_tenant(settings: Settings, tenant: str) -> Settings:
     PostgreSQL: the schema ``<pg_schema>__<tenant>`` in the same database; SQLite: the file
     ``<ledger>.tenants/<tenant>/ledger.db``. An explicit projection store moves to
     ``<projections>.tenants/<tenant>``; a derived one (and the cold folder) follows the
-    ledger. Raises ConfigError for a bad name or settings already scoped to a tenant.
+    ledger. A key store moves to ``<keys>.tenants/<tenant>/keys.db`` (ADR 0047). Raises
+    ConfigError for a bad name or settings already scoped to a tenant.
     """
     check_tenant(tenant)
     if settings.tenant:
@@ -277,6 +291,10 @@ def scope_to_tenant(settings: Settings, tenant: str) -> Settings:
     if settings.projections:
         folder = os.path.expanduser(settings.projections).rstrip(os.sep) or os.sep
         changes["projections"] = os.path.join(folder + TENANTS_SUFFIX, tenant)
+    if settings.keys:
+        shared = os.path.expanduser(settings.keys)
+        changes["keys"] = os.path.join(shared + TENANTS_SUFFIX, tenant, TENANT_KEYS_FILE)
+        changes["shared_keys"] = shared
     return dataclasses.replace(settings, **changes)
 
 

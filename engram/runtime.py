@@ -24,6 +24,7 @@ from engram.agents.network import NeuronNetwork
 from engram.agents.scars import Scars
 from engram.agents.signals import Mailbox, SharedMemo
 from engram.config import Settings, add_kinds, resolve_settings
+from engram.keysplit import key_store_path
 from engram.ledger import (
     FORGOTTEN,
     ConfigError,
@@ -109,12 +110,13 @@ def open_settings(
     """Open the ledger that resolved ``settings`` describe, with :func:`merged_registry`.
 
     ``readonly`` opens an existing ledger for reading only (ADR 0022): nothing is created.
-    With a ``keys`` setting, personal fields are sealed under per-subject keys (ADR 0039).
+    With a ``keys`` setting, personal fields are sealed under per-subject keys (ADR 0039),
+    a tenant's under its own (ADR 0047).
     """
     merged = merged_registry(settings, registry)
     sealer = None
     if settings.keys:
-        store = KeyStore(os.path.expanduser(settings.keys), create=not readonly)
+        store = KeyStore(key_store_path(settings, readonly=readonly), create=not readonly)
         sealer = Sealer(store, settings.personal())
     try:
         return Ledger.open(

@@ -406,7 +406,9 @@ class ContextSaved(_Payload, frozen=True):
     ``frames`` maps a frame name (identity, problem, knowledge, episodic, constraints,
     scratchpad) to its content as kept in the ledger: an entry that names a ledger position
     (``pos``) carries no copy of that event's text, and the problem's query and task are this
-    record's ``query`` and ``task``, personal fields of its agent (ADR 0045). ``items`` are the
+    record's ``query`` and ``task``, personal fields of its agent (ADR 0045). What an agent
+    wrote itself (a scratchpad, a plan: anything that quotes no position) is ``notes``, the
+    JSON of those frames, a personal field too (ADR 0046). ``items`` are the
     ids of the events behind the frames' items, so every item resolves to the ledger.
     ``tokens`` is the frames' size as counted by ``tokenizer`` (a real tokenizer's name, or
     ``estimate``) against ``budget``.
@@ -423,6 +425,7 @@ class ContextSaved(_Payload, frozen=True):
     tokenizer: Name = "estimate"
     items: list[EventId] = []
     visibility: Visibility = "private"
+    notes: str = ""
 
 
 class SubjectForgotten(_Payload, frozen=True):

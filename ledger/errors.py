@@ -6,7 +6,9 @@ translate driver errors into these.
 
     LedgerError
     ├── ConfigError                 bad location, option or URL
-    │   └── LedgerNotFoundError     a read-only open of a ledger that does not exist
+    │   ├── LedgerNotFoundError     a read-only open of a ledger that does not exist
+    │   └── NotALedgerError         a file that is not an engram ledger (not a database,
+    │                               damaged, or without the ledger's tables)
     ├── EventError                  an event that cannot be appended (names event and field)
     │   ├── UnknownKindError        kind not in the registry
     │   ├── PayloadError            payload does not fit the kind's Struct, or is too large
@@ -50,6 +52,10 @@ class ConfigError(LedgerError):
 
 class LedgerNotFoundError(ConfigError):
     """A ledger opened read-only does not exist (nothing is ever created to read)."""
+
+
+class NotALedgerError(ConfigError):
+    """The file named is not an engram ledger: not a database, damaged, or another database."""
 
 
 class ReadOnlyLedgerError(LedgerError):

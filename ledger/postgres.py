@@ -38,6 +38,7 @@ from engram.ledger.errors import (
     AppendOnlyError,
     ConfigError,
     LedgerNotFoundError,
+    NotALedgerError,
     ReadOnlyLedgerError,
     StoreError,
     driver_message,
@@ -265,6 +266,11 @@ class PostgresBackend(Backend):
             # locks the table against readers, so it happens only when one is missing.
             if {name for name, _ in self._TRIGGERS} <= self._triggers(conn):
                 stored = self._format(conn)
+            elif self._foreign(conn):
+                raise NotALedgerError(
+                    f"schema {s!r} of {self._display} is not an engram ledger: its events"
+                    " table is another program's (no ledger_meta beside it)"
+                )
             elif self.readonly:
                 raise LedgerNotFoundError(f"no ledger in schema {s!r} of {self._display}")
             else:
@@ -295,6 +301,16 @@ class PostgresBackend(Backend):
             raise ConfigError(
                 f"schema {s} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
             )
+
+    def _foreign(self, conn: sa.Connection) -> bool:
+        """Say whether the schema holds an ``events`` table that no ledger made."""
+        tables = {
+            name
+            for (name,) in conn.exec_driver_sql(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (self.schema,)
+            )
+        }
+        return "events" in tables and "ledger_meta" not in tables
 
     def _format(self, conn: sa.Connection) -> object:
         return conn.exec_driver_sql(

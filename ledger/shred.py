@@ -1,7 +1,7 @@
 """Crypto-shredding: personal payload fields sealed under per-subject keys kept outside the ledger.
 
 A personal field (observation text, scar context, recall query, reflection text, a saved
-context's query and task, declared fields of user kinds) is stored as a sealed string,
+context's query, task and notes, declared fields of user kinds) is stored as a sealed string,
 ``engram:sealed:v1:<key id>:<hex>``, AES-256-GCM under its subject's key with the event's id,
 kind and field as associated data (ADR 0039). The subject of an event is the agent its
 payload names (``agent``), or its actor for kinds without one. Keys live in a
@@ -34,6 +34,7 @@ import msgspec
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from engram.ledger.chunks import chunked
 from engram.ledger.errors import KeyStoreError
 from engram.ledger.events import Event
 
@@ -61,7 +62,7 @@ DEFAULT_PERSONAL: Mapping[str, tuple[str, ...]] = {
     "memory.recalled": ("query",),
     "scar.recorded": ("what", "lesson"),
     "memory.reflected": ("text",),
-    "context.saved": ("query", "task"),
+    "context.saved": ("query", "task", "notes"),
 }
 _FORMAT = "engram-keys/1"
 _NONCE = 12
@@ -363,6 +364,59 @@ class KeyStore:
                 " GROUP BY subject ORDER BY subject"
             ).fetchall()
         return [SubjectKeys(s, int(n), int(f), bool(live)) for s, n, f, live in rows]
+
+    def copy_keys(self, key_ids: Sequence[str], into: KeyStore) -> int:
+        """Copy keys ``key_ids`` (live or destroyed, with their subject) into ``into``.
+
+        For moving keys between stores (a shared store split per tenant, ADR 0047): a key
+        ``into`` holds already is left as it is. Returns how many rows were added.
+        """
+        with self._lock:
+            rows = [
+                row
+                for chunk in chunked(list(key_ids))
+                for row in self._conn.execute(
+                    "SELECT key_id, subject, key, created, forgotten FROM subject_keys"
+                    f" WHERE key_id IN ({', '.join('?' * len(chunk))})",
+                    chunk,
+                )
+            ]
+        with into._lock:
+            conn = into._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                added = sum(
+                    conn.execute(
+                        "INSERT OR IGNORE INTO subject_keys"
+                        " (key_id, subject, key, created, forgotten) VALUES (?, ?, ?, ?, ?)",
+                        row,
+                    ).rowcount
+                    for row in rows
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return added
+
+    def destroy_keys(self, key_ids: Sequence[str]) -> int:
+        """Destroy keys ``key_ids`` as :meth:`forget` does a subject's; return how many."""
+        with self._lock:
+            now = datetime.now(UTC).isoformat()
+            count = sum(
+                self._conn.execute(
+                    "UPDATE subject_keys SET key = NULL, forgotten = ?"
+                    f" WHERE key IS NOT NULL AND key_id IN ({', '.join('?' * len(chunk))})",
+                    (now, *chunk),
+                ).rowcount
+                for chunk in chunked(list(key_ids))
+            )
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._live.clear()
+            for key_id in key_ids:
+                if self._keys.get(key_id) is not None:
+                    del self._keys[key_id], self._ciphers[key_id], self._owners[key_id]
+        return count
 
     def close(self) -> None:
         """Close the file; the store cannot be used afterwards."""

@@ -7,6 +7,7 @@ writers (WAL).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -34,6 +35,7 @@ from engram.ledger.errors import (
     AppendOnlyError,
     ConfigError,
     LedgerNotFoundError,
+    NotALedgerError,
     ReadOnlyLedgerError,
     StoreError,
 )
@@ -79,6 +81,20 @@ def _store_error(action: str, exc: sqlite3.Error) -> StoreError:
     return StoreError(f"{action}: {text}")
 
 
+#: SQLite's primary result codes for a file that is not a database, or a damaged one.
+_NOT_A_DATABASE = (sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_CORRUPT)
+
+
+def _not_a_ledger(path: str, exc: BaseException) -> NotALedgerError | None:
+    """Return the error to raise when ``exc`` says ``path`` is no database, else None."""
+    while exc is not None and not isinstance(exc, sqlite3.Error):
+        exc = exc.__cause__  # type: ignore[assignment]
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is None or code & 0xFF not in _NOT_A_DATABASE:
+        return None
+    return NotALedgerError(f"{path} is not an engram ledger: {exc}")
+
+
 def readable_uri(path: str, timeout: float = 30.0) -> str:
     """Return a URI that opens the SQLite file at ``path`` for reading without writing.
 
@@ -88,6 +104,9 @@ def readable_uri(path: str, timeout: float = 30.0) -> str:
     beside it, which is then an error rather than silently left out.
     """
     base = "file:" + urllib.parse.quote(path)
+    # Opening a damaged file in WAL mode leaves a WAL and its index beside it: a reader that
+    # refuses the file takes away what its probe created.
+    absent = [p for p in (path + "-wal", path + "-shm") if not os.path.lexists(p)]
     try:
         probe = sqlite3.connect(f"{base}?mode=ro", uri=True, timeout=timeout)
         try:
@@ -95,8 +114,14 @@ def readable_uri(path: str, timeout: float = 30.0) -> str:
         finally:
             probe.close()
         return f"{base}?mode=ro"
-    except sqlite3.OperationalError as exc:
-        if "unable to open" not in str(exc):
+    except sqlite3.DatabaseError as exc:  # also "file is not a database": not an open failure
+        wrong = _not_a_ledger(path, exc)
+        if wrong is not None:
+            for leftover in absent:
+                with contextlib.suppress(OSError):
+                    os.remove(leftover)
+            raise wrong from None
+        if not isinstance(exc, sqlite3.OperationalError) or "unable to open" not in str(exc):
             raise _store_error(f"read {path}", exc) from exc
     wal = path + "-wal"
     if os.path.exists(wal) and os.path.getsize(wal) > 0:
@@ -292,6 +317,15 @@ class SQLiteBackend(Backend):
             conn.commit()
 
     def create(self) -> None:
+        try:
+            self._create()
+        except StoreError as exc:
+            wrong = _not_a_ledger(self.path, exc)
+            if wrong is None:
+                raise
+            raise wrong from None
+
+    def _create(self) -> None:
         if self.readonly:
             with _translate("open the ledger read-only"), self._reader.connect() as conn:
                 self._check_format(conn)
@@ -313,7 +347,7 @@ class SQLiteBackend(Backend):
             for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
         }
         if not {"events", "ledger_meta"} <= names:
-            raise ConfigError(f"{self.path} is not an engram ledger (no events table)")
+            raise NotALedgerError(f"{self.path} is not an engram ledger (no events table)")
         stored = conn.exec_driver_sql(
             "SELECT value FROM ledger_meta WHERE key = 'format_version'"
         ).scalar()

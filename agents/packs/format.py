@@ -20,6 +20,7 @@ import hashlib
 import io
 import os
 import re
+import stat
 import struct
 import uuid
 import zipfile
@@ -45,7 +46,18 @@ FORMAT = 1
 PACKS = uuid.UUID("6f1d2c3e-9a41-5b7e-8f0c-2d4e6a8b0c1e")
 #: scrypt's cost for passphrases: about 0.1 s and 32 MiB, once per export or import.
 SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**15, 8, 1
+#: The most a pack's header may ask scrypt for, checked before deriving: memory (128·n·r
+#: bytes) twice the default's, work (n·r·p) four times it. A forged header cannot make an
+#: import allocate gigabytes or spin for minutes before its key is even tried.
+MAX_SCRYPT_MEMORY = 2 * 128 * SCRYPT_N * SCRYPT_R
+MAX_SCRYPT_WORK = 4 * SCRYPT_N * SCRYPT_R * SCRYPT_P
 MAX_HEADER = 1 << 20
+#: The largest pack file read; larger ones are refused before a byte of them is read.
+MAX_PACK_BYTES = 256 << 20
+#: A key file holds a key or a passphrase: anything longer is not one.
+_MAX_KEY_FILE = 4096
+#: What the zip inside may unpack to, as a multiple of the file's size limit.
+_UNPACK_FACTOR = 4
 
 Tag = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9_.-]{0,63}$")]
 NodeId = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
@@ -164,9 +176,9 @@ class PackKey(NamedTuple):
     def from_file(cls, path: str | os.PathLike[str]) -> PackKey:
         """Read the key from a file: 32 raw bytes, 64 hex digits, or a passphrase."""
         try:
-            data = Path(path).read_bytes()
-        except OSError as exc:
-            raise PackKeyError(f"cannot read the key file {os.fspath(path)}: {exc}") from None
+            data = _read(path, _MAX_KEY_FILE, "the key file")
+        except PackFormatError as exc:
+            raise PackKeyError(str(exc)) from None
         if len(data) == 32:
             return cls(data, True, f"key file {os.fspath(path)}")
         return cls._parse(data, f"key file {os.fspath(path)}")
@@ -200,8 +212,20 @@ class PackKey(NamedTuple):
             return self.material
         if header.kdf != "scrypt":
             raise PackAuthError("the pack was sealed with a raw key, the key given is a passphrase")
-        if not (2**10 <= header.n <= 2**20 and 1 <= header.r <= 32 and 1 <= header.p <= 4):
-            raise PackFormatError("the pack's scrypt parameters are out of range")
+        n, r, p = header.n, header.r, header.p
+        if not (
+            2**10 <= n <= 2**20
+            and n & (n - 1) == 0
+            and 1 <= r <= 32
+            and 1 <= p <= 4
+            and 128 * n * r <= MAX_SCRYPT_MEMORY
+            and n * r * p <= MAX_SCRYPT_WORK
+        ):
+            raise PackFormatError(
+                f"the pack's scrypt parameters (n={n}, r={r}, p={p}) are out of range: at most"
+                f" {MAX_SCRYPT_MEMORY >> 20} MiB and {MAX_SCRYPT_WORK // (SCRYPT_N * SCRYPT_R)}"
+                " times the default work, n a power of two"
+            )
         kdf = Scrypt(
             salt=_unhex(header.salt, "salt"), length=32, n=header.n, r=header.r, p=header.p
         )
@@ -302,21 +326,27 @@ def write_pack(
         temp.unlink(missing_ok=True)
 
 
-def peek(path: str | os.PathLike[str]) -> Manifest:
+def peek(path: str | os.PathLike[str], *, max_bytes: int = MAX_PACK_BYTES) -> Manifest:
     """Return a pack's manifest without its key (unauthenticated: for listing only)."""
-    return _split(_read(path), os.fspath(path))[0].pack
+    return _split(_read(path, max_bytes), os.fspath(path))[0].pack
 
 
-def read_pack(path: str | os.PathLike[str], key: PackKey) -> tuple[Manifest, list[Node]]:
+def read_pack(
+    path: str | os.PathLike[str], key: PackKey, *, max_bytes: int = MAX_PACK_BYTES
+) -> tuple[Manifest, list[Node]]:
     """Open, authenticate and check a pack; return its manifest and nodes.
 
+    Only a regular file of at most ``max_bytes`` is read (a device, a FIFO or a larger file
+    is refused before reading), and its archive may unpack to a bounded size only.
+
     Raises:
-        PackFormatError: not a pack, truncated, or a node does not fit (the line is named).
+        PackFormatError: not a pack, too large, truncated, or a node does not fit (the line
+            is named).
         PackAuthError: the wrong key, or any byte of the file changed.
         PackChecksumError: nodes.jsonl does not match the manifest.
     """
     where = os.fspath(path)
-    data = _read(path)
+    data = _read(path, max_bytes)
     header, prefix, sealed = _split(data, where)
     try:
         nonce = _unhex(header.nonce, "nonce")
@@ -330,8 +360,12 @@ def read_pack(path: str | os.PathLike[str], key: PackKey) -> tuple[Manifest, lis
         ) from None
     try:
         with zipfile.ZipFile(io.BytesIO(plain)) as z:
-            inner, nodes_jsonl = z.read("pack.json"), z.read("nodes.jsonl")
-    except (zipfile.BadZipFile, KeyError) as exc:
+            room = _UNPACK_FACTOR * max_bytes
+            inner, nodes_jsonl = (
+                _member(z, "pack.json", room, where),
+                _member(z, "nodes.jsonl", room, where),
+            )
+    except (zipfile.BadZipFile, KeyError, OSError) as exc:
         raise PackFormatError(f"{where}: the sealed content is not a pack archive: {exc}") from None
     if msgspec.json.decode(inner, type=Manifest) != header.pack:
         raise PackFormatError(f"{where}: pack.json inside differs from the header's")
@@ -382,11 +416,52 @@ def _line(line: bytes, number: int, where: str) -> Node:
         raise PackFormatError(f"{where}: nodes.jsonl line {number}: not JSON: {exc}") from None
 
 
-def _read(path: str | os.PathLike[str]) -> bytes:
+def _member(archive: zipfile.ZipFile, name: str, room: int, where: str) -> bytes:
+    """Return one member of the archive, refusing one that unpacks beyond ``room`` bytes."""
+    if archive.getinfo(name).file_size > room:
+        raise PackFormatError(f"{where}: {name} unpacks to more than {room:,} bytes")
+    with archive.open(name) as member:
+        data = member.read(room + 1)
+    if len(data) > room:
+        raise PackFormatError(f"{where}: {name} unpacks to more than {room:,} bytes")
+    return data
+
+
+def _read(
+    path: str | os.PathLike[str], max_bytes: int = MAX_PACK_BYTES, what: str = "the pack"
+) -> bytes:
+    """Read a pack (or key) file: a regular file of at most ``max_bytes``, in chunks.
+
+    Opened without blocking (a FIFO would wait for a writer) and checked on the open file,
+    so what is read is what was checked; a file growing meanwhile is cut at the limit.
+    """
+    where = os.fspath(path)
     try:
-        return Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
-        raise PackFormatError(f"cannot read the pack {os.fspath(path)}: {exc}") from None
+        raise PackFormatError(f"cannot read {what} {where}: {exc.strerror}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+        os.close(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise PackFormatError(f"{where} is not a regular file")
+        raise PackFormatError(
+            f"{where} is {info.st_size:,} bytes; {what} may have at most {max_bytes:,}"
+        )
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            while chunk := file.read(min(1 << 20, max_bytes + 1 - size)):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > max_bytes:
+                    raise PackFormatError(
+                        f"{where} grew past {max_bytes:,} bytes while it was read"
+                    )
+        except OSError as exc:
+            raise PackFormatError(f"cannot read {what} {where}: {exc.strerror}") from None
+    return b"".join(chunks)
 
 
 def _split(data: bytes, where: str) -> tuple[_Header, bytes, bytes]:

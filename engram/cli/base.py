@@ -2,8 +2,8 @@
 
 Exit codes: 0 success; 1 a failure at run time (a check failed, the ledger is missing, the
 database or a query refused, the input data is wrong); 2 a usage error (the command line or
-the configuration it names is wrong). A closed pipe on stdout (``engram log | head``) ends
-the command quietly with 0. Ctrl-C exits with 130.
+the configuration it names is wrong, or the ledger it names is not one). A closed pipe on
+stdout (``engram log | head``) ends the command quietly with 0. Ctrl-C exits with 130.
 """
 
 from __future__ import annotations
@@ -23,7 +23,13 @@ from engram.cli import logs
 from engram.cli.render import FORMATS, Record, render
 from engram.config import Settings, resolve_settings
 from engram.errors import InterfaceError
-from engram.ledger import ConfigError, Ledger, LedgerError
+from engram.ledger import (
+    ConfigError,
+    Ledger,
+    LedgerError,
+    LedgerNotFoundError,
+    NotALedgerError,
+)
 from engram.progress import ProgressBar
 from engram.projections.errors import ProjectionError, UnknownProjectionError
 from engram.runtime import Memory, open_parts, open_settings, registry_for
@@ -68,6 +74,12 @@ def one_line(text: str) -> str:
 
 class NoLedgerError(CliError):
     """A command that only reads was pointed at a ledger that does not exist."""
+
+
+class BadLedgerError(CliError):
+    """The ledger named is not one (a directory, an empty file, not a database): exit code 2."""
+
+    exit_code = 2
 
 
 class _OutputClosed(Exception):
@@ -117,8 +129,7 @@ class State:
             f", tenant {settings.tenant}" if settings.tenant else "",
             settings.projection_store,
         )
-        if not create:
-            _require_ledger(settings)
+        _require_ledger(settings, create=create)
         return settings
 
     def echo(self, text: str = "") -> None:
@@ -220,10 +231,21 @@ def translated(ctx: click.Context) -> Iterator[None]:
         raise click.exceptions.Exit(0) from None
     except KeyboardInterrupt:
         raise click.exceptions.Exit(130) from None
+    except (NotALedgerError, LedgerNotFoundError) as exc:
+        raise BadLedgerError(str(exc)) from None
     except (ConfigError, UnknownProjectionError) as exc:
         raise click.UsageError(str(exc), ctx) from None
     except (LedgerError, ProjectionError, AgentError, OSError) as exc:
         raise CliError(str(exc)) from None
+    except Exception as exc:
+        # A database driver's error that a layer let through is still one line, not a trace.
+        if type(exc).__module__.partition(".")[0] not in _DRIVERS:
+            raise
+        raise CliError(f"the database refused: {exc}") from None
+
+
+#: The modules whose errors are a database's refusal, shown as one line when they escape.
+_DRIVERS = frozenset({"sqlite3", "_sqlite3", "psycopg", "duckdb", "_duckdb", "sqlalchemy"})
 
 
 def _silence_stdout() -> None:
@@ -241,18 +263,28 @@ def _silence_stdout() -> None:
 # -- the ledger: found, never created by a reader ---------------------------------------------
 
 
-def _require_ledger(settings: Settings) -> None:
+def _require_ledger(settings: Settings, *, create: bool = False) -> None:
     target = settings.ledger
     init = f"engram --tenant {settings.tenant} init" if settings.tenant else "engram init"
     whose = f"tenant {settings.tenant!r}: " if settings.tenant else ""
     if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
-        if not _pg_ledger_exists(target, settings.pg_schema):
+        if not create and not _pg_ledger_exists(target, settings.pg_schema):
             where = f"{redacted(target)} (schema {settings.pg_schema})"
             raise NoLedgerError(f"{whose}no ledger at {where}; run {init}")
         return
+    if "://" in target and not target.startswith("sqlite:///"):
+        return
     path = os.path.expanduser(target.removeprefix("sqlite:///"))
-    if ("://" not in target or target.startswith("sqlite:///")) and not os.path.isfile(path):
+    if not os.path.lexists(path):
+        if create:
+            return
         raise NoLedgerError(f"{whose}no ledger at {target}; run {init}")
+    # A reader neither creates nor writes: an empty file would become a ledger if opened
+    # for writing, and a directory or a device is no ledger at all.
+    if not os.path.isfile(path):
+        raise BadLedgerError(f"{whose}{target} is not an engram ledger: not a regular file")
+    if not create and os.path.getsize(path) == 0:
+        raise BadLedgerError(f"{whose}{target} is not an engram ledger: the file is empty")
 
 
 def _pg_ledger_exists(url: str, schema: str) -> bool:

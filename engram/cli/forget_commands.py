@@ -10,6 +10,7 @@ import click
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, opened, output_format, state
 from engram.config import Settings
+from engram.keysplit import key_store_path
 from engram.ledger import KeyStore, KeyStoreError
 
 
@@ -74,7 +75,14 @@ def forget(subject: str, reason: str, actor: str, yes: bool) -> None:
 def keys(fmt: str) -> None:
     """List the subjects the key store holds keys of, and which were forgotten."""
     out = state()
-    path = _key_store(out.settings(create=True))
+    settings = out.settings(create=True)
+    _key_store(settings)
+    path = key_store_path(settings, readonly=True)
+    if path != os.path.expanduser(settings.keys):
+        note(
+            f"tenant {settings.tenant}'s keys are still in the shared store {path}: they move"
+            " to the tenant's own on its next write (ADR 0047)"
+        )
     try:
         with KeyStore(path, create=False) as store:
             subjects = store.subjects()

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, state
+from engram.cli.base import CliError, open_ledger, state
 
 if TYPE_CHECKING:
     import uvicorn
@@ -104,8 +104,10 @@ def hub(
         chosen = check_token(token) if token is not None else new_token()
     except ValueError as exc:
         raise click.UsageError(str(exc)) from None
+    settings = state().settings()
+    open_ledger(settings, readonly=True).close()  # a file that is no ledger: refused here
     config = HubConfig(
-        settings=state().settings(),
+        settings=settings,
         token=chosen,
         read_only=read_only,
         hosts=(*hosts, host),

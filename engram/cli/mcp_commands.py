@@ -5,6 +5,9 @@ The SDK is imported when the command runs, never when ``engram`` starts.
 
 from __future__ import annotations
 
+import dataclasses
+import os
+
 import click
 
 from engram.cli.app import cli, examples
@@ -36,8 +39,21 @@ from engram.cli.base import CliError, note, state
 @click.option(
     "--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP: port."
 )
-def mcp(agents: tuple[str, ...], transport: str, host: str, port: int) -> None:
-    """Serve engram's memory tools over the Model Context Protocol."""
+@click.option(
+    "--pack-dir",
+    type=click.Path(file_okay=False, exists=True),
+    default=None,
+    help="The only folder the pack tools may read and write (default: mcp_pack_dir in the"
+    " config; unset: the pack tools refuse).",
+)
+def mcp(
+    agents: tuple[str, ...], transport: str, host: str, port: int, pack_dir: str | None
+) -> None:
+    """Serve engram's memory tools over the Model Context Protocol.
+
+    A model is not the user: the pack tools touch files only inside the folder given by
+    --pack-dir (or mcp_pack_dir in the config file), and refuse without one (ADR 0046).
+    """
     bad = [a for a in agents if not a.strip()]
     if bad:
         raise click.UsageError("--agent: an agent name must not be empty")
@@ -45,7 +61,11 @@ def mcp(agents: tuple[str, ...], transport: str, host: str, port: int) -> None:
         from engram.mcp.server import serve
     except ImportError as exc:
         raise CliError(f"the MCP SDK is not installed ({exc}); pip install 'engram[mcp]'") from None
-    settings = state().settings(create=True)
+    settings = state().settings()  # a mistyped path is refused, never created
+    if pack_dir is not None:
+        settings = dataclasses.replace(settings, mcp_pack_dir=os.path.abspath(pack_dir))
+    elif settings.mcp_pack_dir and not os.path.isdir(os.path.expanduser(settings.mcp_pack_dir)):
+        raise click.UsageError(f"mcp_pack_dir {settings.mcp_pack_dir!r} is not a folder")
     if transport == "http":
         shown = f"[{host}]" if ":" in host else host
         note(

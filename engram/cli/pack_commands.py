@@ -132,9 +132,10 @@ def export_command(
 @output_format("json")
 def import_command(path: str, writer: str, key_env: str, key_file: str | None, fmt: str) -> None:
     """Check the pack file PATH, then append its nodes (once: a second import adds nothing)."""
-    manifest, nodes = read_pack(path, read_key(key_env, key_file))  # refused before any write
     out = state()
-    with opened(out.settings(create=True), actor=writer) as memory:
+    settings = out.settings()  # the ledger must exist: a mistyped path is not created
+    manifest, nodes = read_pack(path, read_key(key_env, key_file))  # refused before any write
+    with opened(settings, actor=writer) as memory:
         done = import_nodes(memory.agent(writer), manifest, nodes)
     record = {
         **_manifest(done.manifest),

@@ -17,13 +17,17 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from typing import Annotated, Any, Literal, TypeVar
 
+import anyio
 import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engram import __version__
+from engram.agents.context import MAX_BUDGET, MIN_BUDGET
 from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
@@ -97,7 +101,7 @@ class Worker:
     def _open(self, settings: Settings, agents: list[str]) -> MemoryTools:
         memory = self._stack.enter_context(open_parts(settings, actor=agents[0]))
         memory.engine.catch_up()
-        return MemoryTools(memory, agents)
+        return MemoryTools(memory, agents, pack_dir=settings.mcp_pack_dir or None)
 
     async def run(self, call: Callable[[], T]) -> T:
         """Run ``call`` on the worker thread; translate engram's refusals into tool errors."""
@@ -178,7 +182,9 @@ def build_server(worker: Worker) -> MCPServer:
         k: Annotated[int, Field(ge=1, le=100)] = 10,
         task: Annotated[str, Field(description="The task at hand, if any.")] = "",
         session: Annotated[str, Field(description="The session's name (scope session).")] = "",
-        budget: Annotated[int, Field(ge=1, le=200_000, description="Token budget.")] = 2000,
+        budget: Annotated[
+            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Token budget.")
+        ] = 2000,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Assemble context frames for your next step within a token budget.
@@ -195,7 +201,7 @@ def build_server(worker: Worker) -> MCPServer:
         ],
         query: str = "",
         task: str = "",
-        budget: Annotated[int, Field(ge=1, le=200_000)] = 2000,
+        budget: Annotated[int, Field(ge=1, le=MAX_BUDGET)] = 2000,
         items: Annotated[list[str], Field(description="Ids of the events behind the frames.")] = [],  # noqa: B006
         agent: Agent = None,
     ) -> dict[str, Any]:
@@ -300,6 +306,42 @@ def serve(
     """Run the server until its client goes away (stdio) or it is stopped (HTTP)."""
     with serving(settings, agents) as server:
         if transport == "stdio":
-            server.run("stdio")
+            anyio.run(_run_stdio, server)
         else:
             server.run("streamable-http", host=host, port=port)
+
+
+async def _run_stdio(server: MCPServer) -> None:
+    """Serve over stdio as the SDK does, and answer a line it cannot read (JSON-RPC 2.0, 5.1).
+
+    The SDK's stdio transport hands a line that is not a JSON-RPC message (bad JSON, a lone
+    surrogate, nesting past the parser's depth) to the session as an exception, which drops
+    it: the client would wait for an answer forever. Each such line gets an error response
+    with a null id: -32700 when it is not JSON, -32600 when it is JSON but no message.
+    """
+    lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async uses it the same way
+    async with stdio_server() as (read_stream, write_stream):
+        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read_stream:
+                    if isinstance(item, Exception):
+                        await write_stream.send(SessionMessage(_unreadable(item)))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(forward)
+            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            tasks.cancel_scope.cancel()
+
+
+def _unreadable(exc: Exception) -> JSONRPCError:
+    """Return the error response to a line that is no JSON-RPC message (input not echoed)."""
+    errors = exc.errors() if isinstance(exc, ValidationError) else []
+    if errors and errors[0].get("type") != "json_invalid":
+        code, message = INVALID_REQUEST, "Invalid Request: not a JSON-RPC 2.0 message"
+    else:
+        code, message = PARSE_ERROR, "Parse error: the line is not JSON this server can read"
+    return JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))

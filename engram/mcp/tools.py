@@ -13,13 +13,14 @@ import hashlib
 import json
 import os
 import sqlite3
+import stat
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
 from engram.agents.context import ContextWeights, build_context
-from engram.agents.frames import for_ledger
+from engram.agents.frames import split_written
 from engram.agents.packs import PackKey, export_pack, import_pack
 from engram.agents.tokens import default_counter
 from engram.errors import InterfaceError
@@ -52,12 +53,16 @@ class ToolInputError(InterfaceError, ValueError):
 class MemoryTools:
     """The server's tools, acting for ``agents`` (the first is the default caller)."""
 
-    def __init__(self, memory: Memory, agents: Sequence[str]) -> None:
+    def __init__(
+        self, memory: Memory, agents: Sequence[str], *, pack_dir: str | None = None
+    ) -> None:
         names = [a for a in agents if isinstance(a, str) and a.strip()]
         if not names or len(names) != len(agents):
             raise ToolInputError(f"give one or more agent names, got {list(agents)!r}")
         self.memory = memory
         self.agents = list(dict.fromkeys(names))
+        #: The only folder the pack tools read and write (ADR 0046); None: they refuse.
+        self.pack_dir = os.path.realpath(os.path.expanduser(pack_dir)) if pack_dir else None
 
     def caller(self, agent: str | None) -> str:
         """Return the calling agent: ``agent`` if this server acts for it, else the default."""
@@ -204,21 +209,28 @@ class MemoryTools:
         items: Sequence[str] = (),
         agent: str | None = None,
     ) -> dict[str, Any]:
-        """Append ``context.saved``: the frames the caller was shown or wrote back."""
+        """Append ``context.saved``: the frames the caller was shown or wrote back.
+
+        Entries quoting the ledger by position keep the position only; everything the
+        caller wrote itself goes to ``notes``, sealed under its key like the query and the
+        task, so forgetting the caller forgets it too (ADR 0046).
+        """
         who = self.caller(agent)
         if not isinstance(frames, Mapping) or not frames:
             raise ToolInputError("frames must be a non-empty object of frame name -> content")
         counter = default_counter()
         tokens = counter.count(json.dumps(frames, ensure_ascii=False, default=str))
+        quoted, notes = split_written(frames)
         payload = ContextSaved(
             agent=who,
             budget=budget,
             tokens=tokens,
-            frames=for_ledger(frames),
+            frames=quoted,
             query=query,
             task=task,
             items=list(items),
             tokenizer=counter.name,
+            notes=notes,
         )
         event = NewEvent.of(payload, stream=f"context:{who}", actor=who)
         position = self.memory.ledger.append(event)[0]
@@ -270,11 +282,10 @@ class MemoryTools:
         An existing file is never replaced: a model cannot overwrite files through this tool.
         """
         who = self.caller(agent)
-        if os.path.lexists(_path(path)):
-            raise ToolInputError(f"{path} exists; export to a new file name")
+        target = self.pack_path(path, new=True)
         manifest = export_pack(
             self.memory.agent(who),
-            _path(path),
+            target,
             PackKey.from_env(key_env),
             name=name,
             version=version,
@@ -296,12 +307,47 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Check and import a pack file as the caller (a second import appends nothing)."""
         who = self.caller(agent)
-        done = import_pack(self.memory.agent(who), _path(path), PackKey.from_env(key_env))
+        done = import_pack(
+            self.memory.agent(who), self.pack_path(path, new=False), PackKey.from_env(key_env)
+        )
         m = done.manifest
         return {
             "pack": m.id, "name": m.name, "version": m.version, "nodes": m.nodes,
             "appended": done.appended, "position": done.position, "embeddings": done.embeddings,
         }  # fmt: skip
+
+    def pack_path(self, path: str, *, new: bool) -> str:
+        """Return where ``path`` lies inside the pack folder, or refuse it (ADR 0046).
+
+        A relative path is taken from the pack folder. The path is resolved through every
+        symbolic link first, so a link cannot lead out; what is read must be a regular file
+        (not a device, a FIFO or a folder), and what is written must not exist yet.
+        """
+        root = self.pack_dir
+        if root is None:
+            raise ToolInputError(
+                "the pack tools are off: the user must name the folder they may use"
+                " (engram mcp --pack-dir DIR, or mcp_pack_dir = DIR in the config file)"
+            )
+        if not isinstance(path, str) or not path.strip() or "\x00" in path:
+            raise ToolInputError(f"path must be a file name in the pack folder {root}")
+        given = os.path.join(root, path)
+        real = os.path.realpath(given)
+        if real == root or os.path.commonpath([root, real]) != root:
+            raise ToolInputError(f"{path} is outside the pack folder {root}; use a name inside it")
+        if new:
+            if os.path.lexists(given) or os.path.lexists(real):
+                raise ToolInputError(f"{path} exists; export to a new file name")
+            if not os.path.isdir(os.path.dirname(real)):
+                raise ToolInputError(f"{path}: no such folder in the pack folder {root}")
+            return real
+        try:
+            mode = os.stat(real).st_mode
+        except OSError as exc:
+            raise ToolInputError(f"{path}: {exc.strerror} (in the pack folder {root})") from None
+        if not stat.S_ISREG(mode):
+            raise ToolInputError(f"{path} is not a regular file; a pack is a file")
+        return real
 
     # -- learning loop --------------------------------------------------------------------
 
@@ -381,9 +427,3 @@ def _check_items(
             msgspec.convert({**item, "agent": who}, payload)
         except msgspec.ValidationError as exc:
             raise ToolInputError(f"{group}[{i}]: {exc}") from None
-
-
-def _path(path: str) -> str:
-    if not isinstance(path, str) or not path.strip():
-        raise ToolInputError("path must be a non-empty file path on the server's machine")
-    return os.path.expanduser(path)

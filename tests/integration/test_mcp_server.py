@@ -25,7 +25,9 @@ TIMEOUT = 120.0
 
 
 def params(db: Path, *agents: str) -> StdioServerParameters:
-    args = ["-m", "engram", "mcp", "--ledger", str(db)]
+    if not db.exists():  # the server serves a ledger, never creates one (a mistyped path)
+        Ledger.open(str(db)).close()
+    args = ["-m", "engram", "mcp", "--ledger", str(db), "--pack-dir", str(db.parent)]
     for agent in agents:
         args += ["--agent", agent]
     env = {"ENGRAM_CONFIG": os.devnull, "ENGRAM_PACK_KEY": KEY, "PYTHONUNBUFFERED": "1"}
@@ -283,6 +285,7 @@ def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     db = tmp_path / "ledger.db"
+    Ledger.open(str(db)).close()
     argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice",
             "--transport", "http", "--port", str(port)]  # fmt: skip
     env = {**os.environ, "ENGRAM_CONFIG": os.devnull}

@@ -24,6 +24,7 @@ from engram.agents.packs import (
 )
 from engram.agents.packs.format import decode_vector
 from engram.cli import main
+from engram.ledger import Ledger
 from engram.projections.embedding import cache_key
 from engram.runtime import Memory
 
@@ -197,12 +198,19 @@ def test_the_cli_reads_the_key_from_the_environment_or_a_file(
     assert code == 0, err
     assert json.loads(out)[0]["nodes"] == 2
     target = str(tmp_path / "cli-target.db")
+    code, _, err = run(capsys, "--ledger", target, "pack", "import", pack, "--as", "carol",
+                       "--key-env", "TEAM_PACK_KEY")  # fmt: skip
+    assert code == 1
+    assert "no ledger at" in err  # a mistyped ledger path is refused, not created
+    assert not Path(target).exists()
+    Ledger.open(target).close()
     (tmp_path / "wrong.key").write_text("not the team passphrase")
     code, _, err = run(capsys, "--ledger", target, "pack", "import", pack, "--as", "carol",
                        "--key-file", str(tmp_path / "wrong.key"))  # fmt: skip
     assert code == 1
     assert "authentication failed" in err
-    assert not Path(target).exists()  # refused before the ledger was even created
+    with Ledger.open(target, readonly=True) as ledger:
+        assert ledger.head() == 0  # refused before anything was appended
     code, out, err = run(capsys, "--ledger", target, "pack", "import", pack, "--as", "carol",
                          "--key-env", "TEAM_PACK_KEY")  # fmt: skip
     assert code == 0, err
@@ -247,3 +255,15 @@ def test_a_pack_imports_once_into_a_postgresql_ledger(
         assert target.ledger.head() == first.position
         assert target.concepts("carol").get("py.idiom.enumerate") is not None
         assert target.ledger.verify().ok
+
+
+def test_the_cli_refuses_a_device_as_a_pack_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "ledger.db")
+    Ledger.open(db).close()
+    key = str(REPO / "packs" / "example.key")
+    code, _, err = run(capsys, "--ledger", db, "pack", "import", "/dev/zero", "--as", "carol",
+                       "--key-file", key)  # fmt: skip
+    assert code == 1
+    assert err == "engram pack import: error: /dev/zero is not a regular file\n"

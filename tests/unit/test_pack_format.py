@@ -210,3 +210,81 @@ def test_node_event_ids_are_uuid5_of_the_pack_and_the_node() -> None:
         assert node_event_id(pack, node) == str(uuid.uuid5(uuid.UUID(pack), node))
     with pytest.raises(PackFormatError, match="not a UUID"):
         node_event_id("not-a-uuid", "n")
+
+
+def _forge(path: Path, **params: int) -> None:
+    """Rewrite a passphrase pack's header with other scrypt parameters (its tag then fails)."""
+    data = path.read_bytes()
+    (length,) = struct.unpack(">I", data[8:12])
+    header = msgspec.json.decode(data[12 : 12 + length])
+    head = msgspec.json.encode({**header, **params})
+    path.write_bytes(MAGIC + struct.pack(">I", len(head)) + head + data[12 + length :])
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"n": 2**20, "r": 32, "p": 1},  # 4 GiB of memory
+        {"n": 2**17, "r": 8, "p": 4},  # 128 MiB and 16 times the default work
+        {"n": 2**16, "r": 16, "p": 1},  # 128 MiB
+        {"n": 3 * 2**12, "r": 8, "p": 1},  # not a power of two: scrypt itself would raise
+    ],
+    ids=["4GiB", "work", "memory", "not-a-power"],
+)
+def test_a_forged_scrypt_header_is_refused_before_deriving(
+    tmp_path: Path, params: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "p.pack"
+    _write(path, PASSPHRASE)
+    _forge(path, **params)
+    derived: list[object] = []
+    monkeypatch.setattr("engram.agents.packs.format.Scrypt", lambda **kw: derived.append(kw))
+    with pytest.raises(PackFormatError, match="scrypt parameters"):
+        read_pack(path, PASSPHRASE)
+    assert derived == []
+
+
+def test_the_default_and_a_doubled_scrypt_cost_still_open(tmp_path: Path) -> None:
+    path = tmp_path / "p.pack"
+    manifest = _write(path, PASSPHRASE)
+    assert read_pack(path, PASSPHRASE)[0] == manifest
+    _forge(path, n=2**16)  # twice the default's memory: allowed, then the tag decides
+    with pytest.raises(PackAuthError):
+        read_pack(path, PASSPHRASE)
+
+
+def test_a_device_a_fifo_and_a_folder_are_refused_without_reading(tmp_path: Path) -> None:
+    fifo = tmp_path / "p.pack"
+    os.mkfifo(fifo)
+    for path in (Path("/dev/zero"), fifo, tmp_path):
+        with pytest.raises(PackFormatError, match="not a regular file"):
+            read_pack(path, RAW)  # a FIFO with no writer would block a plain open
+        with pytest.raises(PackFormatError, match="not a regular file"):
+            peek(path)
+    with pytest.raises(PackKeyError, match="not a regular file"):
+        PackKey.from_file("/dev/zero")
+
+
+def test_a_pack_over_the_size_limit_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "p.pack"
+    _write(path)
+    size = path.stat().st_size
+    assert read_pack(path, RAW, max_bytes=size)[1] == _nodes()
+    with pytest.raises(PackFormatError, match=f"at most {size - 1:,}"):
+        read_pack(path, RAW, max_bytes=size - 1)
+    sparse = tmp_path / "big.pack"
+    with open(sparse, "wb") as out:  # 257 MiB that take no disk: refused by its size alone
+        out.write(MAGIC)
+        out.truncate(257 << 20)
+    with pytest.raises(PackFormatError, match="the pack may have at most"):
+        read_pack(sparse, RAW)
+
+
+def test_an_archive_that_unpacks_beyond_its_bound_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "p.pack"
+    _write(path)
+    monkeypatch.setattr("engram.agents.packs.format._UNPACK_FACTOR", 0)
+    with pytest.raises(PackFormatError, match="unpacks to more than 0 bytes"):
+        read_pack(path, RAW)

@@ -1,0 +1,153 @@
+"""Each tenant's own key store, and the one-time split of a store tenants used to share.
+
+Keys belong to a tenant (ADR 0047): a subject is (tenant, name), and tenant ``acme``'s keys
+live in ``<keys>.tenants/acme/keys.db`` (:func:`engram.config.scope_to_tenant`), so
+forgetting ``alice`` in one tenant leaves another tenant's ``alice`` readable, and listing
+keys shows the tenant's own subjects only.
+
+Before, every tenant sealed under the one store named by ``keys``. The first write in any
+tenant splits it: each namespace (the base ledger and every tenant) is read once for the
+key ids its sealed fields name; each tenant's store receives the keys its ledger uses; the
+shared store keeps the keys the base ledger uses and destroys the ones only tenants used.
+A key that two namespaces used (the same subject name sealed in both before the split)
+is copied to each: forgetting the subject in one then leaves the other's copy, so that
+older data stays readable where it was written; the ADR says so. Until a writer has split
+it, a reader reads the shared store, as before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import msgspec
+
+from engram.config import TENANT_SEPARATOR, TENANTS_SUFFIX, Settings
+from engram.ledger import KeyStore
+from engram.ledger.shred import SEALED_PREFIX, is_sealed
+
+__all__ = ["SPLIT_MARK", "key_store_path", "split_shared_keys"]
+
+#: The file, in ``<keys>.tenants/``, that says the shared store was split (and how).
+SPLIT_MARK = ".split"
+_KEY_ID = slice(len(SEALED_PREFIX), len(SEALED_PREFIX) + 16)
+
+
+def key_store_path(settings: Settings, *, readonly: bool) -> str:
+    """Return the key store file ``settings`` seal and open with (ADR 0039, ADR 0047).
+
+    A tenant's is its own; a writer first splits the store tenants shared, if not done yet
+    (:func:`split_shared_keys`); a reader meanwhile reads the shared store.
+    """
+    path = os.path.expanduser(settings.keys)
+    shared = settings.shared_keys
+    if not settings.tenant or not shared or not os.path.isfile(shared) or _split(shared):
+        if not readonly:
+            os.makedirs(os.path.dirname(path) or ".", mode=0o700, exist_ok=True)
+        return path
+    if readonly:
+        return shared
+    split_shared_keys(settings)
+    return path
+
+
+def _split(shared: str) -> bool:
+    return os.path.isfile(os.path.join(shared + TENANTS_SUFFIX, SPLIT_MARK))
+
+
+def split_shared_keys(settings: Settings) -> dict[str, int]:
+    """Give every tenant its own copy of the shared store's keys its ledger uses.
+
+    ``settings`` are a tenant's. Returns, by namespace ("" for the base ledger), how many
+    keys its store received; the shared store destroys the keys only tenants used. Safe to
+    run again after a crash: copies skip what is there, and the mark is written last.
+    """
+    from engram.tenancy import list_tenants
+
+    shared = settings.shared_keys
+    folder = shared + TENANTS_SUFFIX
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    base = _base(settings)
+    with _locked(os.path.join(folder, ".split.lock")):
+        if _split(shared):
+            return {}
+        namespaces = {"": base, **{t.name: t.settings for t in list_tenants(base)}}
+        namespaces.setdefault(settings.tenant, settings)
+        used = {name: _key_ids(ns) for name, ns in namespaces.items()}
+        copied: dict[str, int] = {}
+        with KeyStore(shared, create=False) as source:
+            for name, ns in namespaces.items():
+                if not name:
+                    continue
+                path = os.path.expanduser(ns.keys)
+                os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+                with KeyStore(path) as own:
+                    copied[name] = source.copy_keys(sorted(used[name]), own)
+            tenants_only = set().union(*(ids for n, ids in used.items() if n)) - used[""]
+            copied[""] = -source.destroy_keys(sorted(tenants_only))
+        mark = os.path.join(folder, SPLIT_MARK)
+        with open(mark + ".tmp", "w") as out:
+            json.dump({"at": datetime.now(UTC).isoformat(), "keys": copied}, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(mark + ".tmp", mark)
+    return copied
+
+
+def _base(settings: Settings) -> Settings:
+    """Return the unscoped settings a tenant's were made from (ledger, schema, keys)."""
+    ledger, schema = settings.ledger, settings.pg_schema
+    if settings.is_postgres:
+        schema = schema.removesuffix(TENANT_SEPARATOR + settings.tenant)
+    else:
+        tenants = os.path.dirname(os.path.dirname(ledger.removeprefix("sqlite:///")))
+        ledger = tenants.removesuffix(TENANTS_SUFFIX)
+    return dataclasses.replace(
+        settings,
+        ledger=ledger,
+        pg_schema=schema,
+        tenant="",
+        keys=settings.shared_keys,
+        shared_keys="",
+        projections="",
+    )
+
+
+def _key_ids(settings: Settings) -> set[str]:
+    """Return the ids of the keys the sealed fields of ``settings``' ledger name."""
+    from engram.ledger import LedgerNotFoundError
+    from engram.runtime import open_settings
+
+    plain = dataclasses.replace(settings, keys="", shared_keys="")
+    personal = settings.personal()
+    found: set[str] = set()
+    try:
+        ledger = open_settings(plain, readonly=True)
+    except LedgerNotFoundError:
+        return found  # a tenant whose ledger is not created yet uses no key
+    with ledger:
+        kinds = [k for k in personal if k in ledger.registry]
+        for event in ledger.read(kinds=kinds):
+            payload = event.payload
+            fields = payload if isinstance(payload, dict) else msgspec.structs.asdict(payload)
+            for name in personal[event.kind]:
+                value = fields.get(name)
+                if isinstance(value, str) and is_sealed(value):
+                    found.add(value[_KEY_ID])
+    return found
+
+
+@contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``path`` (created if need be) for the block."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

@@ -1,0 +1,277 @@
+"""What a model may not do through ``engram mcp`` (issue 26): driven by the SDK's own client.
+
+The pack tools touch files only inside the folder the user names, never a device, a FIFO, a
+path out of it (by ``..``, an absolute path or a symbolic link) or an oversized file; the
+schema carries the tools' own limits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+mcp = pytest.importorskip("mcp")
+
+from mcp import Client  # noqa: E402
+from mcp.client.stdio import StdioServerParameters  # noqa: E402
+
+from engram.ledger import Ledger  # noqa: E402
+
+REPO = Path(__file__).parents[2]
+PACK = REPO / "packs" / "engram-adrs.pack"
+KEY = (REPO / "packs" / "example.key").read_text().strip()
+TIMEOUT = 120.0
+
+
+def serve(
+    db: Path, body: Callable[[Client], Awaitable[Any]], *, pack_dir: Path | None = None, **env: str
+) -> Any:
+    """Run ``body`` against a fresh ``engram mcp`` for agent alice; return what it returns."""
+    if not db.exists():
+        Ledger.open(str(db)).close()
+    args = ["-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
+    if pack_dir is not None:
+        args += ["--pack-dir", str(pack_dir)]
+    environment = {"ENGRAM_CONFIG": os.devnull, "ENGRAM_PACK_KEY": KEY, **env}
+    server = StdioServerParameters(
+        command=sys.executable, args=args, env=environment, cwd=str(db.parent)
+    )
+
+    async def main() -> Any:
+        async with Client(server, read_timeout_seconds=TIMEOUT) as client:
+            return await body(client)
+
+    return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content
+    return json.loads(result.content[0].text)  # type: ignore[union-attr]
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, result.content
+    return str(result.content[0].text)  # type: ignore[union-attr]
+
+
+def test_the_pack_tools_refuse_until_the_user_names_their_folder(tmp_path: Path) -> None:
+    shutil.copy(PACK, tmp_path / "adrs.pack")
+
+    async def body(client: Client) -> list[str]:
+        return [
+            await refused(client, "import_pack", path=str(tmp_path / "adrs.pack")),
+            await refused(client, "export_pack", path="x.pack", name="n", version="1", select="a"),
+        ]
+
+    for message in serve(tmp_path / "ledger.db", body):
+        assert "pack tools are off" in message
+        assert "--pack-dir" in message
+    assert sorted(os.listdir(tmp_path)) == ["adrs.pack", "ledger.db", "ledger.db.projections"]
+
+
+def test_the_pack_tools_stay_inside_their_folder(tmp_path: Path) -> None:
+    packs, outside = tmp_path / "packs", tmp_path / "outside"
+    packs.mkdir()
+    outside.mkdir()
+    shutil.copy(PACK, packs / "adrs.pack")
+    shutil.copy(PACK, outside / "real.pack")
+    os.mkfifo(packs / "fifo.pack")
+    (packs / "zero.pack").symlink_to("/dev/zero")
+    (packs / "link.pack").symlink_to(outside / "real.pack")
+    (packs / "out").symlink_to(outside)
+    with open(packs / "big.pack", "wb") as big:  # sparse: 300 MiB that take no disk
+        big.write(b"ENGRAMPK")
+        big.truncate(300 << 20)
+    db = tmp_path / "ledger.db"
+
+    async def body(client: Client) -> dict[str, Any]:
+        head = (await call(client, "project_snapshot"))["ledger"]["head"]
+        got = {
+            "fifo": await refused(client, "import_pack", path="fifo.pack"),
+            "device": await refused(client, "import_pack", path="/dev/zero"),
+            "device link": await refused(client, "import_pack", path="zero.pack"),
+            "link out": await refused(client, "import_pack", path="link.pack"),
+            "dot dot": await refused(client, "import_pack", path="../outside/real.pack"),
+            "absolute": await refused(client, "import_pack", path=str(outside / "real.pack")),
+            "folder": await refused(client, "import_pack", path="."),
+            "oversize": await refused(client, "import_pack", path="big.pack"),
+            "export out": await refused(
+                client, "export_pack", path="out/x.pack", name="n", version="1", select="adr"
+            ),
+            "export abs": await refused(
+                client, "export_pack", path="/tmp/x.pack", name="n", version="1", select="adr"
+            ),
+            "export over": await refused(
+                client, "export_pack", path="adrs.pack", name="n", version="1", select="adr"
+            ),
+        }
+        got["unchanged"] = (await call(client, "project_snapshot"))["ledger"]["head"] == head
+        got["import"] = await call(client, "import_pack", path="adrs.pack")
+        got["export"] = await call(
+            client, "export_pack", path="mine.pack", name="mine", version="1", concepts="adr"
+        )
+        return got
+
+    got = serve(db, body, pack_dir=packs)
+    assert "not a regular file" in got["fifo"]
+    for name in ("device", "device link", "link out", "dot dot", "absolute", "export out"):
+        assert "outside the pack folder" in got[name], (name, got[name])
+    assert "outside the pack folder" in got["folder"]
+    assert "may have at most" in got["oversize"]
+    assert "outside the pack folder" in got["export abs"]
+    assert "exists" in got["export over"]
+    assert got["unchanged"]
+    assert got["import"]["appended"] == got["import"]["nodes"] > 0
+    assert (packs / "mine.pack").is_file()
+    assert sorted(os.listdir(outside)) == ["real.pack"]
+
+
+def test_the_schema_carries_the_budget_the_tool_accepts(tmp_path: Path) -> None:
+    from engram.agents.context import MAX_BUDGET, MIN_BUDGET
+
+    async def body(client: Client) -> tuple[dict[str, Any], str]:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        schema = tools["recall_context"].input_schema["properties"]["budget"]
+        over = await refused(client, "recall_context", query="q", budget=MAX_BUDGET + 1)
+        return schema, over
+
+    schema, over = serve(tmp_path / "ledger.db", body)
+    assert (schema["minimum"], schema["maximum"]) == (MIN_BUDGET, MAX_BUDGET)
+    assert "budget" in over
+
+
+SECRET = "alice keeps her spare key under the blue flowerpot"
+
+
+def _files_hold(folder: Path, text: bytes) -> list[str]:
+    return [str(p) for p in folder.rglob("*") if p.is_file() and text in p.read_bytes()]
+
+
+def test_what_an_agent_saves_is_sealed_and_forgotten_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from starlette.testclient import TestClient
+
+    from engram.cli import main
+    from engram.config import resolve_settings
+    from engram.hub import HubConfig, create_app
+
+    db = tmp_path / "ledger.db"
+    config = tmp_path / "engram.toml"
+    config.write_text(f'keys = "{tmp_path / "keys.db"}"\n')
+    options = ["--ledger", str(db), "--config", str(config)]
+
+    async def body(client: Client) -> dict[str, Any]:
+        wrote = await call(client, "upsert_memory", observations=[{"text": "the deploy is at 3"}])
+        (position,) = wrote["positions"]["observations"]
+        saved = await call(
+            client,
+            "save_context",
+            frames={
+                "scratchpad": SECRET,
+                "episodic": [
+                    {"pos": position, "type": "observation", "text": "the deploy is at 3"}
+                ],
+                "plan": [{"step": 1, "do": SECRET}],
+            },
+            task="water the plants",
+        )
+        return {**saved, "quoted": position}
+
+    saved = serve(db, body, ENGRAM_CONFIG=str(config))
+    assert _files_hold(tmp_path, SECRET.encode()) == []  # sealed from the first write
+    with Ledger.open(str(db), readonly=True, sealer=_sealer(tmp_path)) as ledger:
+        (event,) = ledger.get([saved["position"]])
+    assert SECRET in event.payload.notes  # alice can still read what she saved
+    assert event.payload.frames == {"episodic": [{"pos": saved["quoted"]}]}
+
+    assert main([*options, "forget", "alice", "--yes"]) == 0
+    assert main([*options, "rebuild"]) == 0
+    sql = f"select * from ledger.events where position = {saved['position']}"
+    assert main([*options, "sql", sql, "--format", "json"]) == 0
+    shown = capsys.readouterr().out
+    assert f'"position": {saved["position"]}' in shown
+    assert "flowerpot" not in shown
+    assert b"flowerpot".hex() not in shown
+    assert _files_hold(tmp_path, SECRET.encode()) == []
+    with Ledger.open(str(db), readonly=True, sealer=_sealer(tmp_path)) as ledger:
+        (event,) = ledger.get([saved["position"]])
+    assert (event.payload.notes, event.payload.task) == ("[forgotten]", "[forgotten]")
+    settings = resolve_settings(str(db), config=str(config))
+    hub = HubConfig(settings=settings, token="t" * 32)
+    with TestClient(create_app(hub), base_url="http://127.0.0.1") as web:
+        web.headers["Authorization"] = "Bearer " + "t" * 32
+        page = web.get(f"/ledger/event/{saved['position']}")
+    assert page.status_code == 200
+    assert "[forgotten]" in page.text
+    assert "flowerpot" not in page.text
+
+
+def _sealer(folder: Path) -> Any:
+    from engram.ledger import KeyStore, Sealer
+
+    return Sealer(KeyStore(folder / "keys.db", create=False))
+
+
+def test_a_line_the_sdk_cannot_read_gets_a_json_rpc_error(tmp_path: Path) -> None:
+    """Bad JSON, a lone surrogate, deep nesting, JSON that is no message: each answered."""
+    import select
+    import subprocess
+
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, JSONRPCError, jsonrpc_message_adapter
+
+    db = tmp_path / "ledger.db"
+    Ledger.open(str(db)).close()
+    argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
+    env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
+    bad = {
+        "not json": b"{not json",
+        "lone surrogate": b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":'
+        + b'{"a":"\\ud800"}}',
+        "deep": b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"a":'
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}}",
+        "no message": b'{"hello": "world"}',
+    }
+    client = {"name": "t", "version": "1"}
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
+    with subprocess.Popen(argv, env=env, **pipes) as server:  # type: ignore[call-overload]
+
+        def ask(line: bytes) -> Any:
+            server.stdin.write(line + b"\n")
+            server.stdin.flush()
+            ready, _, _ = select.select([server.stdout], [], [], 60)
+            assert ready, f"no answer to {line[:60]!r}"
+            return jsonrpc_message_adapter.validate_json(server.stdout.readline())
+
+        try:
+            start = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+            ask(json.dumps(start).encode())
+            server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            answers = {name: ask(line) for name, line in bad.items()}
+            still = ask(b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}')
+        finally:
+            server.kill()
+    for name, answer in answers.items():
+        assert isinstance(answer, JSONRPCError), name
+        assert answer.id is None
+    codes = {name: a.error.code for name, a in answers.items()}
+    assert codes == {
+        "not json": PARSE_ERROR,
+        "lone surrogate": PARSE_ERROR,
+        "deep": PARSE_ERROR,
+        "no message": INVALID_REQUEST,
+    }
+    assert still.id == 9  # the server reads on after each
