@@ -21,6 +21,11 @@ settings.load_profile(
     "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "default")
 )
 
+# The suite expects the deterministic hash embedder wherever nothing routes one, whatever
+# extras are installed (ADR 0061: MiniLM on ONNX is the default where it can run); the tests
+# of that default unset this. Set in the environment so that CLI subprocesses inherit it.
+os.environ.setdefault("ENGRAM_EMBEDDER", "hash")
+
 _SEED = pytest.StashKey[int]()
 _DEFAULT_PG_DSN = "postgresql://127.0.0.1:5432/test"
 
