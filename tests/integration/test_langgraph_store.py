@@ -4,8 +4,9 @@ Hypothesis draws sequences of puts, deletes, gets, searches (prefixes, filters w
 operators, queries ranked through the same ``index`` config, pages) and namespace listings,
 and batches that mix writes and reads; both stores run them and every answer must agree.
 Where ``InMemoryStore`` answers by accident of its dicts, the comparison states the documented
-semantics instead: namespaces are those holding items (its reads create empty ones), and the
-order of unranked results is not part of the contract (engram returns the newest first).
+semantics instead: namespaces are those holding items (its reads create empty ones), the
+order of unranked results is not part of the contract (engram returns the newest first), and
+an offset skips unranked items too (InMemoryStore pads every ranked page with the same ones).
 Then cases from the documented semantics, and the store over a real ledger across processes.
 """
 
@@ -87,7 +88,9 @@ listing = st.tuples(
     st.sampled_from([(100, 0), (1, 1)]),
 )
 mixed = st.tuples(st.just("batch"), st.sampled_from(NAMESPACES), st.sampled_from(KEYS), values)
-operations = st.lists(st.one_of(put, put, delete, get, search, listing, mixed), max_size=25)
+operations = st.lists(
+    st.one_of(put, put, delete, get, search, listing, mixed), min_size=5, max_size=30
+)
 
 
 @pytest.fixture(scope="module")
@@ -134,7 +137,8 @@ def _run(op: tuple[Any, ...], store: Any) -> Any:
 
 def _compare_search(op: tuple[Any, ...], mine: list[Any], theirs: list[Any]) -> None:
     _, _, _, query, (limit, offset) = op
-    assert len(mine) == len(theirs)
+    if query is None or offset == 0:  # InMemoryStore pads a ranked page with unranked items
+        assert len(mine) == len(theirs)  # whatever the offset: a page 2 repeats them
     if query is None:
         if offset == 0 and limit == 100:
             assert sorted(_view(mine), key=repr) == sorted(_view(theirs), key=repr)
@@ -228,7 +232,6 @@ WRITER = """
 import os, sys
 import engram
 from engram.integrations.langgraph import EngramStore
-from tests_report import report
 with engram.open_memory(sys.argv[1], config=os.devnull) as memory:
     EngramStore.from_memory(memory).put(("shared",), "note", {"text": "from another process"})
 """
