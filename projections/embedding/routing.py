@@ -145,13 +145,15 @@ def load_routing(path: str | os.PathLike[str] | None = None) -> Routing:
     try:
         routing = _parse(path)
     except _Invalid as problem:
+        fallback = default_route()
+        name = "onnx MiniLM" if isinstance(fallback, OnnxRoute) else "hash"
         warnings.warn(
             f"embedding routing file {os.fspath(path)!r}: {problem}; "
-            "using the default embedder for every use",
+            f"using the default {name} embedder for every use",
             EmbeddingConfigWarning,
             stacklevel=2,
         )
-        return Routing({"default": default_route()})
+        return Routing({"default": fallback})
     return routing
 
 
