@@ -30,7 +30,7 @@ class StoredItem(NamedTuple):
     namespace: tuple[str, ...]
     key: str
     value: dict[str, Any]
-    index: list[str] | None
+    indexed: list[str] | None  # the fields search embeds: None the store's default, [] none
     created_at: datetime
     updated_at: datetime
     position: int  # of the put that wrote this value

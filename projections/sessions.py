@@ -21,10 +21,10 @@ from engram.projections.errors import QueryError
 
 
 class SessionItem(NamedTuple):
-    """An item a session holds: the add that carried it, its index there, the item."""
+    """An item a session holds: the add that carried it, its place there, the item."""
 
     position: int
-    index: int
+    slot: int
     item: dict[str, Any]
 
 

@@ -10,6 +10,7 @@ the runtimes, not the cores a shared machine happens to lend.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -28,18 +29,15 @@ def main(provider: str, texts_path: str, out: str) -> None:
         texts = json.load(file)
     start = time.perf_counter()
     if provider == "onnx":
-        import onnxruntime  # noqa: F401
-        import tokenizers  # noqa: F401
-
+        importlib.import_module("onnxruntime")
+        importlib.import_module("tokenizers")
         imported = time.perf_counter()
         from engram.projections.embedding.onnx_provider import OnnxEmbedder
 
         embedder: object = OnnxEmbedder(model="all-MiniLM-L6-v2", threads=1)
     else:
-        import sentence_transformers  # noqa: F401
-        import torch
-
-        torch.set_num_threads(1)
+        importlib.import_module("sentence_transformers")
+        importlib.import_module("torch").set_num_threads(1)
         imported = time.perf_counter()
         from engram.projections.embedding.st import SentenceTransformerEmbedder
 

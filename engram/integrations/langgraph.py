@@ -177,16 +177,16 @@ class EngramStore(BaseStore):
             best = max(_cosine(query, vectors[text]) for text in group)
             scored.append((best, rank, item))
         scored.sort(key=lambda entry: (-entry[0], entry[1]))
-        ranked = [(score, item) for score, _, item in scored]
+        ranked: list[tuple[float | None, StoredItem]] = [(s, item) for s, _, item in scored]
         ranked += [(None, item) for item in scoreless]
-        page = ranked[op.offset : op.offset + op.limit]
-        return [_item(item, score, search=True) for score, item in page]
+        window = ranked[op.offset : op.offset + op.limit]
+        return [_item(item, score, search=True) for score, item in window]
 
     def _texts(self, item: StoredItem) -> list[str]:
-        if item.index is None:
+        if item.indexed is None:
             paths = self._fields
         else:
-            paths = [(path, path if path == "$" else tokenize_path(path)) for path in item.index]
+            paths = [(path, path if path == "$" else tokenize_path(path)) for path in item.indexed]
         texts: list[str] = []
         for _, field in paths:
             texts += get_text_at_path(item.value, field)
@@ -203,14 +203,17 @@ class EngramStore(BaseStore):
 
 
 def _item(stored: StoredItem, score: float | None = None, *, search: bool = False) -> Any:
-    fields = {
-        "namespace": stored.namespace,
-        "key": stored.key,
-        "value": stored.value,
-        "created_at": stored.created_at,
-        "updated_at": stored.updated_at,
-    }
-    return SearchItem(**fields, score=score) if score is not None or search else Item(**fields)
+    if score is not None or search:
+        return SearchItem(
+            stored.namespace, stored.key, stored.value, stored.created_at, stored.updated_at, score
+        )
+    return Item(
+        value=stored.value,
+        key=stored.key,
+        namespace=stored.namespace,
+        created_at=stored.created_at,
+        updated_at=stored.updated_at,
+    )
 
 
 def _cosine(query: np.ndarray, vector: np.ndarray) -> float:

@@ -124,6 +124,7 @@ class EngramSession:
     async def pop_item(self) -> Any | None:
         """Remove and return the session's newest item, or None when it holds none."""
         ledger, engine = self.memory.ledger, self.memory.engine
+        version = 0
         for _ in range(_POP_ATTEMPTS):
             version = ledger.versions([self._stream]).get(self._stream, 0)
             engine.wait_for(ledger.head())
@@ -133,9 +134,7 @@ class EngramSession:
                 return None
             last = rows[0]
             event = NewEvent.of(
-                SessionItemPopped(
-                    session=self.session_id, position=last.position, index=last.index
-                ),
+                SessionItemPopped(session=self.session_id, position=last.position, index=last.slot),
                 stream=self._stream,
                 actor=self.actor,
             )
@@ -145,7 +144,12 @@ class EngramSession:
                 continue  # another writer moved the session on: read it again
             engine.wait_for(position)
             return last.item
-        raise ConcurrencyError(f"session {self.session_id!r}: pop kept meeting concurrent writes")
+        raise ConcurrencyError(
+            f"session {self.session_id!r}: pop met concurrent writes {_POP_ATTEMPTS} times",
+            stream=self._stream,
+            expected=version,
+            actual=ledger.versions([self._stream]).get(self._stream, 0),
+        )
 
     async def clear_session(self) -> None:
         """Remove every item of the session (the ledger keeps them, under a tombstone)."""
