@@ -48,6 +48,7 @@ from engram.projections.embedding import (
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.inbox import Inbox
+from engram.projections.keyvalue import KeyValueStore
 from engram.projections.lexical import TEXT_KINDS, LexicalIndex, item_text
 from engram.projections.memo import Memo
 from engram.projections.reflections import Reflections
@@ -55,6 +56,7 @@ from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.sessions import SessionItems
 from engram.projections.suggestions import SuggestionQueue
 
 EMBEDDING_CACHE = "embeddings.db"
@@ -161,6 +163,8 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         Reflections(),
         SuggestionQueue(),
         RuleBook(),
+        KeyValueStore(),
+        SessionItems(),
     ]
 
 

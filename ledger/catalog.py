@@ -454,6 +454,69 @@ class PackImported(_Payload, frozen=True):
     appended: Annotated[int, msgspec.Meta(ge=0)]
 
 
+# -- framework adapters (ADR 0062, ADR 0063): a key-value store and agent sessions ------------
+
+#: A store namespace: a path of non-empty labels (LangGraph's ``("users", "123")``).
+StoreNamespace = Annotated[
+    list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)
+]
+StoreKey = Annotated[str, msgspec.Meta(max_length=1024)]
+
+
+class StorePut(_Payload, frozen=True):
+    """A value was stored under a namespace and key, replacing any earlier one.
+
+    ``index`` says which fields search embeds: None the store's default, ``[]`` none, else
+    the field paths (LangGraph's ``index=``).
+    """
+
+    __kind__: ClassVar[str] = "store.put"
+
+    namespace: StoreNamespace
+    key: StoreKey
+    value: dict[str, object]
+    index: list[str] | None = None
+
+
+class StoreDeleted(_Payload, frozen=True):
+    """The value under a namespace and key was deleted (a tombstone; the puts stay)."""
+
+    __kind__: ClassVar[str] = "store.deleted"
+
+    namespace: StoreNamespace
+    key: StoreKey
+
+
+class SessionItemsAdded(_Payload, frozen=True):
+    """Items (messages, tool calls: JSON objects) were added to the end of a session."""
+
+    __kind__: ClassVar[str] = "session.items_added"
+
+    session: Name
+    items: Annotated[list[dict[str, object]], msgspec.Meta(min_length=1)]
+
+
+class SessionItemPopped(_Payload, frozen=True):
+    """A session's last item was taken off: the item at ``index`` of the add at ``position``."""
+
+    __kind__: ClassVar[str] = "session.item_popped"
+
+    session: Name
+    position: Position
+    index: Annotated[int, msgspec.Meta(ge=0)]
+
+
+class SessionCleared(_Payload, frozen=True):
+    """Every item a session held was cleared (a tombstone; the adds stay in the ledger)."""
+
+    __kind__: ClassVar[str] = "session.cleared"
+
+    session: Name
+
+
+ADAPTER_KINDS = (StorePut, StoreDeleted, SessionItemsAdded, SessionItemPopped, SessionCleared)
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -482,6 +545,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         ContextSaved,
         SubjectForgotten,
         PackImported,
+        *ADAPTER_KINDS,
     )
 }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,6 +21,17 @@ settings.register_profile("dev", max_examples=20)
 settings.load_profile(
     "ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "default")
 )
+
+# `python -m pytest` puts the working directory first on sys.path; from the repository root that
+# makes its folders importable under bare names (agents/, ledger/...), which shadows the OpenAI
+# Agents SDK's `agents` package. engram's folders install under engram.* only (ADR 0016).
+_ROOT = str(Path(__file__).resolve().parents[1])
+sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != _ROOT]
+
+# The suite expects the deterministic hash embedder wherever nothing routes one, whatever
+# extras are installed (ADR 0061: MiniLM on ONNX is the default where it can run); the tests
+# of that default unset this. Set in the environment so that CLI subprocesses inherit it.
+os.environ.setdefault("ENGRAM_EMBEDDER", "hash")
 
 _SEED = pytest.StashKey[int]()
 _DEFAULT_PG_DSN = "postgresql://127.0.0.1:5432/test"

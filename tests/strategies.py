@@ -41,8 +41,13 @@ from engram.ledger.catalog import (
     ScarArchived,
     ScarRecorded,
     ScarSources,
+    SessionCleared,
+    SessionItemPopped,
+    SessionItemsAdded,
     SignalAcked,
     SignalSent,
+    StoreDeleted,
+    StorePut,
     SubjectForgotten,
     SuggestionDeferred,
     SuggestionJoined,
@@ -1189,5 +1194,88 @@ def _history(  # type: ignore[no-redef]  # wraps the builder above; appended to 
                 id=e.id,
                 at=e.at,
             )
+        out.append(e)
+    return out
+
+
+# -- framework adapters (ADR 0062, 0063): store items and session items -------------------------
+
+#: The adapters' kinds, which every default history generates from now on.
+ADAPTER_KINDS = (
+    "store.put",
+    "store.deleted",
+    "session.items_added",
+    "session.item_popped",
+    "session.cleared",
+)
+_KINDS_BEFORE_ADAPTERS = HISTORY_KINDS
+HISTORY_KINDS = (*HISTORY_KINDS, *ADAPTER_KINDS)
+_history_without_adapters = _history
+_STORE_NAMESPACES = (["a"], ["a", "b"], ["a", "b", "c"], ["ü 記"], ["b"])
+_STORE_KEYS = ("k1", "k2", "", "ü")
+_STORE_VALUES = (
+    {},
+    {"x": 1},
+    {"text": "the parser build passed", "n": 2.5},
+    {"nested": {"a": [1, None, "ü"]}, "flag": True},
+)
+_SESSION_ITEMS = (
+    {"role": "user", "content": "hello"},
+    {"role": "assistant", "content": [{"type": "output_text", "text": "Ünï ✓"}]},
+    {"type": "function_call", "name": "f", "arguments": "{}"},
+)
+
+
+def _history(  # type: ignore[no-redef]  # wraps the builders above; appended to keep merges easy
+    c: _Choices, n: int, salt: int, kinds: Sequence[str], neurons: int, long_texts: bool
+) -> list[NewEvent]:
+    """A history as above, where some events become the adapters' store and session kinds.
+
+    Default histories and any asking for those kinds get one in about every 5 events (every
+    event when only those are asked for), keeping the replaced event's id and time. Deletes
+    name keys never put, pops name adds of other sessions, future positions and missing
+    indexes, clears come before any add: the edge cases.
+    """
+    default = tuple(kinds) in (_CATALOG_KINDS, _KINDS_BEFORE_ADAPTERS, HISTORY_KINDS)
+    wanted = tuple(k for k in kinds if k in ADAPTER_KINDS) or (ADAPTER_KINDS if default else ())
+    rest = tuple(k for k in kinds if k not in ADAPTER_KINDS)
+    events = _history_without_adapters(c, n, salt, rest or ("memo.posted",), neurons, long_texts)
+    if not wanted:
+        return events
+    adds: list[int] = []
+    out = []
+    for i, e in enumerate(events):
+        if not rest or c.integer(0, 4) == 0:
+            payload: msgspec.Struct
+            kind = c.pick(wanted)
+            stream = f"session:{c.pick(('s1', 's2'))}"
+            if kind in ("store.put", "store.deleted"):
+                namespace, key = c.pick(_STORE_NAMESPACES), c.pick(_STORE_KEYS)
+                stream = "store:" + msgspec.json.encode([namespace, key]).decode()
+                payload = (
+                    StorePut(
+                        namespace=namespace,
+                        key=key,
+                        value=c.pick(_STORE_VALUES),
+                        index=c.pick((None, [], ["text"])),
+                    )
+                    if kind == "store.put"
+                    else StoreDeleted(namespace=namespace, key=key)
+                )
+            elif kind == "session.items_added":
+                payload = SessionItemsAdded(
+                    session=stream.removeprefix("session:"),
+                    items=[c.pick(_SESSION_ITEMS) for _ in range(c.integer(1, 3))],
+                )
+                adds.append(i + 1)
+            elif kind == "session.item_popped":
+                payload = SessionItemPopped(
+                    session=stream.removeprefix("session:"),
+                    position=c.pick((*adds[-3:], i + 1 + c.integer(1, 3), 10**9)),
+                    index=c.integer(0, 3),
+                )
+            else:
+                payload = SessionCleared(session=stream.removeprefix("session:"))
+            e = NewEvent(stream=stream, kind=kind, payload=payload, actor=e.actor, id=e.id, at=e.at)
         out.append(e)
     return out

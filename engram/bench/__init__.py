@@ -7,6 +7,8 @@ activation and catch-up lag of the neuron graph and salience index, beside hand-
 sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
 LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
 HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
+``embedder`` (all-MiniLM-L6-v2 on ONNX beside sentence-transformers: encode rate, import
+time, peak memory, vector agreement, ``engram recall`` as a fresh process) and
 ``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
 memories beside raw sqlite3, cold export beside DuckDB's COPY, the daemon's catch-up lag) and
 ``learning`` (a scripted multi-agent workload of paraphrased mistakes: repeats merged, rules
@@ -38,6 +40,7 @@ SUITES = (
     "packs",
     "agents",
     "learning",
+    "embedder",
     "all",
 )
 #: ``--scale``: the extra, large recall latency store (None: only the 100k one).
@@ -112,6 +115,7 @@ def run(
         agents_bench,
         asof_bench,
         audit_bench,
+        embedder_bench,
         jobs_bench,
         lag_bench,
         learning_bench,
@@ -186,6 +190,8 @@ def run(
         steps.append(("knowledge packs", pack_bench.run))
     if config.suite in ("learning", "all"):
         steps.append(("learning loop", learning_bench.run))
+    if config.suite in ("embedder", "all"):
+        steps.append(("MiniLM on ONNX", embedder_bench.run))
     skipped: list[Figure] = []
     notices: list[str] = []
     if config.suite in ("recall", "all"):

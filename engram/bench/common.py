@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 #: Units where a smaller value is the better one.
-LOWER_IS_BETTER = frozenset(("s", "ms"))
+LOWER_IS_BETTER = frozenset(("s", "ms", "MB", "|Δ|"))
 #: How a figure's target reads: the engram/reference speed ratio must reach it.
 Target = float | None
 

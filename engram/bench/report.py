@@ -23,6 +23,10 @@ def _value(value: float | None, unit: str) -> str:
         return f"{value:.3f}"
     if unit == "MiB":
         return f"{value:,.1f} MiB"
+    if unit == "MB":
+        return f"{value:,.0f} MB"
+    if unit == "|Δ|":
+        return f"{value:.1e}"
     return f"{value:,.0f}/s"
 
 

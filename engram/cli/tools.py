@@ -21,7 +21,18 @@ from engram.cli.base import state
 @click.option(
     "--suite",
     type=click.Choice(
-        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "learning", "all"]
+        [
+            "ledger",
+            "audit",
+            "projections",
+            "recall",
+            "jobs",
+            "packs",
+            "agents",
+            "learning",
+            "embedder",
+            "all",
+        ]
     ),
     default="all",
     show_default=True,

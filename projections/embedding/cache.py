@@ -33,6 +33,7 @@ from engram.projections.embedding.port import (
     Embedder,
     Fingerprint,
     FloatArray,
+    TokenWindow,
     check_texts,
     truncate,
 )
@@ -267,6 +268,10 @@ class CachedEmbedder(Embedder):
     @property
     def dimension(self) -> int:
         return self.embedder.dimension
+
+    @property
+    def window(self) -> TokenWindow | None:
+        return self.embedder.window
 
     def __repr__(self) -> str:
         return f"CachedEmbedder({self.embedder!r})"

@@ -13,7 +13,8 @@ the system as cached vectors keyed by content, so a rebuild replays instead of r
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import msgspec
@@ -113,6 +114,25 @@ def l2_normalize(vectors: npt.NDArray[Any]) -> FloatArray:
     return normalized
 
 
+@dataclass(frozen=True)
+class TokenWindow:
+    """How much text a model reads at once, for callers that cut long texts into chunks.
+
+    ``max_tokens`` counts every token the model sees, ``special_tokens`` of them added by the
+    tokenizer (``[CLS]``, ``[SEP]``), so a chunk holds at most ``max_tokens - special_tokens``
+    of the text's own tokens. ``offsets(text)`` returns the character span of each of them.
+    """
+
+    max_tokens: int
+    special_tokens: int
+    offsets: Callable[[str], list[tuple[int, int]]]
+
+    @property
+    def text_tokens(self) -> int:
+        """Return how many of a text's own tokens fit in the window."""
+        return self.max_tokens - self.special_tokens
+
+
 class Embedder(abc.ABC):
     """Turns texts into float32 vectors: the one door every model call goes through.
 
@@ -150,6 +170,11 @@ class Embedder(abc.ABC):
     def _embed_batch(self, texts: list[str]) -> FloatArray:
         """Embed one batch of checked, truncated texts (at most ``batch_size`` of them,
         or all of them when the provider :attr:`batches_internally`)."""
+
+    @property
+    def window(self) -> TokenWindow | None:
+        """Return the model's token window, or None when the provider reads any length."""
+        return None
 
     def embed(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts``: one float32 row per text, in order.

@@ -17,14 +17,18 @@ A routing file maps *uses* (``default``, ``recall``...) to a provider and its op
     dimension = 1536
     api_key_env = "OPENAI_API_KEY"
 
-A use with no route takes ``default``; with no ``default`` route, the hash provider. A file
+A use with no route takes ``default``. With no ``default`` route (or no routing file at all),
+the default is all-MiniLM-L6-v2 on the ONNX provider when it can run here (the ``onnx``
+extra and the bundled weights are installed, ADR 0061), else the hash provider;
+``ENGRAM_EMBEDDER=hash`` keeps the hash provider regardless (reproducible runs, tests). A file
 that is missing or invalid (bad TOML, unknown provider or key, wrong type or value) is
 ignored as a whole, with an :class:`EmbeddingConfigWarning` naming the file and the problem:
 memory keeps working on the deterministic hash embedder. Top-level tables other than
 ``[embedding]`` are left to their owners.
 
-Providers: :class:`HashEmbedder` (default, numpy only), :class:`SentenceTransformerEmbedder`
-(the ``embeddings`` extra), :class:`HttpEmbedder` (an OpenAI-compatible endpoint).
+Providers: :class:`HashEmbedder` (numpy only), :class:`OnnxEmbedder` (the ``onnx`` extra, no
+torch), :class:`SentenceTransformerEmbedder` (the ``embeddings`` extra), :class:`HttpEmbedder`
+(an OpenAI-compatible endpoint).
 """
 
 from __future__ import annotations
@@ -38,6 +42,8 @@ import msgspec
 from engram.projections.embedding.cache import CachedEmbedder, EmbeddingCache
 from engram.projections.embedding.hashing import DEFAULT_DIMENSION, HashEmbedder
 from engram.projections.embedding.http_api import HttpEmbedder
+from engram.projections.embedding.onnx_provider import OnnxEmbedder
+from engram.projections.embedding.onnx_provider import ready as onnx_ready
 from engram.projections.embedding.port import DEFAULT_BATCH_SIZE, MAX_DIMENSION, Embedder
 from engram.projections.embedding.st import SentenceTransformerEmbedder
 from engram.projections.errors import EmbeddingConfigError
@@ -80,6 +86,14 @@ class SentenceTransformersRoute(
     device: str | None = None
 
 
+class OnnxRoute(_Route, tag_field="provider", tag="onnx", frozen=True):
+    """Route a use to :class:`OnnxEmbedder` (all-MiniLM-L6-v2 without torch)."""
+
+    model: _Name = "all-MiniLM-L6-v2"
+    dimension: _Dimension | None = None
+    threads: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
 class HttpRoute(_Route, tag_field="provider", tag="http", frozen=True):
     """Route a use to :class:`HttpEmbedder`."""
 
@@ -93,7 +107,20 @@ class HttpRoute(_Route, tag_field="provider", tag="http", frozen=True):
     max_retry_after: _Seconds = 30.0
 
 
-Route = HashRoute | SentenceTransformersRoute | HttpRoute
+Route = HashRoute | SentenceTransformersRoute | OnnxRoute | HttpRoute
+
+#: The environment variable that pins the default route: ``hash`` or ``auto`` (the default).
+DEFAULT_ENV = "ENGRAM_EMBEDDER"
+
+
+def default_route() -> Route:
+    """Return the route of a use nothing routes: MiniLM on ONNX when it can run, else hash."""
+    choice = os.environ.get(DEFAULT_ENV, "auto").strip().lower() or "auto"
+    if choice not in ("auto", "hash"):
+        raise EmbeddingConfigError(f"{DEFAULT_ENV} must be 'auto' or 'hash', got {choice!r}")
+    if choice == "auto" and onnx_ready():
+        return OnnxRoute()
+    return HashRoute()
 
 
 class Routing(msgspec.Struct, frozen=True):
@@ -103,28 +130,30 @@ class Routing(msgspec.Struct, frozen=True):
     source: str | None = None
 
     def route(self, use: str) -> Route:
-        """Return the route for ``use``: its own, else ``default``, else the hash provider."""
-        return self.routes.get(use) or self.routes.get("default") or HashRoute()
+        """Return the route for ``use``: its own, else ``default``, else :func:`default_route`."""
+        return self.routes.get(use) or self.routes.get("default") or default_route()
 
 
 def load_routing(path: str | os.PathLike[str] | None = None) -> Routing:
-    """Read the routing file at ``path``; None gives the defaults (everything on hash).
+    """Read the routing file at ``path``; None gives the defaults (:func:`default_route`).
 
     Never raises for a bad file: it warns (:class:`EmbeddingConfigWarning`) and returns the
     defaults.
     """
     if path is None:
-        return Routing({"default": HashRoute()})
+        return Routing({"default": default_route()})
     try:
         routing = _parse(path)
     except TomlFileError as problem:
+        fallback = default_route()
+        name = "onnx MiniLM" if isinstance(fallback, OnnxRoute) else "hash"
         warnings.warn(
             f"embedding routing file {os.fspath(path)!r}: {problem}; "
-            "using the default hash embedder for every use",
+            f"using the default {name} embedder for every use",
             EmbeddingConfigWarning,
             stacklevel=2,
         )
-        return Routing({"default": HashRoute()})
+        return Routing({"default": fallback})
     return routing
 
 
@@ -146,20 +175,20 @@ def _parse(path: str | os.PathLike[str]) -> Routing:
     document = read_toml(path)
     table = document.get("embedding")
     if table is None and OTHER_OWNERS & set(document):  # a file routing other uses only
-        return Routing({"default": HashRoute()}, os.fspath(path))
+        return Routing({"default": default_route()}, os.fspath(path))
     if not isinstance(table, dict) or not table:
         raise TomlFileError("has no [embedding.<use>] tables")
     routes: dict[str, Route] = route_tables(
         table, "embedding", Route, check=_check, check_errors=(EmbeddingConfigError,)
     )
-    routes.setdefault("default", HashRoute())
+    routes.setdefault("default", default_route())
     return Routing(routes, os.fspath(path))
 
 
 def _check(route: Route) -> None:
-    # Building checks every value; the sentence-transformers route is not built here, since
-    # a missing extra is not a configuration error (embedder_for reports it).
-    if not isinstance(route, SentenceTransformersRoute):
+    # Building checks every value; the model routes are not built here, since a missing
+    # extra is not a configuration error (embedder_for reports it).
+    if not isinstance(route, SentenceTransformersRoute | OnnxRoute):
         _build(route)
 
 
@@ -169,4 +198,6 @@ def _build(route: Route) -> Embedder:
         return HashEmbedder(**options)
     if isinstance(route, SentenceTransformersRoute):
         return SentenceTransformerEmbedder(**options)
+    if isinstance(route, OnnxRoute):
+        return OnnxEmbedder(**options)
     return HttpEmbedder(**options)

