@@ -4,7 +4,19 @@ From seed neurons and strengths a breadth-first wave runs hop by hop. Each hop c
 
     strength * weight / 65535 * max(salience(target), floor) / 65535 * decay
 
-to each target over the source's outgoing connections; ``inhibits`` connections subtract.
+to each target over the source's outgoing connections. A connection's type says what it
+carries (ADR 0064):
+
+- ``feeds_into`` passes activation on;
+- ``inhibits`` subtracts (a negative gain, never expanded further);
+- ``influences`` changes the target's context score (:attr:`Activation.influence`) without
+  activating it: the target neither gains a level nor passes anything on;
+- ``recalls`` runs backward: the target retrieves its source, so activating the target
+  passes activation to the source (episodic recall);
+- ``triggers`` fires only when its source changes sharply: the activation the source carries
+  in this wave is at least ``TRIGGER_RATIO`` times its salience level (an anomaly against
+  what it usually carries), not on every pass.
+
 Each neuron is expanded at most once per wave; what reaches an already-expanded neuron
 (a reentrant loop) counts at ``reentry`` (half) strength and goes no further. Only targets
 whose gain in a hop reaches ``min_strength`` are expanded next; the wave stops at
@@ -19,7 +31,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 
@@ -37,14 +49,27 @@ DEFAULT_DECAY = 0.9
 DEFAULT_DEPTH = 3
 DEFAULT_MIN_STRENGTH = 0.01
 REENTRY = 0.5
+#: A ``triggers`` connection fires when its source carries at least this many times its
+#: salience level (salience / 65535) in the wave: a sharp change, not a usual pass (ADR 0064).
+TRIGGER_RATIO = 2.0
+
+# Edge codes of the snapshot: what a connection does when the wave crosses it.
+_SPREAD, _INFLUENCE, _TRIGGER = 0, 1, 2
+_CODES = {"feeds_into": _SPREAD, "inhibits": _SPREAD, "recalls": _SPREAD,
+          "influences": _INFLUENCE, "triggers": _TRIGGER}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Activation:
-    """The result of one wave: activation per neuron and the hop that first reached it."""
+    """The result of one wave: activation per neuron and the hop that first reached it.
+
+    ``influence`` holds what ``influences`` connections carried to each neuron: a change of
+    its context score, not an activation.
+    """
 
     levels: dict[str, float]
     hops: dict[str, int]
+    influence: dict[str, float] = field(default_factory=dict)
 
     def strongest(self, n: int = 10) -> list[tuple[str, float]]:
         """Return the ``n`` most activated neurons, strongest first."""
@@ -67,6 +92,7 @@ class GraphSnapshot:
         sources: list[int] = []
         targets: list[int] = []
         weights: list[float] = []
+        codes: list[int] = []
         index = self.index
         for source, target, kind, weight in conn.execute(
             "SELECT source, target, type, weight FROM connections"
@@ -74,13 +100,20 @@ class GraphSnapshot:
             s, t = index.get(source), index.get(target)
             if s is None or t is None:
                 continue
+            if kind == "recalls":  # the target retrieves the source: the wave runs backward
+                s, t = t, s
             sources.append(s)
             targets.append(t)
             weights.append(-weight if kind == "inhibits" else weight)
+            codes.append(_CODES.get(kind, _SPREAD))
         src = np.asarray(sources, dtype=np.int64)
         order = np.argsort(src, kind="stable")
         self.targets = np.asarray(targets, dtype=np.int64)[order]
         self.weights = np.asarray(weights, dtype=np.float64)[order] / MAX
+        self.codes = np.asarray(codes, dtype=np.int8)[order]
+        # Graphs of only feeds_into/inhibits/recalls take the plain path, code-free.
+        self.influences = bool((self.codes == _INFLUENCE).any())
+        self.triggers = bool((self.codes == _TRIGGER).any())
         self.indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=self.indptr[1:])
         self.stored = np.zeros(n, dtype=np.float64)
@@ -123,6 +156,8 @@ class GraphSnapshot:
         level = np.zeros(n, dtype=np.float64)
         first_hop = np.zeros(n, dtype=np.int64)  # hop + 1 of the first arrival; 0: not reached
         expanded = np.zeros(n, dtype=bool)
+        influence = np.zeros(n, dtype=np.float64) if self.influences else level[:0]
+        swayed: list[npt.NDArray[np.int64]] = []
         np.add.at(level, start, strength)
         first_hop[start] = 1
         expanded[start] = True
@@ -141,6 +176,20 @@ class GraphSnapshot:
             target = targets[edges]
             factor = np.maximum(self.salience(target, at, rate), salience_floor) / MAX
             gain = np.repeat(carried, counts) * weights[edges] * factor * decay
+            if self.triggers or self.influences:
+                code = self.codes[edges]
+                keep = code == _SPREAD
+                if self.triggers:
+                    # A source fires its triggers only on a sharp change against its salience.
+                    sharp = carried >= TRIGGER_RATIO * self.salience(frontier, at, rate) / MAX
+                    keep |= (code == _TRIGGER) & np.repeat(sharp, counts)
+                if self.influences:
+                    moves = code == _INFLUENCE
+                    np.add.at(influence, target[moves], gain[moves])
+                    swayed.append(target[moves])
+                target, gain = target[keep], gain[keep]
+                if len(target) == 0:
+                    break
             gain[expanded[target]] *= reentry
             touched, inverse = _unique(target)
             # Weighted, so float64 (the stubs say int).
@@ -159,9 +208,11 @@ class GraphSnapshot:
                 break
         reached = np.sort(np.concatenate(arrivals))  # disjoint arrivals: ascending ids
         names = self._names[reached].tolist()
+        moved = np.unique(np.concatenate(swayed)) if swayed else start[:0]
         return Activation(
             dict(zip(names, level[reached].tolist(), strict=True)),
             dict(zip(names, (first_hop[reached] - 1).tolist(), strict=True)),
+            dict(zip(self._names[moved].tolist(), influence[moved].tolist(), strict=True)),
         )
 
     def _seeds(
