@@ -32,6 +32,7 @@ from engram.projections.activation import (
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
     DEFAULT_MIN_STRENGTH,
+    REFRACTORY,
     Activation,
     GraphSnapshot,
     SnapshotCache,
@@ -207,16 +208,27 @@ class NeuronNetwork:
         max_depth: int = DEFAULT_DEPTH,
         decay: float = DEFAULT_DECAY,
         min_strength: float = DEFAULT_MIN_STRENGTH,
+        refractory: float = REFRACTORY,
+        passes: int = 1,
+        causation_id: str | None = None,
     ) -> Stimulation:
         """Run a wave from ``seeds`` and append its activations as one correlated batch.
 
         Seeds are activated with ``cause``; every neuron the wave reached with at least
         ``min_strength`` is activated with ``propagation:<cause>``. The batch shares one
-        correlation id, so the wave can be found and replayed in the ledger.
+        correlation id, so the wave can be found and replayed in the ledger. ``passes`` is
+        the wave's place in a reentrant chain (ADR 0065): past ``PASS_LIMIT`` its force
+        halves per pass; a seed's recorded strength is its force after that halving.
         """
         when = at or datetime.now(UTC)
         activation = self.propagate(
-            seeds, as_of=when, max_depth=max_depth, decay=decay, min_strength=min_strength
+            seeds,
+            as_of=when,
+            max_depth=max_depth,
+            decay=decay,
+            min_strength=min_strength,
+            refractory=refractory,
+            passes=passes,
         )
         correlation = new_id()
         events = [
@@ -226,6 +238,7 @@ class NeuronNetwork:
                 actor=self.actor,
                 at=when,
                 correlation_id=correlation,
+                causation_id=causation_id,
                 payload=NeuronActivated(
                     id=neuron,
                     strength=min(level, _MAX_STRENGTH),

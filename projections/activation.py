@@ -17,6 +17,15 @@ carries (ADR 0064):
   in this wave is at least ``TRIGGER_RATIO`` times its salience level (an anomaly against
   what it usually carries), not on every pass.
 
+Two rules keep activation from running away in loops (ADR 0065):
+
+- **refractory period**: a neuron that fired less than ``refractory`` seconds before the
+  wave's time is locked: it still receives (its level counts) but relays nothing (a seed is
+  the stimulus itself and always passes on);
+- **pass count**: a wave that re-enters the network from what an earlier wave changed (an
+  agent's commit after a wave woke it) carries its ``passes``; past ``PASS_LIMIT`` passes
+  its seeds' force halves with every further pass.
+
 Each neuron is expanded at most once per wave; what reaches an already-expanded neuron
 (a reentrant loop) counts at ``reentry`` (half) strength and goes no further. Only targets
 whose gain in a hop reaches ``min_strength`` are expanded next; the wave stops at
@@ -40,7 +49,7 @@ import numpy.typing as npt
 
 from engram.projections.errors import QueryError
 from engram.projections.queries import check_as_of
-from engram.projections.salience import DEFAULT_RATE, MAX
+from engram.projections.salience import DEFAULT_RATE, MAX, micros
 
 #: Below this salience a target still receives activation as if it had this much (~10%),
 #: so a network of quiet neurons can wake up (ADR 0012).
@@ -52,6 +61,11 @@ REENTRY = 0.5
 #: A ``triggers`` connection fires when its source carries at least this many times its
 #: salience level (salience / 65535) in the wave: a sharp change, not a usual pass (ADR 0064).
 TRIGGER_RATIO = 2.0
+
+#: Seconds (of event time) a neuron stays locked after firing: it passes nothing on (ADR 0065).
+REFRACTORY = 1.0
+#: Passes of a reentrant chain of waves at full force; each further pass halves (ADR 0065).
+PASS_LIMIT = 3
 
 # Edge codes of the snapshot: what a connection does when the wave crosses it.
 _SPREAD, _INFLUENCE, _TRIGGER = 0, 1, 2
@@ -116,6 +130,14 @@ class GraphSnapshot:
         self.triggers = bool((self.codes == _TRIGGER).any())
         self.indptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(src, minlength=n), out=self.indptr[1:])
+        # Micros of each neuron's last activation (0: never), for the refractory lock.
+        self.fired_us = np.zeros(n, dtype=np.int64)
+        for id_, last in conn.execute(
+            "SELECT id, last_activated FROM neurons"
+            " WHERE archived_at IS NULL AND last_activated IS NOT NULL"
+        ):
+            self.fired_us[index[id_]] = micros(datetime.fromisoformat(last))
+        self.fired = bool(self.fired_us.any())
         self.stored = np.zeros(n, dtype=np.float64)
         self.updated_us = np.zeros(n, dtype=np.int64)
         for item_id, stored, updated in conn.execute(
@@ -145,11 +167,20 @@ class GraphSnapshot:
         salience_floor: int = SALIENCE_FLOOR,
         reentry: float = REENTRY,
         rate: float = DEFAULT_RATE,
+        refractory: float = REFRACTORY,
+        passes: int = 1,
     ) -> Activation:
-        """Run one wave from ``seeds`` (neuron id -> strength) and return the activation map."""
+        """Run one wave from ``seeds`` (neuron id -> strength) and return the activation map.
+
+        ``passes`` is the wave's place in a reentrant chain (1: a fresh stimulus).
+        """
         at = check_as_of(as_of)
         _check_params(max_depth, decay, min_strength, salience_floor, reentry)
+        _check_loop(refractory, passes)
         start, strength = self._seeds(seeds)
+        if passes > PASS_LIMIT:
+            strength = strength * 0.5 ** (passes - PASS_LIMIT)
+        locked_before = at - int(refractory * 1_000_000) if refractory and self.fired else None
         n = len(self.ids)
         # Zeroed arrays cost nothing until touched, and every step below touches only the
         # neurons the wave reaches, so a query costs what it reaches, not the graph's size.
@@ -165,6 +196,10 @@ class GraphSnapshot:
         frontier, carried = start, strength
         indptr, targets, weights = self.indptr, self.targets, self.weights
         for hop in range(1, max_depth + 1):
+            if locked_before is not None and hop > 1:  # a seed is the stimulus: never locked
+                fired = self.fired_us[frontier]
+                free = (fired <= locked_before) | (fired > at)
+                frontier, carried = frontier[free], carried[free]
             begin = indptr[frontier]
             counts = indptr[frontier + 1] - begin
             ends = np.cumsum(counts)
@@ -264,6 +299,17 @@ def _check_params(
         raise QueryError(f"salience_floor must be an int in 0..65535, got {floor!r}")
     if not isinstance(reentry, int | float) or not 0.0 <= reentry <= 1.0:
         raise QueryError(f"reentry must be in [0, 1], got {reentry!r}")
+
+
+def _check_loop(refractory: float, passes: int) -> None:
+    if (
+        not isinstance(refractory, int | float)
+        or isinstance(refractory, bool)
+        or not 0.0 <= refractory <= 86_400.0
+    ):
+        raise QueryError(f"refractory must be seconds in [0, 86400], got {refractory!r}")
+    if not isinstance(passes, int) or isinstance(passes, bool) or not 1 <= passes <= 1_000:
+        raise QueryError(f"passes must be an int in 1..1000, got {passes!r}")
 
 
 class SnapshotCache:
