@@ -8,6 +8,7 @@ total activation of each wave is the measure.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -67,8 +68,8 @@ def reverberate(net: NeuronNetwork, step: float, *, guarded: bool) -> list[float
 
 def _turns(totals: list[float]) -> int:
     """How often the wave-to-wave change flips sign (an oscillation flips on every wave)."""
-    diffs = [b - a for a, b in zip(totals, totals[1:], strict=False) if abs(b - a) > 1e-9]
-    return sum(1 for x, y in zip(diffs, diffs[1:], strict=False) if (x > 0) != (y > 0))
+    diffs = [b - a for a, b in itertools.pairwise(totals) if abs(b - a) > 1e-9]
+    return sum(1 for x, y in itertools.pairwise(diffs) if (x > 0) != (y > 0))
 
 
 def test_without_the_guards_the_loop_runs_away(network: NeuronNetwork) -> None:
@@ -82,7 +83,7 @@ def test_without_the_guards_the_loop_runs_away(network: NeuronNetwork) -> None:
 def test_the_guards_keep_the_loop_bounded_and_steady(network: NeuronNetwork, step: float) -> None:
     totals = reverberate(network, step, guarded=True)
     print(f"step {step}s totals per wave: {[round(t, 3) for t in totals]}")
-    assert max(totals) <= 3 ** PASS_LIMIT * totals[0]  # bounded
+    assert max(totals) <= 3**PASS_LIMIT * totals[0]  # bounded
     assert totals[-1] < totals[0]  # and dying out once the chain has passed its limit
     assert _turns(totals) <= 1  # rises at most once, then falls: no oscillation
 
