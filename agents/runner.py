@@ -15,6 +15,13 @@ through a :class:`Probe`: its inbox, a neuron's salience, the memo), a **cogniti
    final :class:`CycleResult`;
 4. **sleep** — until the ledger moves (:meth:`Runner.run` waits on the ledger's head).
 
+A commit activates the neurons it touches (ADR 0066): every event of the plan on a
+``neuron:<id>`` stream makes ``<id>`` a seed (at the strength the plan activated it with, or
+:data:`COMMIT_STRENGTH` for another write), and the wave they start is appended in the same
+atomic batch, so the next agents spawn from what changed. A commit that touches neurons a
+recent commit's wave reached is the next pass of a reentrant chain (ADR 0065): its force
+halves past ``PASS_LIMIT`` passes.
+
 Cognition runs in a pool of threads (``workers``), so slow model calls overlap; reads and
 commits stay on the runner's thread, in agent order, so one process's agents commit in a
 fixed order and a run with one worker is deterministic.
@@ -33,6 +40,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from engram.agents.network import NeuronNetwork
 from engram.agents.signals import ack_event
 from engram.ledger import (
     ANY,
@@ -49,9 +57,15 @@ from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.inbox import Signal
 from engram.projections.memo import Note
+from engram.ledger.catalog import NeuronActivated
 from engram.projections.salience import DEFAULT_RATE
 
 log = logging.getLogger("engram.agents.runner")
+
+#: The seed strength of a neuron a commit writes without activating it (ADR 0066).
+COMMIT_STRENGTH = 0.5
+#: Seconds within which a commit wave continues the reentrant chain of an earlier one.
+PASS_WINDOW = 60.0
 
 Outcome = Literal["idle", "nothing", "committed", "conflict", "failed"]
 
@@ -199,7 +213,9 @@ class Runner:
         workers: int = 1,
         rate: float = DEFAULT_RATE,
         seed: int | None = None,
+        activate_commits: bool = True,
     ) -> None:
+        """``activate_commits=False`` leaves a commit's neurons as the plan wrote them."""
         names = [a.name for a in agents]
         if not agents or not all(isinstance(a, AgentSpec) for a in agents):
             raise QueryError("agents must be a non-empty sequence of AgentSpec")
@@ -214,6 +230,9 @@ class Runner:
         self.workers = workers
         self.rate = rate
         self._rng = random.Random(seed)
+        self.activate_commits = activate_commits
+        self._network = NeuronNetwork(ledger, engine, actor="runner", rate=rate)
+        self._passes: dict[str, tuple[int, datetime]] = {}  # neuron -> (pass, when) reached
 
     # -- one step: every agent whose trigger holds runs one cycle ----------------------------
 
@@ -297,7 +316,9 @@ class Runner:
             if plan is None or (not plan.events and not plan.handled):
                 return CycleResult(spec.name, "nothing", (), attempt)
             try:
-                positions = self.ledger.append(*self._batch(spec, situation, plan))
+                passes, wave, reached = self._wave(spec, plan)
+                positions = self.ledger.append(*self._batch(spec, situation, plan, wave))
+                self._chain(passes, reached)
                 return CycleResult(spec.name, "committed", tuple(positions), attempt)
             except (ConcurrencyError, IdempotencyError) as exc:
                 # Another writer got in between (or took the same signal): read again, think again.
@@ -314,11 +335,46 @@ class Runner:
             situation, plan = fresh, self._think(spec, fresh)
         return CycleResult(spec.name, "conflict", (), self.policy.attempts, last)
 
+    def _wave(self, spec: AgentSpec, plan: Plan) -> tuple[int, list[NewEvent], list[str]]:
+        """Return the pass, the activations and the neurons of the wave a plan's writes start."""
+        if not self.activate_commits:
+            return 0, [], []
+        touched: dict[str, float] = {}
+        activated: list[str] = []
+        for event in plan.events:
+            if not event.stream.startswith("neuron:"):
+                continue
+            neuron = event.stream.removeprefix("neuron:")
+            strength = COMMIT_STRENGTH
+            if isinstance(event.payload, NeuronActivated):
+                strength = event.payload.strength
+                activated.append(neuron)
+            touched[neuron] = max(touched.get(neuron, 0.0), strength)
+        if not touched:
+            return 0, [], []
+        now = datetime.now(UTC)
+        earlier = [self._passes.get(n) for n in touched]
+        passes = 1 + max(
+            (p for p, when in filter(None, earlier) if (now - when).total_seconds() < PASS_WINDOW),
+            default=0,
+        )
+        wave, events = self._network.commit_wave(
+            touched, agent=spec.name, activated=activated, at=now, passes=passes
+        )
+        reached = [] if wave is None else [n for n, v in wave.levels.items() if v > 0]
+        return passes, events, reached
+
+    def _chain(self, passes: int, reached: Sequence[str]) -> None:
+        """Remember which neurons a committed wave reached, and at which pass."""
+        now = datetime.now(UTC)
+        for neuron in reached:
+            self._passes[neuron] = (passes, now)
+
     @staticmethod
     def _batch(
-        spec: AgentSpec, situation: Situation, plan: Plan
+        spec: AgentSpec, situation: Situation, plan: Plan, wave: Sequence[NewEvent] = ()
     ) -> tuple[list[NewEvent], dict[str, Expectation]]:
-        events = [*plan.events, *(ack_event(spec.name, s) for s in plan.handled)]
+        events = [*plan.events, *wave, *(ack_event(spec.name, s) for s in plan.handled)]
         expect: dict[str, Expectation] = {}
         for event in plan.events:
             version = situation.versions.get(event.stream)
