@@ -52,12 +52,12 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
+from engram.ledger.catalog import NeuronActivated
 from engram.projections import inbox, memo, queries
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.inbox import Signal
 from engram.projections.memo import Note
-from engram.ledger.catalog import NeuronActivated
 from engram.projections.salience import DEFAULT_RATE
 
 log = logging.getLogger("engram.agents.runner")
