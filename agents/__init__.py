@@ -57,6 +57,7 @@ from engram.agents.runner import (
     Situation,
     any_of,
     inbox_waiting,
+    ledger_moved,
     salience_above,
 )
 from engram.agents.scars import Scars
@@ -117,6 +118,7 @@ __all__ = [
     "UnknownSuggestionError",
     "any_of",
     "inbox_waiting",
+    "ledger_moved",
     "reflect",
     "reflect_if_due",
     "salience_above",

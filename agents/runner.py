@@ -30,13 +30,14 @@ fixed order and a run with one worker is deterministic.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -81,6 +82,7 @@ class Situation:
     inbox: tuple[Signal, ...]
     memo: tuple[Note, ...]
     attempt: int = 1
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,10 @@ class Probe:
         now: datetime,
         rate: float,
         session: str | None,
+        head: int = 0,
     ) -> None:
         self.agent = agent
+        self.head = head
         self._conn = conn
         self._now = now
         self._rate = rate
@@ -133,33 +137,52 @@ class Probe:
         return memo.recent(self._conn, self._session)
 
 
-Trigger = Callable[[Probe], bool]
+#: A trigger returns its condition: falsy while it does not hold; else a value naming it
+#: (a string says why the agent spawns). The runner spawns an agent once per new condition
+#: (ADR 0066): a condition that stays the same, cycle after cycle, does not spawn it again.
+Trigger = Callable[[Probe], object]
 
 
-def inbox_waiting(probe: Probe) -> bool:
-    """Spawn when the agent has signals waiting."""
-    return bool(probe.inbox)
+def inbox_waiting(probe: Probe) -> str:
+    """Spawn when the agent has signals waiting; each new signal is a new condition."""
+    return ", ".join(f"signal #{s.position} {s.topic} from {s.sender}" for s in probe.inbox)
 
 
 def salience_above(neuron: str, threshold: int) -> Trigger:
-    """Spawn when ``neuron``'s salience exceeds ``threshold`` (e.g. a stimulus over 40,000)."""
-    return lambda probe: probe.salience(neuron) > threshold
+    """Spawn when ``neuron``'s salience rises over ``threshold`` (e.g. a stimulus over 40,000).
+
+    The condition holds while the salience stays over; it spawns again only after the
+    salience fell back and rose over once more.
+    """
+    return lambda probe: (
+        f"{neuron} salience over {threshold}" if probe.salience(neuron) > threshold else ""
+    )
+
+
+def ledger_moved(probe: Probe) -> str:
+    """Spawn whenever the ledger moved since the agent's last spawn (every new head)."""
+    return f"the ledger moved to {probe.head}"
 
 
 def any_of(*triggers: Trigger) -> Trigger:
-    """Spawn when any of ``triggers`` holds."""
-    return lambda probe: any(t(probe) for t in triggers)
+    """Spawn when any of ``triggers`` holds; the condition is the first that holds."""
+    return lambda probe: next((c for t in triggers if (c := t(probe))), "")
 
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One agent of a runner: its name, trigger, cognition, watched streams and memo session."""
+    """One agent of a runner: its name, trigger, cognition, watched streams and memo session.
+
+    ``cooldown`` is the least time, in seconds, between two spawns of the agent: a new
+    condition within it waits (it is not lost) until the cooldown is over.
+    """
 
     name: str
     cognition: Callable[[Situation], Plan | None]
     trigger: Trigger = inbox_waiting
     watch: Sequence[str] = ()
     session: str | None = None
+    cooldown: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -191,13 +214,15 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class CycleResult:
-    """How one agent's cycle ended, the positions it committed and the attempts it took."""
+    """How one agent's cycle ended, the positions it committed, the attempts it took and
+    ``reason``, the condition that spawned it."""
 
     agent: str
     outcome: Outcome
     positions: tuple[int, ...] = ()
     attempts: int = 0
     error: str | None = None
+    reason: str = ""
 
 
 class Runner:
@@ -233,6 +258,14 @@ class Runner:
         self.activate_commits = activate_commits
         self._network = NeuronNetwork(ledger, engine, actor="runner", rate=rate)
         self._passes: dict[str, tuple[int, datetime]] = {}  # neuron -> (pass, when) reached
+        self._conditions: dict[str, object] = {}  # agent -> the condition it last spawned on
+        self._spawned_at: dict[str, float] = {}  # agent -> monotonic time of its last spawn
+        for spec in self.agents:
+            cooldown = spec.cooldown
+            if not isinstance(cooldown, int | float) or isinstance(cooldown, bool) or cooldown < 0:
+                raise QueryError(
+                    f"cooldown of {spec.name!r} must be seconds >= 0, got {cooldown!r}"
+                )
 
     # -- one step: every agent whose trigger holds runs one cycle ----------------------------
 
@@ -242,7 +275,7 @@ class Runner:
         results: dict[str, CycleResult] = {}
         for spec in self.agents:
             situation = self._situation(spec, attempt=1, check_trigger=True)
-            if situation is None:
+            if situation is None or not self._spawns(spec, situation):
                 results[spec.name] = CycleResult(spec.name, "idle")
             else:
                 spawned.append((spec, situation))
@@ -250,7 +283,8 @@ class Runner:
             with ThreadPoolExecutor(max_workers=self.workers) as pool:
                 plans = list(pool.map(lambda s: self._think(*s), spawned))
             for (spec, situation), plan in zip(spawned, plans, strict=True):
-                results[spec.name] = self._commit(spec, situation, plan)
+                result = self._commit(spec, situation, plan)
+                results[spec.name] = replace(result, reason=situation.reason)
         return [results[spec.name] for spec in self.agents]
 
     def run(
@@ -282,13 +316,27 @@ class Runner:
 
     # -- the cycle's parts -------------------------------------------------------------------
 
+    def _spawns(self, spec: AgentSpec, situation: Situation) -> bool:
+        """Say whether a holding trigger is a new condition past the agent's cooldown."""
+        condition = situation.reason
+        if self._conditions.get(spec.name) == condition:
+            return False  # the same condition as the last spawn: it stays true, no respawn
+        since = time.monotonic() - self._spawned_at.get(spec.name, -math.inf)
+        if since < spec.cooldown:
+            return False  # new, but too soon: it waits for the cooldown
+        self._conditions[spec.name] = condition
+        self._spawned_at[spec.name] = time.monotonic()
+        log.info("agent %s spawned: %s", spec.name, condition)
+        return True
+
     def _situation(self, spec: AgentSpec, *, attempt: int, check_trigger: bool) -> Situation | None:
         versions = self.ledger.versions(list(spec.watch))  # before the state they guard
         head = self.ledger.head()
         self.engine.wait_for(head)
         now = datetime.now(UTC)
         with self.engine.read() as conn:
-            probe = Probe(spec.name, conn, now, self.rate, spec.session)
+            probe = Probe(spec.name, conn, now, self.rate, spec.session, head)
+            reason = ""
             if check_trigger:
                 try:
                     fired = spec.trigger(probe)
@@ -296,9 +344,18 @@ class Runner:
                     log.warning("agent %s: trigger failed: %r", spec.name, exc)
                     return None
                 if not fired:
+                    self._conditions.pop(spec.name, None)  # the condition ended
                     return None
+                reason = fired if isinstance(fired, str) else "its trigger holds"
             return Situation(
-                spec.name, head, now, versions, tuple(probe.inbox), tuple(probe.memo()), attempt
+                spec.name,
+                head,
+                now,
+                versions,
+                tuple(probe.inbox),
+                tuple(probe.memo()),
+                attempt,
+                reason,
             )
 
     def _think(self, spec: AgentSpec, situation: Situation) -> Plan | BaseException | None:

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import engram
-from engram.agents.runner import AgentSpec, Plan, Runner, Situation, salience_above
+from engram.agents.runner import AgentSpec, Plan, Runner, Situation, ledger_moved, salience_above
 from engram.ledger import NewEvent
 from engram.ledger.catalog import ConnectionCreated, NeuronActivated, NeuronCreated
 from engram.projections.activation import PASS_LIMIT
+from engram.projections.errors import QueryError
 from engram.runtime import Memory
 
 
@@ -94,7 +96,7 @@ def test_reentrant_commits_halve_their_wave_past_the_pass_limit(memory: Memory) 
         return Plan(events=[activate("looper", "n1")])
 
     runner = Runner(
-        memory.ledger, memory.engine, [AgentSpec("looper", think, trigger=lambda p: True)]
+        memory.ledger, memory.engine, [AgentSpec("looper", think, trigger=ledger_moved)]
     )
     reached = []
     for _ in range(PASS_LIMIT + 2):
@@ -106,3 +108,57 @@ def test_reentrant_commits_halve_their_wave_past_the_pass_limit(memory: Memory) 
     assert full == sorted(full)
     assert reached[PASS_LIMIT] < 0.6 * reached[PASS_LIMIT - 1]
     assert reached[PASS_LIMIT + 1] < 0.6 * reached[PASS_LIMIT]
+
+
+def test_a_trigger_that_stays_true_spawns_once_per_new_condition(
+    memory: Memory, caplog: pytest.LogCaptureFixture
+) -> None:
+    condition = {"now": "n3 looks odd"}
+    thoughts: list[str] = []
+
+    def think(situation: Situation) -> None:
+        thoughts.append(situation.reason)
+
+    spec = AgentSpec("watcher", think, trigger=lambda probe: condition["now"])
+    runner = Runner(memory.ledger, memory.engine, [spec])
+    with caplog.at_level("INFO", logger="engram.agents.runner"):
+        outcomes = [runner.step()[0].outcome for _ in range(3)]
+        assert outcomes == ["nothing", "idle", "idle"]  # it stays true: no respawn
+        condition["now"] = "n3 looks odder"
+        assert runner.step()[0].reason == "n3 looks odder"  # a new condition
+        condition["now"] = ""
+        assert runner.step()[0].outcome == "idle"
+        condition["now"] = "n3 looks odder"
+        assert runner.step()[0].outcome == "nothing"  # it ended, then held again: new
+    assert thoughts == ["n3 looks odd", "n3 looks odder", "n3 looks odder"]
+    assert [r.getMessage() for r in caplog.records if "spawned" in r.getMessage()] == [
+        "agent watcher spawned: n3 looks odd",
+        "agent watcher spawned: n3 looks odder",
+        "agent watcher spawned: n3 looks odder",
+    ]
+
+
+def test_each_new_signal_spawns_and_a_waiting_one_does_not(memory: Memory) -> None:
+    spec = AgentSpec("reader", lambda s: None)  # reads, never acknowledges
+    runner = Runner(memory.ledger, memory.engine, [spec])
+    mailbox = memory.mailbox("sender")
+    mailbox.send("reader", "task.new", "one")
+    first = runner.step()[0]
+    assert first.outcome == "nothing"
+    assert "task.new from sender" in first.reason
+    assert runner.step()[0].outcome == "idle"  # the same signal still waits
+    mailbox.send("reader", "task.more", "two")
+    assert "task.more" in runner.step()[0].reason
+
+
+def test_a_cooldown_defers_a_new_condition_without_losing_it(memory: Memory) -> None:
+    condition = {"now": "first"}
+    spec = AgentSpec("slow", lambda s: None, trigger=lambda p: condition["now"], cooldown=0.3)
+    runner = Runner(memory.ledger, memory.engine, [spec])
+    assert runner.step()[0].outcome == "nothing"
+    condition["now"] = "second"
+    assert runner.step()[0].outcome == "idle"  # new, but within the cooldown
+    time.sleep(0.35)
+    assert runner.step()[0].reason == "second"
+    with pytest.raises(QueryError, match="cooldown"):
+        Runner(memory.ledger, memory.engine, [AgentSpec("x", lambda s: None, cooldown=-1)])
