@@ -11,6 +11,7 @@ ledger; :class:`Runner` runs agents' cycles (spawn, cognition, commit with retri
 suggestions, reviewed by a person, applied as rules).
 """
 
+from engram.agents.affect import affect_agent, unless_inhibited
 from engram.agents.concepts import ConceptBook
 from engram.agents.errors import (
     AgentError,
@@ -116,10 +117,12 @@ __all__ = [
     "UnknownScarError",
     "UnknownSignalError",
     "UnknownSuggestionError",
+    "affect_agent",
     "any_of",
     "inbox_waiting",
     "ledger_moved",
     "reflect",
     "reflect_if_due",
     "salience_above",
+    "unless_inhibited",
 ]

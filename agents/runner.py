@@ -54,7 +54,7 @@ from engram.ledger import (
     NewEvent,
 )
 from engram.ledger.catalog import NeuronActivated
-from engram.projections import inbox, memo, queries
+from engram.projections import activation, inbox, memo, queries
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.inbox import Signal
@@ -130,6 +130,10 @@ class Probe:
         item = queries.salience_of(self._conn, "neuron", neuron, self._now, rate=self._rate)
         return 0 if item is None else item.salience
 
+    def inhibition(self, neuron: str) -> float:
+        """Return the pressure inhibiting connections put on ``neuron`` now (0: none)."""
+        return activation.inhibition(self._conn, neuron, self._now, rate=self._rate)
+
     def memo(self) -> list[Note]:
         """Return the agent's session memo (empty without a session)."""
         if self._session is None:
@@ -174,7 +178,9 @@ class AgentSpec:
     """One agent of a runner: its name, trigger, cognition, watched streams and memo session.
 
     ``cooldown`` is the least time, in seconds, between two spawns of the agent: a new
-    condition within it waits (it is not lost) until the cooldown is over.
+    condition within it waits (it is not lost) until the cooldown is over. Agents of a
+    higher ``priority`` go first in a step: they spawn, think and commit before the triggers
+    of lower ones are read, so an urgent agent's commit can hold the others back.
     """
 
     name: str
@@ -183,6 +189,7 @@ class AgentSpec:
     watch: Sequence[str] = ()
     session: str | None = None
     cooldown: float = 0.0
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -261,6 +268,8 @@ class Runner:
         self._conditions: dict[str, object] = {}  # agent -> the condition it last spawned on
         self._spawned_at: dict[str, float] = {}  # agent -> monotonic time of its last spawn
         for spec in self.agents:
+            if not isinstance(spec.priority, int) or isinstance(spec.priority, bool):
+                raise QueryError(f"priority of {spec.name!r} must be an int, got {spec.priority!r}")
             cooldown = spec.cooldown
             if not isinstance(cooldown, int | float) or isinstance(cooldown, bool) or cooldown < 0:
                 raise QueryError(
@@ -270,10 +279,19 @@ class Runner:
     # -- one step: every agent whose trigger holds runs one cycle ----------------------------
 
     def step(self) -> list[CycleResult]:
-        """Run one cycle of every agent whose trigger holds; return each agent's result."""
-        spawned: list[tuple[AgentSpec, Situation]] = []
+        """Run one cycle of every agent whose trigger holds; return each agent's result.
+
+        Agents go by priority, highest first; each priority's commits land before the next
+        priority's triggers are read.
+        """
         results: dict[str, CycleResult] = {}
-        for spec in self.agents:
+        for priority in sorted({spec.priority for spec in self.agents}, reverse=True):
+            self._step([spec for spec in self.agents if spec.priority == priority], results)
+        return [results[spec.name] for spec in self.agents]
+
+    def _step(self, agents: Sequence[AgentSpec], results: dict[str, CycleResult]) -> None:
+        spawned: list[tuple[AgentSpec, Situation]] = []
+        for spec in agents:
             situation = self._situation(spec, attempt=1, check_trigger=True)
             if situation is None or not self._spawns(spec, situation):
                 results[spec.name] = CycleResult(spec.name, "idle")
@@ -285,7 +303,6 @@ class Runner:
             for (spec, situation), plan in zip(spawned, plans, strict=True):
                 result = self._commit(spec, situation, plan)
                 results[spec.name] = replace(result, reason=situation.reason)
-        return [results[spec.name] for spec in self.agents]
 
     def run(
         self,

@@ -49,7 +49,7 @@ import numpy.typing as npt
 
 from engram.projections.errors import QueryError
 from engram.projections.queries import check_as_of
-from engram.projections.salience import DEFAULT_RATE, MAX, micros
+from engram.projections.salience import DEFAULT_RATE, MAX, decayed, micros
 
 #: Below this salience a target still receives activation as if it had this much (~10%),
 #: so a network of quiet neurons can wake up (ADR 0012).
@@ -310,6 +310,29 @@ def _check_loop(refractory: float, passes: int) -> None:
         raise QueryError(f"refractory must be seconds in [0, 86400], got {refractory!r}")
     if not isinstance(passes, int) or isinstance(passes, bool) or not 1 <= passes <= 1_000:
         raise QueryError(f"passes must be an int in 1..1000, got {passes!r}")
+
+
+def inhibition(
+    conn: sqlite3.Connection, neuron: str, as_of: datetime, *, rate: float = DEFAULT_RATE
+) -> float:
+    """Return the pressure that live ``inhibits`` connections put on ``neuron`` now.
+
+    The sum, over each live source inhibiting it, of ``weight / 65535 * salience / 65535``
+    (decayed as of the time): 0 when nothing inhibits it, about 1 when one saturated source
+    inhibits it at full weight (ADR 0066).
+    """
+    at = check_as_of(as_of)
+    rows = conn.execute(
+        "SELECT c.weight, s.salience, s.updated_us FROM connections c"
+        " JOIN neurons n ON n.id = c.source AND n.archived_at IS NULL"
+        " JOIN neurons t ON t.id = c.target AND t.archived_at IS NULL"
+        " JOIN salience s ON s.item_kind = 'neuron' AND s.item_id = c.source AND s.archived = 0"
+        " WHERE c.target = ? AND c.type = 'inhibits' AND c.weight > 0 ORDER BY c.source",
+        (neuron,),
+    ).fetchall()
+    return sum(
+        weight / MAX * decayed(stored, updated, at, rate) / MAX for weight, stored, updated in rows
+    )
 
 
 class SnapshotCache:
