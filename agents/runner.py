@@ -109,9 +109,11 @@ class Probe:
         rate: float,
         session: str | None,
         head: int = 0,
+        versions: Mapping[str, int] | None = None,
     ) -> None:
         self.agent = agent
         self.head = head
+        self._versions = versions or {}
         self._conn = conn
         self._now = now
         self._rate = rate
@@ -129,6 +131,12 @@ class Probe:
         """Return a neuron's salience now (0 if unknown or archived)."""
         item = queries.salience_of(self._conn, "neuron", neuron, self._now, rate=self._rate)
         return 0 if item is None else item.salience
+
+    def version(self, stream: str) -> int:
+        """Return a watched stream's version as read for this cycle (0: no such stream)."""
+        if stream not in self._versions:
+            raise QueryError(f"stream {stream!r} is not watched by agent {self.agent!r}")
+        return self._versions[stream]
 
     def inhibition(self, neuron: str) -> float:
         """Return the pressure inhibiting connections put on ``neuron`` now (0: none)."""
@@ -352,7 +360,7 @@ class Runner:
         self.engine.wait_for(head)
         now = datetime.now(UTC)
         with self.engine.read() as conn:
-            probe = Probe(spec.name, conn, now, self.rate, spec.session, head)
+            probe = Probe(spec.name, conn, now, self.rate, spec.session, head, versions)
             reason = ""
             if check_trigger:
                 try:

@@ -18,7 +18,7 @@ from typing import IO
 
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
 from engram.agents.reflection import reflect
-from engram.demo_agents import run_agents
+from engram.demo_agents import run_agents, warm_up
 from engram.ledger import Ledger, NewEvent, new_id
 from engram.ledger.audit import open_audit
 from engram.ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
@@ -154,6 +154,7 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
             " connections",
             file=out,
         )
+        warm_up(memory, out)
         _session(ledger, now + timedelta(seconds=1), out)
         print(
             f"  agents perception, planner and critic appended; head is {ledger.head()}", file=out

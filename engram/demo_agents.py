@@ -20,6 +20,7 @@ from typing import IO
 from engram.agents.context import build_context
 from engram.agents.memory import AgentMemory
 from engram.agents.runner import AgentSpec, Plan, Probe, Runner, Situation, inbox_waiting
+from engram.agents.warmup import BOOTSTRAP_STREAM, bootstrap_agent
 from engram.ledger import NewEvent
 from engram.ledger.catalog import MemoPosted, MemoryObserved, NeuronActivated, SignalSent
 from engram.projections.embedding import CachedEmbedder
@@ -30,6 +31,8 @@ SHARED = "neuron:n_memory_001"
 #: The perception neuron's salience that wakes perception (out of 65,535).
 WAKE = 30_000
 REQUEST = "summarise the Q3 outage report: root cause, timeline, customer impact"
+#: The session's roles beyond the core: the bootstrap agent grows a neuron for each.
+ROLES = ("planner", "critic")
 
 
 def _note(agent: str, text: str) -> NewEvent:
@@ -46,6 +49,21 @@ def _activate(agent: str, strength: float, cause: str) -> NewEvent:
 def _signal(agent: str, to: str, topic: str, body: str) -> NewEvent:
     payload = SignalSent(to=to, topic=topic, body=body)
     return NewEvent.of(payload, stream=f"agent:{agent}", actor=agent)
+
+
+def warm_up(memory: Memory, out: IO[str]) -> None:
+    """Run the bootstrap agent's one cycle and tell what it grew (ADR 0066)."""
+    runner = Runner(memory.ledger, memory.engine, [bootstrap_agent(memory.network, roles=ROLES)])
+    (result,) = runner.step()
+    (done,) = [
+        e.payload for e in memory.ledger.get(list(result.positions)) if e.stream == BOOTSTRAP_STREAM
+    ]
+    print(
+        f"  the brain warms up ({result.reason}): bootstrap grew {len(done.neurons)} neurons"
+        f" ({', '.join(done.neurons)}) and {done.connections} connections in one cycle,"
+        " then marked bootstrap.completed",
+        file=out,
+    )
 
 
 def run_agents(memory: Memory, at: datetime, out: IO[str]) -> None:
@@ -79,9 +97,10 @@ def run_agents(memory: Memory, at: datetime, out: IO[str]) -> None:
             ]
         )
 
-    def woken(probe: Probe) -> bool:
+    def woken(probe: Probe) -> str:
         done = any(n.agent == "perception" for n in probe.memo())
-        return not done and probe.salience("n_perception_001") > WAKE
+        salience = probe.salience("n_perception_001")
+        return "" if done or salience <= WAKE else f"perception's salience {salience} > {WAKE}"
 
     def recall(s: Situation) -> Plan | None:
         task = next(sig for sig in s.inbox if sig.topic == "task.new")
@@ -142,7 +161,9 @@ def run_agents(memory: Memory, at: datetime, out: IO[str]) -> None:
         for r in results:
             extra = f" after {r.attempts} attempts (a conflict, retried)" if r.attempts > 1 else ""
             print(
-                f"  step {step}: {r.agent} {r.outcome} {len(r.positions)} events{extra}", file=out
+                f"  step {step}: {r.agent} {r.outcome} {len(r.positions)} events{extra}"
+                f" [spawned on: {r.reason}]",
+                file=out,
             )
     for line in frames:
         print(f"  memory's context frames: {line}", file=out)

@@ -431,6 +431,58 @@ class PackImported(_Payload, frozen=True):
     appended: Annotated[int, msgspec.Meta(ge=0)]
 
 
+# -- the brain's cycle (ADR 0066): bootstrap, the addressed memo, plans ---------------------
+
+MemoType = Literal["note", "request", "answer", "proposal", "critique", "reflection"]
+PlanStatus = Literal["PROPOSED", "IN_PROGRESS", "DONE", "ABANDONED"]
+
+
+class BootstrapCompleted(_Payload, frozen=True):
+    """The bootstrap agent grew the first neurons and ran its cycle: the brain is warm."""
+
+    __kind__: ClassVar[str] = "bootstrap.completed"
+
+    agent: Name
+    neurons: list[Name] = []
+    connections: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+class MemoAddressed(_Payload, frozen=True):
+    """An agent posted to its session's memo, to an agent (``*``: everyone), as a type."""
+
+    __kind__: ClassVar[str] = "memo.addressed"
+
+    agent: Name
+    session: Name
+    text: Text
+    to: Name = "*"
+    type: MemoType = "note"
+
+
+class PlanProposed(_Payload, frozen=True):
+    """An agent proposed a plan: a goal and its steps, in a session (status PROPOSED)."""
+
+    __kind__: ClassVar[str] = "plan.proposed"
+
+    plan: Name
+    agent: Name
+    session: Name
+    goal: Text
+    steps: Annotated[list[Text], msgspec.Meta(min_length=1, max_length=64)]
+
+
+class PlanUpdated(_Payload, frozen=True):
+    """A plan moved on: a new status, and the steps done so far (``done``: how many)."""
+
+    __kind__: ClassVar[str] = "plan.updated"
+
+    plan: Name
+    agent: Name
+    status: PlanStatus
+    done: Annotated[int, msgspec.Meta(ge=0, le=64)] | None = None
+    note: str = ""
+
+
 KINDS: dict[str, type[msgspec.Struct]] = {
     payload.__kind__: payload
     for payload in (
@@ -458,6 +510,10 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         ContextSaved,
         SubjectForgotten,
         PackImported,
+        BootstrapCompleted,
+        MemoAddressed,
+        PlanProposed,
+        PlanUpdated,
     )
 }
 
