@@ -39,7 +39,7 @@ from engram.projections.activation import (
 )
 from engram.projections.engine import ProjectionEngine
 from engram.projections.salience import DEFAULT_RATE
-from engram.projections.vitality import BrainVitality
+from engram.projections.vitality import BrainVitality, WorkingSet
 
 #: The minimal network ``engram init`` appends once: core perception, memory and decision.
 CORE_NEURONS: list[tuple[str, str, NeuronType]] = [
@@ -352,6 +352,11 @@ class NeuronNetwork:
             payload = VitalityMeasured(window_s=window.total_seconds(), **signs._asdict())
             self._append_one("vitality", VitalityMeasured.__kind__, payload, None)
         return signs
+
+    def working_set(self, *, as_of: datetime | None = None) -> WorkingSet:
+        """Return the working set (resonance per neuron) as of a time (default: now)."""
+        with self._reading(as_of) as (conn, when, _):
+            return vitality.working_set(conn, self.ledger, when)
 
     # -- helpers ---------------------------------------------------------------------------
 
