@@ -48,6 +48,7 @@ from engram.agents.memory import (
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
 from engram.agents.reflection import Insight, Outcome, Triggers, reflect, reflect_if_due
+from engram.agents.roles import observer_agent
 from engram.agents.runner import (
     AgentSpec,
     CycleResult,
@@ -59,6 +60,7 @@ from engram.agents.runner import (
     any_of,
     inbox_waiting,
     ledger_moved,
+    memo_addressed,
     salience_above,
 )
 from engram.agents.scars import Scars
@@ -121,6 +123,8 @@ __all__ = [
     "any_of",
     "inbox_waiting",
     "ledger_moved",
+    "memo_addressed",
+    "observer_agent",
     "reflect",
     "reflect_if_due",
     "salience_above",

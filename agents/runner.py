@@ -58,7 +58,7 @@ from engram.projections import activation, inbox, memo, queries
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.inbox import Signal
-from engram.projections.memo import Note
+from engram.projections.memo import Note, PlanState
 from engram.projections.salience import DEFAULT_RATE
 
 log = logging.getLogger("engram.agents.runner")
@@ -142,6 +142,12 @@ class Probe:
         """Return the pressure inhibiting connections put on ``neuron`` now (0: none)."""
         return activation.inhibition(self._conn, neuron, self._now, rate=self._rate)
 
+    def plans(self) -> list[PlanState]:
+        """Return the agent's session plans as they stand (empty without a session)."""
+        if self._session is None:
+            return []
+        return memo.plans(self._conn, self._session)
+
     def memo(self) -> list[Note]:
         """Return the agent's session memo (empty without a session)."""
         if self._session is None:
@@ -168,6 +174,17 @@ def salience_above(neuron: str, threshold: int) -> Trigger:
     """
     return lambda probe: (
         f"{neuron} salience over {threshold}" if probe.salience(neuron) > threshold else ""
+    )
+
+
+def memo_addressed(probe: Probe) -> str:
+    """Spawn on memo notes addressed to the agent by name, posted after its own last note."""
+    notes = probe.memo()
+    mine = max((n.position for n in notes if n.agent == probe.agent), default=0)
+    return ", ".join(
+        f"memo #{n.position} {n.type} from {n.agent}"
+        for n in notes
+        if n.to == probe.agent and n.position > mine
     )
 
 

@@ -18,7 +18,7 @@ from typing import IO
 
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
 from engram.agents.reflection import reflect
-from engram.demo_agents import run_agents, warm_up
+from engram.demo_agents import run_agents, run_roles, warm_up
 from engram.ledger import Ledger, NewEvent, new_id
 from engram.ledger.audit import open_audit
 from engram.ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
@@ -161,6 +161,7 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
         )
         before = ledger.head()
         run_agents(memory, now + timedelta(seconds=30), out)
+        run_roles(memory, out)
         for seconds, seed, strength, cause in (
             (60, "n_perception_001", 1.0, "new task arrived"),
             (120, "n_memory_001", 0.7, "recalled the last outage"),

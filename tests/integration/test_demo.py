@@ -23,6 +23,11 @@ def test_the_demo_tells_the_agents_story_and_the_ledger_proves_it(tmp_path: Path
     assert "all triggers quiet after step 2: the agents sleep" in story
     assert "memory's context frames:" in story
     assert "verify: ok" in story
+    # Inner, outer and observer: an addressed memo, a plan moved by events, reflections.
+    assert "inner -> outer [request]: carry out q3-summary" in story
+    assert "outer -> inner [answer]" in story
+    assert "observer -> * [reflection]" in story
+    assert "plan 'summarise the Q3 outage': DONE 3/3 (by inner)" in story
     with Ledger.open(str(tmp_path / "demo" / "ledger.db")) as ledger:
         events = list(ledger.read())
         (saved,) = [e for e in events if e.kind == "context.saved"]
