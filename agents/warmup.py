@@ -93,11 +93,11 @@ def bootstrap_agent(
             expect[stream_of(AFFECT)] = NO_STREAM
             grown.append(AFFECT)
         made = 1 if AFFECT not in existing else 0
-        for source, target, kind, weight in connections:
-            if (source, target, kind) in links:
+        for source, target, link_type, weight in connections:
+            if (source, target, link_type) in links:
                 continue
             link = ConnectionCreated(
-                source=source, target=target, type=kind, weight=weight, reason="bootstrap"
+                source=source, target=target, type=link_type, weight=weight, reason="bootstrap"
             )
             events.append(NewEvent.of(link, stream=stream_of(source), actor=name))
             made += 1

@@ -330,8 +330,11 @@ def inhibition(
         " WHERE c.target = ? AND c.type = 'inhibits' AND c.weight > 0 ORDER BY c.source",
         (neuron,),
     ).fetchall()
-    return sum(
-        weight / MAX * decayed(stored, updated, at, rate) / MAX for weight, stored, updated in rows
+    return float(
+        sum(
+            weight / MAX * decayed(stored, updated, at, rate) / MAX
+            for weight, stored, updated in rows
+        )
     )
 
 
