@@ -171,8 +171,13 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
                 {seed: strength}, cause=cause, at=now + timedelta(seconds=seconds)
             )
             reached = ", ".join(f"{n} {v:.2f}" for n, v in wave.activation.strongest(3))
+            swayed = "".join(
+                f"; sways {n} {v:.2f} (influences: context, no activation)"
+                for n, v in sorted(wave.activation.influence.items())
+            )
             print(
-                f"  stimulus {cause!r} on {seed}: {len(wave.positions)} activations ({reached})",
+                f"  stimulus {cause!r} on {seed}: {len(wave.positions)} activations"
+                f" ({reached}){swayed}",
                 file=out,
             )
         planner, critic = memory.agent("planner"), memory.agent("critic")

@@ -23,6 +23,9 @@ def test_the_demo_tells_the_agents_story_and_the_ledger_proves_it(tmp_path: Path
     assert "all triggers quiet after step 2: the agents sleep" in story
     assert "memory's context frames:" in story
     assert "verify: ok" in story
+    # memory -influences-> decision sways decision's context without activating it.
+    assert "on n_memory_001: 2 activations" in story
+    assert "sways n_decision_001" in story
     # Inner, outer and observer: an addressed memo, a plan moved by events, reflections.
     assert "inner -> outer [request]: carry out q3-summary" in story
     assert "outer -> inner [answer]" in story
