@@ -11,6 +11,7 @@ ledger; :class:`Runner` runs agents' cycles (spawn, cognition, commit with retri
 suggestions, reviewed by a person, applied as rules).
 """
 
+from engram.agents.affect import affect_agent, unless_inhibited
 from engram.agents.concepts import ConceptBook
 from engram.agents.errors import (
     AgentError,
@@ -47,6 +48,7 @@ from engram.agents.memory import (
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
 from engram.agents.reflection import Insight, Outcome, Triggers, reflect, reflect_if_due
+from engram.agents.roles import observer_agent
 from engram.agents.runner import (
     AgentSpec,
     CycleResult,
@@ -57,6 +59,8 @@ from engram.agents.runner import (
     Situation,
     any_of,
     inbox_waiting,
+    ledger_moved,
+    memo_addressed,
     salience_above,
 )
 from engram.agents.scars import Scars
@@ -115,9 +119,14 @@ __all__ = [
     "UnknownScarError",
     "UnknownSignalError",
     "UnknownSuggestionError",
+    "affect_agent",
     "any_of",
     "inbox_waiting",
+    "ledger_moved",
+    "memo_addressed",
+    "observer_agent",
     "reflect",
     "reflect_if_due",
     "salience_above",
+    "unless_inhibited",
 ]

@@ -32,13 +32,14 @@ from engram.projections.activation import (
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
     DEFAULT_MIN_STRENGTH,
+    REFRACTORY,
     Activation,
     GraphSnapshot,
     SnapshotCache,
 )
 from engram.projections.engine import ProjectionEngine
 from engram.projections.salience import DEFAULT_RATE
-from engram.projections.vitality import BrainVitality
+from engram.projections.vitality import BrainVitality, WorkingSet
 
 #: The minimal network ``engram init`` appends once: core perception, memory and decision.
 CORE_NEURONS: list[tuple[str, str, NeuronType]] = [
@@ -207,36 +208,109 @@ class NeuronNetwork:
         max_depth: int = DEFAULT_DEPTH,
         decay: float = DEFAULT_DECAY,
         min_strength: float = DEFAULT_MIN_STRENGTH,
+        refractory: float = REFRACTORY,
+        passes: int = 1,
+        causation_id: str | None = None,
     ) -> Stimulation:
         """Run a wave from ``seeds`` and append its activations as one correlated batch.
 
         Seeds are activated with ``cause``; every neuron the wave reached with at least
         ``min_strength`` is activated with ``propagation:<cause>``. The batch shares one
-        correlation id, so the wave can be found and replayed in the ledger.
+        correlation id, so the wave can be found and replayed in the ledger. ``passes`` is
+        the wave's place in a reentrant chain (ADR 0065): past ``PASS_LIMIT`` its force
+        halves per pass; a seed's recorded strength is its force after that halving.
         """
         when = at or datetime.now(UTC)
         activation = self.propagate(
-            seeds, as_of=when, max_depth=max_depth, decay=decay, min_strength=min_strength
+            seeds,
+            as_of=when,
+            max_depth=max_depth,
+            decay=decay,
+            min_strength=min_strength,
+            refractory=refractory,
+            passes=passes,
         )
         correlation = new_id()
-        events = [
+        events = self._activations(
+            activation,
+            {n: cause for n in seeds},
+            f"propagation:{cause}",
+            when,
+            min_strength,
+            correlation_id=correlation,
+            causation_id=causation_id,
+        )
+        positions = self.ledger.append(events) if events else []
+        return Stimulation(activation, positions, correlation)
+
+    def commit_wave(
+        self,
+        touched: Mapping[str, float],
+        *,
+        agent: str,
+        activated: Sequence[str] = (),
+        at: datetime | None = None,
+        passes: int = 1,
+        min_strength: float = DEFAULT_MIN_STRENGTH,
+    ) -> tuple[Activation | None, list[NewEvent]]:
+        """Return the wave a commit's touched neurons start and its activations, unappended.
+
+        ``touched`` maps each neuron a commit writes to its strength; neurons not (yet) in
+        the live graph are left out. The touched neurons the commit already ``activated``
+        get no second event; the others are activated with ``commit:<agent>``, and every
+        neuron the wave reaches with ``propagation:commit:<agent>`` (ADR 0066).
+        """
+        when = at or datetime.now(UTC)
+        with self._fresh() as conn:
+            snapshot = self._snapshots.get(conn)
+        seeds = {n: v for n, v in touched.items() if n in snapshot.index and v > 0}
+        if not seeds:
+            return None, []
+        wave = snapshot.propagate(
+            seeds, when, min_strength=min_strength, passes=passes, rate=self.rate
+        )
+        cause = f"commit:{agent}"
+        skip = set(activated)
+        events = self._activations(
+            wave,
+            {n: cause for n in seeds},
+            f"propagation:{cause}",
+            when,
+            min_strength,
+            actor=agent,
+            skip=skip,
+        )
+        return wave, events
+
+    def _activations(
+        self,
+        activation: Activation,
+        seeds: Mapping[str, str],
+        cause: str,
+        when: datetime,
+        min_strength: float,
+        *,
+        actor: str | None = None,
+        skip: set[str] | frozenset[str] = frozenset(),
+        correlation_id: str | None = None,
+        causation_id: str | None = None,
+    ) -> list[NewEvent]:
+        """Return a wave's activations as events: seeds with their cause, the rest ``cause``."""
+        return [
             NewEvent(
                 stream=stream_of(neuron),
                 kind="neuron.activated",
-                actor=self.actor,
+                actor=actor or self.actor,
                 at=when,
-                correlation_id=correlation,
+                correlation_id=correlation_id,
+                causation_id=causation_id,
                 payload=NeuronActivated(
-                    id=neuron,
-                    strength=min(level, _MAX_STRENGTH),
-                    cause=cause if neuron in seeds else f"propagation:{cause}",
+                    id=neuron, strength=min(level, _MAX_STRENGTH), cause=seeds.get(neuron, cause)
                 ),
             )
             for neuron, level in sorted(activation.levels.items())
-            if level >= min_strength
+            if level >= min_strength and neuron not in skip
         ]
-        positions = self.ledger.append(events) if events else []
-        return Stimulation(activation, positions, correlation)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -278,6 +352,11 @@ class NeuronNetwork:
             payload = VitalityMeasured(window_s=window.total_seconds(), **signs._asdict())
             self._append_one("vitality", VitalityMeasured.__kind__, payload, None)
         return signs
+
+    def working_set(self, *, as_of: datetime | None = None) -> WorkingSet:
+        """Return the working set (resonance per neuron) as of a time (default: now)."""
+        with self._reading(as_of) as (conn, when, _):
+            return vitality.working_set(conn, self.ledger, when)
 
     # -- helpers ---------------------------------------------------------------------------
 

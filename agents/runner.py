@@ -15,6 +15,13 @@ through a :class:`Probe`: its inbox, a neuron's salience, the memo), a **cogniti
    final :class:`CycleResult`;
 4. **sleep** — until the ledger moves (:meth:`Runner.run` waits on the ledger's head).
 
+A commit activates the neurons it touches (ADR 0066): every event of the plan on a
+``neuron:<id>`` stream makes ``<id>`` a seed (at the strength the plan activated it with, or
+:data:`COMMIT_STRENGTH` for another write), and the wave they start is appended in the same
+atomic batch, so the next agents spawn from what changed. A commit that touches neurons a
+recent commit's wave reached is the next pass of a reentrant chain (ADR 0065): its force
+halves past ``PASS_LIMIT`` passes.
+
 Cognition runs in a pool of threads (``workers``), so slow model calls overlap; reads and
 commits stay on the runner's thread, in agent order, so one process's agents commit in a
 fixed order and a run with one worker is deterministic.
@@ -23,16 +30,18 @@ fixed order and a run with one worker is deterministic.
 from __future__ import annotations
 
 import logging
+import math
 import random
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Literal
 
+from engram.agents.network import NeuronNetwork
 from engram.agents.signals import ack_event
 from engram.ledger import (
     ANY,
@@ -44,14 +53,20 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
-from engram.projections import inbox, memo, queries
+from engram.ledger.catalog import NeuronActivated
+from engram.projections import activation, inbox, memo, queries
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.inbox import Signal
-from engram.projections.memo import Note
+from engram.projections.memo import Note, PlanState
 from engram.projections.salience import DEFAULT_RATE
 
 log = logging.getLogger("engram.agents.runner")
+
+#: The seed strength of a neuron a commit writes without activating it (ADR 0066).
+COMMIT_STRENGTH = 0.5
+#: Seconds within which a commit wave continues the reentrant chain of an earlier one.
+PASS_WINDOW = 60.0
 
 Outcome = Literal["idle", "nothing", "committed", "conflict", "failed"]
 
@@ -67,6 +82,7 @@ class Situation:
     inbox: tuple[Signal, ...]
     memo: tuple[Note, ...]
     attempt: int = 1
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -92,8 +108,12 @@ class Probe:
         now: datetime,
         rate: float,
         session: str | None,
+        head: int = 0,
+        versions: Mapping[str, int] | None = None,
     ) -> None:
         self.agent = agent
+        self.head = head
+        self._versions = versions or {}
         self._conn = conn
         self._now = now
         self._rate = rate
@@ -112,6 +132,22 @@ class Probe:
         item = queries.salience_of(self._conn, "neuron", neuron, self._now, rate=self._rate)
         return 0 if item is None else item.salience
 
+    def version(self, stream: str) -> int:
+        """Return a watched stream's version as read for this cycle (0: no such stream)."""
+        if stream not in self._versions:
+            raise QueryError(f"stream {stream!r} is not watched by agent {self.agent!r}")
+        return self._versions[stream]
+
+    def inhibition(self, neuron: str) -> float:
+        """Return the pressure inhibiting connections put on ``neuron`` now (0: none)."""
+        return activation.inhibition(self._conn, neuron, self._now, rate=self._rate)
+
+    def plans(self) -> list[PlanState]:
+        """Return the agent's session plans as they stand (empty without a session)."""
+        if self._session is None:
+            return []
+        return memo.plans(self._conn, self._session)
+
     def memo(self) -> list[Note]:
         """Return the agent's session memo (empty without a session)."""
         if self._session is None:
@@ -119,33 +155,66 @@ class Probe:
         return memo.recent(self._conn, self._session)
 
 
-Trigger = Callable[[Probe], bool]
+#: A trigger returns its condition: falsy while it does not hold; else a value naming it
+#: (a string says why the agent spawns). The runner spawns an agent once per new condition
+#: (ADR 0066): a condition that stays the same, cycle after cycle, does not spawn it again.
+Trigger = Callable[[Probe], object]
 
 
-def inbox_waiting(probe: Probe) -> bool:
-    """Spawn when the agent has signals waiting."""
-    return bool(probe.inbox)
+def inbox_waiting(probe: Probe) -> str:
+    """Spawn when the agent has signals waiting; each new signal is a new condition."""
+    return ", ".join(f"signal #{s.position} {s.topic} from {s.sender}" for s in probe.inbox)
 
 
 def salience_above(neuron: str, threshold: int) -> Trigger:
-    """Spawn when ``neuron``'s salience exceeds ``threshold`` (e.g. a stimulus over 40,000)."""
-    return lambda probe: probe.salience(neuron) > threshold
+    """Spawn when ``neuron``'s salience rises over ``threshold`` (e.g. a stimulus over 40,000).
+
+    The condition holds while the salience stays over; it spawns again only after the
+    salience fell back and rose over once more.
+    """
+    return lambda probe: (
+        f"{neuron} salience over {threshold}" if probe.salience(neuron) > threshold else ""
+    )
+
+
+def memo_addressed(probe: Probe) -> str:
+    """Spawn on memo notes addressed to the agent by name, posted after its own last note."""
+    notes = probe.memo()
+    mine = max((n.position for n in notes if n.agent == probe.agent), default=0)
+    return ", ".join(
+        f"memo #{n.position} {n.type} from {n.agent}"
+        for n in notes
+        if n.to == probe.agent and n.position > mine
+    )
+
+
+def ledger_moved(probe: Probe) -> str:
+    """Spawn whenever the ledger moved since the agent's last spawn (every new head)."""
+    return f"the ledger moved to {probe.head}"
 
 
 def any_of(*triggers: Trigger) -> Trigger:
-    """Spawn when any of ``triggers`` holds."""
-    return lambda probe: any(t(probe) for t in triggers)
+    """Spawn when any of ``triggers`` holds; the condition is the first that holds."""
+    return lambda probe: next((c for t in triggers if (c := t(probe))), "")
 
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """One agent of a runner: its name, trigger, cognition, watched streams and memo session."""
+    """One agent of a runner: its name, trigger, cognition, watched streams and memo session.
+
+    ``cooldown`` is the least time, in seconds, between two spawns of the agent: a new
+    condition within it waits (it is not lost) until the cooldown is over. Agents of a
+    higher ``priority`` go first in a step: they spawn, think and commit before the triggers
+    of lower ones are read, so an urgent agent's commit can hold the others back.
+    """
 
     name: str
     cognition: Callable[[Situation], Plan | None]
     trigger: Trigger = inbox_waiting
     watch: Sequence[str] = ()
     session: str | None = None
+    cooldown: float = 0.0
+    priority: int = 0
 
 
 @dataclass(frozen=True)
@@ -177,13 +246,15 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class CycleResult:
-    """How one agent's cycle ended, the positions it committed and the attempts it took."""
+    """How one agent's cycle ended, the positions it committed, the attempts it took and
+    ``reason``, the condition that spawned it."""
 
     agent: str
     outcome: Outcome
     positions: tuple[int, ...] = ()
     attempts: int = 0
     error: str | None = None
+    reason: str = ""
 
 
 class Runner:
@@ -199,7 +270,9 @@ class Runner:
         workers: int = 1,
         rate: float = DEFAULT_RATE,
         seed: int | None = None,
+        activate_commits: bool = True,
     ) -> None:
+        """``activate_commits=False`` leaves a commit's neurons as the plan wrote them."""
         names = [a.name for a in agents]
         if not agents or not all(isinstance(a, AgentSpec) for a in agents):
             raise QueryError("agents must be a non-empty sequence of AgentSpec")
@@ -214,16 +287,38 @@ class Runner:
         self.workers = workers
         self.rate = rate
         self._rng = random.Random(seed)
+        self.activate_commits = activate_commits
+        self._network = NeuronNetwork(ledger, engine, actor="runner", rate=rate)
+        self._passes: dict[str, tuple[int, datetime]] = {}  # neuron -> (pass, when) reached
+        self._conditions: dict[str, object] = {}  # agent -> the condition it last spawned on
+        self._spawned_at: dict[str, float] = {}  # agent -> monotonic time of its last spawn
+        for spec in self.agents:
+            if not isinstance(spec.priority, int) or isinstance(spec.priority, bool):
+                raise QueryError(f"priority of {spec.name!r} must be an int, got {spec.priority!r}")
+            cooldown = spec.cooldown
+            if not isinstance(cooldown, int | float) or isinstance(cooldown, bool) or cooldown < 0:
+                raise QueryError(
+                    f"cooldown of {spec.name!r} must be seconds >= 0, got {cooldown!r}"
+                )
 
     # -- one step: every agent whose trigger holds runs one cycle ----------------------------
 
     def step(self) -> list[CycleResult]:
-        """Run one cycle of every agent whose trigger holds; return each agent's result."""
-        spawned: list[tuple[AgentSpec, Situation]] = []
+        """Run one cycle of every agent whose trigger holds; return each agent's result.
+
+        Agents go by priority, highest first; each priority's commits land before the next
+        priority's triggers are read.
+        """
         results: dict[str, CycleResult] = {}
-        for spec in self.agents:
+        for priority in sorted({spec.priority for spec in self.agents}, reverse=True):
+            self._step([spec for spec in self.agents if spec.priority == priority], results)
+        return [results[spec.name] for spec in self.agents]
+
+    def _step(self, agents: Sequence[AgentSpec], results: dict[str, CycleResult]) -> None:
+        spawned: list[tuple[AgentSpec, Situation]] = []
+        for spec in agents:
             situation = self._situation(spec, attempt=1, check_trigger=True)
-            if situation is None:
+            if situation is None or not self._spawns(spec, situation):
                 results[spec.name] = CycleResult(spec.name, "idle")
             else:
                 spawned.append((spec, situation))
@@ -231,8 +326,8 @@ class Runner:
             with ThreadPoolExecutor(max_workers=self.workers) as pool:
                 plans = list(pool.map(lambda s: self._think(*s), spawned))
             for (spec, situation), plan in zip(spawned, plans, strict=True):
-                results[spec.name] = self._commit(spec, situation, plan)
-        return [results[spec.name] for spec in self.agents]
+                result = self._commit(spec, situation, plan)
+                results[spec.name] = replace(result, reason=situation.reason)
 
     def run(
         self,
@@ -263,13 +358,27 @@ class Runner:
 
     # -- the cycle's parts -------------------------------------------------------------------
 
+    def _spawns(self, spec: AgentSpec, situation: Situation) -> bool:
+        """Say whether a holding trigger is a new condition past the agent's cooldown."""
+        condition = situation.reason
+        if self._conditions.get(spec.name) == condition:
+            return False  # the same condition as the last spawn: it stays true, no respawn
+        since = time.monotonic() - self._spawned_at.get(spec.name, -math.inf)
+        if since < spec.cooldown:
+            return False  # new, but too soon: it waits for the cooldown
+        self._conditions[spec.name] = condition
+        self._spawned_at[spec.name] = time.monotonic()
+        log.info("agent %s spawned: %s", spec.name, condition)
+        return True
+
     def _situation(self, spec: AgentSpec, *, attempt: int, check_trigger: bool) -> Situation | None:
         versions = self.ledger.versions(list(spec.watch))  # before the state they guard
         head = self.ledger.head()
         self.engine.wait_for(head)
         now = datetime.now(UTC)
         with self.engine.read() as conn:
-            probe = Probe(spec.name, conn, now, self.rate, spec.session)
+            probe = Probe(spec.name, conn, now, self.rate, spec.session, head, versions)
+            reason = ""
             if check_trigger:
                 try:
                     fired = spec.trigger(probe)
@@ -277,9 +386,18 @@ class Runner:
                     log.warning("agent %s: trigger failed: %r", spec.name, exc)
                     return None
                 if not fired:
+                    self._conditions.pop(spec.name, None)  # the condition ended
                     return None
+                reason = fired if isinstance(fired, str) else "its trigger holds"
             return Situation(
-                spec.name, head, now, versions, tuple(probe.inbox), tuple(probe.memo()), attempt
+                spec.name,
+                head,
+                now,
+                versions,
+                tuple(probe.inbox),
+                tuple(probe.memo()),
+                attempt,
+                reason,
             )
 
     def _think(self, spec: AgentSpec, situation: Situation) -> Plan | BaseException | None:
@@ -297,7 +415,9 @@ class Runner:
             if plan is None or (not plan.events and not plan.handled):
                 return CycleResult(spec.name, "nothing", (), attempt)
             try:
-                positions = self.ledger.append(*self._batch(spec, situation, plan))
+                passes, wave, reached = self._wave(spec, plan)
+                positions = self.ledger.append(*self._batch(spec, situation, plan, wave))
+                self._chain(passes, reached)
                 return CycleResult(spec.name, "committed", tuple(positions), attempt)
             except (ConcurrencyError, IdempotencyError) as exc:
                 # Another writer got in between (or took the same signal): read again, think again.
@@ -314,11 +434,46 @@ class Runner:
             situation, plan = fresh, self._think(spec, fresh)
         return CycleResult(spec.name, "conflict", (), self.policy.attempts, last)
 
+    def _wave(self, spec: AgentSpec, plan: Plan) -> tuple[int, list[NewEvent], list[str]]:
+        """Return the pass, the activations and the neurons of the wave a plan's writes start."""
+        if not self.activate_commits:
+            return 0, [], []
+        touched: dict[str, float] = {}
+        activated: list[str] = []
+        for event in plan.events:
+            if not event.stream.startswith("neuron:"):
+                continue
+            neuron = event.stream.removeprefix("neuron:")
+            strength = COMMIT_STRENGTH
+            if isinstance(event.payload, NeuronActivated):
+                strength = event.payload.strength
+                activated.append(neuron)
+            touched[neuron] = max(touched.get(neuron, 0.0), strength)
+        if not touched:
+            return 0, [], []
+        now = datetime.now(UTC)
+        earlier = [self._passes.get(n) for n in touched]
+        passes = 1 + max(
+            (p for p, when in filter(None, earlier) if (now - when).total_seconds() < PASS_WINDOW),
+            default=0,
+        )
+        wave, events = self._network.commit_wave(
+            touched, agent=spec.name, activated=activated, at=now, passes=passes
+        )
+        reached = [] if wave is None else [n for n, v in wave.levels.items() if v > 0]
+        return passes, events, reached
+
+    def _chain(self, passes: int, reached: Sequence[str]) -> None:
+        """Remember which neurons a committed wave reached, and at which pass."""
+        now = datetime.now(UTC)
+        for neuron in reached:
+            self._passes[neuron] = (passes, now)
+
     @staticmethod
     def _batch(
-        spec: AgentSpec, situation: Situation, plan: Plan
+        spec: AgentSpec, situation: Situation, plan: Plan, wave: Sequence[NewEvent] = ()
     ) -> tuple[list[NewEvent], dict[str, Expectation]]:
-        events = [*plan.events, *(ack_event(spec.name, s) for s in plan.handled)]
+        events = [*plan.events, *wave, *(ack_event(spec.name, s) for s in plan.handled)]
         expect: dict[str, Expectation] = {}
         for event in plan.events:
             version = situation.versions.get(event.stream)

@@ -19,13 +19,22 @@ from collections.abc import Sequence
 
 from engram.agents.errors import SignalAckedError, SignalRecipientError, UnknownSignalError
 from engram.ledger import IdempotencyError, Ledger, NewEvent
-from engram.ledger.catalog import MemoPosted, SignalAcked, SignalSent
+from engram.ledger.catalog import (
+    MemoAddressed,
+    MemoPosted,
+    MemoType,
+    PlanProposed,
+    PlanStatus,
+    PlanUpdated,
+    SignalAcked,
+    SignalSent,
+)
 from engram.ledger.ids import normalize_id
 from engram.projections import inbox, memo
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.inbox import Signal
-from engram.projections.memo import Note
+from engram.projections.memo import Note, PlanState
 
 #: The namespace of acknowledgement ids (uuid5 of ``agent\nsignal id``).
 ACK_NAMESPACE = uuid.UUID("6f1d2c1e-5b7a-4f5e-9a43-2d1f0c8e7b61")
@@ -124,7 +133,13 @@ def _acked(signal_id: str, position: int | None) -> SignalAckedError:
 
 
 class SharedMemo:
-    """A session's shared memo: its agents post notes; everyone reads the newest."""
+    """A session's shared memo: its agents post notes, addressed and typed, and keep plans.
+
+    A note goes from an agent to an agent (``*``: everyone) as a type (``note``, ``request``,
+    ``answer``, ``proposal``, ``critique``, ``reflection``). A plan is a goal and its steps
+    with a status (``PROPOSED``, ``IN_PROGRESS``, ``DONE``, ``ABANDONED``) that agents move on
+    by events (ADR 0066).
+    """
 
     def __init__(self, session: str, ledger: Ledger, engine: ProjectionEngine) -> None:
         if not isinstance(session, str) or not session:
@@ -133,17 +148,68 @@ class SharedMemo:
         self.ledger = ledger
         self.engine = engine
 
-    def post(self, agent: str, text: str) -> int:
-        """Post ``text`` as ``agent``; return the note's position."""
-        event = NewEvent.of(
-            MemoPosted(agent=agent, session=self.session, text=text),
-            stream=f"memo:{self.session}",
-            actor=agent,
-        )
-        return self.ledger.append(event)[0]
+    def post(self, agent: str, text: str, *, to: str = "*", type: MemoType = "note") -> int:
+        """Post ``text`` from ``agent`` to ``to`` as ``type``; return the note's position."""
+        return self.ledger.append(self.note(agent, text, to=to, type=type))[0]
 
-    def read(self, limit: int = memo.RING) -> list[Note]:
-        """Return the memo's newest notes, oldest first."""
+    def note(self, agent: str, text: str, *, to: str = "*", type: MemoType = "note") -> NewEvent:
+        """Return a note as an event, for a plan to commit (a plain note to everyone as before)."""
+        payload: MemoPosted | MemoAddressed
+        if to == "*" and type == "note":
+            payload = MemoPosted(agent=agent, session=self.session, text=text)
+        else:
+            payload = MemoAddressed(agent=agent, session=self.session, text=text, to=to, type=type)
+        return NewEvent.of(payload, stream=f"memo:{self.session}", actor=agent)
+
+    def read(self, limit: int = memo.RING, *, to: str | None = None) -> list[Note]:
+        """Return the memo's newest notes, oldest first (with ``to``: for that agent or all)."""
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
-            return memo.recent(conn, self.session, limit=limit)
+            return memo.recent(conn, self.session, limit=limit, to=to)
+
+    def propose(self, agent: str, goal: str, steps: Sequence[str], *, plan: str = "") -> str:
+        """Propose a plan (status PROPOSED); return its id (a new one unless ``plan`` is given)."""
+        plan = plan or f"plan-{uuid.uuid4().hex[:12]}"
+        self.ledger.append(self.proposal(agent, goal, steps, plan=plan))
+        return plan
+
+    def proposal(self, agent: str, goal: str, steps: Sequence[str], *, plan: str) -> NewEvent:
+        """Return a plan's proposal as an event, for a plan to commit."""
+        payload = PlanProposed(
+            plan=plan, agent=agent, session=self.session, goal=goal, steps=list(steps)
+        )
+        return NewEvent.of(payload, stream=f"plan:{plan}", actor=agent)
+
+    def update(
+        self, agent: str, plan: str, status: PlanStatus, *, done: int | None = None, note: str = ""
+    ) -> int:
+        """Move a plan on; refuse an unknown plan or a move its rules would ignore."""
+        current = self.plan(plan)
+        if current is None:
+            raise QueryError(f"no plan {plan!r} in session {self.session!r}")
+        if current.status in ("DONE", "ABANDONED"):
+            raise QueryError(f"plan {plan!r} is {current.status} already")
+        if done is not None and not 0 <= done <= len(current.steps):
+            raise QueryError(f"done must be in 0..{len(current.steps)}, got {done!r}")
+        return self.ledger.append(self.progress(agent, plan, status, done=done, note=note))[0]
+
+    @staticmethod
+    def progress(
+        agent: str, plan: str, status: PlanStatus, *, done: int | None = None, note: str = ""
+    ) -> NewEvent:
+        """Return a plan's update as an event, for a plan to commit."""
+        payload = PlanUpdated(plan=plan, agent=agent, status=status, done=done, note=note)
+        return NewEvent.of(payload, stream=f"plan:{plan}", actor=agent)
+
+    def plan(self, plan: str) -> PlanState | None:
+        """Return a plan of this session as it stands (None if there is none)."""
+        self.engine.wait_for(self.ledger.head())
+        with self.engine.read() as conn:
+            found = memo.plan(conn, plan)
+        return found if found is not None and found.session == self.session else None
+
+    def plans(self) -> list[PlanState]:
+        """Return this session's plans, in the order they were proposed."""
+        self.engine.wait_for(self.ledger.head())
+        with self.engine.read() as conn:
+            return memo.plans(conn, self.session)

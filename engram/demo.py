@@ -19,7 +19,7 @@ from typing import IO, cast
 from engram.agents.context import build_context
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
 from engram.agents.reflection import reflect
-from engram.demo_agents import run_agents
+from engram.demo_agents import run_agents, run_roles, warm_up
 from engram.ledger import Ledger, NewEvent, new_id
 from engram.ledger.audit import open_audit
 from engram.ledger.catalog import MemoryObserved, NeuronActivated, SignalSent
@@ -169,12 +169,14 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
             " connections",
             file=out,
         )
+        warm_up(memory, out)
         _session(ledger, now + timedelta(seconds=1), out)
         print(
             f"  agents perception, planner and critic appended; head is {ledger.head()}", file=out
         )
         before = ledger.head()
         run_agents(memory, now + timedelta(seconds=30), out)
+        run_roles(memory, out)
         for seconds, seed, strength, cause in (
             (60, "n_perception_001", 1.0, "new task arrived"),
             (120, "n_memory_001", 0.7, "recalled the last outage"),
@@ -184,8 +186,13 @@ def run_demo(directory: str | None, out: IO[str]) -> int:
                 {seed: strength}, cause=cause, at=now + timedelta(seconds=seconds)
             )
             reached = ", ".join(f"{n} {v:.2f}" for n, v in wave.activation.strongest(3))
+            swayed = "".join(
+                f"; sways {n} {v:.2f} (influences: context, no activation)"
+                for n, v in sorted(wave.activation.influence.items())
+            )
             print(
-                f"  stimulus {cause!r} on {seed}: {len(wave.positions)} activations ({reached})",
+                f"  stimulus {cause!r} on {seed}: {len(wave.positions)} activations"
+                f" ({reached}){swayed}",
                 file=out,
             )
         planner, critic = memory.agent("planner"), memory.agent("critic")

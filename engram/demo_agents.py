@@ -1,5 +1,7 @@
 """The demo's agents at work: perception, memory and decision on the runner (ADR 0035, 0037).
 
+First the bootstrap agent warms the brain up (ADR 0066). Then:
+
 - **perception** spawns when the perception neuron's salience passes a threshold (a strong
   stimulus): it observes the request, broadcasts it and posts to the session memo;
 - **memory** spawns on the signal: it builds context frames for the request (saved as
@@ -8,6 +10,8 @@
   neuron's version before memory committed, so its commit conflicts; the runner reads again,
   decision now finds memory's signal too and commits a plan on fresh state;
 - then every trigger is quiet and the runner sleeps.
+
+Last, inner, outer and observer (seed 004) work on an addressed memo and a plan.
 
 One cognition worker and fixed agent order make the story the same on every run.
 """
@@ -19,7 +23,18 @@ from typing import IO
 
 from engram.agents.context import build_context
 from engram.agents.memory import AgentMemory
-from engram.agents.runner import AgentSpec, Plan, Probe, Runner, Situation, inbox_waiting
+from engram.agents.roles import observer_agent
+from engram.agents.runner import (
+    AgentSpec,
+    Plan,
+    Probe,
+    Runner,
+    Situation,
+    any_of,
+    inbox_waiting,
+    memo_addressed,
+)
+from engram.agents.warmup import BOOTSTRAP_STREAM, bootstrap_agent
 from engram.ledger import NewEvent
 from engram.ledger.catalog import MemoPosted, MemoryObserved, NeuronActivated, SignalSent
 from engram.projections.embedding import CachedEmbedder
@@ -30,6 +45,9 @@ SHARED = "neuron:n_memory_001"
 #: The perception neuron's salience that wakes perception (out of 65,535).
 WAKE = 30_000
 REQUEST = "summarise the Q3 outage report: root cause, timeline, customer impact"
+#: The session's roles beyond the core: the bootstrap agent grows a neuron for each.
+ROLES = ("planner", "critic")
+ROLES_SESSION = "q3-roles"
 
 
 def _note(agent: str, text: str) -> NewEvent:
@@ -46,6 +64,21 @@ def _activate(agent: str, strength: float, cause: str) -> NewEvent:
 def _signal(agent: str, to: str, topic: str, body: str) -> NewEvent:
     payload = SignalSent(to=to, topic=topic, body=body)
     return NewEvent.of(payload, stream=f"agent:{agent}", actor=agent)
+
+
+def warm_up(memory: Memory, out: IO[str]) -> None:
+    """Run the bootstrap agent's one cycle and tell what it grew (ADR 0066)."""
+    runner = Runner(memory.ledger, memory.engine, [bootstrap_agent(memory.network, roles=ROLES)])
+    (result,) = runner.step()
+    (done,) = [
+        e.payload for e in memory.ledger.get(list(result.positions)) if e.stream == BOOTSTRAP_STREAM
+    ]
+    print(
+        f"  the brain warms up ({result.reason}): bootstrap grew {len(done.neurons)} neurons"
+        f" ({', '.join(done.neurons)}) and {done.connections} connections in one cycle,"
+        " then marked bootstrap.completed",
+        file=out,
+    )
 
 
 def run_agents(memory: Memory, at: datetime, out: IO[str]) -> None:
@@ -79,9 +112,10 @@ def run_agents(memory: Memory, at: datetime, out: IO[str]) -> None:
             ]
         )
 
-    def woken(probe: Probe) -> bool:
+    def woken(probe: Probe) -> str:
         done = any(n.agent == "perception" for n in probe.memo())
-        return not done and probe.salience("n_perception_001") > WAKE
+        salience = probe.salience("n_perception_001")
+        return "" if done or salience <= WAKE else f"perception's salience {salience} > {WAKE}"
 
     def recall(s: Situation) -> Plan | None:
         task = next(sig for sig in s.inbox if sig.topic == "task.new")
@@ -142,12 +176,57 @@ def run_agents(memory: Memory, at: datetime, out: IO[str]) -> None:
         for r in results:
             extra = f" after {r.attempts} attempts (a conflict, retried)" if r.attempts > 1 else ""
             print(
-                f"  step {step}: {r.agent} {r.outcome} {len(r.positions)} events{extra}", file=out
+                f"  step {step}: {r.agent} {r.outcome} {len(r.positions)} events{extra}"
+                f" [spawned on: {r.reason}]",
+                file=out,
             )
     for line in frames:
         print(f"  memory's context frames: {line}", file=out)
     print(f"  memo: {' | '.join(n.text for n in memory.memo(SESSION).read())}", file=out)
     print(f"  all triggers quiet after step {step}: the agents sleep", file=out)
+
+
+def run_roles(memory: Memory, out: IO[str]) -> None:
+    """Run inner, outer and observer on an addressed memo and a plan (seed 004, ADR 0066)."""
+    memo = memory.memo(ROLES_SESSION)
+    steps = ["find the root cause", "build the timeline", "write the summary"]
+
+    def inner(s: Situation) -> Plan | None:
+        if any(n.type == "answer" for n in s.memo if n.to == "inner"):
+            return Plan(events=[memo.progress("inner", "q3-summary", "DONE", done=3)])
+        return Plan(
+            events=[
+                memo.proposal("inner", "summarise the Q3 outage", steps, plan="q3-summary"),
+                memo.note("inner", "carry out q3-summary", to="outer", type="request"),
+            ]
+        )
+
+    def outer(s: Situation) -> Plan | None:
+        return Plan(
+            events=[
+                memo.progress("outer", "q3-summary", "IN_PROGRESS", done=2, note="drafting"),
+                memo.note("outer", "root cause and timeline found", to="inner", type="answer"),
+            ]
+        )
+
+    asked = any_of(lambda p: "" if p.plans() else "a summary is asked for", memo_addressed)
+    agents = [
+        AgentSpec("inner", inner, trigger=asked, session=ROLES_SESSION),
+        AgentSpec("outer", outer, trigger=memo_addressed, session=ROLES_SESSION),
+        observer_agent(memo),
+    ]
+    print(
+        "\ninner, outer and observer (addressed memo, a plan moved by events, reflections):",
+        file=out,
+    )
+    for step, r in enumerate(Runner(memory.ledger, memory.engine, agents).run(), 1):
+        print(f"  {step}. {r.agent} {r.outcome} [spawned on: {r.reason}]", file=out)
+    for n in memo.read():
+        print(f"  memo #{n.position} {n.agent} -> {n.to} [{n.type}]: {n.text}", file=out)
+    for p in memo.plans():
+        print(
+            f"  plan '{p.goal}': {p.status} {p.done}/{len(p.steps)} (by {p.updated_by})", file=out
+        )
 
 
 def _ids(tree: dict[str, object], prefix: str = "") -> list[str]:

@@ -515,6 +515,56 @@ class SessionCleared(_Payload, frozen=True):
 
 
 ADAPTER_KINDS = (StorePut, StoreDeleted, SessionItemsAdded, SessionItemPopped, SessionCleared)
+# -- the brain's cycle (ADR 0066): bootstrap, the addressed memo, plans ---------------------
+
+MemoType = Literal["note", "request", "answer", "proposal", "critique", "reflection"]
+PlanStatus = Literal["PROPOSED", "IN_PROGRESS", "DONE", "ABANDONED"]
+
+
+class BootstrapCompleted(_Payload, frozen=True):
+    """The bootstrap agent grew the first neurons and ran its cycle: the brain is warm."""
+
+    __kind__: ClassVar[str] = "bootstrap.completed"
+
+    agent: Name
+    neurons: list[Name] = []
+    connections: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+class MemoAddressed(_Payload, frozen=True):
+    """An agent posted to its session's memo, to an agent (``*``: everyone), as a type."""
+
+    __kind__: ClassVar[str] = "memo.addressed"
+
+    agent: Name
+    session: Name
+    text: Text
+    to: Name = "*"
+    type: MemoType = "note"
+
+
+class PlanProposed(_Payload, frozen=True):
+    """An agent proposed a plan: a goal and its steps, in a session (status PROPOSED)."""
+
+    __kind__: ClassVar[str] = "plan.proposed"
+
+    plan: Name
+    agent: Name
+    session: Name
+    goal: Text
+    steps: Annotated[list[Text], msgspec.Meta(min_length=1, max_length=64)]
+
+
+class PlanUpdated(_Payload, frozen=True):
+    """A plan moved on: a new status, and the steps done so far (``done``: how many)."""
+
+    __kind__: ClassVar[str] = "plan.updated"
+
+    plan: Name
+    agent: Name
+    status: PlanStatus
+    done: Annotated[int, msgspec.Meta(ge=0, le=64)] | None = None
+    note: str = ""
 
 
 KINDS: dict[str, type[msgspec.Struct]] = {
@@ -546,6 +596,10 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         SubjectForgotten,
         PackImported,
         *ADAPTER_KINDS,
+        BootstrapCompleted,
+        MemoAddressed,
+        PlanProposed,
+        PlanUpdated,
     )
 }
 

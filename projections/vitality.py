@@ -12,18 +12,27 @@ Read functions over the ``graph`` and ``salience`` projections, evaluated as of 
 For the past, pass ``ledger`` (what was known then, :func:`queries.known_at`). A measurement
 worth keeping is appended as a ``vitality.measured`` event, so the series is SQL over the
 ledger (the ``vitality_measured`` view).
+
+The **working set** (:func:`working_set`, ADR 0066) is what the brain holds in mind: each
+neuron's resonance decays by :data:`RESONANCE_DECAY` per tick (a tick: one wave, a run of
+activations stamped with one time) and rises by each activation's strength (capped at 1); a
+neuron under :data:`EPSILON` drops out. A resonance of at most 1 falls under epsilon in
+:data:`HORIZON` ticks, so the set is folded over the last ``HORIZON + 1`` ticks alone, read
+from the ledger's tail.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
-from engram.ledger import Ledger
+from engram.ledger import Event, Ledger
 from engram.projections.errors import QueryError
 from engram.projections.queries import check_as_of, known_at
-from engram.projections.salience import DEFAULT_RATE, decayed
+from engram.projections.salience import DEFAULT_RATE, decayed, micros
 
 #: Salience at or above which a neuron counts as active: 1% of the uint16 range.
 ALIVE_AT = 655
@@ -99,4 +108,90 @@ def measure(
         growth=sum(
             1 for created in live.values() if since < datetime.fromisoformat(created) <= until
         ),
+    )
+
+
+#: What a neuron keeps of its resonance from one tick to the next.
+RESONANCE_DECAY = 0.8
+#: Under this resonance a neuron leaves the working set.
+EPSILON = 0.05
+#: Ticks after which any resonance (at most 1) is under EPSILON: 0.8 ** 14 = 0.044.
+HORIZON = math.ceil(math.log(EPSILON) / math.log(RESONANCE_DECAY))
+_CHUNK = 2048
+
+
+class WorkingSet(NamedTuple):
+    """The working set after the latest tick, and the seed's hygiene metrics over it.
+
+    ``coverage``: the share of live neurons in the set; ``drift``: the share of the set that
+    changed with the latest tick (one minus the Jaccard similarity with the set before it).
+    """
+
+    at: datetime | None
+    size: int
+    mean_resonance: float
+    coverage: float
+    drift: float
+    resonance: dict[str, float]
+
+
+def resonate(ticks: Iterable[Iterable[tuple[str, float]]]) -> list[dict[str, float]]:
+    """Fold ticks of (neuron, strength) activations; return the working set after each."""
+    current: dict[str, float] = {}
+    sets = []
+    for tick in ticks:
+        current = {n: r * RESONANCE_DECAY for n, r in current.items()}
+        for neuron, strength in tick:
+            current[neuron] = min(1.0, current.get(neuron, 0.0) + min(max(strength, 0.0), 1.0))
+        current = {n: r for n, r in current.items() if r >= EPSILON}
+        sets.append(current)
+    return sets
+
+
+def _tail_ticks(ledger: Ledger, at_us: int) -> list[tuple[datetime, list[tuple[str, float]]]]:
+    """Return the last HORIZON + 1 ticks of activations known at ``at_us``, oldest first."""
+    head = ledger.head()
+    events: list[Event] = []
+    upto = head
+    while upto > 0:
+        start = max(upto - _CHUNK, 0)
+        chunk = [
+            e
+            for e in ledger.read(start, kinds=["neuron.activated"], upto=upto)
+            if micros(e.at) <= at_us
+        ]
+        events = chunk + events
+        upto = start
+        if len({e.at for e in events}) > HORIZON + 2:
+            break
+    runs: list[tuple[datetime, list[tuple[str, float]]]] = []
+    for e in events:
+        if not runs or runs[-1][0] != e.at:
+            runs.append((e.at, []))
+        runs[-1][1].append((e.payload.id, e.payload.strength))
+    # More runs than kept were read unless the ledger began first: the oldest, which the
+    # chunk's edge may have cut, is never among the kept.
+    return runs[-(HORIZON + 1) :]
+
+
+def working_set(conn: sqlite3.Connection, ledger: Ledger, at: datetime) -> WorkingSet:
+    """Return the working set as of ``at``: the fold of the last ``HORIZON + 1`` ticks.
+
+    Older ticks left a resonance under epsilon; the window makes the set a function of the
+    last ticks alone, whatever the length of the history.
+    """
+    at_us = check_as_of(at)
+    ticks = _tail_ticks(ledger, at_us)
+    live = {nid for (nid,) in conn.execute("SELECT id FROM neurons WHERE archived_at IS NULL")}
+    sets = resonate([[(n, s) for n, s in tick if n in live] for _, tick in ticks])
+    now = sets[-1] if sets else {}
+    before = set(sets[-2]) if len(sets) > 1 else set()
+    union = before | set(now)
+    return WorkingSet(
+        at=ticks[-1][0] if ticks else None,
+        size=len(now),
+        mean_resonance=sum(now.values()) / len(now) if now else 0.0,
+        coverage=len(now) / len(live) if live else 0.0,
+        drift=len(before ^ set(now)) / len(union) if union else 0.0,
+        resonance=dict(sorted(now.items())),
     )

@@ -21,6 +21,7 @@ import msgspec
 from hypothesis import strategies as st
 
 from engram.ledger.catalog import (
+    BootstrapCompleted,
     ConceptLink,
     ConceptUpserted,
     ConnectionCreated,
@@ -28,6 +29,7 @@ from engram.ledger.catalog import (
     ContextSaved,
     FileDiff,
     JobCompleted,
+    MemoAddressed,
     MemoPosted,
     MemoryArchived,
     MemoryObserved,
@@ -37,6 +39,8 @@ from engram.ledger.catalog import (
     NeuronArchived,
     NeuronCreated,
     PackImported,
+    PlanProposed,
+    PlanUpdated,
     RecalledItem,
     ScarArchived,
     ScarRecorded,
@@ -193,6 +197,36 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
     "signal.sent": st.builds(SignalSent, to=names, topic=names, body=st.text(max_size=40)),
     "signal.acked": st.builds(SignalAcked, agent=names, signal=st.uuids().map(str)),
     "memo.posted": st.builds(MemoPosted, agent=names, session=names, text=unicode_text),
+    "memo.addressed": st.builds(
+        MemoAddressed,
+        agent=names,
+        session=names,
+        text=unicode_text,
+        to=names,
+        type=st.sampled_from(["note", "request", "answer", "proposal", "critique", "reflection"]),
+    ),
+    "plan.proposed": st.builds(
+        PlanProposed,
+        plan=names,
+        agent=names,
+        session=names,
+        goal=unicode_text,
+        steps=st.lists(unicode_text, min_size=1, max_size=4),
+    ),
+    "plan.updated": st.builds(
+        PlanUpdated,
+        plan=names,
+        agent=names,
+        status=st.sampled_from(["PROPOSED", "IN_PROGRESS", "DONE", "ABANDONED"]),
+        done=st.none() | st.integers(0, 64),
+        note=st.text(max_size=20),
+    ),
+    "bootstrap.completed": st.builds(
+        BootstrapCompleted,
+        agent=names,
+        neurons=st.lists(names, max_size=4),
+        connections=st.integers(0, 100),
+    ),
     "vitality.measured": st.builds(
         VitalityMeasured,
         at=aware_datetimes(),
@@ -603,6 +637,9 @@ HISTORY_KINDS = (
     "signal.sent",
     "signal.acked",
     "memo.posted",
+    "memo.addressed",
+    "plan.proposed",
+    "plan.updated",
     "concept.upserted",
     "scar.recorded",
     "scar.archived",
@@ -772,6 +809,30 @@ def _history(
         elif kind == "memo.posted":
             payload = MemoPosted(
                 agent=c.pick(_HISTORY_AGENTS), session=c.pick(("s1", "s2")), text=c.pick(texts)
+            )
+        elif kind == "memo.addressed":
+            payload = MemoAddressed(
+                agent=c.pick(_HISTORY_AGENTS),
+                session=c.pick(("s1", "s2")),
+                text=c.pick(texts),
+                to=c.pick(("*", *_HISTORY_AGENTS)),
+                type=c.pick(("note", "request", "answer", "reflection")),
+            )
+        elif kind == "plan.proposed":  # few ids: second proposals of one plan
+            payload = PlanProposed(
+                plan=c.pick(("p1", "p2")),
+                agent=c.pick(_HISTORY_AGENTS),
+                session=c.pick(("s1", "s2")),
+                goal=c.pick(texts),
+                steps=c.pick((["one"], ["one", "two", "three"])),
+            )
+        elif kind == "plan.updated":  # of unknown plans, backwards, past the steps
+            payload = PlanUpdated(
+                plan=c.pick(("p1", "p2", "p3")),
+                agent=c.pick(_HISTORY_AGENTS),
+                status=c.pick(("PROPOSED", "IN_PROGRESS", "DONE", "ABANDONED")),
+                done=c.pick((None, 0, 1, 3)),
+                note=c.pick(("", "moving")),
             )
         elif kind == "memory.reflected":
             # Evidence: memories, reflections, other kinds, a future id, an id no event has,

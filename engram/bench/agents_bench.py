@@ -26,7 +26,7 @@ import numpy as np
 
 from engram.agents.context import build_context
 from engram.agents.memory import AgentMemory
-from engram.agents.runner import AgentSpec, Plan, Runner, Situation
+from engram.agents.runner import AgentSpec, Plan, Runner, Situation, ledger_moved
 from engram.bench.common import Config, Figure, log, remove_tree
 from engram.bench.recall_latency import Precomputed
 from engram.ledger import NO_STREAM, Ledger, NewEvent, default_registry
@@ -89,7 +89,7 @@ def _spec(name: str) -> AgentSpec:
         note = MemoryObserved(agent=name, text=f"cycle at head {s.head}", importance=3)
         return Plan(events=[NewEvent.of(note, stream=stream, actor=name)])
 
-    return AgentSpec(name, think, trigger=lambda probe: True, watch=[stream])
+    return AgentSpec(name, think, trigger=ledger_moved, watch=[stream])
 
 
 def _steps(runner: Runner, steps: int) -> None:

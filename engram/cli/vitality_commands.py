@@ -11,7 +11,7 @@ from engram.cli.base import as_of_option, note, opened, output_format, state
 
 COLUMNS = (
     "at", "neurons", "active_neurons", "mean_salience", "connections", "density",
-    "inhibition", "growth",
+    "inhibition", "growth", "working_set", "mean_resonance", "coverage", "drift",
 )  # fmt: skip
 
 
@@ -37,15 +37,25 @@ def vitality(as_of: datetime | None, window: float, record: bool, fmt: str) -> N
 
     Active neurons (salience at least 1%), mean salience, connection density, inhibition
     balance (the inhibiting share of connection weight) and growth (neurons created in the
-    window). With --record the measurement becomes an event, so the series is SQL.
+    window). With --record the measurement becomes an event, so the series is SQL. The
+    working set: how many neurons resonate (activated in the last waves, decaying per wave),
+    their mean resonance, coverage (their share of the live neurons) and drift (the share
+    of the set the latest wave changed).
     """
     out = state()
     with opened(out.settings()) as memory:
         signs = memory.network.vitality(as_of=as_of, window=timedelta(hours=window), record=record)
+        working = memory.network.working_set(as_of=as_of)
     if record:
         note("recorded as vitality.measured")
     row = signs._asdict()
     row["at"] = signs.at.isoformat()
-    for key in ("mean_salience", "density", "inhibition"):
+    row["working_set"] = working.size
+    row["mean_resonance"], row["coverage"], row["drift"] = (
+        working.mean_resonance,
+        working.coverage,
+        working.drift,
+    )
+    for key in ("mean_salience", "density", "inhibition", "mean_resonance", "coverage", "drift"):
         row[key] = round(row[key], 6)
     out.render([row], fmt, columns=COLUMNS)

@@ -241,6 +241,7 @@ def vitality(memory: Memory, samples: list[dict[str, Any]]) -> dict[str, Any]:
     series["projection_lag"] = [(s["at"], float(s["lag"])) for s in samples]
     return {
         "now": now,
+        "working": memory.network.working_set(),
         "series": series,
         "jobs": [
             {

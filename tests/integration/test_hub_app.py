@@ -313,3 +313,12 @@ def test_the_hub_serves_and_reviews_a_postgresql_ledger(
     assert [(r.suggestion, r.decision, r.reviewer) for r in reviews] == [
         (other, "refused", "pg reviewer")
     ]
+
+
+def test_the_vitality_page_shows_the_working_set(client: TestClient) -> None:
+    response = client.get("/vitality")
+    assert response.status_code == 200
+    assert "working set <b>" in response.text
+    assert "mean resonance" in response.text
+    assert "coverage" in response.text
+    assert "drift" in response.text

@@ -35,7 +35,7 @@ from strategies import (
 
 from engram.ledger import Ledger, NewEvent
 from engram.projections import queries
-from engram.projections.activation import GraphSnapshot
+from engram.projections.activation import REFRACTORY, TRIGGER_RATIO, GraphSnapshot
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.salience import (
@@ -328,7 +328,7 @@ def test_salience_decays_monotonically_and_reads_never_write(
 
 
 def reference_wave(
-    out: dict[str, list[tuple[str, float]]],
+    out: dict[str, list[tuple[str, float, str]]],
     salience: dict[str, int],
     seeds: dict[str, float],
     *,
@@ -337,9 +337,15 @@ def reference_wave(
     min_strength: float,
     floor: int,
     reentry: float,
-) -> tuple[dict[str, float], dict[str, int]]:
-    """The wave as projections/activation.py's docstring describes it, in plain Python."""
+    locked: frozenset[str] = frozenset(),
+) -> tuple[dict[str, float], dict[str, int], dict[str, float]]:
+    """The wave as projections/activation.py's docstring describes it, in plain Python.
+
+    ``out`` holds each source's edges as (target, signed weight, type) with ``recalls``
+    already turned around; ``locked`` neurons fired within the refractory period.
+    """
     level: dict[str, float] = defaultdict(float)
+    influence: dict[str, float] = defaultdict(float)
     hops: dict[str, int] = {}
     for neuron, strength in seeds.items():
         level[neuron] += strength
@@ -347,14 +353,23 @@ def reference_wave(
     expanded = set(seeds)
     frontier = dict(seeds)
     for hop in range(1, max_depth + 1):
+        if hop > 1:  # a seed always passes on; a relay that just fired does not
+            frontier = {n: v for n, v in frontier.items() if n not in locked}
         received: dict[str, float] = defaultdict(float)
-        edges = 0
+        edges = spreading = 0
         for source, carried in frontier.items():
-            for target, weight in out.get(source, []):
+            sharp = carried >= TRIGGER_RATIO * salience[source] / MAX
+            for target, weight, kind in out.get(source, []):
                 edges += 1
                 gain = carried * weight / MAX * max(salience[target], floor) / MAX * decay
+                if kind == "influences":
+                    influence[target] += gain
+                    continue
+                if kind == "triggers" and not sharp:
+                    continue
+                spreading += 1
                 received[target] += gain * (reentry if target in expanded else 1.0)
-        if not edges:
+        if not edges or not spreading:
             break
         for target, value in received.items():
             level[target] += value
@@ -363,7 +378,7 @@ def reference_wave(
         expanded |= set(frontier)
         if not frontier:
             break
-    return dict(level), hops
+    return dict(level), hops, dict(influence)
 
 
 @given(
@@ -388,7 +403,8 @@ def test_propagation_terminates_and_matches_the_documented_wave(
     at = HISTORY_START
     events = [neuron_created(n, at) for n in ids]
     events += [connection_created(s, t, w, at, type=kind) for s, t, kind, w in edges]
-    for n in data.draw(st.lists(st.sampled_from(ids), max_size=6), label="activated"):
+    fired = data.draw(st.lists(st.sampled_from(ids), max_size=6), label="activated")
+    for n in fired:
         events.append(neuron_activated(n, at, data.draw(st.floats(0.0, 1.0))))
     archived = data.draw(st.sets(st.sampled_from(ids), max_size=len(ids) - 1), label="archived")
     events += [neuron_archived(n, at) for n in sorted(archived)]
@@ -422,12 +438,15 @@ def test_propagation_terminates_and_matches_the_documented_wave(
                 reentry=reentry,
             )
             assert _digests(engine) == before
-    out: dict[str, list[tuple[str, float]]] = defaultdict(list)
+    out: dict[str, list[tuple[str, float, str]]] = defaultdict(list)
     for s, t, kind, w in edges:
         if s in archived or t in archived:
             continue
-        out[s].append((t, -w if kind == "inhibits" else w))
-    levels, hops = reference_wave(
+        source, target = (t, s) if kind == "recalls" else (s, t)
+        out[source].append((target, -w if kind == "inhibits" else w, kind))
+    # The activations happened at `at`: as of `at` itself they are within the lock.
+    locked = frozenset(fired) if as_of - at < timedelta(seconds=REFRACTORY) else frozenset()
+    levels, hops, influence = reference_wave(
         out,
         salience,
         seeds,
@@ -436,7 +455,11 @@ def test_propagation_terminates_and_matches_the_documented_wave(
         min_strength=min_strength,
         floor=floor,
         reentry=reentry,
+        locked=locked,
     )
+    assert set(wave.influence) == set(influence)
+    for neuron, value in influence.items():
+        assert wave.influence[neuron] == pytest.approx(value, rel=1e-9, abs=1e-12)
     assert set(wave.levels) == set(levels)
     assert not set(wave.levels) & archived
     assert wave.hops == hops

@@ -64,7 +64,7 @@ def test_a_chain_carries_the_documented_product_per_hop(ledger: Ledger, tmp_path
         tmp_path,
         [
             *_neurons("a", "b", "c", "d"),
-            neuron_activated("c", T, 1.0),  # c's salience: 32768 + 8191
+            neuron_activated("c", T, 1.0),  # c's salience: 32768 + 8191 (no lock: refractory=0)
             connection_created("a", "b", 52000, T),
             connection_created("b", "c", 45000, T),
             connection_created("c", "d", 65535, T),
@@ -73,17 +73,17 @@ def test_a_chain_carries_the_documented_product_per_hop(ledger: Ledger, tmp_path
     b = hop(2.0, 52000)
     c = hop(b, 45000, 40959 / MAX)
     d = hop(c, 65535)
-    wave = graph.propagate({"a": 2.0}, T, min_strength=1e-6)
+    wave = graph.propagate({"a": 2.0}, T, refractory=0.0, min_strength=1e-6)
     assert wave.levels == _levels(Activation({"a": 2.0, "b": b, "c": c, "d": d}, {}))
     assert wave.hops == {"a": 0, "b": 1, "c": 2, "d": 3}
     assert wave.strongest(2) == [("a", 2.0), ("b", pytest.approx(b))]
 
     # max_depth stops the wave; min_strength stops expansion (c is reached, not expanded).
-    assert graph.propagate({"a": 2.0}, T, max_depth=1).hops == {"a": 0, "b": 1}
-    assert graph.propagate({"a": 2.0}, T, max_depth=0).levels == {"a": 2.0}
-    stopped = graph.propagate({"a": 2.0}, T, min_strength=b * 1.01)
+    assert graph.propagate({"a": 2.0}, T, refractory=0.0, max_depth=1).hops == {"a": 0, "b": 1}
+    assert graph.propagate({"a": 2.0}, T, refractory=0.0, max_depth=0).levels == {"a": 2.0}
+    stopped = graph.propagate({"a": 2.0}, T, refractory=0.0, min_strength=b * 1.01)
     assert stopped.hops == {"a": 0, "b": 1}  # b received less than min_strength
-    stopped = graph.propagate({"a": 2.0}, T, min_strength=c * 1.01)
+    stopped = graph.propagate({"a": 2.0}, T, refractory=0.0, min_strength=c * 1.01)
     assert stopped.hops == {"a": 0, "b": 1, "c": 2}  # c got below it: not expanded
     assert stopped.levels["c"] == pytest.approx(c, rel=1e-12)
 

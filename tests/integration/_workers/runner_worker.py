@@ -14,7 +14,7 @@ import sys
 from collections import Counter
 
 import engram
-from engram.agents.runner import AgentSpec, Plan, RetryPolicy, Runner, Situation
+from engram.agents.runner import AgentSpec, Plan, RetryPolicy, Runner, Situation, ledger_moved
 from engram.ledger import NewEvent
 from engram.ledger.catalog import NeuronActivated
 
@@ -34,7 +34,7 @@ def count(situation: Situation) -> Plan:
 def main(ledger: str, agent: str, cycles: int, schema: str | None) -> None:
     options = {"pg_schema": schema} if schema else {}
     with engram.open_memory(ledger, actor=agent, **options) as memory:
-        spec = AgentSpec(agent, count, trigger=lambda probe: True, watch=[STREAM])
+        spec = AgentSpec(agent, count, trigger=ledger_moved, watch=[STREAM])
         runner = Runner(
             memory.ledger, memory.engine, [spec], policy=RetryPolicy(attempts=200, backoff=0.001)
         )
