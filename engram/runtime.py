@@ -52,6 +52,8 @@ from engram.projections.reflections import Reflections
 from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
+from engram.projections.copies import Copies
+from engram.projections.supersession import Supersessions
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 from engram.projections.suggestions import SuggestionQueue
 
@@ -158,6 +160,8 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         Reflections(),
         SuggestionQueue(),
         RuleBook(),
+        Copies(),
+        Supersessions(),
     ]
 
 

@@ -7,7 +7,8 @@ activation and catch-up lag of the neuron graph and salience index, beside hand-
 sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
 LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
 HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
-``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
+``quality`` (generated probes of what recall serves a user: updates, copies, unanswerable
+questions, exact ids; beside the goals) and ``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
 memories beside raw sqlite3, cold export beside DuckDB's COPY, the daemon's catch-up lag). Engram
 and its reference alternate within each repetition; the report gives medians. A missed
 target is reported, not an error.
@@ -27,7 +28,9 @@ __all__ = ["DEFAULT_PG", "RECALL_PARTS", "SUITES", "default_embedding_cache", "r
 
 DEFAULT_PG = "postgresql://127.0.0.1:5432/test"
 SEED = 20250101
-SUITES = ("ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "all")
+SUITES = (
+    "ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "quality", "all"
+)  # fmt: skip
 #: ``--scale``: the extra, large recall latency store (None: only the 100k one).
 SCALES: dict[str, int | None] = {"100k": None, "1m": 1_000_000}
 #: The parts of the recall suite ``only`` chooses from, each with the figure it shows when
@@ -106,6 +109,7 @@ def run(
         pack_bench,
         pg_bench,
         projection_bench,
+        quality_bench,
         recall_bench,
         recall_latency,
         report,
@@ -171,6 +175,8 @@ def run(
         ]
     if config.suite in ("packs", "all"):
         steps.append(("knowledge packs", pack_bench.run))
+    if config.suite in ("quality", "all"):
+        steps.append(("recall quality probes", quality_bench.quality))
     skipped: list[Figure] = []
     notices: list[str] = []
     if config.suite in ("recall", "all"):

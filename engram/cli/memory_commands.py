@@ -123,9 +123,9 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    show_default=True,
-    help="Serve only items whose match (0..1, comparable across queries) reaches this.",
+    default=None,
+    help="Serve only items whose score (0..1, comparable across queries) reaches this "
+    "(default: the calibrated floor; 0 serves every candidate).",
 )
 @click.option("--no-record", is_flag=True, help="Do not append memory.recalled.")
 @click.option(
@@ -142,7 +142,7 @@ def recall(
     k: int,
     as_of: datetime | None,
     kinds: tuple[str, ...],
-    min_score: float,
+    min_score: float | None,
     no_record: bool,
     scope: str,
     fmt: str,
@@ -150,9 +150,10 @@ def recall(
     """Recall what matters to an agent for a query.
 
     Hybrid recall: lexical (BM25) and semantic (FAISS) candidates, fused. Each item comes with
-    its score and components (relevance, recency, importance: they order this one result) and
-    match (0..1: how well it matches the query, comparable across queries; bm25 and cosine
-    are the paths' raw scores). --min-score makes "nothing relevant" a possible answer. AGENT
+    its score (0..1, comparable across queries: the calibrated relevance weighed by recency
+    and importance) and its components; copies of one memory fold into one item (copies
+    says how many). --min-score (default: the calibrated floor) makes "nothing relevant" a
+    possible answer. AGENT
     sees its own memories and public ones. The recall is appended as memory.recalled unless
     --no-record. With --scope other than memories, score is similarity x (1 + importance/10)
     x exp(-age_days/365) and match is the similarity (see engram scars recall).
@@ -166,8 +167,8 @@ def recall(
             as_of=as_of,
             types=list(kinds) or None,
             record=not no_record,
-            min_score=min_score,
             scope=scope,
+            **({} if min_score is None else {"min_score": min_score}),
         )
     if result.fallback:
         note(f"note: {result.fallback}")
@@ -175,7 +176,7 @@ def recall(
         _recall_records(result),
         fmt,
         columns=list(_RECALL_COLUMNS),
-        table_columns=["position", "score", "match", "recency", "importance", "agent", "text"],
+        table_columns=["position", "score", "copies", "recency", "agent", "text"],
         widths={"text": 70},
     )
     if result.recorded_at is not None:
@@ -192,6 +193,9 @@ _RECALL_COLUMNS = (
     "fused",
     "bm25",
     "cosine",
+    "copies",
+    "copy_positions",
+    "replaced_by",
     "agent",
     "type",
     "text",
@@ -214,6 +218,9 @@ def _recall_records(result: RecallResult) -> Iterable[dict[str, Any]]:
             "fused": round(r.fused, 6),
             "bm25": None if r.bm25 is None else round(r.bm25, 6),
             "cosine": None if r.cosine is None else round(r.cosine, 6),
+            "copies": r.copies,
+            "copy_positions": list(r.copy_positions or (r.event.position,)),
+            "replaced_by": r.replaced_by,
             "agent": item_author(r.event),
             "type": item_type(r.event),
             "text": item_text(r.event),

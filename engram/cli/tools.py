@@ -19,7 +19,7 @@ from engram.cli.base import state
 @click.option(
     "--suite",
     type=click.Choice(
-        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "all"]
+        ["ledger", "audit", "projections", "recall", "jobs", "packs", "agents", "quality", "all"]
     ),
     default="all",
     show_default=True,
