@@ -142,8 +142,21 @@ def content_share(
     held = {stem(w) for w in lexical.tokens(text)}
     lowered = text.casefold()
     found = sum(v for w, v in content.items() if stem(w) in held)
-    found += sum(v for code, v in terms if code in lowered)
+    found += sum(v for code, v in terms if _verbatim(code, lowered))
     return min(found / total, 1.0)
+
+
+def _verbatim(code: str, text: str) -> bool:
+    """Say whether ``text`` holds ``code`` as a whole (not "HE-855" inside "HE-8555")."""
+    start = text.find(code)
+    while start >= 0:
+        end = start + len(code)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not before.isalnum() and not after.isalnum():
+            return True
+        start = text.find(code, start + 1)
+    return False
 
 
 class Calibration(NamedTuple):

@@ -83,8 +83,10 @@ _US_PER_DAY = 86_400_000_000
 #: it (ADR 0052).
 REPLACED_WEIGHT = 0.3
 #: What detection does with a memory that seems to replace an earlier one (ADR 0052).
+#: Off for a bare AgentMemory (a building block, as the benches use it); an opened engram
+#: takes the config's ``supersede``, "apply" unless set.
 SUPERSEDE_POLICIES = ("apply", "review", "off")
-DEFAULT_SUPERSEDE = "apply"
+DEFAULT_SUPERSEDE = "off"
 #: Reciprocal rank fusion's constant: score = sum over paths of weight / (RRF_K + rank).
 #: 10, not the customary 60: on LoCoMo it separates the top ranks more and measured better
 #: at @5, @10 and @20 (ADR 0014).
@@ -189,7 +191,7 @@ class AgentMemory:
         self.half_life_days = float(half_life_days)
         if supersede not in SUPERSEDE_POLICIES:
             raise QueryError(f"supersede must be one of {SUPERSEDE_POLICIES}, got {supersede!r}")
-        self.supersede = supersede
+        self.supersede_policy = supersede
         self.agent = agent
         self.ledger = ledger
         self.engine = engine
@@ -249,7 +251,7 @@ class AgentMemory:
         position = self.ledger.append(event)[0]
         if replaces:
             supersession.supersede(self, position, replaces, valid_from=valid_from)
-        elif self.supersede != "off":
+        elif self.supersede_policy != "off":
             supersession.propose_or_apply(self, position, text)
         return position
 

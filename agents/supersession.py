@@ -49,9 +49,9 @@ POLICIES = ("apply", "review", "off")
 THRESHOLDS = {"hash": 0.5, "neural": 0.6}
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
 _CANDIDATES = 20
-#: The IDF from which a capitalised word names something: held by under about 7% of the
-#: memories ("Deploy" opening every incident report is not a name).
-RARE = 2.5
+#: The IDF from which a capitalised word names something: ln(9), held by at most about a
+#: tenth of the memories ("Deploy" opening every other report is a topic, not a name).
+RARE = 2.2
 
 
 def _checked(memory: AgentMemory, positions: Sequence[int], what: str) -> list[int]:
@@ -146,8 +146,7 @@ def detect(memory: AgentMemory, position: int, text: str) -> tuple[list[int], fl
 
 def _subject(conn: sqlite3.Connection, text: str) -> str | None:
     """Return the word naming what ``text`` speaks of: its first capitalised word (not a
-    function word), when few memories hold it (an IDF of at least :data:`RARE`: a word of
-    one memory in ten or more is a topic, not a name); else None."""
+    function word), when few memories hold it (an IDF of at least :data:`RARE`); else None."""
     named = [w for m in _NAME.findall(text) for w in lexical.tokens(m) if w not in STOPWORDS]
     if not named:
         return None
@@ -169,14 +168,14 @@ def _differs(new: frozenset[str], old: frozenset[str]) -> bool:
 def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | None:
     """Run detection for a memory just observed; append what the policy says. Return the
     appended event's position (None: nothing found, or the policy is off)."""
-    if memory.supersede == "off":
+    if memory.supersede_policy == "off":
         return None
     found = detect(memory, position, text)
     if found is None:
         return None
     olds, similarity = found
     stream = f"agent:{memory.agent}"
-    if memory.supersede == "apply":
+    if memory.supersede_policy == "apply":
         at = memory.ledger.get([position])[0].at
         applied = MemorySuperseded(
             agent=memory.agent, position=position, replaces=olds, valid_from=at,

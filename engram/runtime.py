@@ -198,6 +198,8 @@ class Memory:
             embedder=self.embedder,
             searcher=self.searcher,
             rate=self.settings.decay_rate,
+            half_life_days=self.settings.half_life_days,
+            supersede=self.settings.supersede,
         )
 
     def mailbox(self, agent: str) -> Mailbox:

@@ -122,8 +122,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--locomo", default=None)
     parser.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
+    parser.add_argument("--embedding-cache", default=None, help="a file keeping MiniLM vectors")
     args = parser.parse_args()
-    embedder = HashEmbedder() if args.embedder == "hash" else minilm(None)
+    embedder = HashEmbedder() if args.embedder == "hash" else minilm(args.embedding_cache)
     if embedder is None:
         raise SystemExit("MiniLM needs the 'embeddings' extra")
     with tempfile.TemporaryDirectory() as scratch:

@@ -66,7 +66,10 @@ def _open(directory: str, embedder: Embedder) -> tuple[Ledger, ProjectionEngine,
     store = os.path.join(directory, "store")
     engine = ProjectionEngine(ledger, store, recall_projections(embedder))
     searcher = VectorSearcher(store, embedder.dimension, str(embedder.fingerprint))
-    memory = AgentMemory(AGENT, ledger, engine, embedder=embedder, searcher=searcher)
+    # As an opened engram configures it by default (engram.config: supersede = "apply").
+    memory = AgentMemory(
+        AGENT, ledger, engine, embedder=embedder, searcher=searcher, supersede="apply"
+    )
     return ledger, engine, memory
 
 

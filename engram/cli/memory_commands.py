@@ -54,6 +54,19 @@ RECALL_SCOPES = (*SCOPES, "all")
 @click.option("--source", help="A reference to where it came from.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--at", type=TIME, default=None, help="Event time: ISO-8601 with zone (default now).")
+@click.option(
+    "--supersedes",
+    "supersedes",
+    multiple=True,
+    type=click.IntRange(min=1),
+    help="The position of an earlier memory of AGENT this one replaces (repeatable).",
+)
+@click.option(
+    "--valid-from",
+    type=TIME,
+    default=None,
+    help="With --supersedes: when the replaced ones stopped being true (default: --at).",
+)
 def observe(
     agent: str,
     text: str,
@@ -63,11 +76,15 @@ def observe(
     source: str | None,
     tags: tuple[str, ...],
     at: datetime | None,
+    supersedes: tuple[int, ...],
+    valid_from: datetime | None,
 ) -> None:
     """Append an agent's observation, plan or thought.
 
     One memory.observed event on AGENT's stream. Without --importance the heuristic scorer rates
-    it once; the rating is stored in the event, so a rebuild replays it.
+    it once; the rating is stored in the event, so a rebuild replays it. With --supersedes, a
+    memory.superseded event says it replaces those earlier memories (checked first: a bad
+    position writes nothing).
     """
     out = state()
     with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
@@ -79,6 +96,8 @@ def observe(
             source=source,
             tags=tags,
             at=at,
+            supersedes=supersedes,
+            valid_from=valid_from,
         )
         event = next(memory.ledger.read(position - 1, limit=1))
     out.echo(f"observed at position {position} (importance {event.payload.importance})")
