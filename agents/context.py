@@ -168,8 +168,10 @@ def build_context(
         raise QueryError(f"weights must be ContextWeights, got {type(weights).__name__}")
     if not isinstance(save, bool):
         raise QueryError(f"save must be a bool, got {save!r}")
-    if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not (
-        0 <= min_score <= 1
+    if (
+        isinstance(min_score, bool)
+        or not isinstance(min_score, int | float)
+        or not (0 <= min_score <= 1)
     ):
         raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
     when = as_of or datetime.now(UTC)

@@ -87,12 +87,113 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
 #: Function words: they say how a question is asked, not what it is about, so they carry no
 #: evidence of relevance; in a small store one no memory holds would weigh most of all.
 STOPWORDS = frozenset(
-    "a about after all also am an and any are as at be been before being but by can could"
-    " did do does doing done for from had has have having he her here hers him his how i if"
-    " in into is it its just me more most my no not now of on or our out over she so some"
-    " still such than that the their them then there these they this those to too up us was"
-    " we were what when where which while who whom whose why will with would you your"
-    " currently current latest these days tell know we anything".split()
+    [
+        "a",
+        "about",
+        "after",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "before",
+        "being",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "done",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "no",
+        "not",
+        "now",
+        "of",
+        "on",
+        "or",
+        "our",
+        "out",
+        "over",
+        "she",
+        "so",
+        "some",
+        "still",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "too",
+        "up",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "currently",
+        "current",
+        "latest",
+        "these",
+        "days",
+        "tell",
+        "know",
+        "we",
+        "anything",
+    ]
 )
 _SUFFIXES = ("ing", "ies", "ied", "es", "ed", "ly", "s")
 
@@ -118,9 +219,7 @@ def codes(query: str) -> tuple[str, ...]:
     )
 
 
-def content_share(
-    weights: Mapping[str, float], text: str, quoted: Sequence[str] = ()
-) -> float:
+def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str] = ()) -> float:
     """Return the IDF-weighted share of the query's content words ``text`` holds (0..1).
 
     ``weights`` are the query words' IDF (:func:`engram.projections.lexical.terms`); function

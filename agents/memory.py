@@ -172,7 +172,8 @@ class AgentMemory:
         ``rrf_k`` is the fusion's rank constant (:data:`RRF_K`; 60 is textbook RRF);
         ``half_life_days`` is the age at which recency halves (:data:`HALF_LIFE_DAYS`);
         ``supersede`` is what detection does when an observed memory seems to replace an
-        earlier one: ``apply``, ``review`` (propose) or ``off`` (:mod:`engram.agents.supersession`)."""
+        earlier one: ``apply``, ``review`` (propose) or ``off``
+        (:mod:`engram.agents.supersession`)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
         if fusion is None:
@@ -187,7 +188,9 @@ class AgentMemory:
             or isinstance(half_life_days, bool)
             or not 0 < half_life_days <= 36_500
         ):
-            raise QueryError(f"half_life_days must be a number in (0, 36500], got {half_life_days!r}")
+            raise QueryError(
+                f"half_life_days must be a number in (0, 36500], got {half_life_days!r}"
+            )
         self.half_life_days = float(half_life_days)
         if supersede not in SUPERSEDE_POLICIES:
             raise QueryError(f"supersede must be one of {SUPERSEDE_POLICIES}, got {supersede!r}")
@@ -735,9 +738,7 @@ def _same(a: frozenset[str], b: frozenset[str]) -> bool:
 def _content(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s content words (function and filler words set aside)."""
     return frozenset(
-        stem(w)
-        for w in lexical.tokens(text)
-        if w not in STOPWORDS and w not in copies.FILLERS
+        stem(w) for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
     )
 
 

@@ -5,11 +5,12 @@ proposes it when a memory is observed (:func:`detect`): among the agent's earlie
 that name the same subject (the first capitalised word, when few memories hold it) and
 quote the same ids (an id names a thing: two incident reports with two ids are two
 incidents), the most similar one whose content differs from the new memory's — not a copy:
-each holds words the other lacks — is a candidate when the cosine of their vectors reaches the embedder's
-threshold (:data:`THRESHOLDS`), measured on generated pairs (ADR 0052). The policy says what
-a candidate becomes: ``apply`` appends ``memory.superseded`` at once, ``review`` appends
-``supersession.proposed`` for a person to apply or refuse, ``off`` runs no detection. Every
-supersession can be reverted (:func:`revert`); recall then serves the old memory as current.
+each holds words the other lacks — is a candidate when the cosine of their vectors reaches
+the embedder's threshold (:data:`THRESHOLDS`), measured on generated pairs (ADR 0052). The
+policy says what a candidate becomes: ``apply`` appends ``memory.superseded`` at once,
+``review`` appends ``supersession.proposed`` for a person to apply or refuse, ``off`` runs
+no detection. Every supersession can be reverted (:func:`revert`); recall then serves the
+old memory as current.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from engram.projections.errors import ProjectionError, QueryError
 if TYPE_CHECKING:
     from engram.agents.memory import AgentMemory
 
-__all__ = ["POLICIES", "THRESHOLDS", "detect", "review", "revert", "supersede"]
+__all__ = ["POLICIES", "THRESHOLDS", "detect", "revert", "review", "supersede"]
 
 POLICIES = ("apply", "review", "off")
 #: The cosine from which two memories naming the same entity speak of the same attribute.

@@ -36,6 +36,7 @@ from engram.ledger import (
 from engram.ledger.shred import subject_of
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
+from engram.projections.copies import Copies
 from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
@@ -52,10 +53,9 @@ from engram.projections.reflections import Reflections
 from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
-from engram.projections.copies import Copies
-from engram.projections.supersession import Supersessions
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 from engram.projections.suggestions import SuggestionQueue
+from engram.projections.supersession import Supersessions
 
 EMBEDDING_CACHE = "embeddings.db"
 

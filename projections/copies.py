@@ -35,8 +35,27 @@ _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 #: Words that mark a repetition rather than say something: a copy prefixed with "Note:" or
 #: suffixed with "as mentioned before" says what the plain text says.
 FILLERS = frozenset(
-    "note notes reminder fyi nb ps again repeat repeating repeated as mentioned before said"
-    " earlier already update re fwd".split()
+    [
+        "note",
+        "notes",
+        "reminder",
+        "fyi",
+        "nb",
+        "ps",
+        "again",
+        "repeat",
+        "repeating",
+        "repeated",
+        "as",
+        "mentioned",
+        "before",
+        "said",
+        "earlier",
+        "already",
+        "update",
+        "re",
+        "fwd",
+    ]
 )
 
 

@@ -134,8 +134,7 @@ class Supersessions(Projection):
         self, db: Tables, e: Event, agent: str, new: int, olds: Sequence[int], valid: int, how: str
     ) -> None:
         db.conn.executemany(
-            f"INSERT OR IGNORE INTO {db['supersessions']}"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
+            f"INSERT OR IGNORE INTO {db['supersessions']} VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
             [(e.position, old, new, agent, valid, micros(e.at), how) for old in olds],
         )
 

@@ -8,10 +8,10 @@ sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence r
 LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
 HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
 ``quality`` (generated probes of what recall serves a user: updates, copies, unanswerable
-questions, exact ids; beside the goals) and ``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
-memories beside raw sqlite3, cold export beside DuckDB's COPY, the daemon's catch-up lag). Engram
-and its reference alternate within each repetition; the report gives medians. A missed
-target is reported, not an error.
+questions, exact ids; beside the goals) and ``jobs`` (a sleep cycle on 100k neurons / 1M
+connections and an archival sweep of 100k memories beside raw sqlite3, cold export beside
+DuckDB's COPY, the daemon's catch-up lag). Engram and its reference alternate within each
+repetition; the report gives medians. A missed target is reported, not an error.
 """
 
 from __future__ import annotations

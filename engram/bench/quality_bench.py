@@ -29,14 +29,14 @@ from engram.bench import quality_probes as probes
 from engram.bench.common import Config, Figure, log, remove_tree
 from engram.bench.recall_bench import minilm
 from engram.ledger import Ledger, default_registry
-from engram.projections.embedding import Embedder, HashEmbedder
 from engram.projections.base import Projection
 from engram.projections.copies import Copies
-from engram.projections.supersession import Supersessions
+from engram.projections.embedding import Embedder, HashEmbedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.supersession import Supersessions
 
 __all__ = ["GOALS", "quality", "run_probes"]
 
@@ -62,7 +62,9 @@ def recall_projections(embedder: Embedder) -> list[Projection]:
 
 
 def _open(directory: str, embedder: Embedder) -> tuple[Ledger, ProjectionEngine, AgentMemory]:
-    ledger = Ledger.open(os.path.join(directory, "ledger.db"), default_registry(), durability="fast")
+    ledger = Ledger.open(
+        os.path.join(directory, "ledger.db"), default_registry(), durability="fast"
+    )
     store = os.path.join(directory, "store")
     engine = ProjectionEngine(ledger, store, recall_projections(embedder))
     searcher = VectorSearcher(store, embedder.dimension, str(embedder.fingerprint))
@@ -104,7 +106,8 @@ def _ask(
 def _updates(
     memory: AgentMemory, case: probes.Case, positions: dict[int, int], as_of: datetime
 ) -> dict[str, float]:
-    assert case.current is not None and case.stale is not None
+    assert case.current is not None
+    assert case.stale is not None
     result = memory.recall(case.query, 10, record=False, min_score=0.0, as_of=None)
     order = [r.event.position for r in result.items]
     current, stale = positions[case.current], positions[case.stale]

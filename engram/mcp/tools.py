@@ -86,9 +86,7 @@ class MemoryTools:
         """
         who = self.caller(agent)
         floor = {} if min_score is None else {"min_score": _score_floor(min_score)}
-        result = self.memory.agent(who).recall(
-            query, k, types=types or None, scope=scope, **floor
-        )
+        result = self.memory.agent(who).recall(query, k, types=types or None, scope=scope, **floor)
         return {
             "query": query,
             "scope": scope,

@@ -129,9 +129,7 @@ def test_the_floor_only_removes_items_from_the_unfloored_order(
     weights = {"relevance": 1.0, "recency": 0.0, "importance": 0.0}
     if by == "importance":
         weights = {"relevance": 0.0, "recency": 0.0, "importance": 1.0}
-    everything = hashed.recall(
-        query, len(TEXTS), record=False, weights=weights, min_score=0
-    ).items
+    everything = hashed.recall(query, len(TEXTS), record=False, weights=weights, min_score=0).items
     kept = [item for item in everything if item.score >= floor][:k]
     floored = hashed.recall(query, k, record=False, min_score=floor, weights=weights).items
     assert [i.event.position for i in floored] == [i.event.position for i in kept]

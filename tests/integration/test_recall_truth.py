@@ -11,8 +11,8 @@ import pytest
 import engram
 from engram.agents.context import build_context
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
-from engram.config import ConfigError
 from engram.agents.memory import DEFAULT_MIN_SCORE, AgentMemory, wants_current
+from engram.config import ConfigError
 from engram.mcp.tools import MemoryTools, ToolInputError
 from engram.projections import supersession
 from engram.projections.errors import QueryError
@@ -217,7 +217,8 @@ def test_recency_tells_a_month_from_two_and_a_current_query_weighs_it_more(
     gap = current[0].score / current[1].score
     assert current[0].event.position == newer
     assert gap > plain[newer].score / plain[older].score
-    assert wants_current("Where does she live now?") and not wants_current("Where is Nowhere?")
+    assert wants_current("Where does she live now?")
+    assert not wants_current("Where is Nowhere?")
 
 
 def test_an_exact_id_held_by_one_memory_wins_over_near_misses(memory: Memory) -> None:
@@ -235,7 +236,8 @@ def test_the_score_is_absolute_and_an_unanswerable_question_gets_nothing(
     ana = _filled(memory)
     ana.observe("Alice Moreau works at Acme Robotics.")
     answered = ana.recall("Where does Alice Moreau work?", 3, record=False).items
-    assert answered and answered[0].score >= DEFAULT_MIN_SCORE
+    assert answered
+    assert answered[0].score >= DEFAULT_MIN_SCORE
     assert ana.recall("What is the boiling point of the reactor coolant?", 3).items == []
     # The same item and query score the same whatever else a result holds.
     alone = ana.recall("Where does Alice Moreau work?", 1, record=False).items[0]
@@ -268,7 +270,8 @@ def test_mcp_search_memory_and_recall_context_take_a_floor(memory: Memory) -> No
     ana.observe("Alice Moreau works at Acme Robotics.")
     tools = MemoryTools(memory, ["ana"])
     found = tools.search_memory("Where does Alice Moreau work?", 5)
-    assert found["items"] and found["items"][0]["copies"] == 1
+    assert found["items"]
+    assert found["items"][0]["copies"] == 1
     assert tools.search_memory("reactor coolant boiling point", 5)["items"] == []
     assert len(tools.search_memory("reactor coolant boiling point", 5, min_score=0)["items"]) == 5
     head = memory.ledger.head()
