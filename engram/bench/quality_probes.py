@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import random
 import string
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -282,7 +283,7 @@ TOPICS = (
         ),
     ),
 )
-VARIANTS = (
+VARIANTS: tuple[Callable[[str], str], ...] = (
     lambda s: s.lower(),
     lambda s: s.rstrip(".") + "!",
     lambda s: "Note: " + s,
