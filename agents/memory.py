@@ -3,19 +3,22 @@
 ``recall`` gathers candidates from the lexical (BM25) and the semantic (FAISS) index, fuses
 the two rankings (reciprocal rank fusion, over-fetching), lets the strongest candidates cue
 the memories told next to them in their episode (bloom, :mod:`engram.agents.contiguity`,
-ADR 0025), and scores them as Generative
-Agents do: relevance, recency and importance, each min-max normalised over the candidates,
-then weighted. Recency is the salience index's decay since the item was last touched
-(observed or recalled), evaluated ``as_of``. An agent recalls its own items and public items,
-never another agent's private ones, whichever path served them. A recall is appended as
-``memory.recalled`` (unless ``record=False``), which the salience index replays as a bump.
+ADR 0025), and scores every candidate on an absolute scale (ADR 0051): ``relevance`` is a
+calibrated probability that the item answers the query, from the share of the query's
+content words it holds (a quoted id counts whole), its cosine and its fused rank; ``score``
+weighs it by recency (the age since observation, a half-life in days: ADR 0050) and
+importance as a weighted geometric mean, and orders the result. Copies of one memory fold
+into one item, and a memory another one replaced is served below it, labelled (ADR 0052).
+An agent recalls its own items and public items, never another agent's private ones,
+whichever path served them. A recall is appended as ``memory.recalled`` (unless
+``record=False``), which the salience index replays as a bump.
 
-What the numbers mean (ADR 0019): ``score`` and ``relevance`` rank the items of one result
-and are relative to it (min-max normalised); ``bm25`` and ``cosine`` are each path's raw
-score; ``match`` (0..1) says how well the item matches the query on a scale that does not
-depend on the other results, and ``min_score`` is a floor on it, so a query that matches
-nothing returns nothing. ``as_of=T`` recalls what the store knew at ``T``: memories observed
-after ``T`` are left out, recalls after ``T`` do not count, archivals after ``T`` do not hide.
+What the numbers mean: ``score`` and ``relevance`` are in 0..1 and comparable across queries;
+``min_score`` floors ``score`` (default :data:`DEFAULT_MIN_SCORE`), so a query nothing answers
+gets few or no items; ``bm25`` and ``cosine`` are each path's raw score; ``match`` keeps ADR
+0019's meaning. ``as_of=T`` recalls what the store knew at ``T``: memories observed after
+``T`` are left out, recalls after ``T`` do not count, archivals and supersessions after ``T``
+do not apply; ``valid_at=T`` asks what was true at ``T``.
 """
 
 from __future__ import annotations
@@ -34,14 +37,13 @@ import numpy.typing as npt
 from engram.agents import contiguity
 from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
+from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
-    STOPWORDS,
     Candidate,
     Matching,
     calibration_for,
     codes,
-    stem,
     work_out,
 )
 from engram.ledger import Event, Ledger, NewEvent
@@ -53,7 +55,7 @@ from engram.ledger.catalog import (
     RecalledItem,
     Visibility,
 )
-from engram.projections import copies, lexical, queries, semantic, supersession
+from engram.projections import lexical, queries, semantic, supersession
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import ProjectionError, QueryError
@@ -109,8 +111,10 @@ DEFAULT_MIN_SCORE = 0.05
 class Recalled(NamedTuple):
     """One recalled memory: the event behind it, its score and the score's components.
 
-    ``score``, ``relevance``, ``recency`` and ``importance`` are normalised over the result's
-    candidates: they order one result and mean nothing across queries. ``fused`` is the raw
+    ``score`` (what orders the result) and ``relevance`` (the calibrated probability that it
+    answers the query) are absolute, in 0..1 (ADR 0051); ``recency`` is ``1 / (1 + age /
+    half-life)`` and ``importance`` the rating over 10. ``copies`` and ``copy_positions`` say
+    which memories it stands for; ``replaced_by`` what replaced it (ADR 0052). ``fused`` is the raw
     reciprocal-rank sum; ``bm25`` (FTS5's BM25, higher is better) and ``cosine`` (the query
     vector's cosine similarity) are the paths' raw scores, None where a path did not find
     the item (``cosine`` is filled in from the stored vector when only BM25 found it);
@@ -592,8 +596,8 @@ class AgentMemory:
         if matching is not None:
             work_out(ranked, positions, matching)
         facts = queries.memory_facts(known, positions)
-        rows = _copy_rows(conn, positions)
-        replaced = _replaced(conn, positions, ask)
+        rows = copy_rows(conn, positions)
+        replaced = replaced_among(conn, positions, ask.cut, ask.valid_us)
         w = ask.weights
         rec_w = w["recency"] * (CURRENT_STATE_BOOST if wants_current(ask.query) else 1.0)
         calibration = None
@@ -632,9 +636,9 @@ class AgentMemory:
             if row is not None and row.observed_us > ask.valid_us and ask.valid_us < ask.at_us:
                 total[p] = 0.0  # not yet true at the valid time asked about
         ranking = sorted(positions, key=lambda p: (-total[p], -p))
-        kept, folded = _fold(ranking, rows, matching)
+        kept, folded = fold(ranking, rows, matching)
         order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
-        groups = _copies(conn, order, rows, folded, self.agent, ask.cut)
+        groups = grouped(conn, order, rows, folded, self.agent, ask.cut)
         events = self.ledger.get(order) if order else []
         items = []
         for p, event in zip(order, events, strict=True):
@@ -675,96 +679,6 @@ class _Ask(NamedTuple):
 def wants_current(query: str) -> bool:
     """Say whether ``query`` asks for the current state ("now", "latest", "still"...)."""
     return bool(_CURRENT.search(query))
-
-
-def _replaced(conn: sqlite3.Connection, positions: Sequence[int], ask: _Ask) -> dict[int, int]:
-    """Return ``old -> new`` for the candidates replaced by the valid time asked about."""
-    try:
-        found = supersession.replacements(conn, positions, as_of_us=ask.cut)
-    except sqlite3.Error:
-        return {}
-    return {p: r.new for p, r in found.items() if r.valid_from_us <= ask.valid_us}
-
-
-def _copy_rows(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, copies.Copy]:
-    """Return the copies table's rows of ``positions``; none where the store lacks it."""
-    try:
-        return copies.facts(conn, positions)
-    except sqlite3.Error:
-        return {}
-
-
-def _fold(
-    ranking: Sequence[int], rows: Mapping[int, copies.Copy], matching: Matching | None
-) -> tuple[list[int], dict[int, list[int]]]:
-    """Keep the first of each group of copies; return the kept and what each one folded.
-
-    Two candidates are copies when their normalised texts are equal (the copies table's
-    digest) or when one's content words are all among the other's (a copy with a word added
-    says nothing more); ADR 0052.
-    """
-    kept: list[int] = []
-    folded: dict[int, list[int]] = {}
-    seen: dict[str, int] = {}
-    words: list[tuple[int, frozenset[str]]] = []
-    texts = matching.texts if matching is not None else {}
-    for p in ranking:
-        row = rows.get(p)
-        into = seen.get(row.digest) if row else None
-        mine = _content(texts.get(p, ""))
-        if into is None and len(mine) >= 2:
-            into = next((q for q, theirs in words if _same(mine, theirs)), None)
-        if into is not None:
-            folded[into].append(p)
-            continue
-        kept.append(p)
-        folded[p] = []
-        if row:
-            seen[row.digest] = p
-        if mine:
-            words.append((p, mine))
-    return kept, folded
-
-
-def _same(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Say whether two content-word sets say the same: equal, or the smaller (of three words
-    or more) inside the larger with three quarters of its words."""
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    if small == large:
-        return True
-    return len(small) >= 3 and small <= large and len(small) >= 0.75 * len(large)
-
-
-def _content(text: str) -> frozenset[str]:
-    """Return the stems of ``text``'s content words (function and filler words set aside)."""
-    return frozenset(
-        stem(w) for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
-    )
-
-
-def _copies(
-    conn: sqlite3.Connection,
-    order: Sequence[int],
-    rows: Mapping[int, copies.Copy],
-    folded: Mapping[int, list[int]],
-    agent: str,
-    cut: int | None,
-) -> dict[int, tuple[int, ...]]:
-    """Return each served item's copies (itself included), oldest first."""
-    digests = {rows[p].digest for p in order if p in rows}
-    try:
-        same = copies.copies_of(conn, sorted(digests), agent=agent, as_of_us=cut)
-    except sqlite3.Error:
-        same = {}
-    groups = {}
-    for p in order:
-        found = set(same.get(rows[p].digest, ())) if p in rows else set()
-        for q in folded.get(p, ()):
-            found.add(q)
-            if q in rows:
-                found.update(same.get(rows[q].digest, ()))
-        groups[p] = tuple(sorted(found | {p}))
-    return groups
 
 
 def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
