@@ -48,6 +48,9 @@ class Matching:
     texts: dict[int, str] = field(default_factory=dict)
     vector: npt.NDArray[np.float32] | None = None
     codes: tuple[str, ...] = ()  # the ids the query quotes (:func:`codes`)
+    #: The query words' IDF for the content share (ADR 0051), read even when the lexical
+    #: path did not run; None: the lexical index is unavailable.
+    share_weights: dict[str, float] | None = None
 
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
@@ -60,16 +63,20 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
     them alone.
     """
     parts: dict[str, dict[int, float]] = {}
-    if m.weights is not None:
+    if m.weights is not None or m.share_weights is not None:
         unread = [p for p in positions if p not in m.texts]
         if unread:
             m.texts.update(lexical.texts(m.conn, unread))
-        weights, texts = m.weights, m.texts
+    texts = m.texts
+    if m.weights is not None:
+        weights = m.weights
         parts["lexical"] = {
             p: lexical.share(weights, texts[p]) if p in texts else 0.0 for p in positions
         }
+    if m.share_weights is not None:
+        shares = m.share_weights
         for p in positions:
-            fused[p].share = content_share(weights, texts[p], m.codes) if p in texts else 0.0
+            fused[p].share = content_share(shares, texts[p], m.codes) if p in texts else 0.0
     if m.vector is not None:
         missing = [p for p in positions if fused[p].cosine is None]
         stored = semantic.vectors_of(m.conn, missing) if missing else {}

@@ -454,10 +454,17 @@ class AgentMemory:
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
                 matching.weights = terms.weights
-                matching.codes = codes(query)
                 matching.texts = {h.position: h.text for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
+        matching.codes = codes(query)
+        if matching.weights is not None:
+            matching.share_weights = matching.weights
+        else:  # the content share is a feature of relevance whichever paths ran
+            try:
+                matching.share_weights = lexical.terms(conn, query, prune=False).weights
+            except (ProjectionError, sqlite3.Error):
+                matching.share_weights = None
         if "semantic" in paths and (self.embedder is None or self.searcher is None):
             problems.append("no embedder configured")
         elif "semantic" in paths:
