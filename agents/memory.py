@@ -343,7 +343,7 @@ class AgentMemory:
         weights: Mapping[str, float] | None = None,
         record: bool = True,
         paths: Sequence[str] = PATHS,
-        min_score: float = DEFAULT_MIN_SCORE,
+        min_score: float | None = None,
         scope: str = "memories",
         valid_at: datetime | None = None,
     ) -> RecallResult:
@@ -351,8 +351,9 @@ class AgentMemory:
 
         ``as_of`` (default: now, with everything the store holds) recalls what the store knew
         then: no memory observed after it, no recall after it counted, no archival after it
-        applied. ``min_score`` (0..1) drops items whose ``match`` is below it, before the
-        ``k`` best are taken: fewer than ``k``, or none, may come back.
+        applied. ``min_score`` (0..1) drops items whose ``score`` is below it, before the
+        ``k`` best are taken: fewer than ``k``, or none, may come back (None: for memories
+        :data:`DEFAULT_MIN_SCORE`, for other scopes 0).
 
         ``paths`` narrows the candidates to one index (``("lexical",)`` or ``("semantic",)``);
         the keyword fallback serves only when every path asked for is unavailable, and the
@@ -367,6 +368,8 @@ class AgentMemory:
             raise QueryError("query must be a non-empty string")
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
             raise QueryError(f"k must be an int in 1..1000, got {k!r}")
+        if min_score is None:  # the calibrated floor is memory recall's; scopes keep theirs
+            min_score = DEFAULT_MIN_SCORE if scope == "memories" else 0.0
         if (
             not isinstance(min_score, int | float)
             or isinstance(min_score, bool)
