@@ -138,6 +138,7 @@ def build_context(
     save: bool = True,
     as_of: datetime | None = None,
     counter: TokenCounter | None = None,
+    min_score: float = 0.0,
 ) -> Context:
     """Build ``memory``'s agent's context frames for ``query`` within ``budget`` tokens.
 
@@ -145,6 +146,8 @@ def build_context(
     the concepts are their newest versions). ``counter`` counts tokens (default: the MiniLM
     tokenizer if installed, else the estimate). With ``save``, the frames and their items'
     event ids are appended as ``context.saved`` on the stream ``context:<agent>``.
+    ``min_score`` (0..1) leaves out recalled items whose similarity to the query (0..1,
+    comparable across queries) is below it; rules and signals are not recalled, so stay.
 
     Raises:
         QueryError: a bad query, task, budget, weights or as_of (nothing is appended).
@@ -169,6 +172,12 @@ def build_context(
         raise QueryError(f"weights must be ContextWeights, got {type(weights).__name__}")
     if not isinstance(save, bool):
         raise QueryError(f"save must be a bool, got {save!r}")
+    if (
+        isinstance(min_score, bool)
+        or not isinstance(min_score, int | float)
+        or not (0 <= min_score <= 1)
+    ):
+        raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
     when = as_of or datetime.now(UTC)
     at_us = check_as_of(when)
     cut = None if as_of is None else at_us
@@ -178,7 +187,11 @@ def build_context(
         probe = _Probe(memory, conn, query, task, cut)
         found = probe.seeds()
         probe.bloom(found, weights)
-        candidates = probe.score(found, weights, at_us)
+        candidates = [
+            c
+            for c in probe.score(found, weights, at_us)
+            if c.components.get("similarity", 1.0) >= min_score
+        ]
     frames, chosen, tokens = assemble(
         memory.agent, query, task, when, candidates, budget, weights.per_type, counter
     )

@@ -8,9 +8,12 @@ may keep (ADR 0044), with what the paths gathered while they ran (:class:`Matchi
 
 from __future__ import annotations
 
+import math
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +30,7 @@ class Candidate:
     bm25: float | None = None
     cosine: float | None = None
     match: float | None = None  # None until worked out (only for the items that may be kept)
+    share: float = 0.0  # the content share of the query's words it holds (ADR 0051)
 
 
 @dataclass
@@ -43,6 +47,10 @@ class Matching:
     weights: dict[str, float] | None = None
     texts: dict[int, str] = field(default_factory=dict)
     vector: npt.NDArray[np.float32] | None = None
+    codes: tuple[str, ...] = ()  # the ids the query quotes (:func:`codes`)
+    #: The query words' IDF for the content share (ADR 0051), read even when the lexical
+    #: path did not run; None: the lexical index is unavailable.
+    share_weights: dict[str, float] | None = None
 
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
@@ -55,14 +63,20 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
     them alone.
     """
     parts: dict[str, dict[int, float]] = {}
-    if m.weights is not None:
+    if m.weights is not None or m.share_weights is not None:
         unread = [p for p in positions if p not in m.texts]
         if unread:
             m.texts.update(lexical.texts(m.conn, unread))
-        weights, texts = m.weights, m.texts
+    texts = m.texts
+    if m.weights is not None:
+        weights = m.weights
         parts["lexical"] = {
             p: lexical.share(weights, texts[p]) if p in texts else 0.0 for p in positions
         }
+    if m.share_weights is not None:
+        shares = m.share_weights
+        for p in positions:
+            fused[p].share = content_share(shares, texts[p], m.codes) if p in texts else 0.0
     if m.vector is not None:
         missing = [p for p in positions if fused[p].cosine is None]
         stored = semantic.vectors_of(m.conn, missing) if missing else {}
@@ -73,3 +87,214 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
     for p in positions:
         mean = sum(m.fusion[path] * part[p] for path, part in parts.items())
         fused[p].match = mean / total if total else 0.0
+
+
+# -- absolute relevance (ADR 0051) -----------------------------------------------------------
+
+#: Function words: they say how a question is asked, not what it is about, so they carry no
+#: evidence of relevance; in a small store one no memory holds would weigh most of all.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "after",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "before",
+        "being",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "done",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "just",
+        "me",
+        "more",
+        "most",
+        "my",
+        "no",
+        "not",
+        "now",
+        "of",
+        "on",
+        "or",
+        "our",
+        "out",
+        "over",
+        "she",
+        "so",
+        "some",
+        "still",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "too",
+        "up",
+        "us",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "currently",
+        "current",
+        "latest",
+        "these",
+        "days",
+        "tell",
+        "know",
+        "we",
+        "anything",
+    ]
+)
+_SUFFIXES = ("ing", "ies", "ied", "es", "ed", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """Return ``word`` without a common English inflection (lives, lived, living -> liv)."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word.rstrip("e") if len(word) > 3 else word
+
+
+#: An id or code: letters and digits joined by - _ . / or :, or one word holding both.
+_CODE = re.compile(
+    r"[^\W_]+(?:[-_./:][^\W_]+)+|\b(?=[^\W_]*\d)(?=[^\W_]*[^\W\d_])[^\W_]+\b", re.UNICODE
+)
+
+
+def codes(query: str) -> tuple[str, ...]:
+    """Return the ids and codes ``query`` quotes (words with digits, or joined by - . / :)."""
+    return tuple(
+        dict.fromkeys(c.casefold() for c in _CODE.findall(query) if any(ch.isdigit() for ch in c))
+    )
+
+
+def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str] = ()) -> float:
+    """Return the IDF-weighted share of the query's content words ``text`` holds (0..1).
+
+    ``weights`` are the query words' IDF (:func:`engram.projections.lexical.terms`); function
+    words are set aside and words compare by :func:`stem`, so "live" finds "lives". An id the
+    query quotes (``quoted``, :func:`codes`) is one term weighing what its parts weigh, held
+    only by a text holding it verbatim: "HE-855" is not held by "GE-855" and "HE 12"; a text
+    holding none of the quoted ids shares nothing with the query (ADR 0051).
+    """
+    content = dict(weights)
+    terms: list[tuple[str, float]] = []
+    for code in quoted:
+        parts = lexical.tokens(code)
+        terms.append((code, sum(content.pop(w, 0.0) for w in parts) or 1.0))
+    content = {w: v for w, v in content.items() if w not in STOPWORDS} or (
+        {} if terms else dict(weights)
+    )
+    total = sum(content.values()) + sum(v for _, v in terms)
+    if not total:
+        return 0.0
+    lowered = text.casefold()
+    ids = sum(v for code, v in terms if _verbatim(code, lowered))
+    if terms and not ids:
+        return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
+    held = {stem(w) for w in lexical.tokens(text)}
+    found = ids + sum(v for w, v in content.items() if stem(w) in held)
+    return min(found / total, 1.0)
+
+
+def _verbatim(code: str, text: str) -> bool:
+    """Say whether ``text`` holds ``code`` as a whole (not "HE-855" inside "HE-8555")."""
+    start = text.find(code)
+    while start >= 0:
+        end = start + len(code)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not before.isalnum() and not after.isalnum():
+            return True
+        start = text.find(code, start + 1)
+    return False
+
+
+class Calibration(NamedTuple):
+    """A logistic model of P(relevant) over a candidate's features (ADR 0051)."""
+
+    bias: float
+    share: float  # the content share of the query's words the item holds
+    cosine: float  # the cosine of its vector and the query's, clipped to 0..1
+    rank: float  # its fused reciprocal rank over the best one possible (0..1)
+
+    def relevance(self, share: float, cosine: float, rank: float) -> float:
+        """Return the calibrated probability that the item answers the query."""
+        z = self.bias + self.share * share + self.cosine * cosine + self.rank * rank
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+#: Fitted on the LoCoMo development split (`python -m engram.bench.calibrate`), per embedder
+#: family: "neural" (all-MiniLM-L6-v2: 188,564 candidates, 964 evidence), "hash" (feature
+#: hashing: 198,751 candidates, 903 evidence), "lexical" (no vectors: the hash run's share
+#: and rank alone). ADR 0051.
+CALIBRATIONS: dict[str, Calibration] = {
+    "neural": Calibration(-8.471, 3.288, 4.952, 3.016),
+    "hash": Calibration(-7.299, 4.067, 2.895, 2.858),
+    "lexical": Calibration(-7.102, 4.372, 0.0, 3.025),
+}
+
+
+def calibration_for(provider: str, semantic: bool) -> Calibration:
+    """Return the calibration for an embedder's provider (``semantic``: vectors took part)."""
+    if not semantic:
+        return CALIBRATIONS["lexical"]
+    return CALIBRATIONS["hash" if provider == "hash" else "neural"]

@@ -3,24 +3,28 @@
 ``recall`` gathers candidates from the lexical (BM25) and the semantic (FAISS) index, fuses
 the two rankings (reciprocal rank fusion, over-fetching), lets the strongest candidates cue
 the memories told next to them in their episode (bloom, :mod:`engram.agents.contiguity`,
-ADR 0025), and scores them as Generative
-Agents do: relevance, recency and importance, each min-max normalised over the candidates,
-then weighted. Recency is the salience index's decay since the item was last touched
-(observed or recalled), evaluated ``as_of``. An agent recalls its own items and public items,
-never another agent's private ones, whichever path served them. A recall is appended as
-``memory.recalled`` (unless ``record=False``), which the salience index replays as a bump.
+ADR 0025), and scores every candidate on an absolute scale (ADR 0051): ``relevance`` is a
+calibrated probability that the item answers the query, from the share of the query's
+content words it holds (a quoted id counts whole), its cosine and its fused rank; ``score``
+weighs it by recency (the age since observation, a half-life in days: ADR 0050) and
+importance as a weighted geometric mean, and orders the result. Copies of one memory fold
+into one item, and a memory another one replaced is served below it, labelled (ADR 0052).
+An agent recalls its own items and public items, never another agent's private ones,
+whichever path served them. A recall is appended as ``memory.recalled`` (unless
+``record=False``), which the salience index replays as a bump.
 
-What the numbers mean (ADR 0019): ``score`` and ``relevance`` rank the items of one result
-and are relative to it (min-max normalised); ``bm25`` and ``cosine`` are each path's raw
-score; ``match`` (0..1) says how well the item matches the query on a scale that does not
-depend on the other results, and ``min_score`` is a floor on it, so a query that matches
-nothing returns nothing. ``as_of=T`` recalls what the store knew at ``T``: memories observed
-after ``T`` are left out, recalls after ``T`` do not count, archivals after ``T`` do not hide.
+What the numbers mean: ``score`` and ``relevance`` are in 0..1 and comparable across queries;
+``min_score`` floors ``score`` (default :data:`DEFAULT_MIN_SCORE`), so a query nothing answers
+gets few or no items; ``bm25`` and ``cosine`` are each path's raw score; ``match`` keeps ADR
+0019's meaning. ``as_of=T`` recalls what the store knew at ``T``: memories observed after
+``T`` are left out, recalls after ``T`` do not count, archivals and supersessions after ``T``
+do not apply; ``valid_at=T`` asks what was true at ``T``.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
@@ -33,8 +37,15 @@ import numpy.typing as npt
 from engram.agents import contiguity
 from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
+from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
-from engram.agents.matching import Candidate, Matching, work_out
+from engram.agents.matching import (
+    Candidate,
+    Matching,
+    calibration_for,
+    codes,
+    work_out,
+)
 from engram.ledger import Event, Ledger, NewEvent
 from engram.ledger.catalog import (
     MemoryArchived,
@@ -44,7 +55,7 @@ from engram.ledger.catalog import (
     RecalledItem,
     Visibility,
 )
-from engram.projections import lexical, queries, semantic
+from engram.projections import lexical, queries, semantic, supersession
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import ProjectionError, QueryError
@@ -52,11 +63,32 @@ from engram.projections.queries import check_as_of
 from engram.projections.salience import DEFAULT_RATE
 from engram.projections.semantic import VectorHit, VectorSearcher
 
-#: Component weights of the final score. Min-max normalisation stretches small recency and
-#: importance differences among candidates to the full 0..1 range, so they get a light
-#: touch: on LoCoMo these cost hybrid recall under 1% at @5/@10/@20, where heavier ones cost
-#: more (ADR 0014); pass ``weights=`` to change them per recall.
-DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.05, "importance": 0.02}
+#: Exponents of the score's weighted geometric mean (ADR 0050): ``relevance ** r ×
+#: recency ** t × (0.5 + importance / 2) ** i``. A year-old memory keeps 88% of its
+#: relevance, a memory rated 1 keeps 90% against one rated 10; pass ``weights=`` to change
+#: them per recall ({"relevance": 1, "recency": 0, "importance": 0}: relevance alone).
+DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.05, "importance": 0.15}
+#: The age, in days, at which recency halves: ``1 / (1 + age / HALF_LIFE_DAYS)``, a
+#: hyperbolic decay that still tells a 30-day-old fact from a 60-day-old one, and a year from
+#: two (ADR 0050).
+HALF_LIFE_DAYS = 30.0
+#: A query asking for the current state ("now", "latest", "still") weighs recency this many
+#: times more (ADR 0050).
+CURRENT_STATE_BOOST = 10.0
+_CURRENT = re.compile(
+    r"\b(now|nowadays|currently|current|latest|still|these days|today|anymore|any more"
+    r"|at the moment|at present|most recent|newest|new)\b",
+    re.IGNORECASE,
+)
+_US_PER_DAY = 86_400_000_000
+#: What a replaced memory's score is multiplied by: it stays findable, below what replaced
+#: it (ADR 0052).
+REPLACED_WEIGHT = 0.3
+#: What detection does with a memory that seems to replace an earlier one (ADR 0052).
+#: Off for a bare AgentMemory (a building block, as the benches use it); an opened engram
+#: takes the config's ``supersede``, "apply" unless set.
+SUPERSEDE_POLICIES = ("apply", "review", "off")
+DEFAULT_SUPERSEDE = "off"
 #: Reciprocal rank fusion's constant: score = sum over paths of weight / (RRF_K + rank).
 #: 10, not the customary 60: on LoCoMo it separates the top ranks more and measured better
 #: at @5, @10 and @20 (ADR 0014).
@@ -70,18 +102,21 @@ PATHS = ("lexical", "semantic")
 #: breaks ties and fills in where no word matches (ADR 0014).
 DEFAULT_FUSION: dict[str, float] = {"lexical": 1.0, "semantic": 1.0}
 FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "semantic": 0.02}}
-#: The default floor on ``match``: none. On LoCoMo's 2,760 turns floors up to 0.05 removed no
-#: evidence, but on a 30-turn conversation 0.05 cut BM25's recall@10 from 0.875 to 0.5: a
-#: query word no item holds ("name" against "named") weighs most in a small corpus (ADR 0019).
-#: Pass ``min_score=`` (0.05 sends nonsense away with hash vectors) for "nothing relevant".
-DEFAULT_MIN_SCORE = 0.0
+#: The default floor on ``score``: below it an item is more likely noise than an answer,
+#: so a question nothing answers gets few or no items. On LoCoMo dev the top-score floor
+#: that best told answerable questions from unanswerable ones was 0.078 with MiniLM (88%)
+#: and 0.055 with hash vectors (87%); one floor serves both (ADR 0051). Pass
+#: ``min_score=0`` for every candidate.
+DEFAULT_MIN_SCORE = 0.06
 
 
 class Recalled(NamedTuple):
     """One recalled memory: the event behind it, its score and the score's components.
 
-    ``score``, ``relevance``, ``recency`` and ``importance`` are normalised over the result's
-    candidates: they order one result and mean nothing across queries. ``fused`` is the raw
+    ``score`` (what orders the result) and ``relevance`` (the calibrated probability that it
+    answers the query) are absolute, in 0..1 (ADR 0051); ``recency`` is ``1 / (1 + age /
+    half-life)`` and ``importance`` the rating over 10. ``copies`` and ``copy_positions`` say
+    which memories it stands for; ``replaced_by`` what replaced it (ADR 0052). ``fused`` is the raw
     reciprocal-rank sum; ``bm25`` (FTS5's BM25, higher is better) and ``cosine`` (the query
     vector's cosine similarity) are the paths' raw scores, None where a path did not find
     the item (``cosine`` is filled in from the stored vector when only BM25 found it);
@@ -101,6 +136,9 @@ class Recalled(NamedTuple):
     bm25: float | None = None
     cosine: float | None = None
     match: float = 0.0
+    copies: int = 1  # how many memories this item stands for (itself and its copies)
+    copy_positions: tuple[int, ...] = ()  # their positions, oldest first
+    replaced_by: int | None = None  # the memory that replaced this one (ADR 0052)
 
 
 class RecallResult(NamedTuple):
@@ -130,12 +168,18 @@ class AgentMemory:
         bloom: bool = True,
         prune: bool = True,
         rrf_k: int = RRF_K,
+        half_life_days: float = HALF_LIFE_DAYS,
+        supersede: str = DEFAULT_SUPERSEDE,
     ) -> None:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
         provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
         the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`);
         ``prune`` searches the query's informative words only (:func:`lexical.terms`);
-        ``rrf_k`` is the fusion's rank constant (:data:`RRF_K`; 60 is textbook RRF)."""
+        ``rrf_k`` is the fusion's rank constant (:data:`RRF_K`; 60 is textbook RRF);
+        ``half_life_days`` is the age at which recency halves (:data:`HALF_LIFE_DAYS`);
+        ``supersede`` is what detection does when an observed memory seems to replace an
+        earlier one: ``apply``, ``review`` (propose) or ``off``
+        (:mod:`engram.agents.supersession`)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
         if fusion is None:
@@ -145,6 +189,18 @@ class AgentMemory:
         if not isinstance(rrf_k, int) or isinstance(rrf_k, bool) or not 0 <= rrf_k <= 10_000:
             raise QueryError(f"rrf_k must be an int in 0..10000, got {rrf_k!r}")
         self.rrf_k = rrf_k
+        if (
+            not isinstance(half_life_days, int | float)
+            or isinstance(half_life_days, bool)
+            or not 0 < half_life_days <= 36_500
+        ):
+            raise QueryError(
+                f"half_life_days must be a number in (0, 36500], got {half_life_days!r}"
+            )
+        self.half_life_days = float(half_life_days)
+        if supersede not in SUPERSEDE_POLICIES:
+            raise QueryError(f"supersede must be one of {SUPERSEDE_POLICIES}, got {supersede!r}")
+        self.supersede_policy = supersede
         self.agent = agent
         self.ledger = ledger
         self.engine = engine
@@ -164,13 +220,25 @@ class AgentMemory:
         source: str | None = None,
         tags: Sequence[str] = (),
         at: datetime | None = None,
+        supersedes: Sequence[int] = (),
+        valid_from: datetime | None = None,
     ) -> int:
         """Append an observation, plan or thought; return its position.
 
         Without ``importance`` the scorer rates it, once; the rating is stored in the event.
         Bad values (empty text, importance outside 1..10, unknown type or visibility) are
         refused by the ledger with an error naming the field; nothing is written.
+
+        ``supersedes`` names earlier memories of this agent the new one replaces (appended
+        as ``memory.superseded``, true from ``valid_from``, default the new memory's time);
+        they are checked first, so a bad position writes nothing. Without it, detection may
+        propose or apply a replacement, as the agent's policy says (ADR 0052).
         """
+        from engram.agents import supersession  # it builds on this module
+
+        replaces = supersession.check_supersedes(self, supersedes) if supersedes else []
+        if valid_from is not None and not isinstance(valid_from, datetime):
+            raise QueryError(f"valid_from must be a datetime, got {type(valid_from).__name__}")
         if importance is None and isinstance(text, str) and text:
             importance = self.scorer.score(text, type)
         payload = MemoryObserved(
@@ -189,7 +257,12 @@ class AgentMemory:
             actor=self.agent,
             at=at,
         )
-        return self.ledger.append(event)[0]
+        position = self.ledger.append(event)[0]
+        if replaces:
+            supersession.supersede(self, position, replaces, valid_from=valid_from)
+        elif self.supersede_policy != "off":
+            supersession.propose_or_apply(self, position, text)
+        return position
 
     def archive(self, positions: Sequence[int], *, reason: str | None = None) -> int:
         """Archive some of this agent's memories; return the ``memory.archived`` position.
@@ -233,6 +306,33 @@ class AgentMemory:
         )
         return self.ledger.append(archival)[0]
 
+    def supersede(
+        self, position: int, replaces: Sequence[int], *, valid_from: datetime | None = None
+    ) -> int:
+        """Say that this agent's memory at ``position`` replaces earlier ones (a revision);
+        return the ``memory.superseded`` position. Nothing is written on a bad argument."""
+        from engram.agents import supersession
+
+        return supersession.supersede(self, position, replaces, valid_from=valid_from)
+
+    def proposals(self) -> list[supersession.Proposal]:
+        """Return the supersessions detection proposed for this agent's memories, pending."""
+        self.engine.wait_for(self.ledger.head())
+        with self.engine.read() as conn:
+            return supersession.pending(conn, self.agent)
+
+    def review_supersession(self, proposal: int, decision: str, *, reviewer: str) -> int:
+        """Apply or refuse a pending proposal (``decision``: applied, refused)."""
+        from engram.agents import supersession as act
+
+        return act.review(self, proposal, decision, reviewer=reviewer)
+
+    def revert_supersession(self, event: int, *, reviewer: str, note: str = "") -> int:
+        """Undo the supersession applied at ``event``: the old memory is current again."""
+        from engram.agents import supersession as act
+
+        return act.revert(self, event, reviewer=reviewer, note=note)
+
     def recall(
         self,
         query: str,
@@ -243,24 +343,33 @@ class AgentMemory:
         weights: Mapping[str, float] | None = None,
         record: bool = True,
         paths: Sequence[str] = PATHS,
-        min_score: float = DEFAULT_MIN_SCORE,
+        min_score: float | None = None,
         scope: str = "memories",
+        valid_at: datetime | None = None,
     ) -> RecallResult:
         """Return the ``k`` memories (or other items: ``scope``, agents.scopes) for ``query``.
 
         ``as_of`` (default: now, with everything the store holds) recalls what the store knew
         then: no memory observed after it, no recall after it counted, no archival after it
-        applied. ``min_score`` (0..1) drops items whose ``match`` is below it, before the
-        ``k`` best are taken: fewer than ``k``, or none, may come back.
+        applied. ``min_score`` (0..1) drops items whose ``score`` is below it, before the
+        ``k`` best are taken: fewer than ``k``, or none, may come back (None: for memories
+        :data:`DEFAULT_MIN_SCORE`, for other scopes 0).
 
         ``paths`` narrows the candidates to one index (``("lexical",)`` or ``("semantic",)``);
         the keyword fallback serves only when every path asked for is unavailable, and the
         result says why. ``scope``: memories, scars, victories, reflections or all.
+
+        ``valid_at`` asks what was true at that time (valid time), where ``as_of`` asks what
+        the store knew (record time): a memory replaced from a time after ``valid_at`` is
+        served as current, one not yet true then is left out (ADR 0052). A replaced memory
+        is served below what replaced it, labelled with it (``replaced_by``).
         """
         if not isinstance(query, str) or not query.strip():
             raise QueryError("query must be a non-empty string")
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
             raise QueryError(f"k must be an int in 1..1000, got {k!r}")
+        if min_score is None:  # the calibrated floor is memory recall's; scopes keep theirs
+            min_score = DEFAULT_MIN_SCORE if scope == "memories" else 0.0
         if (
             not isinstance(min_score, int | float)
             or isinstance(min_score, bool)
@@ -275,12 +384,16 @@ class AgentMemory:
             )
         when = as_of or datetime.now(UTC)
         at_us = check_as_of(when)
+        if valid_at is not None and not isinstance(valid_at, datetime):
+            raise QueryError(f"valid_at must be a datetime, got {type(valid_at).__name__}")
+        valid_us = at_us if valid_at is None else check_as_of(valid_at)
         types = lexical.memory_types(types)  # scars and reflections share the indexes
         w = _weights(weights)
         use = checked_paths(paths, PATHS)
         self.engine.wait_for(self.ledger.head())
         fetch = max(3 * k, 30)
         cut = None if as_of is None else at_us
+        ask = _Ask(query, k, at_us, cut, w, float(min_score), valid_us)
         with self.engine.read() as conn:
             known_at = (
                 nullcontext(conn)
@@ -293,9 +406,7 @@ class AgentMemory:
                 ranked, fallback, matching = self._candidates(
                     conn, known, query, fetch, types, use, cut
                 )
-                items = (
-                    self._score(known, ranked, matching, at_us, w, k, min_score) if ranked else []
-                )
+                items = self._score(conn, known, ranked, matching, ask) if ranked else []
         recorded = None
         if record and items:
             payload = MemoryRecalled(
@@ -351,6 +462,14 @@ class AgentMemory:
                 matching.texts = {h.position: h.text for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
+        matching.codes = codes(query)
+        if matching.weights is not None:
+            matching.share_weights = matching.weights
+        else:  # the content share is a feature of relevance whichever paths ran
+            try:
+                matching.share_weights = lexical.terms(conn, query, prune=False).weights
+            except (ProjectionError, sqlite3.Error):
+                matching.share_weights = None
         if "semantic" in paths and (self.embedder is None or self.searcher is None):
             problems.append("no embedder configured")
         elif "semantic" in paths:
@@ -472,73 +591,107 @@ class AgentMemory:
 
     def _score(
         self,
+        conn: sqlite3.Connection,
         known: sqlite3.Connection,
         ranked: dict[int, Candidate],
         matching: Matching | None,
-        at_us: int,
-        w: Mapping[str, float],
-        k: int,
-        min_score: float,
+        ask: _Ask,
     ) -> list[Recalled]:
-        """Score and order every candidate, then keep the ``k`` best whose match passes.
+        """Score every candidate on the absolute scale, fold copies, keep the ``k`` best.
 
-        The floor applies after the order is set, so it removes items and never reorders
-        the ones it keeps. ``match`` is worked out in that order, ``k`` candidates at a time,
-        until ``k`` pass: with no floor, for the ``k`` best alone.
+        ``relevance`` is the calibrated probability that the item answers the query
+        (ADR 0051); ``score`` weighs it by recency and importance as a weighted geometric
+        mean (ADR 0050). Copies of one memory fold into the best-scored one (ADR 0052); the
+        floor applies to ``score`` after the order is set.
         """
         positions = sorted(ranked)
+        if matching is not None:
+            work_out(ranked, positions, matching)
         facts = queries.memory_facts(known, positions)
-        relevance = {p: ranked[p].fused for p in positions}
-        recency = {}
-        importance = {}
+        rows = copy_rows(conn, positions)
+        replaced = replaced_among(conn, positions, ask.cut, ask.valid_us)
+        w = ask.weights
+        rec_w = w["recency"] * (CURRENT_STATE_BOOST if wants_current(ask.query) else 1.0)
+        calibration = None
+        best = 1.0
+        if matching is not None:
+            ran = [p for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
+                   if on is not None]  # fmt: skip
+            best = sum(self.fusion[p] for p in ran) / (self.rrf_k + 1) or 1.0
+            provider = self.embedder.fingerprint.provider if self.embedder is not None else ""
+            calibration = calibration_for(provider, matching.vector is not None)
+        relevance: dict[int, float] = {}
+        recency: dict[int, float] = {}
+        importance: dict[int, float] = {}
+        total: dict[int, float] = {}
         for p in positions:
+            c = ranked[p]
+            if calibration is None:
+                relevance[p] = c.match or 0.0
+            else:
+                cos = min(max(c.cosine or 0.0, 0.0), 1.0)
+                relevance[p] = calibration.relevance(c.share, cos, min(c.fused / best, 1.0))
             fact = facts.get(p)
-            updated = at_us if fact is None else fact.updated_us
-            hours = max(at_us - updated, 0) / 3_600_000_000
-            recency[p] = self.rate**hours
+            row = rows.get(p)
+            observed = row.observed_us if row else (fact.updated_us if fact else ask.at_us)
+            age_days = max(ask.at_us - observed, 0) / _US_PER_DAY
+            recency[p] = 1.0 / (1.0 + age_days / self.half_life_days)
             imp = None if fact is None else fact.importance
-            importance[p] = float(imp) if imp is not None else 5.0
-        rel_n, rec_n, imp_n = _minmax(relevance), _minmax(recency), _minmax(importance)
-        total = {
-            p: w["relevance"] * rel_n[p] + w["recency"] * rec_n[p] + w["importance"] * imp_n[p]
-            for p in positions
-        }
-        ranking = sorted(positions, key=lambda p: (-total[p], -relevance[p], -p))
-        order: list[int] = []
-        for start in range(0, len(ranking), k):
-            if len(order) >= k:
-                break
-            batch = ranking[start : start + k]
-            if matching is not None:
-                work_out(ranked, batch, matching)
-            order += [p for p in batch if (ranked[p].match or 0.0) >= min_score]
-        order = order[:k]
+            importance[p] = (float(imp) if imp is not None else 5.0) / 10
+            total[p] = (
+                relevance[p] ** w["relevance"]
+                * recency[p] ** rec_w
+                * (0.5 + importance[p] / 2) ** w["importance"]
+            )
+            if p in replaced:
+                total[p] *= REPLACED_WEIGHT
+            if row is not None and row.observed_us > ask.valid_us and ask.valid_us < ask.at_us:
+                total[p] = 0.0  # not yet true at the valid time asked about
+        ranking = sorted(positions, key=lambda p: (-total[p], -p))
+        kept, folded = fold(ranking, rows, matching)
+        order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
+        groups = grouped(conn, order, rows, folded, self.agent, ask.cut)
         events = self.ledger.get(order) if order else []
         items = []
         for p, event in zip(order, events, strict=True):
             c = ranked[p]
+            group = groups.get(p, (p,))
             items.append(
                 Recalled(
                     event,
                     total[p],
-                    rel_n[p],
-                    rec_n[p],
-                    imp_n[p],
+                    relevance[p],
+                    recency[p],
+                    importance[p],
                     c.via,
                     c.fused,
                     c.bm25,
                     c.cosine,
                     c.match or 0.0,
+                    copies=len(group),
+                    copy_positions=group,
+                    replaced_by=replaced.get(p),
                 )
             )
         return items
 
 
+class _Ask(NamedTuple):
+    """What scoring one recall needs to know of the question."""
+
+    query: str
+    k: int
+    at_us: int
+    cut: int | None
+    weights: Mapping[str, float]
+    min_score: float
+    valid_us: int  # the valid time asked about (default: the record time asked about)
+
+
+def wants_current(query: str) -> bool:
+    """Say whether ``query`` asks for the current state ("now", "latest", "still"...)."""
+    return bool(_CURRENT.search(query))
+
+
 def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
     return checked_numbers(weights or {}, DEFAULT_WEIGHTS, "weights")
-
-
-def _minmax(values: Mapping[int, float]) -> dict[int, float]:
-    low, high = min(values.values()), max(values.values())
-    span = high - low
-    return {p: (v - low) / span if span > 0 else 1.0 for p, v in values.items()}

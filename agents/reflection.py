@@ -228,7 +228,8 @@ def _drafts(
             break
         if not question.query.strip():
             continue
-        recalled = memory.recall(question.query, PER_QUESTION, record=False)
+        # Evidence for a question: the nearest memories, however weak (no floor).
+        recalled = memory.recall(question.query, PER_QUESTION, record=False, min_score=0)
         candidates = [r.event for r in recalled.items]
         candidates += _earlier(memory, question.query, {e.id for e in candidates})
         for draft in generator.insights(question, candidates):

@@ -15,6 +15,8 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     keys = "/var/lib/engram/keys.db"                 # seal personal fields (ADR 0039; default off)
     mcp_pack_dir = "~/engram-packs"                  # the only folder MCP pack tools may use
                                                      # (ADR 0046; default: pack tools refuse)
+    supersede = "apply"                              # detected replacements: apply, review, off
+    half_life_days = 30                              # recall's recency halves at this age
 
     [kinds."task.assigned"]                          # your own event kinds (ADR 0018)
     schema = 1                                       # the payload's schema number (default 1)
@@ -92,6 +94,8 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "reflect_importance": (int, float),
     "keys": str,
     "mcp_pack_dir": str,
+    "supersede": str,
+    "half_life_days": (int, float),
     "kinds": dict,
     "destinations": dict,
     "jobs": dict,
@@ -163,6 +167,10 @@ class Settings:
     max_payload_bytes: int = 1 << 20
     projections: str = ""
     decay_rate: float = 0.99
+    #: What detection does with a memory that seems to replace an earlier one (ADR 0052).
+    supersede: str = "apply"
+    #: The age in days at which recall's recency halves (ADR 0050).
+    half_life_days: float = 30.0
     routing: str = ""
     #: Reflection triggers (ADR 0030): due after this many visible memories since the last
     #: reflection, or once their importance sums to ``reflect_importance``; 0 turns one off.
@@ -520,6 +528,12 @@ def resolve_settings(
     rate = values.get("decay_rate", 0.99)
     if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 < rate <= 1:
         raise ConfigError(f"decay_rate must be a number in (0, 1], got {rate!r}")
+    policy = values.get("supersede", "apply")
+    if policy not in ("apply", "review", "off"):
+        raise ConfigError(f"supersede must be 'apply', 'review' or 'off', got {policy!r}")
+    half = values.get("half_life_days", 30.0)
+    if not isinstance(half, int | float) or isinstance(half, bool) or not 0 < half <= 36_500:
+        raise ConfigError(f"half_life_days must be a number in (0, 36500], got {half!r}")
     every = values.get("reflect_every", 100)
     if not isinstance(every, int) or isinstance(every, bool) or every < 0:
         raise ConfigError(f"reflect_every must be an int >= 0 (0: off), got {every!r}")

@@ -38,6 +38,7 @@ from engram.ledger import (
 from engram.ledger.shred import subject_of
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
+from engram.projections.copies import Copies
 from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
@@ -58,6 +59,7 @@ from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 from engram.projections.sessions import SessionItems
 from engram.projections.suggestions import SuggestionQueue
+from engram.projections.supersession import Supersessions
 
 EMBEDDING_CACHE = "embeddings.db"
 
@@ -165,6 +167,8 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         RuleBook(),
         KeyValueStore(),
         SessionItems(),
+        Copies(),
+        Supersessions(),
     ]
 
 
@@ -205,6 +209,8 @@ class Memory:
             searcher=self.searcher,
             rate=self.settings.decay_rate,
             scorer=self.scorer,
+            half_life_days=self.settings.half_life_days,
+            supersede=self.settings.supersede,
         )
 
     def mailbox(self, agent: str) -> Mailbox:

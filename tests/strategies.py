@@ -35,6 +35,7 @@ from engram.ledger.catalog import (
     MemoryObserved,
     MemoryRecalled,
     MemoryReflected,
+    MemorySuperseded,
     NeuronActivated,
     NeuronArchived,
     NeuronCreated,
@@ -58,6 +59,9 @@ from engram.ledger.catalog import (
     SuggestionProposed,
     SuggestionReviewed,
     SuggestionWritten,
+    SupersessionProposed,
+    SupersessionReverted,
+    SupersessionReviewed,
     VitalityMeasured,
 )
 from engram.ledger.events import NewEvent
@@ -295,6 +299,36 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
         visibility=st.sampled_from(["public", "private"]),
     ),
     "subject.forgotten": st.builds(SubjectForgotten, subject=names, reason=st.text(max_size=20)),
+    "memory.superseded": st.builds(
+        MemorySuperseded,
+        agent=names,
+        position=st.just(10**6),
+        replaces=st.lists(st.integers(1, 10**6 - 1), min_size=1, max_size=3, unique=True),
+        valid_from=st.none() | aware_datetimes(),
+        method=st.sampled_from(["explicit", "detected", "reviewed"]),
+        proposal=st.none() | st.integers(1, 10**6),
+        similarity=st.none() | st.floats(0, 1),
+    ),
+    "supersession.proposed": st.builds(
+        SupersessionProposed,
+        agent=names,
+        position=st.just(10**6),
+        replaces=st.lists(st.integers(1, 10**6 - 1), min_size=1, max_size=3, unique=True),
+        similarity=st.floats(0, 1),
+    ),
+    "supersession.reviewed": st.builds(
+        SupersessionReviewed,
+        proposal=st.integers(1, 10**6),
+        decision=st.sampled_from(["applied", "refused"]),
+        reviewer=names,
+        note=st.text(max_size=20),
+    ),
+    "supersession.reverted": st.builds(
+        SupersessionReverted,
+        supersession=st.integers(1, 10**6),
+        reviewer=names,
+        note=st.text(max_size=20),
+    ),
     "pack.imported": st.builds(
         PackImported,
         pack=names,
@@ -650,6 +684,8 @@ HISTORY_KINDS = (
     "suggestion.written",
     "suggestion.joined",
     "job.completed",
+    *("memory.superseded", "supersession.proposed", "supersession.reviewed"),
+    "supersession.reverted",
 )
 
 _HISTORY_AGENTS = ("inner", "outer", "ünï")
@@ -851,6 +887,8 @@ def _history(
             )
         elif kind in LESSON_KINDS:
             stream, payload = _lesson(c, kind, position, salt, events, memories + others)
+        elif kind in SUPERSESSION_KINDS:
+            payload = _supersession(c, kind, position, at, memories, others)
         elif kind == "job.completed":
             payload = JobCompleted(
                 job=c.pick(("sleep", "archive")),
@@ -879,6 +917,53 @@ def _history(
             )
         )
     return events
+
+
+#: The supersession kinds (ADR 0052).
+SUPERSESSION_KINDS = (
+    "memory.superseded",
+    "supersession.proposed",
+    "supersession.reviewed",
+    "supersession.reverted",
+)
+
+
+def _supersession(
+    c: _Choices,
+    kind: str,
+    position: int,
+    at: datetime,
+    memories: Sequence[int],
+    others: Sequence[int],
+) -> msgspec.Struct:
+    """A supersession event over earlier memories, legal or not: replacing a non-memory or a
+    memory replaced already, reviews and reverts of anything (a second review, a future
+    position)."""
+    agent = c.pick(_HISTORY_AGENTS)
+    if kind in ("memory.superseded", "supersession.proposed"):
+        new = c.pick((*memories[-3:], *others[-1:], position + c.integer(1, 3), 10**9))
+        earlier = sorted({p for p in (*memories[-6:], *others[-2:]) if p < new}) or [1]
+        if new <= earlier[0]:
+            new = earlier[-1] + 1
+        replaces = list(dict.fromkeys(c.pick(earlier) for _ in range(c.integer(1, 3))))
+        if kind == "memory.superseded":
+            return MemorySuperseded(
+                agent=agent,
+                position=new,
+                replaces=replaces,
+                valid_from=c.pick((None, at - timedelta(days=c.integer(0, 40)))),
+                method=c.pick(("explicit", "detected")),
+                similarity=c.pick((None, 0.75)),
+            )
+        return SupersessionProposed(
+            agent=agent, position=new, replaces=replaces, similarity=c.integer(0, 100) / 100
+        )
+    target = c.pick((*others[-4:], *memories[-1:], position + c.integer(1, 3), 10**9))
+    if kind == "supersession.reviewed":
+        return SupersessionReviewed(
+            proposal=target, decision=c.pick(("applied", "refused")), reviewer="lead"
+        )
+    return SupersessionReverted(supersession=target, reviewer="lead", note=c.pick(("", "no")))
 
 
 def _history_id(salt: int, position: int) -> str:

@@ -92,7 +92,7 @@ def export_pack(
     if agent is not None:
         memories.update((e.id, e) for e in _memories_of(reader, agent))
     if select is not None:
-        result = reader.recall(select, min(limit, 1000), record=False)
+        result = reader.recall(select, min(limit, 1000), record=False, min_score=0)
         memories.update(
             (r.event.id, r.event) for r in result.items if r.event.kind == "memory.observed"
         )

@@ -7,6 +7,8 @@ activation and catch-up lag of the neuron graph and salience index, beside hand-
 sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
 LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
 HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
+``quality`` (generated probes of what recall serves a user: updates, copies, unanswerable
+questions, exact ids; beside the goals) and
 ``embedder`` (all-MiniLM-L6-v2 on ONNX beside sentence-transformers: encode rate, import
 time, peak memory, vector agreement, ``engram recall`` as a fresh process) and
 ``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
@@ -41,6 +43,7 @@ SUITES = (
     "agents",
     "learning",
     "embedder",
+    "quality",
     "all",
 )
 #: ``--scale``: the extra, large recall latency store (None: only the 100k one).
@@ -123,6 +126,7 @@ def run(
         pack_bench,
         pg_bench,
         projection_bench,
+        quality_bench,
         recall_bench,
         recall_latency,
         report,
@@ -192,6 +196,8 @@ def run(
         steps.append(("learning loop", learning_bench.run))
     if config.suite in ("embedder", "all"):
         steps.append(("MiniLM on ONNX", embedder_bench.run))
+    if config.suite in ("quality", "all"):
+        steps.append(("recall quality probes", quality_bench.quality))
     skipped: list[Figure] = []
     notices: list[str] = []
     if config.suite in ("recall", "all"):

@@ -12,6 +12,8 @@ scores the fraction of its evidence turns among the ``k`` served. The modes:
   (relevance, recency and importance).
 - Reference: ``rank_bm25.BM25Okapi`` over the same texts, split by the same tokeniser.
 
+Recall runs without a floor (``min_score=0``): the figure is the ranking's, as rank_bm25's is.
+
 The report gives recall@5/10/20 per mode and per category, and recall@10 per conversation
 for the headline mode (hybrid (MiniLM), else the best mode scored) beside rank_bm25. The
 headline ratio, its recall@10 over rank_bm25's, comes with a 95% bootstrap interval: the
@@ -270,6 +272,7 @@ def _ask(
                     weights=mode.weights,
                     paths=mode.paths,
                     record=False,
+                    min_score=0.0,  # ranking quality: every candidate, as rank_bm25 gives
                 )
                 found = {dia[r.event.position] for r in result.items}
                 scores.add(mode.name, k, _score(conversation, number, question, found))

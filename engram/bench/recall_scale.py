@@ -34,12 +34,14 @@ from engram.bench.common import Config, Figure, Progress, log
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import MemoryObserved
 from engram.projections import lexical
+from engram.projections.copies import Copies
 from engram.projections.embedding import Embedder, FloatArray
 from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
 from engram.projections.store import ProjectionStore, physical
+from engram.projections.supersession import Supersessions
 
 K = 10
 AUTHORS = 8
@@ -190,7 +192,14 @@ def built(
     with Ledger.open(directory + ".db", default_registry(), durability="fast") as ledger:
         if not record.reused:
             _build(record, ledger, directory, texts, embedder, what)
-        projections = [SalienceIndex(), LexicalIndex(), SemanticIndex(embedder)]
+        # Every projection recall reads, as the runtime lists them (copies, supersessions too).
+        projections = [
+            SalienceIndex(),
+            LexicalIndex(),
+            SemanticIndex(embedder),
+            Copies(),
+            Supersessions(),
+        ]
         with ProjectionEngine(ledger, directory, projections) as engine:
             started = time.perf_counter()
             catch_up(engine, f"semantic index, {len(texts):,} memories ({what})")
@@ -215,7 +224,9 @@ def _build(
     record.seconds["append"] = time.perf_counter() - started
     log(f"  appended {len(texts):,} observations in {record.seconds['append']:.1f} s")
     started = time.perf_counter()
-    with ProjectionEngine(ledger, directory, [SalienceIndex(), LexicalIndex()]) as engine:
+    with ProjectionEngine(
+        ledger, directory, [SalienceIndex(), LexicalIndex(), Copies(), Supersessions()]
+    ) as engine:
         catch_up(engine, f"salience + lexical, {len(texts):,} memories")
     record.seconds["indexes"] = time.perf_counter() - started
 

@@ -56,6 +56,19 @@ RECALL_SCOPES = (*SCOPES, "all")
 @click.option("--source", help="A reference to where it came from.")
 @click.option("--tag", "tags", multiple=True, help="A tag (repeatable).")
 @click.option("--at", type=TIME, default=None, help="Event time: ISO-8601 with zone (default now).")
+@click.option(
+    "--supersedes",
+    "supersedes",
+    multiple=True,
+    type=click.IntRange(min=1),
+    help="The position of an earlier memory of AGENT this one replaces (repeatable).",
+)
+@click.option(
+    "--valid-from",
+    type=TIME,
+    default=None,
+    help="With --supersedes: when the replaced ones stopped being true (default: --at).",
+)
 def observe(
     agent: str,
     text: str,
@@ -65,11 +78,15 @@ def observe(
     source: str | None,
     tags: tuple[str, ...],
     at: datetime | None,
+    supersedes: tuple[int, ...],
+    valid_from: datetime | None,
 ) -> None:
     """Append an agent's observation, plan or thought.
 
     One memory.observed event on AGENT's stream. Without --importance the heuristic scorer rates
-    it once; the rating is stored in the event, so a rebuild replays it.
+    it once; the rating is stored in the event, so a rebuild replays it. With --supersedes, a
+    memory.superseded event says it replaces those earlier memories (checked first: a bad
+    position writes nothing).
     """
     out = state()
     with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
@@ -81,6 +98,8 @@ def observe(
             source=source,
             tags=tags,
             at=at,
+            supersedes=supersedes,
+            valid_from=valid_from,
         )
         event = next(memory.ledger.read(position - 1, limit=1))
     out.echo(f"observed at position {position} (importance {event.payload.importance})")
@@ -125,9 +144,9 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
 @click.option(
     "--min-score",
     type=click.FloatRange(0.0, 1.0),
-    default=0.0,
-    show_default=True,
-    help="Serve only items whose match (0..1, comparable across queries) reaches this.",
+    default=None,
+    help="Serve only items whose score (0..1, comparable across queries) reaches this "
+    "(default: the calibrated floor; 0 serves every candidate).",
 )
 @click.option("--no-record", is_flag=True, help="Do not append memory.recalled.")
 @click.option(
@@ -144,7 +163,7 @@ def recall(
     k: int,
     as_of: datetime | None,
     kinds: tuple[str, ...],
-    min_score: float,
+    min_score: float | None,
     no_record: bool,
     scope: str,
     fmt: str,
@@ -152,9 +171,10 @@ def recall(
     """Recall what matters to an agent for a query.
 
     Hybrid recall: lexical (BM25) and semantic (FAISS) candidates, fused. Each item comes with
-    its score and components (relevance, recency, importance: they order this one result) and
-    match (0..1: how well it matches the query, comparable across queries; bm25 and cosine
-    are the paths' raw scores). --min-score makes "nothing relevant" a possible answer. AGENT
+    its score (0..1, comparable across queries: the calibrated relevance weighed by recency
+    and importance) and its components; copies of one memory fold into one item (copies
+    says how many). --min-score (default: the calibrated floor) makes "nothing relevant" a
+    possible answer. AGENT
     sees its own memories and public ones. The recall is appended as memory.recalled unless
     --no-record. With --scope other than memories, score is similarity x (1 + importance/10)
     x exp(-age_days/365) and match is the similarity (see engram scars recall).
@@ -168,8 +188,8 @@ def recall(
             as_of=as_of,
             types=list(kinds) or None,
             record=not no_record,
-            min_score=min_score,
             scope=scope,
+            **({} if min_score is None else {"min_score": min_score}),
         )
     if result.fallback:
         note(f"note: {result.fallback}")
@@ -177,7 +197,7 @@ def recall(
         _recall_records(result),
         fmt,
         columns=list(_RECALL_COLUMNS),
-        table_columns=["position", "score", "match", "recency", "importance", "agent", "text"],
+        table_columns=["position", "score", "copies", "recency", "agent", "text"],
         widths={"text": 70},
     )
     if result.recorded_at is not None:
@@ -194,6 +214,9 @@ _RECALL_COLUMNS = (
     "fused",
     "bm25",
     "cosine",
+    "copies",
+    "copy_positions",
+    "replaced_by",
     "agent",
     "type",
     "text",
@@ -216,6 +239,9 @@ def _recall_records(result: RecallResult) -> Iterable[dict[str, Any]]:
             "fused": round(r.fused, 6),
             "bm25": None if r.bm25 is None else round(r.bm25, 6),
             "cosine": None if r.cosine is None else round(r.cosine, 6),
+            "copies": r.copies,
+            "copy_positions": list(r.copy_positions or (r.event.position,)),
+            "replaced_by": r.replaced_by,
             "agent": item_author(r.event),
             "type": item_type(r.event),
             "text": item_text(r.event),

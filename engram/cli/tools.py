@@ -31,6 +31,7 @@ from engram.cli.base import state
             "agents",
             "learning",
             "embedder",
+            "quality",
             "all",
         ]
     ),

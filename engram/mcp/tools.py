@@ -19,16 +19,17 @@ from typing import Any
 
 import msgspec
 
+from engram.agents import scopes
 from engram.agents.context import ContextWeights, build_context
 from engram.agents.frames import split_written
+from engram.agents.memory import Recalled
 from engram.agents.packs import PackKey, export_pack, import_pack
 from engram.agents.tokens import default_counter
 from engram.errors import InterfaceError
 from engram.ledger import NewEvent
 from engram.ledger.catalog import ConceptUpserted, ContextSaved, MemoryObserved
 from engram.projections import concepts as concept_rows
-from engram.projections import suggestions
-from engram.projections.lexical import item_text
+from engram.projections import rules, suggestions
 from engram.runtime import Memory
 
 #: Where a pack's key is read from unless the call names another variable.
@@ -83,17 +84,30 @@ class MemoryTools:
         types: Sequence[str] | None = None,
         scope: str = "memories",
         agent: str | None = None,
+        min_score: float | None = None,
     ) -> dict[str, Any]:
-        """Recall the ``k`` items best matching ``query`` that the caller may read."""
+        """Recall the ``k`` items best matching ``query`` that the caller may read.
+
+        ``min_score`` (0..1) is the floor on an item's score; None: recall's default floor.
+        """
         who = self.caller(agent)
-        result = self.memory.agent(who).recall(query, k, types=types or None, scope=scope)
+        floor = {} if min_score is None else {"min_score": _score_floor(min_score)}
+        result = self.memory.agent(who).recall(query, k, types=types or None, scope=scope, **floor)
         return {
             "query": query,
             "scope": scope,
             "fallback": result.fallback,
             "recorded_at": result.recorded_at,
-            "items": [_item(r.event, score=r.score, match=r.match) for r in result.items],
+            "items": [_recalled(r, self._rule_texts(result.items)) for r in result.items],
         }
+
+    def _rule_texts(self, items: Sequence[Recalled]) -> dict[int, str]:
+        """Return the text of each served rule (a review event holds none when applied as
+        proposed: the rules projection keeps the final text)."""
+        if not any(r.event.kind == "suggestion.reviewed" for r in items):
+            return {}
+        with self.memory.engine.read() as conn:
+            return {rule.position: rule.text for rule in rules.active(conn)}
 
     def upsert_memory(
         self,
@@ -160,12 +174,14 @@ class MemoryTools:
         session: str = "",
         budget: int = 2000,
         agent: str | None = None,
+        min_score: float = 0.0,
     ) -> dict[str, Any]:
         """Build the caller's context frames for ``query`` (:func:`build_context`) and save them.
 
         ``scope`` says what steers the ``task`` component of the score: ``task`` the task
         text given; ``session`` the newest notes of the session's shared memo; ``agent``
-        nothing but the query. ``k`` is how many items of each type the frames keep.
+        nothing but the query. ``k`` is how many items of each type the frames keep;
+        ``min_score`` (0..1) leaves out items less similar to the query than that.
         """
         who = self.caller(agent)
         if scope not in CONTEXT_SCOPES:
@@ -180,7 +196,7 @@ class MemoryTools:
             task = ""
         context = build_context(
             self.memory.agent(who), query, task=task, budget=budget,
-            weights=ContextWeights(per_type=k), save=True,
+            weights=ContextWeights(per_type=k), save=True, min_score=_score_floor(min_score),
         )  # fmt: skip
         return {
             "frames": context.frames,
@@ -395,18 +411,32 @@ class MemoryTools:
         }
 
 
-def _item(event: Any, *, score: float, match: float) -> dict[str, Any]:
-    text, kind = item_text(event) if hasattr(event.payload, "agent") else ("", event.kind)
+def _score_floor(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ToolInputError(f"min_score must be a number in 0..1, got {value!r}")
+    return float(value)
+
+
+def _recalled(r: Recalled, rule_texts: Mapping[int, str]) -> dict[str, Any]:
+    """Return one recalled item as JSON: a memory, scar, reflection, concept or rule."""
+    event = r.event
+    if event.kind == "suggestion.reviewed":
+        text = rule_texts.get(event.position) or event.payload.text or ""
+    else:
+        text = scopes.item_text(event)
     return {
         "id": event.id,
         "position": event.position,
         "kind": event.kind,
-        "type": kind,
-        "agent": getattr(event.payload, "agent", None),
+        "type": scopes.item_type(event),
+        "agent": scopes.item_author(event),
         "at": event.at.isoformat(),
         "text": text,
-        "score": round(float(score), 6),
-        "match": round(float(match), 6),
+        "score": round(float(r.score), 6),
+        "match": round(float(r.match), 6),
+        "copies": r.copies,
+        "copy_positions": list(r.copy_positions or (event.position,)),
+        "replaced_by": r.replaced_by,
     }
 
 

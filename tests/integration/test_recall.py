@@ -236,7 +236,7 @@ def test_fusion_weighs_each_path_and_defaults_by_provider(memory: Memory) -> Non
     )
     result = vectors_only.recall("coffee", 2, record=False)
     assert result.items[0].event.position == 2
-    assert result.items[1].relevance == 0.0
+    assert result.items[1].relevance < result.items[0].relevance
 
 
 def test_importance_is_scored_once_and_stored_in_the_event(memory: Memory) -> None:
@@ -360,7 +360,8 @@ def test_a_recalled_memory_cues_its_episode_neighbours(memory: Memory) -> None:
     question = alice.observe("Did anyone check the replica lag?", at=T0)
     answer = alice.observe("Yes: forty seconds behind, then it caught up.", at=T0)
     alice.observe("Unrelated: lunch at noon", at=T0 + timedelta(hours=3))
-    served = alice.recall("replica lag", 5, paths=("lexical",), record=False)
+    # No floor: a neighbour cued by bloom holds no query word, so its relevance is low.
+    served = alice.recall("replica lag", 5, paths=("lexical",), record=False, min_score=0)
     via = {r.event.position: r.via for r in served.items}
     assert via[question] == ("lexical",)
     assert via[answer] == ("bloom",)  # no query word, but told right after the match

@@ -56,7 +56,7 @@ def test_items_carry_each_path_s_raw_score(memory: Memory) -> None:
     alice = memory.agent("alice")
     for text in ["database outage at noon", "coffee and lunch", "plan the database rollback"]:
         alice.observe(text, at=T0)
-    result = alice.recall("database outage", 3, record=False)
+    result = alice.recall("database outage", 3, record=False, min_score=0)
     memory.engine.catch_up()
     with memory.engine.read() as conn:
         bm25 = {h.position: h.score for h in lexical.search(conn, "database outage", 9, agent="x")}
@@ -70,13 +70,15 @@ def test_items_carry_each_path_s_raw_score(memory: Memory) -> None:
         assert item.cosine == pytest.approx(float(np.dot(query, vector)), abs=1e-5)
         assert 0.0 <= item.match <= 1.0
         assert item.fused > 0
-    assert result.items[0].relevance == 1.0
+    # relevance is absolute (ADR 0051): in 0..1, the best item's short of certainty.
+    assert all(0.0 <= item.relevance <= 1.0 for item in result.items)
+    assert result.items[0].relevance > result.items[-1].relevance
     assert result.items[0].match > result.items[-1].match
 
 
 def test_match_of_an_item_does_not_depend_on_the_rest_of_the_result(hashed: AgentMemory) -> None:
     first = hashed.recall("database outage", 1, record=False).items[0]
-    wide = hashed.recall("database outage", 6, record=False).items
+    wide = hashed.recall("database outage", 6, record=False, min_score=0).items
     assert wide[0].event.position == first.event.position
     assert wide[0].match == pytest.approx(first.match)
     assert wide[-1].match < 0.05 < first.match
@@ -84,13 +86,13 @@ def test_match_of_an_item_does_not_depend_on_the_rest_of_the_result(hashed: Agen
 
 @pytest.mark.parametrize("query", NONSENSE)
 def test_a_nonsense_query_recalls_nothing_with_min_score(hashed: AgentMemory, query: str) -> None:
-    # Without a floor the best of the nonsense is still ranked first, relevance 1.0.
+    # Without a floor the nonsense is still served, but its score says it is noise.
     loose = hashed.recall(query, 3, record=False, min_score=0)
     assert loose.items
-    assert loose.items[0].relevance == 1.0
+    assert all(item.score < DEFAULT_MIN_SCORE for item in loose.items)
     assert all(item.match < 0.05 for item in loose.items)
     head = hashed.ledger.head()
-    result = hashed.recall(query, 3, min_score=0.05)
+    result = hashed.recall(query, 3)
     assert result.items == []
     assert result.recorded_at is None  # nothing served, nothing recorded
     assert hashed.ledger.head() == head
@@ -108,9 +110,10 @@ def test_a_nonsense_query_recalls_nothing_with_min_score(hashed: AgentMemory, qu
 def test_a_good_query_keeps_its_hit_with_min_score(
     hashed: AgentMemory, query: str, expected: str
 ) -> None:
-    result = hashed.recall(query, 3, record=False, min_score=0.05)
+    result = hashed.recall(query, 3, record=False)
     assert result.items
     assert result.items[0].event.payload.text == expected
+    assert result.items[0].score >= DEFAULT_MIN_SCORE
 
 
 @pytest.mark.parametrize("floor", [0.0, 0.05, 0.2, 0.5])
@@ -120,14 +123,14 @@ def test_a_good_query_keeps_its_hit_with_min_score(
 def test_the_floor_only_removes_items_from_the_unfloored_order(
     hashed: AgentMemory, floor: float, k: int, query: str, by: str
 ) -> None:
-    # match is worked out lazily, k candidates at a time down the order: the floored result
-    # must still be the unfloored order with the items under the floor taken out. Ordered by
-    # importance, items that match poorly come first and the floor must look past them.
+    # The floored result must be the unfloored order with the items under the floor taken
+    # out. Ordered by importance, items that match poorly come first and the floor must look
+    # past them.
     weights = {"relevance": 1.0, "recency": 0.0, "importance": 0.0}
     if by == "importance":
         weights = {"relevance": 0.0, "recency": 0.0, "importance": 1.0}
-    everything = hashed.recall(query, len(TEXTS), record=False, weights=weights).items
-    kept = [item for item in everything if item.match >= floor][:k]
+    everything = hashed.recall(query, len(TEXTS), record=False, weights=weights, min_score=0).items
+    kept = [item for item in everything if item.score >= floor][:k]
     floored = hashed.recall(query, k, record=False, min_score=floor, weights=weights).items
     assert [i.event.position for i in floored] == [i.event.position for i in kept]
     for got, want in zip(floored, kept, strict=True):
@@ -136,9 +139,12 @@ def test_the_floor_only_removes_items_from_the_unfloored_order(
         assert got.score == pytest.approx(want.score)
 
 
-def test_the_default_min_score_keeps_every_candidate(hashed: AgentMemory) -> None:
-    assert DEFAULT_MIN_SCORE == 0.0
-    assert len(hashed.recall("zzzz qqqq", 3, record=False).items) == 3
+def test_the_default_min_score_sends_noise_away_and_zero_keeps_every_candidate(
+    hashed: AgentMemory,
+) -> None:
+    assert 0.0 < DEFAULT_MIN_SCORE < 0.5
+    assert hashed.recall("zzzz qqqq", 3, record=False).items == []
+    assert len(hashed.recall("zzzz qqqq", 3, record=False, min_score=0).items) == 3
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "0.2", True, float("nan")])
@@ -207,8 +213,10 @@ def test_recalls_recorded_after_as_of_do_not_bump(memory: Memory) -> None:
     after = {
         r.event.position: r for r in alice.recall("database", 2, as_of=as_of, record=False).items
     }
-    assert after[old].recency == before[old].recency == 0.0
-    assert after[new].recency == before[new].recency == 1.0
+    # Recency is the age since observation (ADR 0050): a later recall changes nothing.
+    assert after[old].recency == pytest.approx(before[old].recency)
+    assert after[old].recency == pytest.approx(1 / (1 + (10 / 24) / 30))
+    assert after[new].recency == pytest.approx(1 / (1 + (5 / 24) / 30))
     assert after[old].score == pytest.approx(before[old].score)
 
 

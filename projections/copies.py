@@ -1,0 +1,166 @@
+"""The copies table: each memory's normalised-text digest and when it was observed.
+
+Recall folds copies of one memory into one item (ADR 0052): memories whose texts are equal
+once normalised (:func:`normalise`: case, punctuation, spacing and filler words set aside)
+share a digest, and this table finds every visible copy of the digests a recall served. It
+also holds each memory's observation time, which recency weighs (ADR 0050), so recall reads
+one table for both.
+
+- ``memory.observed``: a row keyed by the event's position: agent, visibility, digest,
+  observed time;
+- ``memory.archived``: the named rows before the archive get its time (archived copies are
+  not served, so not counted);
+- ``subject.forgotten``: the subject's earlier rows go, as the lexical index's do (ADR 0039):
+  a digest of a text would confirm a guess at it.
+
+Handlers read only their event and the table (DESIGN.md, rule 2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from engram.ledger import Event, chunked
+from engram.ledger.catalog import MemoryArchived, MemoryObserved, SubjectForgotten
+from engram.projections.base import Projection, Tables
+from engram.projections.salience import micros
+
+__all__ = ["Copies", "Copy", "copies_of", "facts", "normalise"]
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+#: Words that mark a repetition rather than say something: a copy prefixed with "Note:" or
+#: suffixed with "as mentioned before" says what the plain text says.
+FILLERS = frozenset(
+    [
+        "note",
+        "notes",
+        "reminder",
+        "fyi",
+        "nb",
+        "ps",
+        "again",
+        "repeat",
+        "repeating",
+        "repeated",
+        "as",
+        "mentioned",
+        "before",
+        "said",
+        "earlier",
+        "already",
+        "update",
+        "re",
+        "fwd",
+    ]
+)
+
+
+def normalise(text: str) -> str:
+    """Return ``text``'s words, lowercased, filler words dropped, one space apart."""
+    words = _WORD.findall(text.casefold())
+    kept = [w for w in words if w not in FILLERS]
+    return " ".join(kept or words)
+
+
+def digest(text: str) -> str:
+    """Return the hex sha256 of ``text`` normalised (the first 16 bytes)."""
+    return hashlib.sha256(normalise(text).encode()).hexdigest()[:32]
+
+
+class Copy(NamedTuple):
+    """One memory's row: its digest, when it was observed (epoch us), whether archived."""
+
+    position: int
+    digest: str
+    observed_us: int
+    agent: str
+    visibility: str
+    archived: bool
+
+
+class Copies(Projection):
+    """Each memory's normalised-text digest and observation time."""
+
+    name = "copies"
+    version = 1
+    kinds = (MemoryObserved, MemoryArchived, SubjectForgotten)
+    tables = ("copies",)
+
+    def create(self, db: Tables) -> None:
+        """Create the table and the digest index copies are found by."""
+        table = db["copies"]
+        db.conn.execute(
+            f"""CREATE TABLE {table} (
+                position    INTEGER PRIMARY KEY,
+                digest      TEXT NOT NULL,
+                observed_us INTEGER NOT NULL,
+                agent       TEXT NOT NULL,
+                visibility  TEXT NOT NULL,
+                archived_us INTEGER
+            )"""
+        )
+        name = table.strip('"')
+        db.conn.execute(f'CREATE INDEX "{name}_digest" ON {table} (digest, position)')
+
+    def apply(self, db: Tables, events: Sequence[Event]) -> None:
+        """Apply each event, in position order."""
+        table = db["copies"]
+        for e in events:
+            p = e.payload
+            if e.kind == "memory.observed":
+                db.conn.execute(
+                    f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?, ?, ?, NULL)",
+                    (e.position, digest(p.text), micros(e.at), p.agent, p.visibility),
+                )
+            elif e.kind == "memory.archived":
+                db.conn.executemany(
+                    f"UPDATE {table} SET archived_us = ? WHERE position = ?"
+                    " AND position < ? AND archived_us IS NULL",
+                    [(micros(e.at), position, e.position) for position in p.positions],
+                )
+            else:
+                db.conn.execute(
+                    f"DELETE FROM {table} WHERE agent = ? AND position < ?",
+                    (p.subject, e.position),
+                )
+
+
+_COLUMNS = "position, digest, observed_us, agent, visibility, archived_us IS NOT NULL"
+
+
+def facts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, Copy]:
+    """Return the rows of ``positions`` (those the table holds)."""
+    found: dict[int, Copy] = {}
+    for chunk in chunked(sorted(set(positions))):
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT {_COLUMNS} FROM copies WHERE position IN ({marks})", list(chunk)
+        ):
+            found[row[0]] = Copy(*row[:5], bool(row[5]))
+    return found
+
+
+def copies_of(
+    conn: sqlite3.Connection, digests: Sequence[str], *, agent: str, as_of_us: int | None = None
+) -> dict[str, list[int]]:
+    """Return the positions of each digest's memories ``agent`` may read, oldest first.
+
+    Archived ones are left out (as of ``as_of_us``: archived after it still count), and so
+    are memories observed after it.
+    """
+    found: dict[str, list[int]] = {}
+    cut = as_of_us if as_of_us is not None else (1 << 62)
+    for chunk in chunked(sorted(set(digests))):
+        marks = ",".join("?" * len(chunk))
+        for d, position in conn.execute(
+            f"SELECT digest, position FROM copies WHERE digest IN ({marks})"
+            " AND (agent = ? OR visibility = 'public') AND observed_us <= ?"
+            " AND (archived_us IS NULL OR archived_us > ?) ORDER BY digest, position",
+            [*chunk, agent, cut, cut],
+        ):
+            found.setdefault(d, []).append(position)
+    return found

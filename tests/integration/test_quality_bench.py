@@ -1,0 +1,44 @@
+"""The quality suite runs end to end with the hash embedder and reports its four figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engram.bench import quality_probes
+from engram.bench.quality_bench import GOALS, best_threshold, run_probes
+from engram.projections.embedding import HashEmbedder
+
+
+def test_the_probes_are_generated_from_the_seed_alone() -> None:
+    import random
+    from datetime import UTC, datetime
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    one = quality_probes.ids(random.Random(7), start)[0]
+    two = quality_probes.ids(random.Random(7), start)[0]
+    assert one.memories == two.memories
+    assert len(one.memories) == 500
+    assert [c.query for c in one.cases] == [c.query for c in two.cases]
+    # Every id case's target holds its id verbatim; no other memory holds it.
+    for case in one.cases:
+        code = case.query.split()[-1].rstrip("?.") if " " in case.query else case.query
+        holders = [i for i, (text, _) in enumerate(one.memories) if code in text.split()]
+        assert holders == [case.target]
+
+
+def test_best_threshold_separates_what_can_be_separated() -> None:
+    rows = [{"answerable": 1.0, "top": 0.8}, {"answerable": 0.0, "top": 0.1}]
+    threshold, accuracy = best_threshold(rows)
+    assert accuracy == 1.0
+    assert 0.1 < threshold <= 0.8
+
+
+@pytest.mark.slow
+def test_the_suite_runs_with_hash_vectors(tmp_path: Path) -> None:
+    outcomes = {o.family: o for o in run_probes(HashEmbedder(), 1, str(tmp_path))}
+    assert set(outcomes) == set(GOALS)
+    assert 0.0 <= outcomes["updates"].value <= 1.0
+    assert 1.0 <= outcomes["copies"].value <= 10.0
+    assert outcomes["ids"].value == 1.0

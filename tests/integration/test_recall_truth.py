@@ -1,0 +1,308 @@
+"""Recall serves what is true now, once, with a score that means something (ADRs 0050-0052)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import engram
+from engram.agents.context import build_context
+from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
+from engram.agents.memory import DEFAULT_MIN_SCORE, AgentMemory, wants_current
+from engram.config import ConfigError
+from engram.mcp.tools import MemoryTools, ToolInputError
+from engram.projections import supersession
+from engram.projections.errors import QueryError
+from engram.runtime import Memory
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+DAY = timedelta(days=1)
+FILLER = [
+    f"{name} {verb} {thing}."
+    for name in ("Bilal Haddad", "Chen Wei", "Dmitri Volkov", "Eva Lindqvist", "Farah Qureshi")
+    for verb, thing in (
+        ("keeps", "a vegetable garden"),
+        ("collects", "old maps"),
+        ("reads", "science fiction"),
+        ("cycles", "to the office"),
+        ("bakes", "sourdough bread"),
+        ("repairs", "vintage radios"),
+        ("teaches", "evening classes"),
+        ("writes", "a travel blog"),
+    )
+]
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with engram.open_memory(str(tmp_path / "ledger.db")) as opened:
+        yield opened
+
+
+def _filled(memory: Memory, agent: str = "ana") -> AgentMemory:
+    """Return ``agent``'s memory with 40 unrelated memories, so names are rare words."""
+    me = memory.agent(agent)
+    for i, text in enumerate(FILLER):
+        me.observe(text, at=NOW - 300 * DAY + i * DAY)
+    return me
+
+
+# -- supersession -------------------------------------------------------------------------
+
+
+def test_an_explicit_supersession_serves_the_current_fact_first_and_labels_the_old(
+    memory: Memory,
+) -> None:
+    ana = _filled(memory)
+    old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
+    new = ana.observe("Alice Moreau moved to Berlin.", at=NOW - 30 * DAY, supersedes=[old])
+    result = ana.recall("Where does Alice Moreau live?", 5, record=False, min_score=0)
+    order = [r.event.position for r in result.items]
+    assert order.index(new) < order.index(old)
+    served = {r.event.position: r for r in result.items}
+    assert served[old].replaced_by == new
+    assert served[new].replaced_by is None
+    # Valid time is not record time: before the move, Paris was true.
+    then = ana.recall(
+        "Where does Alice Moreau live?", 5, record=False, min_score=0, valid_at=NOW - 45 * DAY
+    )
+    assert then.items[0].event.position == old
+    assert then.items[0].replaced_by is None
+    assert new not in [r.event.position for r in then.items]
+    # Nothing was deleted: the chain is in the projection (and the ledger).
+    memory.engine.catch_up()
+    with memory.engine.read() as conn:
+        (row,) = conn.execute("SELECT old, new, method FROM supersessions").fetchall()
+    assert tuple(row) == (old, new, "explicit")
+
+
+def test_a_supersession_is_reverted_by_an_event(memory: Memory) -> None:
+    ana = _filled(memory)
+    old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
+    new = ana.observe("Alice Moreau moved to Berlin.", at=NOW - 30 * DAY)
+    event = ana.supersede(new, [old])
+
+    def labels() -> dict[int, int | None]:
+        found = ana.recall("Alice Moreau Paris", 3, record=False, min_score=0).items
+        return {r.event.position: r.replaced_by for r in found}
+
+    assert labels()[old] == new
+    ana.revert_supersession(event, reviewer="lead", note="she moved back")
+    assert labels()[old] is None
+    with pytest.raises(UnknownMemoryError, match="no supersession in force"):
+        ana.revert_supersession(event, reviewer="lead")
+
+
+@pytest.mark.parametrize(
+    ("supersedes", "error", "needle"),
+    [
+        ([9999], UnknownMemoryError, "holds no event"),
+        ([1, 1], QueryError, "repeat"),
+        ("1", QueryError, "positions"),
+    ],
+)
+def test_a_bad_supersedes_writes_nothing(
+    memory: Memory, supersedes: object, error: type[Exception], needle: str
+) -> None:
+    ana = memory.agent("ana")
+    ana.observe("Alice lives in Paris.")
+    head = memory.ledger.head()
+    with pytest.raises(error, match=needle):
+        ana.observe("Alice moved to Berlin.", supersedes=supersedes)  # type: ignore[arg-type]
+    assert memory.ledger.head() == head
+
+
+def test_an_agent_supersedes_only_its_own_earlier_memories(memory: Memory) -> None:
+    theirs = memory.agent("bob").observe("Bob lives in Rome.")
+    ana = memory.agent("ana")
+    mine = ana.observe("Ana lives in Oslo.")
+    head = memory.ledger.head()
+    with pytest.raises(MemoryOwnerError, match="supersedes only its own"):
+        ana.observe("Bob moved to Lima.", supersedes=[theirs])
+    later = ana.observe("Ana likes tea.")
+    with pytest.raises(QueryError, match="only earlier ones"):
+        ana.supersede(mine, [later])
+    assert memory.ledger.head() == head + 1  # the one observation, nothing else
+
+
+def test_detection_applies_a_replacement_by_default_and_measures_it(memory: Memory) -> None:
+    ana = _filled(memory)
+    old = ana.observe("Alice Moreau is on the payments team.", at=NOW - 60 * DAY)
+    other = ana.observe("Alice Moreau collects old stamps.", at=NOW - 50 * DAY)
+    new = ana.observe("Alice Moreau is on the billing team.", at=NOW - 30 * DAY)
+    events = [e for e in memory.ledger.read(0) if e.kind == "memory.superseded"]
+    assert [(e.payload.position, e.payload.replaces, e.payload.method) for e in events] == [
+        (new, [old], "detected")
+    ]
+    assert events[0].payload.similarity >= 0.5
+    assert other not in events[0].payload.replaces
+    item = ana.recall("Which team is Alice Moreau on now?", 1, record=False).items[0]
+    assert item.event.position == new
+
+
+def test_with_the_review_policy_detection_proposes_and_a_review_applies(
+    tmp_path: Path,
+) -> None:
+    with engram.open_memory(str(tmp_path / "l.db"), supersede="review") as memory:
+        ana = _filled(memory)
+        old = ana.observe("Alice Moreau is on the payments team.", at=NOW - 60 * DAY)
+        new = ana.observe("Alice Moreau is on the billing team.", at=NOW - 30 * DAY)
+        (proposal,) = ana.proposals()
+        assert (proposal.new, proposal.replaces, proposal.status) == (new, [old], "pending")
+        served = ana.recall("Alice Moreau payments team", 1, record=False).items[0]
+        assert served.replaced_by is None  # a proposal changes nothing yet
+        with pytest.raises(QueryError, match="decision"):
+            ana.review_supersession(proposal.event, "maybe", reviewer="lead")
+        ana.review_supersession(proposal.event, "applied", reviewer="lead")
+        assert ana.proposals() == []
+        served = ana.recall("Alice Moreau payments team", 3, record=False, min_score=0)
+        assert {r.event.position: r.replaced_by for r in served.items}[old] == new
+        with pytest.raises(QueryError, match="applied already"):
+            ana.review_supersession(proposal.event, "refused", reviewer="lead")
+
+
+def test_a_bad_policy_is_refused(tmp_path: Path, memory: Memory) -> None:
+    with pytest.raises(QueryError, match="supersede must be one of"):
+        AgentMemory("ana", memory.ledger, memory.engine, supersede="sometimes")
+    with pytest.raises(ConfigError, match="supersede"):
+        engram.open(str(tmp_path / "x.db"), supersede="sometimes")
+
+
+def test_two_incidents_with_two_ids_are_not_a_supersession(memory: Memory) -> None:
+    ana = _filled(memory)
+    for code in ("E4021-XK7", "E4021-XK9", "E5310-AB1"):
+        ana.observe(f"Deploy failed with error {code} in the billing worker.")
+    assert not [e for e in memory.ledger.read(0) if e.kind == "memory.superseded"]
+
+
+# -- copies, recency, the score -------------------------------------------------------------
+
+
+def test_copies_fold_into_one_item_that_says_how_often_it_was_seen(memory: Memory) -> None:
+    ana = _filled(memory)
+    text = "The Falcon project ships a release every second Tuesday."
+    first = ana.observe(text, at=NOW - 20 * DAY)
+    copies = [
+        ana.observe(variant, at=NOW - (19 - i) * DAY)
+        for i, variant in enumerate(
+            [text.upper(), "Note: " + text, text.rstrip(".") + ", as mentioned before."]
+        )
+    ]
+    other = ana.observe("The Falcon project keeps its secrets in Vault.", at=NOW - 5 * DAY)
+    result = ana.recall("When does the Falcon project ship?", 5, record=False, min_score=0)
+    positions = [r.event.position for r in result.items]
+    assert len(set(positions) & {first, *copies}) == 1
+    (item,) = [r for r in result.items if r.event.position in {first, *copies}]
+    assert item.copies == 4
+    assert item.copy_positions == (first, *copies)
+    assert other in positions
+
+
+def test_recency_tells_a_month_from_two_and_a_current_query_weighs_it_more(
+    memory: Memory,
+) -> None:
+    ana = memory.agent("ana")
+    older = ana.observe("The build server password rotates on Mondays.", at=NOW - 60 * DAY)
+    newer = ana.observe("The build server password rotates on Fridays.", at=NOW - 30 * DAY)
+    plain = {
+        r.event.position: r
+        for r in ana.recall("build server password rotation", 2, record=False).items
+    }
+    assert plain[newer].recency == pytest.approx(0.5, rel=1e-3)
+    assert plain[older].recency == pytest.approx(1 / 3, rel=1e-3)
+    current = ana.recall("build server password rotation now", 2, record=False).items
+    gap = current[0].score / current[1].score
+    assert current[0].event.position == newer
+    assert gap > plain[newer].score / plain[older].score
+    assert wants_current("Where does she live now?")
+    assert not wants_current("Where is Nowhere?")
+
+
+def test_an_exact_id_held_by_one_memory_wins_over_near_misses(memory: Memory) -> None:
+    ana = _filled(memory)
+    target = ana.observe("Alert HE-855 fired when the disk on db-3 filled up.")
+    for near in ("GE-855", "HC-855", "HE-856", "HE-8555"):
+        ana.observe(f"Deploy failed with error {near} in the billing worker.")
+    for query in ("HE-855", "error HE-855", "what happened with HE-855?"):
+        assert ana.recall(query, 3, record=False).items[0].event.position == target
+
+
+def test_the_score_is_absolute_and_an_unanswerable_question_gets_nothing(
+    memory: Memory,
+) -> None:
+    ana = _filled(memory)
+    ana.observe("Alice Moreau works at Acme Robotics.")
+    answered = ana.recall("Where does Alice Moreau work?", 3, record=False).items
+    assert answered
+    assert answered[0].score >= DEFAULT_MIN_SCORE
+    assert ana.recall("What is the boiling point of the reactor coolant?", 3).items == []
+    # The same item and query score the same whatever else a result holds.
+    alone = ana.recall("Where does Alice Moreau work?", 1, record=False).items[0]
+    assert alone.score == pytest.approx(answered[0].score)
+
+
+# -- every surface takes a floor --------------------------------------------------------------
+
+
+def test_mcp_search_memory_serves_rules_with_their_text_and_reviewer(memory: Memory) -> None:
+    position = memory.scars("ops").record(
+        "failure", "the migration locked the users table", "run migrations with a lock timeout"
+    )
+    (scar,) = memory.ledger.get([position])
+    lessons = memory.lessons()
+    applied = lessons.apply(
+        lessons.propose([scar.id], "rules", "Run every migration with a lock timeout."), "ana"
+    )
+    tools = MemoryTools(memory, ["planner"])
+    for scope in ("rules", "all"):
+        found = tools.search_memory("migration lock timeout", 5, scope=scope, min_score=0)
+        (rule,) = [i for i in found["items"] if i["position"] == applied]
+        assert rule["text"] == "Run every migration with a lock timeout."
+        assert rule["agent"] == "ana"
+        assert rule["type"] == "rule"
+
+
+def test_mcp_search_memory_and_recall_context_take_a_floor(memory: Memory) -> None:
+    ana = _filled(memory)
+    ana.observe("Alice Moreau works at Acme Robotics.")
+    tools = MemoryTools(memory, ["ana"])
+    found = tools.search_memory("Where does Alice Moreau work?", 5)
+    assert found["items"]
+    assert found["items"][0]["copies"] == 1
+    assert tools.search_memory("reactor coolant boiling point", 5)["items"] == []
+    assert len(tools.search_memory("reactor coolant boiling point", 5, min_score=0)["items"]) == 5
+    head = memory.ledger.head()
+    for bad in (-0.1, 2, "0.5", True):
+        with pytest.raises(ToolInputError, match="min_score"):
+            tools.search_memory("Alice", 5, min_score=bad)  # type: ignore[arg-type]
+        with pytest.raises(ToolInputError, match="min_score"):
+            tools.recall_context("Alice", min_score=bad)  # type: ignore[arg-type]
+    assert memory.ledger.head() == head
+    loose = tools.recall_context("Alice Moreau work", scope="agent", min_score=0.0)
+    strict = tools.recall_context("Alice Moreau work", scope="agent", min_score=0.99)
+    assert len(strict["items"]) < len(loose["items"])
+
+
+def test_build_context_refuses_a_bad_floor(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    head = memory.ledger.head()
+    with pytest.raises(QueryError, match="min_score"):
+        build_context(ana, "Alice", min_score=1.5)
+    assert memory.ledger.head() == head
+
+
+def test_the_supersessions_projection_reads_as_of(memory: Memory) -> None:
+    ana = _filled(memory)
+    old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
+    new = ana.observe("Alice Moreau moved to Berlin.", at=NOW - 30 * DAY)
+    before = datetime.now(UTC)
+    ana.supersede(new, [old])
+    memory.engine.catch_up()
+    with memory.engine.read() as conn:
+        assert supersession.replacements(conn, [old])[old].new == new
+        from engram.projections.salience import micros
+
+        assert supersession.replacements(conn, [old], as_of_us=micros(before)) == {}
