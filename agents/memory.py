@@ -128,13 +128,14 @@ class AgentMemory:
         rate: float = DEFAULT_RATE,
         fusion: Mapping[str, float] | None = None,
         bloom: bool = True,
-        prune: bool = True,
+        prune: bool | str = True,
         rrf_k: int = RRF_K,
     ) -> None:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
         provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
         the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`);
-        ``prune`` searches the query's informative words only (:func:`lexical.terms`);
+        ``prune`` searches the query's words within the postings budget (:func:`lexical.terms`;
+        ``"share"``: ADR 0026's rule);
         ``rrf_k`` is the fusion's rank constant (:data:`RRF_K`; 60 is textbook RRF)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
