@@ -5,8 +5,8 @@ PostgreSQL appends against raw psycopg), ``audit`` (SQL over a large ledger thro
 audit session, beside DuckDB on a native table) and ``projections`` (rebuild, spreading
 activation and catch-up lag of the neuron graph and salience index, beside hand-written
 sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
-LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
-HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
+LoCoMo and BEAM beside rank_bm25, recall latency at 100k memories beside the raw FAISS and
+FTS5 calls, HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
 ``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
 memories beside raw sqlite3, cold export beside DuckDB's COPY, the daemon's catch-up lag). Engram
 and its reference alternate within each repetition; the report gives medians. A missed
@@ -34,6 +34,7 @@ SCALES: dict[str, int | None] = {"100k": None, "1m": 1_000_000}
 #: the LoCoMo conversations are absent (skipped, with a notice).
 RECALL_PARTS = {
     "quality": "LoCoMo recall@10",
+    "beam": "BEAM recall@10",
     "latency": "recall latency",
     "rebuild": "semantic rebuild, MiniLM",
     "scars": "scar recall latency and score bands",
@@ -83,6 +84,7 @@ def run(
     scratch_dir: str | None = None,
     events: int | None = None,
     locomo: str | None = None,
+    beam: str | None = None,
     embedding_cache: str | None = None,
     only: Iterable[str] | None = None,
     scale: str = "100k",
@@ -90,9 +92,10 @@ def run(
 ) -> int:
     """Run the chosen suites, print the table and return the exit code (1 if a step failed).
 
-    Suites whose data is missing (LoCoMo for ``recall``) are reported as skipped, naming the
-    option that supplies it. ``only`` keeps some parts of the recall suite (``quality``,
-    ``latency``, ``rebuild``; comma lists allowed); it needs ``suite="recall"``. ``scale``
+    Suites whose data is missing (LoCoMo for ``recall``; BEAM for its ``beam`` part) are
+    reported as skipped, naming the option that supplies it. ``only`` keeps some parts of
+    the recall suite (``quality``, ``beam``, ``latency``, ``rebuild``; comma lists allowed);
+    it needs ``suite="recall"``. ``scale``
     ``"1m"`` adds the million-memory latency store (hash vectors; minutes, so opt-in).
     ``store_cache`` keeps the built latency stores in a directory and reuses them.
     """
@@ -100,6 +103,7 @@ def run(
         agents_bench,
         asof_bench,
         audit_bench,
+        beam_bench,
         jobs_bench,
         lag_bench,
         ledger_bench,
@@ -112,6 +116,7 @@ def run(
         scar_bench,
         shred_bench,
     )
+    from engram.bench import beam as beam_module
     from engram.bench import locomo as locomo_module
 
     if suite not in SUITES:
@@ -138,6 +143,7 @@ def run(
         sizes,
         SEED,
         locomo=locomo,
+        beam=beam,
         embedding_cache=cache,
         recall_scale=SCALES[scale],
         store_cache=store_cache or None,
@@ -173,7 +179,18 @@ def run(
         steps.append(("knowledge packs", pack_bench.run))
     skipped: list[Figure] = []
     notices: list[str] = []
-    if config.suite in ("recall", "all"):
+    if config.suite in ("recall", "all") and "beam" in parts:
+        try:
+            beam_module.locate(config.beam)
+        except beam_module.BeamError as exc:
+            notices.append(f"skipping the BEAM figures: {exc}")
+            figure = Figure(RECALL_PARTS["beam"], "-", "-", None)
+            figure.skipped = "no BEAM data: pass --beam FILE or set ENGRAM_BEAM"
+            skipped.append(figure)
+            parts = tuple(p for p in parts if p != "beam")
+        else:
+            steps.append(("BEAM recall quality", beam_bench.quality))
+    if config.suite in ("recall", "all") and any(p != "beam" for p in parts):
         try:
             locomo_module.locate(config.locomo)
         except locomo_module.LocomoError:
@@ -182,7 +199,7 @@ def run(
                 f"skipping the recall figures: no LoCoMo data at {os.path.abspath(where)}; "
                 "pass --locomo FILE (or set ENGRAM_LOCOMO)"
             )
-            for part in parts:
+            for part in (p for p in parts if p != "beam"):
                 figure = Figure(RECALL_PARTS[part], "-", "-", None)
                 figure.skipped = "no LoCoMo data: pass --locomo FILE or set ENGRAM_LOCOMO"
                 skipped.append(figure)

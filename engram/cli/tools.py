@@ -13,6 +13,7 @@ from engram.cli.base import state
         "engram bench --quick",
         "engram bench --suite recall --locomo locomo-dev.json --json out.json",
         "engram bench --suite recall --only quality --locomo locomo-dev.json",
+        "engram bench --suite recall --only beam --beam beam-100k-dev.json",
         "engram bench --suite recall --only latency --scale 1m --locomo locomo-dev.json",
     )
 )
@@ -69,6 +70,15 @@ from engram.cli.base import state
     "they are skipped.",
 )
 @click.option(
+    "--beam",
+    metavar="FILE",
+    envvar="ENGRAM_BEAM",
+    show_envvar=True,
+    help="The BEAM chats for the long-memory recall figures (default: "
+    "../shared/data/beam/beam-100k-dev.json beside the repository); without it "
+    "they are skipped.",
+)
+@click.option(
     "--embedding-cache",
     metavar="FILE",
     help="A SQLite file keeping MiniLM vectors between runs ('none': no lasting "
@@ -78,8 +88,9 @@ from engram.cli.base import state
     "--only",
     metavar="PART",
     multiple=True,
-    help="With --suite recall, measure only these parts: quality, latency, rebuild, scars "
-    "(repeatable or a comma list; default: the first three; scars runs only when named).",
+    help="With --suite recall, measure only these parts: quality (LoCoMo), beam, latency, "
+    "rebuild, scars (repeatable or a comma list; default: all but scars, which runs only "
+    "when named).",
 )
 @click.option(
     "--scale",
@@ -104,6 +115,7 @@ def bench(
     scratch_dir: str | None,
     events: int | None,
     locomo: str | None,
+    beam: str | None,
     embedding_cache: str | None,
     only: tuple[str, ...],
     scale: str,
@@ -113,8 +125,8 @@ def bench(
 
     Suites: ledger (appends and replay against raw sqlite3, eventsourcing and psycopg),
     audit (SQL over a large ledger beside native DuckDB), projections (rebuild, spreading
-    activation, catch-up lag) and recall (LoCoMo recall, latency at 100k memories, the
-    MiniLM rebuild). Engram and its reference alternate within each repetition; the report
+    activation, catch-up lag) and recall (LoCoMo and BEAM recall, latency at 100k memories,
+    the MiniLM rebuild). Engram and its reference alternate within each repetition; the report
     gives medians. Exit 1 when a step failed; a missed target is reported, not an error.
     """
     from engram import bench as benchmarks
@@ -137,6 +149,7 @@ def bench(
         scratch_dir=scratch_dir,
         events=events,
         locomo=locomo,
+        beam=beam,
         embedding_cache=embedding_cache or benchmarks.default_embedding_cache(),
         only=only,
         scale=scale,
