@@ -314,3 +314,24 @@ def test_the_sealing_bench_measures_both_sides(tmp_path: Path) -> None:
         assert len(figure.engram_samples) == len(figure.reference_samples) == 1
         assert figure.ratio is not None
         assert figure.ratio > 0
+
+
+def test_forget_drops_the_cached_vectors_of_a_long_memory_s_passages(
+    capsys: pytest.CaptureFixture[str], config: Path, tmp_path: Path
+) -> None:
+    from engram.projections.semantic import passages
+
+    text = f"the {SECRET} plan " + " ".join(f"step{i} of the long design note" for i in range(60))
+    assert len(passages(text)) >= 2
+    assert cli(capsys, config, "init")[0] == 0
+    assert cli(capsys, config, "observe", "alice", text)[0] == 0
+    assert cli(capsys, config, "recall", "bob", "design note")[0] == 0  # indexes caught up
+    cache = tmp_path / "l.db.projections" / "embeddings.db"
+    with sqlite3.connect(cache) as conn:
+        keyed = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
+    code, out, _ = cli(capsys, config, "forget", "alice", "--reason", "request 13", "--yes")
+    assert code == 0
+    dropped = 1 + len(passages(text))  # the text and each of its passages
+    assert f"{dropped} cached vector(s) dropped" in out
+    with sqlite3.connect(cache) as conn:
+        assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == keyed - dropped
