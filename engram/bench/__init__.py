@@ -89,6 +89,7 @@ def run(
     only: Iterable[str] | None = None,
     scale: str = "100k",
     store_cache: str | None = None,
+    modes: Iterable[str] = (),
 ) -> int:
     """Run the chosen suites, print the table and return the exit code (1 if a step failed).
 
@@ -98,6 +99,7 @@ def run(
     it needs ``suite="recall"``. ``scale``
     ``"1m"`` adds the million-memory latency store (hash vectors; minutes, so opt-in).
     ``store_cache`` keeps the built latency stores in a directory and reuses them.
+    ``modes`` keeps some of the quality parts' modes (exact names; rank_bm25 always runs).
     """
     from engram.bench import (
         agents_bench,
@@ -147,6 +149,7 @@ def run(
         embedding_cache=cache,
         recall_scale=SCALES[scale],
         store_cache=store_cache or None,
+        modes=tuple(modes),
     )
     steps: list[tuple[str, Callable[[Config], list[Figure]]]] = []
     if config.suite in ("ledger", "all"):

@@ -20,9 +20,12 @@ from engram.bench.common import Config, Figure, log
 from engram.bench.recall_bench import (
     BOTH,
     HEADLINE,
+    MODES,
     RELEVANCE_ONLY,
     Indexing,
     Mode,
+    check_modes,
+    chosen,
     evaluate,
     missing_reference,
     report,
@@ -48,6 +51,7 @@ def quality(config: Config) -> list[Figure]:
     """The BEAM figures: recall@10 of each mode against rank_bm25, tables, indexing cost."""
     if importlib.util.find_spec("rank_bm25") is None:
         return [missing_reference("BEAM recall@10")]
+    check_modes(config, [*MODES, *ABLATIONS])
     chats = beam.load(config.beam)
     skipped = sum(c.skipped for c in chats)
     asked = sum(len(c.questions) for c in chats)
@@ -58,7 +62,12 @@ def quality(config: Config) -> list[Figure]:
     indexing = Indexing()
     scores = evaluate(config, extra=ABLATIONS, conversations=chats, indexing=indexing)
     figures = report(
-        scores, title="BEAM", categories=beam.CATEGORIES, seed=config.seed, targets=TARGETS
+        scores,
+        title="BEAM",
+        categories=beam.CATEGORIES,
+        seed=config.seed,
+        targets=TARGETS,
+        modes=chosen(config, MODES),
     )
     print(f"BEAM: {asked} questions with evidence, {skipped} without evidence skipped", flush=True)
     print(indexing.text(), flush=True)

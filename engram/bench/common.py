@@ -53,6 +53,7 @@ class Config:
     embedding_cache: str | None = None  # a lasting cache of MiniLM vectors (None: none)
     recall_scale: int | None = None  # memories of the large latency store (None: none)
     store_cache: str | None = None  # where built latency stores are kept between runs
+    modes: tuple[str, ...] = ()  # the recall quality modes to run (empty: every one)
 
 
 @dataclass

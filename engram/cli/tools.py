@@ -101,6 +101,15 @@ from engram.cli.base import state
     "vectors; the store takes minutes to build, so it is opt-in).",
 )
 @click.option(
+    "--mode",
+    "modes",
+    metavar="NAME",
+    multiple=True,
+    help="With the recall quality parts (quality, beam), run only these modes, by their "
+    "names in the report (repeatable; e.g. 'lexical', 'minilm', 'hybrid (minilm)', "
+    "'lexical, 2% pruning', 'minilm, whole text'); rank_bm25 always runs.",
+)
+@click.option(
     "--store-cache",
     metavar="DIR",
     help="Keep the recall latency stores (ledger, indexes, HNSW file) in DIR and reuse "
@@ -120,6 +129,7 @@ def bench(
     only: tuple[str, ...],
     scale: str,
     store_cache: str | None,
+    modes: tuple[str, ...],
 ) -> int:
     """Measure engram beside references; print the ratios.
 
@@ -154,6 +164,7 @@ def bench(
         only=only,
         scale=scale,
         store_cache=store_cache,
+        modes=modes,
     )
 
 

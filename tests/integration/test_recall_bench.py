@@ -492,3 +492,23 @@ def test_the_beam_bench_scores_every_mode_per_category_and_reports_indexing(
     assert by_name["BEAM recall@10, lexical"].engram is not None
     assert by_name["BEAM indexing"].engram is not None
     assert "items/s" in by_name["BEAM indexing"].note
+
+
+def test_modes_choose_what_the_quality_parts_run_and_unknown_ones_are_named(
+    config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.bench import beam_bench
+
+    config = dataclasses.replace(
+        config,
+        beam=str(_beam_file(tmp_path / "beam.json")),
+        modes=("lexical", "lexical, 2% pruning"),
+    )
+    figures = beam_bench.quality(config)
+    out = capsys.readouterr().out
+    names = {f.name for f in figures}
+    assert names == {"BEAM recall@10, lexical", "BEAM indexing"}
+    assert "lexical, 2% pruning" in out  # an ablation mode, in the tables
+    assert "hybrid (hash)" not in out
+    with pytest.raises(ValueError, match=r"unknown mode\(s\) \['fast'\]"):
+        recall_bench.quality(dataclasses.replace(config, modes=("fast",)))
