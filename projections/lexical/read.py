@@ -42,10 +42,11 @@ MIN_TERMS = 2
 #: A search ranks at most about this many postings (rows holding a searched word): the
 #: query's words are searched rarest first while their rows add up to no more, the rarest
 #: always. FTS5 scores every posting of the words it searches, so this bounds the
-#: statement's cost whatever the index's size (ADR 0044); it is the only reason to leave a
-#: word out of the search, so an index small enough to rank every posting within it is
-#: searched exactly (ADR 0053).
-MAX_POSTINGS = 8_000
+#: statement's cost whatever the index's size (ADR 0044). It is the only reason to leave a
+#: word out of the search, so it is sized by the tightest latency goal (100k memories,
+#: 15 ms at the median): about 2.5 us a posting makes 4,000 postings 10 ms of the statement.
+#: An index small enough to rank every posting within it is searched exactly (ADR 0053).
+MAX_POSTINGS = 4_000
 #: The pruning rules :func:`terms` knows: ``"budget"`` (the default, ``prune=True``: the
 #: postings budget alone, ADR 0053) and ``"share"`` (ADR 0026's 2% share, then the budget).
 PRUNING = ("budget", "share")
