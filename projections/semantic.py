@@ -4,16 +4,18 @@ The projection's state is a table of vectors (position, author, visibility, item
 float32 bytes) of the same events and texts as the lexical index (memories, scars,
 reflections, concepts: :func:`engram.projections.lexical.item_text`), committed with the
 checkpoint like every projection's; its identity includes the embedder's fingerprint, so
-changing the model rebuilds it. A text longer than :data:`PASSAGE_WORDS` words is also
-embedded as overlapping passages (:func:`passages`, ADR 0054), kept in ``semantic_passages``:
-an embedder reads a window of word pieces (MiniLM: 256), so a long memory's head vector
-says nothing of what follows; its passages are searched beside it and it is recalled as the
-memory, by its best vector (max pooling). ``memory.archived`` and ``scar.archived`` delete the named
-vectors of their item types and record each removal (position, and the archive's position as
-``removed_at``) in ``semantic_removed``; a position without a vector is ignored. A
-``concept.upserted`` supersedes the concept's previous upsert the same way: its vector is
-removed and the removal recorded (ADR 0037), so only the newest version is ever served.
-``subject.forgotten`` removes the subject's vectors before it the same way (ADR 0039).
+changing the model rebuilds it. With ``passages=True``, a text longer than
+:data:`PASSAGE_WORDS` words is also embedded as overlapping passages (:func:`passages`, ADR
+0054), kept in ``semantic_passages``: an embedder reads a window of word pieces (MiniLM:
+256), so a long memory's head vector says nothing of what follows; its passages are
+searched beside it and it is recalled as the memory, by its best vector (max pooling). Off
+by default: on BEAM it cost the MiniLM path recall (ADR 0054). ``memory.archived`` and
+``scar.archived`` delete the named vectors of their item types and record each removal
+(position, and the archive's position as ``removed_at``) in ``semantic_removed``; a
+position without a vector is ignored. A ``concept.upserted`` supersedes the concept's
+previous upsert the same way: its vector is removed and the removal recorded (ADR 0037),
+so only the newest version is ever served. ``subject.forgotten`` removes the subject's
+vectors before it the same way (ADR 0039).
 
 The FAISS index is an accelerator over that table, held by :class:`VectorSearcher`: saved
 atomically (write, fsync, rename) to an index file beside the store with the generation,
@@ -133,11 +135,11 @@ class SemanticIndex(Projection):
     tables = ("semantic_vectors", "semantic_removed", "semantic_concepts", "semantic_passages")
 
     def __init__(
-        self, embedder: Embedder, *, slice_size: int = SLICE, passages: bool = True
+        self, embedder: Embedder, *, slice_size: int = SLICE, passages: bool = False
     ) -> None:
         """``slice_size``: texts embedded and stored per step (see :meth:`apply`);
-        ``passages``: embed long texts as passages too (ADR 0054; off: the head only, as
-        before, for the ablation)."""
+        ``passages``: embed long texts as passages too (ADR 0054: off by default, as
+        measured on BEAM; its table is then empty)."""
         if not isinstance(slice_size, int) or isinstance(slice_size, bool) or slice_size < 1:
             raise ProjectionConfigError(f"slice_size must be a positive int, got {slice_size!r}")
         if not isinstance(passages, bool):
@@ -150,10 +152,10 @@ class SemanticIndex(Projection):
         self.progress: Callable[[str, int, int], None] | None = None
 
     def config(self) -> str:
-        """The embedder's fingerprint (another model means other vectors) and, when off,
-        the passages."""
-        passages = "" if self.passages else " passages=off"
-        return f"embedder={self.embedder.fingerprint!s}{passages}"
+        """The embedder's fingerprint (another model means other vectors) and, when on,
+        the passages' cut."""
+        cut = f" passages={PASSAGE_WORDS}/{PASSAGE_STRIDE}" if self.passages else ""
+        return f"embedder={self.embedder.fingerprint!s}{cut}"
 
     def create(self, db: Tables) -> None:
         """Create the vectors table and the table of removals."""

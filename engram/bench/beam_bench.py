@@ -37,9 +37,9 @@ ABLATIONS = (
     Mode("hybrid (minilm), no pruning", "minilm", BOTH, RELEVANCE_ONLY, prune=False),
     Mode("lexical, 2% pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune="share"),
     Mode("hybrid (minilm), 2% pruning", "minilm", BOTH, RELEVANCE_ONLY, prune="share"),
-    Mode("minilm, whole text", "minilm", ("semantic",), RELEVANCE_ONLY, passages=False),
-    Mode("hybrid (minilm), whole text", "minilm", BOTH, RELEVANCE_ONLY, passages=False),
-    Mode("full, whole text", "minilm", BOTH, DEFAULT_WEIGHTS, passages=False),
+    Mode("minilm, passages", "minilm", ("semantic",), RELEVANCE_ONLY, passages=True),
+    Mode("hybrid (minilm), passages", "minilm", BOTH, RELEVANCE_ONLY, passages=True),
+    Mode("full, passages", "minilm", BOTH, DEFAULT_WEIGHTS, passages=True),
     Mode("full, 2% pruning", "minilm", BOTH, DEFAULT_WEIGHTS, prune="share"),
     Mode("hybrid (minilm), no bloom", "minilm", BOTH, RELEVANCE_ONLY, bloom=False),
 )

@@ -86,7 +86,7 @@ class Mode:
     fusion: Mapping[str, float] | None = None  # None: the default for the embedder
     bloom: bool = True  # the strongest candidates cue their episode neighbours
     prune: bool | str = True  # the postings budget; "share": ADR 0026's rule; False: none
-    passages: bool = True  # long memories embedded as passages too (ADR 0054)
+    passages: bool = False  # long memories embedded as passages too (ADR 0054)
     rrf_k: int = RRF_K  # the fusion's rank constant
     tokenizer: str = "porter"  # the lexical index's tokenizer (lexical.TOKENIZERS)
 

@@ -79,7 +79,9 @@ def test_passages_are_stored_searched_and_served_once_as_their_memory(tmp_path: 
     embedder = HashEmbedder()
     with (
         _ledger(tmp_path / "ledger.db") as ledger,
-        ProjectionEngine(ledger, str(tmp_path / "store"), [SemanticIndex(embedder)]) as engine,
+        ProjectionEngine(
+            ledger, str(tmp_path / "store"), [SemanticIndex(embedder, passages=True)]
+        ) as engine,
     ):
         engine.catch_up()
         rows = _passage_rows(engine)
@@ -115,7 +117,9 @@ def test_archiving_a_long_memory_removes_its_passages_from_table_and_index(
     embedder = HashEmbedder()
     with (
         _ledger(tmp_path / "ledger.db") as ledger,
-        ProjectionEngine(ledger, str(tmp_path / "store"), [SemanticIndex(embedder)]) as engine,
+        ProjectionEngine(
+            ledger, str(tmp_path / "store"), [SemanticIndex(embedder, passages=True)]
+        ) as engine,
     ):
         engine.catch_up()
         searcher = VectorSearcher(tmp_path / "store", embedder.dimension, str(embedder.fingerprint))
@@ -144,8 +148,9 @@ def test_passages_off_keeps_the_head_vectors_only(tmp_path: Path) -> None:
     embedder = HashEmbedder()
     with pytest.raises(ProjectionConfigError, match="passages"):
         SemanticIndex(embedder, passages=1)  # type: ignore[arg-type]
-    off = SemanticIndex(embedder, passages=False)
-    assert off.config() != SemanticIndex(embedder).config()  # switching it rebuilds
+    off = SemanticIndex(embedder)
+    assert not off.passages  # off by default (ADR 0054)
+    assert off.config() != SemanticIndex(embedder, passages=True).config()  # a switch rebuilds
     with (
         _ledger(tmp_path / "ledger.db") as ledger,
         ProjectionEngine(ledger, str(tmp_path / "store"), [off]) as engine,
@@ -153,3 +158,25 @@ def test_passages_off_keeps_the_head_vectors_only(tmp_path: Path) -> None:
         engine.catch_up()
         assert _passage_rows(engine) == []
     assert semantic.PASSAGE_STRIDE < semantic.PASSAGE_WORDS
+
+
+def test_passages_rebuild_equals_catch_up_in_any_batch_size(tmp_path: Path) -> None:
+    embedder = HashEmbedder()
+    digests = []
+    with _ledger(tmp_path / "ledger.db") as ledger:
+        for batch in (1, 2, 1000):
+            index = SemanticIndex(embedder, passages=True)
+            store = str(tmp_path / f"store{batch}")
+            with ProjectionEngine(ledger, store, [index], batch_size=batch) as engine:
+                engine.catch_up()
+                engine.catch_up()  # nothing new: idempotent
+                digests.append(engine.digest("semantic"))
+        with ProjectionEngine(
+            ledger, str(tmp_path / "store1"), [SemanticIndex(embedder, passages=True)]
+        ) as engine:
+            engine.rebuild(["semantic"])
+            digests.append(engine.digest("semantic"))
+            assert len(_passage_rows(engine)) == len(passages(LONG)) + len(
+                passages(_filler(300, "ipsum"))
+            )
+    assert len(set(digests)) == 1
