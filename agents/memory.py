@@ -166,7 +166,7 @@ class AgentMemory:
         rate: float = DEFAULT_RATE,
         fusion: Mapping[str, float] | None = None,
         bloom: bool = True,
-        prune: bool = True,
+        prune: bool | str = True,
         rrf_k: int = RRF_K,
         half_life_days: float = HALF_LIFE_DAYS,
         supersede: str = DEFAULT_SUPERSEDE,
@@ -174,7 +174,8 @@ class AgentMemory:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
         provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
         the strongest candidates cue their episode neighbours (:mod:`engram.agents.contiguity`);
-        ``prune`` searches the query's informative words only (:func:`lexical.terms`);
+        ``prune`` searches the query's words within the postings budget (:func:`lexical.terms`;
+        ``"share"``: ADR 0026's rule);
         ``rrf_k`` is the fusion's rank constant (:data:`RRF_K`; 60 is textbook RRF);
         ``half_life_days`` is the age at which recency halves (:data:`HALF_LIFE_DAYS`);
         ``supersede`` is what detection does when an observed memory seems to replace an

@@ -56,7 +56,7 @@ from engram.projections.reflections import Reflections
 from engram.projections.rules import RuleBook
 from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
-from engram.projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.semantic import SemanticIndex, VectorSearcher, passages
 from engram.projections.sessions import SessionItems
 from engram.projections.suggestions import SuggestionQueue
 from engram.projections.supersession import Supersessions
@@ -283,8 +283,8 @@ def _personal_texts(ledger: Ledger, subject: str) -> list[str]:
     """Return every text of ``subject``'s sealed fields, while they still open.
 
     Each personal field's value (a recall's query, a saved context's task...) and, for the
-    kinds the indexes hold, the text they embed (:func:`item_text`): what an embedding cache
-    may have keyed.
+    kinds the indexes hold, the text they embed (:func:`item_text`) and its passages
+    (:func:`passages`): what an embedding cache may have keyed.
     """
     sealer = ledger.sealer
     if sealer is None:
@@ -296,7 +296,8 @@ def _personal_texts(ledger: Ledger, subject: str) -> list[str]:
             continue
         fields = [getattr(payload, name, None) for name in sealer.personal[event.kind]]
         if event.kind in TEXT_KINDS:
-            fields.append(item_text(event)[0])
+            text = item_text(event)[0]
+            fields += [text, *passages(text)]  # a long text's passages are cached too
         texts += [t for t in fields if isinstance(t, str) and t and FORGOTTEN not in t]
     return texts
 

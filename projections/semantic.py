@@ -4,12 +4,18 @@ The projection's state is a table of vectors (position, author, visibility, item
 float32 bytes) of the same events and texts as the lexical index (memories, scars,
 reflections, concepts: :func:`engram.projections.lexical.item_text`), committed with the
 checkpoint like every projection's; its identity includes the embedder's fingerprint, so
-changing the model rebuilds it. ``memory.archived`` and ``scar.archived`` delete the named
-vectors of their item types and record each removal (position, and the archive's position as
-``removed_at``) in ``semantic_removed``; a position without a vector is ignored. A
-``concept.upserted`` supersedes the concept's previous upsert the same way: its vector is
-removed and the removal recorded (ADR 0037), so only the newest version is ever served.
-``subject.forgotten`` removes the subject's vectors before it the same way (ADR 0039).
+changing the model rebuilds it. With ``passages=True``, a text longer than
+:data:`PASSAGE_WORDS` words is also embedded as overlapping passages (:func:`passages`, ADR
+0054), kept in ``semantic_passages``: an embedder reads a window of word pieces (MiniLM:
+256), so a long memory's head vector says nothing of what follows; its passages are
+searched beside it and it is recalled as the memory, by its best vector (max pooling). Off
+by default: on BEAM it cost the MiniLM path recall (ADR 0054). ``memory.archived`` and
+``scar.archived`` delete the named vectors of their item types and record each removal
+(position, and the archive's position as ``removed_at``) in ``semantic_removed``; a
+position without a vector is ignored. A ``concept.upserted`` supersedes the concept's
+previous upsert the same way: its vector is removed and the removal recorded (ADR 0037),
+so only the newest version is ever served. ``subject.forgotten`` removes the subject's
+vectors before it the same way (ADR 0039).
 
 The FAISS index is an accelerator over that table, held by :class:`VectorSearcher`: saved
 atomically (write, fsync, rename) to an index file beside the store with the generation,
@@ -28,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import sqlite3
 import threading
 import time
@@ -60,7 +67,45 @@ TOMBSTONE_SHARE = 0.2
 SLICE = 2_000
 
 
+#: A text of more words than this is embedded as passages too (ADR 0054): MiniLM reads 256
+#: word pieces, about 170 words of English prose and fewer of code, so a passage of 128
+#: words fits its window.
+PASSAGE_WORDS = 128
+#: Each passage starts this many words after the one before, so consecutive passages share
+#: a quarter (32 words): a sentence cut by one passage's end is whole in the next.
+PASSAGE_STRIDE = 96
+_WORDS = re.compile(r"\S+")
+
 _REMOVALS = (*ARCHIVES, "subject.forgotten")
+
+
+def passages(text: str) -> list[str]:
+    """Return the passages of ``text`` beyond its head, each a slice of the text itself.
+
+    A text of at most :data:`PASSAGE_WORDS` words (runs of non-space) has none: its own
+    vector covers it. A longer one has a passage of :data:`PASSAGE_WORDS` words every
+    :data:`PASSAGE_STRIDE` words from the second stride on (the text's own vector covers
+    its head), while a passage still reaches words the one before did not. Pure and
+    deterministic: a rebuild cuts the same passages.
+    """
+    spans = [m.span() for m in _WORDS.finditer(text[:MAX_TEXT])]
+    if len(spans) <= PASSAGE_WORDS:
+        return []
+    overlap = PASSAGE_WORDS - PASSAGE_STRIDE
+    out = []
+    for start in range(PASSAGE_STRIDE, len(spans) - overlap, PASSAGE_STRIDE):
+        end = min(start + PASSAGE_WORDS, len(spans)) - 1
+        out.append(text[spans[start][0] : spans[end][1]])
+    return out
+
+
+def _drop_passages(db: Tables, positions: Sequence[int]) -> None:
+    """Delete the passages of the items at ``positions``."""
+    for chunk in chunked(sorted(set(positions))):
+        marks = ",".join("?" * len(chunk))
+        db.conn.execute(
+            f"DELETE FROM {db['semantic_passages']} WHERE position IN ({marks})", list(chunk)
+        )
 
 
 def _forget_subject(db: Tables, subject: str, position: int) -> None:
@@ -79,29 +124,39 @@ def _forget_subject(db: Tables, subject: str, position: int) -> None:
         f"INSERT OR REPLACE INTO {removed} (position, removed_at) VALUES (?, ?)",
         [(p, position) for p in gone],
     )
+    _drop_passages(db, gone)
 
 
 class SemanticIndex(Projection):
     """Vectors of memories, scars and reflections, embedded once and kept with the checkpoint."""
 
     name = "semantic"
-    version = 5
+    version = 6
     kinds = TEXT_KINDS
-    tables = ("semantic_vectors", "semantic_removed", "semantic_concepts")
+    tables = ("semantic_vectors", "semantic_removed", "semantic_concepts", "semantic_passages")
 
-    def __init__(self, embedder: Embedder, *, slice_size: int = SLICE) -> None:
-        """``slice_size``: texts embedded and stored per step (see :meth:`apply`)."""
+    def __init__(
+        self, embedder: Embedder, *, slice_size: int = SLICE, passages: bool = False
+    ) -> None:
+        """``slice_size``: texts embedded and stored per step (see :meth:`apply`);
+        ``passages``: embed long texts as passages too (ADR 0054: off by default, as
+        measured on BEAM; its table is then empty)."""
         if not isinstance(slice_size, int) or isinstance(slice_size, bool) or slice_size < 1:
             raise ProjectionConfigError(f"slice_size must be a positive int, got {slice_size!r}")
+        if not isinstance(passages, bool):
+            raise ProjectionConfigError(f"passages must be a bool, got {passages!r}")
         self.embedder = embedder
         self.slice_size = slice_size
+        self.passages = passages
         #: Told ``(label, texts done, texts in the batch)`` after each slice; the engine sets
         #: it for the length of a catch-up or rebuild given a progress callback.
         self.progress: Callable[[str, int, int], None] | None = None
 
     def config(self) -> str:
-        """The embedder's fingerprint: another model means other vectors."""
-        return f"embedder={self.embedder.fingerprint!s}"
+        """The embedder's fingerprint (another model means other vectors) and, when on,
+        the passages' cut."""
+        cut = f" passages={PASSAGE_WORDS}/{PASSAGE_STRIDE}" if self.passages else ""
+        return f"embedder={self.embedder.fingerprint!s}{cut}"
 
     def create(self, db: Tables) -> None:
         """Create the vectors table and the table of removals."""
@@ -123,6 +178,11 @@ class SemanticIndex(Projection):
         db.conn.execute(
             f"CREATE TABLE {db['semantic_concepts']} (id TEXT PRIMARY KEY,"
             " position INTEGER NOT NULL) WITHOUT ROWID"
+        )
+        db.conn.execute(
+            f"CREATE TABLE {db['semantic_passages']} (position INTEGER NOT NULL,"
+            " passage INTEGER NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (position, passage))"
+            " WITHOUT ROWID"
         )
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
@@ -165,6 +225,7 @@ class SemanticIndex(Projection):
                         " VALUES (?, ?)",
                         (position, e.position),
                     )
+                    _drop_passages(db, [position])
         self._store(db, pending, done, total)
 
     @staticmethod
@@ -189,6 +250,7 @@ class SemanticIndex(Projection):
                 old = None if row is None else int(row[0])
             if old is not None:
                 db.conn.execute(f"DELETE FROM {db['semantic_vectors']} WHERE position = ?", (old,))
+                _drop_passages(db, [old])
                 db.conn.execute(
                     f"INSERT OR REPLACE INTO {removed} (position, removed_at) VALUES (?, ?)",
                     (old, e.position),
@@ -204,13 +266,25 @@ class SemanticIndex(Projection):
         if not items:
             return done
         texts = [item_text(e) for e in items]
-        embedded = self.embedder.embed([text[:MAX_TEXT] for text, _ in texts])
+        heads = [text[:MAX_TEXT] for text, _ in texts]
+        parts = [passages(text) if self.passages else [] for text in heads]
+        embedded = self.embedder.embed(heads + [p for some in parts for p in some])
         embedded = np.ascontiguousarray(embedded, dtype=np.float32)
         rows = [
             (e.position, e.payload.agent, e.payload.visibility, kind, v.tobytes())
-            for e, (_, kind), v in zip(items, texts, embedded, strict=True)
+            for e, (_, kind), v in zip(items, texts, embedded[: len(items)], strict=True)
         ]
         self._insert(db, rows)
+        at = len(items)
+        extra: list[tuple[int, int, bytes]] = []
+        for e, some in zip(items, parts, strict=True):
+            for n in range(len(some)):
+                extra.append((e.position, n + 1, embedded[at + n].tobytes()))
+            at += len(some)
+        db.conn.executemany(
+            f"INSERT INTO {db['semantic_passages']} (position, passage, vector) VALUES (?, ?, ?)",
+            extra,
+        )
         done += len(items)
         if self.progress is not None:
             self.progress("semantic: embedded", done, total)
@@ -236,7 +310,9 @@ class VectorSearcher:
     """A FAISS index over the live ``semantic_vectors`` table, persisted beside the store.
 
     It serves the positions in ``_meta``; an HNSW index may also hold removed vectors
-    (tombstones), which searches skip.
+    (tombstones), which searches skip. A long item's passages (``semantic_passages``) sit
+    in it under the item's position beside its own vector, so a search finds the item by
+    its best vector and serves it once.
     """
 
     def __init__(
@@ -268,6 +344,7 @@ class VectorSearcher:
         self._removed_through = 0  # the highest removal (archive position) taken into account
         # The served positions; an HNSW index also holds the removed ones (its tombstones).
         self._meta: dict[int, tuple[str, str, str]] = {}
+        self._held: set[int] = set()  # the positions the index holds vectors of
 
     # -- keeping up with the table ---------------------------------------------------------
 
@@ -281,7 +358,7 @@ class VectorSearcher:
                 self._open(conn, generation)
             self._add_rows(conn, self._last)
             self._drop_removed(conn)
-            if self.tombstones > TOMBSTONE_SHARE * self._index_total():
+            if self.tombstones > TOMBSTONE_SHARE * len(self._held):
                 self._rebuild(conn)
 
     def _path(self, generation: int) -> Path:
@@ -292,6 +369,7 @@ class VectorSearcher:
         self._reset()
         self._table = physical(generation, "semantic_vectors")
         self._removed = physical(generation, "semantic_removed")
+        self._passages = physical(generation, "semantic_passages")
         path = self._path(generation)
         loaded = index_file.load(
             path,
@@ -301,6 +379,7 @@ class VectorSearcher:
             dimension=self.dimension,
             vectors=self._table,
             removed=self._removed,
+            passages=self._passages,
         )
         if isinstance(loaded, str):
             if path.exists() or loaded != "missing":
@@ -312,6 +391,7 @@ class VectorSearcher:
         else:
             self._index, self._meta, self._last = loaded.index, loaded.meta, loaded.last
             self._removed_through = loaded.removed_through
+            self._held = set(self._faiss.vector_to_array(loaded.index.id_map).tolist())
             self._forget(loaded.dropped)
         for stale in self.directory.glob("semantic.g*.faiss*"):
             if not stale.name.startswith(path.name):
@@ -322,7 +402,7 @@ class VectorSearcher:
                     orphan.unlink()
 
     def _reset(self) -> None:
-        self._index, self._meta = None, {}
+        self._index, self._meta, self._held = None, {}, set()
         self._last = self._removed_through = 0
 
     def _add_rows(self, conn: sqlite3.Connection, after: int) -> None:
@@ -333,20 +413,28 @@ class VectorSearcher:
         ).fetchall()
         if not rows:
             return
-        vectors = np.frombuffer(b"".join(r[4] for r in rows), dtype=np.float32).reshape(
-            len(rows), self.dimension
+        last = int(rows[-1][0])
+        extra = conn.execute(
+            f"SELECT position, vector FROM {self._passages} WHERE position > ? AND position <= ?"
+            " ORDER BY position, passage",
+            (after, last),
+        ).fetchall()
+        blobs = [r[4] for r in rows] + [r[1] for r in extra]
+        vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
+            len(blobs), self.dimension
         )
-        ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+        ids = np.asarray([r[0] for r in rows] + [r[0] for r in extra], dtype=np.int64)
         if self._index is None:
-            self._index = self._new_index(len(rows))
-        if self._index.ntotal + len(rows) > self.exact_limit and self._is_flat():
+            self._index = self._new_index(len(blobs))
+        if self._index.ntotal + len(blobs) > self.exact_limit and self._is_flat():
             # Grown past exact search: rebuild as HNSW from the whole table.
             self._rebuild(conn)
             return
         self._index.add_with_ids(vectors, ids)
         for position, agent, visibility, kind, _ in rows:
             self._meta[position] = (agent, visibility, kind)
-        self._last = int(ids[-1])
+        self._held.update(ids.tolist())
+        self._last = last
 
     def _drop_removed(self, conn: sqlite3.Connection) -> None:
         rows = conn.execute(
@@ -367,10 +455,11 @@ class VectorSearcher:
             self._meta.pop(position, None)
         if self._is_flat():
             self._index.remove_ids(np.asarray(positions, dtype=np.int64))
+            self._held.difference_update(positions)
 
     def _rebuild(self, conn: sqlite3.Connection) -> None:
         """Build the index afresh from the table (exact or HNSW by its size, no tombstones)."""
-        self._index, self._meta, self._last = None, {}, 0
+        self._index, self._meta, self._held, self._last = None, {}, set(), 0
         self._add_rows(conn, 0)
 
     def _index_total(self) -> int:
@@ -441,10 +530,12 @@ class VectorSearcher:
             while True:
                 scores, ids = index.search(vector, fetch)
                 hits = []
+                seen: set[int] = set()
                 for score, position in zip(scores[0].tolist(), ids[0].tolist(), strict=True):
                     found = self._meta.get(position)  # None: no result (-1) or a tombstone
-                    if found is None:
-                        continue
+                    if found is None or position in seen:
+                        continue  # an item's passages after its best vector: served once
+                    seen.add(position)
                     author, visibility, kind = found
                     if visibility != "public" and author != agent:
                         continue
@@ -462,8 +553,9 @@ class VectorSearcher:
 
     @property
     def tombstones(self) -> int:
-        """Return how many removed vectors an HNSW index still holds (searches skip them)."""
-        return self._index_total() - len(self._meta)
+        """Return how many removed items an HNSW index still holds vectors of (searches skip
+        them)."""
+        return len(self._held) - len(self._meta)
 
     @property
     def index(self) -> Any:
@@ -506,12 +598,21 @@ def embedder_of(conn: sqlite3.Connection) -> tuple[str, str] | None:
 def similarities(
     embedder: Embedder, query: npt.NDArray[np.float32], texts: Sequence[str]
 ) -> list[float]:
-    """Return the cosine similarity of ``query`` to each text's vector, as the index scores it.
+    """Return the cosine similarity of ``query`` to each text's vector, as the index scores it
+    (a long text by its best passage, ADR 0054).
 
     For items the index no longer holds (archived since a time a read looks back to).
     """
     if not texts:
         return []
-    vectors = np.ascontiguousarray(embedder.embed([t[:MAX_TEXT] for t in texts]), dtype=np.float32)
+    heads = [t[:MAX_TEXT] for t in texts]
+    parts = [passages(t) for t in heads]
+    embedded = embedder.embed(heads + [p for some in parts for p in some])
+    vectors = np.ascontiguousarray(embedded, dtype=np.float32)
     vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
-    return [float(v) for v in vectors @ vector]
+    scores = vectors @ vector
+    out, at = [], len(heads)
+    for i, some in enumerate(parts):
+        out.append(float(max([scores[i], *scores[at : at + len(some)]])))
+        at += len(some)
+    return out

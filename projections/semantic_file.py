@@ -6,7 +6,9 @@ lock shared, so no process reads one save's metadata with another's index. A pro
 finds another saving skips its own save: the file is a cache, and either copy serves. On load
 the file
 is trusted only if it agrees with the projection's tables: it must hold every vector the
-table has up to the last position it covers and, besides them, only removed vectors — those
+table has up to the last position it covers, each item's passages with it (ADR 0054: as
+many vectors under its position as the item has, its own and its passages'), and, besides
+them, only removed vectors — those
 removed before it was saved (its tombstones, counted in the metadata with the last removal
 it took into account) and those removed since, which the caller then drops. Anything else
 (a crash between the two renames, a file from another history) is reported as a problem for
@@ -22,6 +24,7 @@ import json
 import os
 import sqlite3
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -88,6 +91,7 @@ def load(
     dimension: int,
     vectors: str,
     removed: str,
+    passages: str,
 ) -> Loaded | str:
     """Read and check the index file against the tables; return it, or what is wrong."""
     meta_path = path.with_suffix(".json")
@@ -99,19 +103,26 @@ def load(
             index = faiss.read_index(str(path))
         last, count = int(meta.get("last_position", -1)), int(meta.get("count", -1))
         through, tombstones = int(meta.get("removed_through", 0)), int(meta.get("tombstones", 0))
-        ids = set(faiss.vector_to_array(index.id_map).tolist())
+        held = Counter(faiss.vector_to_array(index.id_map).tolist())
+        ids = set(held)
     except (OSError, ValueError, RuntimeError, TypeError, AttributeError) as exc:
         return f"unreadable ({exc})"
     if meta.get("fingerprint") != fingerprint or meta.get("dimension") != dimension:
         return "built with another embedder"
-    if index.ntotal != count or index.d != dimension or len(ids) != count:
+    if index.ntotal != count or index.d != dimension:
         return f"holds {index.ntotal} vectors ({len(ids)} ids), its metadata says {count}"
     rows = conn.execute(
         f"SELECT position, agent, visibility, type FROM {vectors} WHERE position <= ?", (last,)
     ).fetchall()
-    missing = sum(1 for row in rows if row[0] not in ids)
+    extra_vectors = dict(
+        conn.execute(
+            f"SELECT position, count(*) FROM {passages} WHERE position <= ? GROUP BY position",
+            (last,),
+        ).fetchall()
+    )
+    missing = sum(1 for row in rows if held[row[0]] != 1 + extra_vectors.get(row[0], 0))
     if missing:
-        return f"lacks {missing} of the table's vectors up to position {last}"
+        return f"lacks {missing} of the table's items' vectors up to position {last}"
     extra = sorted(ids.difference(row[0] for row in rows))
     removed_at = dict(_removed_at(conn, removed, extra))
     newest = conn.execute(f"SELECT max(removed_at) FROM {removed}").fetchone()[0] or 0

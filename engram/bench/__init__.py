@@ -5,8 +5,8 @@ PostgreSQL appends against raw psycopg), ``audit`` (SQL over a large ledger thro
 audit session, beside DuckDB on a native table) and ``projections`` (rebuild, spreading
 activation and catch-up lag of the neuron graph and salience index, beside hand-written
 sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
-LoCoMo beside rank_bm25, recall latency at 100k memories beside the raw FAISS and FTS5 calls,
-HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
+LoCoMo and BEAM beside rank_bm25, recall latency at 100k memories beside the raw FAISS and
+FTS5 calls, HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
 ``quality`` (generated probes of what recall serves a user: updates, copies, unanswerable
 questions, exact ids; beside the goals) and
 ``embedder`` (all-MiniLM-L6-v2 on ONNX beside sentence-transformers: encode rate, import
@@ -52,6 +52,7 @@ SCALES: dict[str, int | None] = {"100k": None, "1m": 1_000_000}
 #: the LoCoMo conversations are absent (skipped, with a notice).
 RECALL_PARTS = {
     "quality": "LoCoMo recall@10",
+    "beam": "BEAM recall@10",
     "latency": "recall latency",
     "rebuild": "semantic rebuild, MiniLM",
     "scars": "scar recall latency and score bands",
@@ -101,23 +102,28 @@ def run(
     scratch_dir: str | None = None,
     events: int | None = None,
     locomo: str | None = None,
+    beam: str | None = None,
     embedding_cache: str | None = None,
     only: Iterable[str] | None = None,
     scale: str = "100k",
     store_cache: str | None = None,
+    modes: Iterable[str] = (),
 ) -> int:
     """Run the chosen suites, print the table and return the exit code (1 if a step failed).
 
-    Suites whose data is missing (LoCoMo for ``recall``) are reported as skipped, naming the
-    option that supplies it. ``only`` keeps some parts of the recall suite (``quality``,
-    ``latency``, ``rebuild``; comma lists allowed); it needs ``suite="recall"``. ``scale``
+    Suites whose data is missing (LoCoMo for ``recall``; BEAM for its ``beam`` part) are
+    reported as skipped, naming the option that supplies it. ``only`` keeps some parts of
+    the recall suite (``quality``, ``beam``, ``latency``, ``rebuild``; comma lists allowed);
+    it needs ``suite="recall"``. ``scale``
     ``"1m"`` adds the million-memory latency store (hash vectors; minutes, so opt-in).
     ``store_cache`` keeps the built latency stores in a directory and reuses them.
+    ``modes`` keeps some of the quality parts' modes (exact names; rank_bm25 always runs).
     """
     from engram.bench import (
         agents_bench,
         asof_bench,
         audit_bench,
+        beam_bench,
         embedder_bench,
         jobs_bench,
         lag_bench,
@@ -133,6 +139,7 @@ def run(
         scar_bench,
         shred_bench,
     )
+    from engram.bench import beam as beam_module
     from engram.bench import locomo as locomo_module
 
     if suite not in SUITES:
@@ -159,9 +166,11 @@ def run(
         sizes,
         SEED,
         locomo=locomo,
+        beam=beam,
         embedding_cache=cache,
         recall_scale=SCALES[scale],
         store_cache=store_cache or None,
+        modes=tuple(modes),
     )
     steps: list[tuple[str, Callable[[Config], list[Figure]]]] = []
     if config.suite in ("ledger", "all"):
@@ -200,7 +209,18 @@ def run(
         steps.append(("recall quality probes", quality_bench.quality))
     skipped: list[Figure] = []
     notices: list[str] = []
-    if config.suite in ("recall", "all"):
+    if config.suite in ("recall", "all") and "beam" in parts:
+        try:
+            beam_module.locate(config.beam)
+        except beam_module.BeamError as exc:
+            notices.append(f"skipping the BEAM figures: {exc}")
+            figure = Figure(RECALL_PARTS["beam"], "-", "-", None)
+            figure.skipped = "no BEAM data: pass --beam FILE or set ENGRAM_BEAM"
+            skipped.append(figure)
+            parts = tuple(p for p in parts if p != "beam")
+        else:
+            steps.append(("BEAM recall quality", beam_bench.quality))
+    if config.suite in ("recall", "all") and any(p != "beam" for p in parts):
         try:
             locomo_module.locate(config.locomo)
         except locomo_module.LocomoError:
@@ -209,7 +229,7 @@ def run(
                 f"skipping the recall figures: no LoCoMo data at {os.path.abspath(where)}; "
                 "pass --locomo FILE (or set ENGRAM_LOCOMO)"
             )
-            for part in parts:
+            for part in (p for p in parts if p != "beam"):
                 figure = Figure(RECALL_PARTS[part], "-", "-", None)
                 figure.skipped = "no LoCoMo data: pass --locomo FILE or set ENGRAM_LOCOMO"
                 skipped.append(figure)

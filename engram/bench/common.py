@@ -49,9 +49,11 @@ class Config:
     sizes: Sizes
     seed: int
     locomo: str | None = None  # the LoCoMo file (None: $ENGRAM_LOCOMO or the default)
+    beam: str | None = None  # the BEAM file (None: $ENGRAM_BEAM or the default)
     embedding_cache: str | None = None  # a lasting cache of MiniLM vectors (None: none)
     recall_scale: int | None = None  # memories of the large latency store (None: none)
     store_cache: str | None = None  # where built latency stores are kept between runs
+    modes: tuple[str, ...] = ()  # the recall quality modes to run (empty: every one)
 
 
 @dataclass

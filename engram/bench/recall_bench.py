@@ -1,7 +1,8 @@
-"""Retrieval quality of recall on LoCoMo: evidence recall@k per path, against rank_bm25.
+"""Retrieval quality of recall on LoCoMo (and BEAM): evidence recall@k per path, against rank_bm25.
 
-Every turn of each conversation is observed into its own ledger (the session's time as the
-event time, the turn's ``dia_id`` as the source reference, importance from the default
+The method is the same for both data sets (:mod:`engram.bench.beam_bench` runs it on BEAM's
+long chats). Every turn of each conversation is observed into its own ledger (the session's
+time as the event time, the turn's ``dia_id`` as the source reference, importance from the default
 scorer); then every question of categories 1-4 is recalled by a reader agent, ``k`` at a
 time, without recording the recall, ``as_of`` a day after the last session. A question
 scores the fraction of its evidence turns among the ``k`` served. The modes:
@@ -29,7 +30,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import resource
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -84,7 +87,8 @@ class Mode:
     weights: Mapping[str, float]
     fusion: Mapping[str, float] | None = None  # None: the default for the embedder
     bloom: bool = True  # the strongest candidates cue their episode neighbours
-    prune: bool = True  # the lexical search ORs the informative words only
+    prune: bool | str = True  # the postings budget; "share": ADR 0026's rule; False: none
+    passages: bool = False  # long memories embedded as passages too (ADR 0054)
     rrf_k: int = RRF_K  # the fusion's rank constant
     tokenizer: str = "porter"  # the lexical index's tokenizer (lexical.TOKENIZERS)
 
@@ -101,6 +105,8 @@ MODES = (
 ABLATIONS = (
     Mode("lexical, no pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune=False),
     Mode("hybrid (minilm), no pruning", "minilm", BOTH, RELEVANCE_ONLY, prune=False),
+    Mode("lexical, 2% pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune="share"),
+    Mode("hybrid (minilm), 2% pruning", "minilm", BOTH, RELEVANCE_ONLY, prune="share"),
     Mode("hybrid (minilm), no bloom", "minilm", BOTH, RELEVANCE_ONLY, bloom=False),
     Mode("lexical, unicode61", "hash", ("lexical",), RELEVANCE_ONLY, tokenizer="unicode61"),
     Mode("hybrid (minilm), unicode61", "minilm", BOTH, RELEVANCE_ONLY, tokenizer="unicode61"),
@@ -126,6 +132,19 @@ ABLATIONS = (
 HEADLINE_TARGET = 1.3
 #: The mode whose recall@10 over rank_bm25's is the headline ratio.
 HEADLINE = "hybrid (minilm)"
+
+
+def chosen(config: Config, modes: Sequence[Mode]) -> list[Mode]:
+    """Return those of ``modes`` the run asks for (``config.modes``; all when it names none)."""
+    return [m for m in modes if not config.modes or m.name in config.modes]
+
+
+def check_modes(config: Config, modes: Sequence[Mode]) -> None:
+    """Raise ValueError naming each of ``config.modes`` that is not one of ``modes``."""
+    known = [m.name for m in modes]
+    unknown = [name for name in config.modes if name not in known]
+    if unknown:
+        raise ValueError(f"unknown mode(s) {unknown} (known: {known})")
 
 
 def minilm(cache_path: str | None) -> Embedder | None:
@@ -167,17 +186,44 @@ def bm25_reference(conversation: locomo.Conversation) -> Callable[[str, int], li
     return rank
 
 
+@dataclass
+class Indexing:
+    """What indexing the conversations cost: in the first store opened (the headline's when
+    it is among the modes), the seconds to observe every item and catch every projection
+    up, and the process's peak resident memory once done (the model's included)."""
+
+    items: int = 0
+    seconds: float = 0.0
+    peak_rss_mb: float = 0.0
+    store: str = ""
+
+    def text(self) -> str:
+        """Describe the cost in one line."""
+        rate = self.items / self.seconds if self.seconds else 0.0
+        return (
+            f"indexing {self.items:,} items ({self.store}): {self.seconds:.1f} s "
+            f"({rate:,.0f} items/s), peak RSS {self.peak_rss_mb:,.0f} MB"
+        )
+
+
 def evaluate(
     config: Config,
     *,
     modes: Sequence[Mode] = MODES,
     extra: Sequence[Mode] = (),
+    conversations: Sequence[locomo.Conversation] | None = None,
+    indexing: Indexing | None = None,
 ) -> Scores:
     """Ingest every conversation, ask every question in every mode; return the scores.
 
-    ``extra`` adds modes (for choosing defaults).
+    ``extra`` adds modes (for choosing defaults); ``conversations`` are LoCoMo's (read from
+    the configured file) unless given; ``indexing``, when given, is filled with what
+    indexing cost.
     """
-    conversations = locomo.load(config.locomo)
+    if conversations is None:
+        conversations = locomo.load(config.locomo)
+    indexing = Indexing() if indexing is None else indexing
+    modes, extra = chosen(config, modes), chosen(config, extra)
     embedders: dict[str, Embedder | None] = {
         "hash": HashEmbedder(),
         "minilm": minilm(config.embedding_cache),
@@ -187,14 +233,15 @@ def evaluate(
         log("  recall quality: the 'embeddings' extra is absent; MiniLM modes skipped")
     scores = Scores()
     questions = sum(len(c.questions) for c in conversations)
-    progress = Progress("  LoCoMo questions", questions * len(active))
+    progress = Progress("  questions", questions * len(active))
     directory = tempfile.mkdtemp(prefix="locomo-", dir=config.scratch)
     try:
         for conversation in conversations:
-            _conversation(conversation, directory, embedders, active, scores, progress)
+            _conversation(conversation, directory, embedders, active, scores, progress, indexing)
     finally:
         remove_tree(directory)
     progress.finish()
+    indexing.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return scores
 
 
@@ -205,21 +252,35 @@ def _conversation(
     active: Sequence[Mode],
     scores: Scores,
     progress: Progress,
+    indexing: Indexing,
 ) -> None:
     """Observe one conversation into its own ledger, then ask its questions in every mode."""
     base = os.path.join(directory, conversation.sample_id)
     with Ledger.open(base + ".db", default_registry(), durability="fast") as ledger:
-        stores = list(dict.fromkeys((mode.embedder, mode.tokenizer) for mode in active))
+        headline = [m for m in active if m.name == HEADLINE]
+        ordered = [*headline, *active]
+        stores = list(
+            dict.fromkeys((mode.embedder, mode.tokenizer, mode.passages) for mode in ordered)
+        )
         opened = {
-            (kind, tokenizer): _open(
-                ledger, f"{base}.{kind}.{tokenizer}", embedders[kind], tokenizer
+            (kind, tokenizer, whole): _open(
+                ledger,
+                f"{base}.{kind}.{tokenizer}.{'passages' if whole else 'heads'}",
+                embedders[kind],
+                tokenizer,
+                passages=whole,
             )
-            for kind, tokenizer in stores
+            for kind, tokenizer, whole in stores
         }
         try:
+            started = time.perf_counter()
             dia = observe_conversation(ledger, opened[stores[0]][0], conversation)
+            opened[stores[0]][0].catch_up()
+            indexing.seconds += time.perf_counter() - started
+            indexing.items += len(conversation.turns)
+            indexing.store = "{}, {}, passages {}".format(*stores[0])
             _score_reference(conversation, scores)
-            for (kind, tokenizer), (engine, searcher) in opened.items():
+            for (kind, tokenizer, whole), (engine, searcher) in opened.items():
                 engine.catch_up()
                 memories = [
                     (
@@ -237,7 +298,7 @@ def _conversation(
                         ),
                     )
                     for mode in active
-                    if (mode.embedder, mode.tokenizer) == (kind, tokenizer)
+                    if (mode.embedder, mode.tokenizer, mode.passages) == (kind, tokenizer, whole)
                 ]
                 _ask(conversation, memories, dia, scores, progress)
         finally:
@@ -280,10 +341,19 @@ def _ask(
 
 
 def _open(
-    ledger: Ledger, store: str, embedder: Embedder | None, tokenizer: str = "porter"
+    ledger: Ledger,
+    store: str,
+    embedder: Embedder | None,
+    tokenizer: str = "porter",
+    *,
+    passages: bool = True,
 ) -> tuple[ProjectionEngine, VectorSearcher]:
     assert embedder is not None
-    projections = [SalienceIndex(), LexicalIndex(tokenizer=tokenizer), SemanticIndex(embedder)]
+    projections = [
+        SalienceIndex(),
+        LexicalIndex(tokenizer=tokenizer),
+        SemanticIndex(embedder, passages=passages),
+    ]
     engine = ProjectionEngine(ledger, store, projections)
     return engine, VectorSearcher(store, embedder.dimension, str(embedder.fingerprint))
 
@@ -302,24 +372,64 @@ def quality(config: Config) -> list[Figure]:
     report (modes, categories, conversations, interval) in its JSON ``details``.
     """
     if importlib.util.find_spec("rank_bm25") is None:
-        missing = Figure("LoCoMo recall@10", "recall", REFERENCE, None)
-        missing.skipped = "needs rank_bm25, the reference: pip install 'engram[bench]'"
-        return [missing]
+        return [missing_reference("LoCoMo recall@10")]
+    check_modes(config, [*MODES, *ABLATIONS])
     scores = evaluate(config, extra=ABLATIONS)
+    figures = report(
+        scores,
+        title="LoCoMo",
+        categories=locomo.CATEGORIES,
+        seed=config.seed,
+        modes=chosen(config, MODES),
+    )
+    full, hybrid = scores.mean("full", 10), scores.mean("hybrid (minilm)", 10)
+    if full is not None and hybrid is not None and figures[-1].name.endswith(", full"):
+        figures[-1].note = (
+            f"default weights {_weights_text(DEFAULT_WEIGHTS)}: {full / hybrid - 1:+.1%} against "
+            "hybrid (MiniLM) alone (the line: not below -2%)"
+        )
+    return figures
+
+
+def missing_reference(name: str) -> Figure:
+    """Return the figure shown when rank_bm25, the reference, is not installed."""
+    missing = Figure(name, "recall", REFERENCE, None)
+    missing.skipped = "needs rank_bm25, the reference: pip install 'engram[bench]'"
+    return missing
+
+
+def report(
+    scores: Scores,
+    *,
+    title: str,
+    categories: Mapping[int, str],
+    seed: int,
+    targets: Mapping[str, float] | None = None,
+    modes: Sequence[Mode] = MODES,
+) -> list[Figure]:
+    """Print the quality tables of ``scores`` and return recall@10 of each mode as figures.
+
+    ``targets`` maps a mode to its target ratio over rank_bm25 (default: the headline's).
+    """
+    targets = {HEADLINE: HEADLINE_TARGET} if targets is None else targets
     headline = headline_mode(scores)
-    interval = None if headline is None else bootstrap(scores, headline, seed=config.seed)
-    print(detail_table(scores), flush=True)
+    interval = None if headline is None else bootstrap(scores, headline, seed=seed)
+    print(detail_table(scores, categories, title), flush=True)
     print(ablation_table(scores), flush=True)
     if headline is not None:
         print(conversation_table(scores, headline), flush=True)
+    for mode in modes:
+        other = bootstrap(scores, mode.name, seed=seed)
+        if other is not None and mode.name != headline:
+            print(interval_text(other), flush=True)
     if interval is not None:
         print(interval_text(interval), flush=True)
     reference = scores.mean(REFERENCE, 10)
     figures: list[Figure] = []
-    for mode in MODES:
+    for mode in modes:
         value = scores.mean(mode.name, 10)
-        target = HEADLINE_TARGET if mode.name == "hybrid (minilm)" else None
-        name = f"LoCoMo recall@10, {mode.name}"
+        target = targets.get(mode.name)
+        name = f"{title} recall@10, {mode.name}"
         figure = Figure(name, "recall", REFERENCE, target)
         if mode.name == headline:
             figure = QualityFigure(
@@ -328,7 +438,7 @@ def quality(config: Config) -> list[Figure]:
                 REFERENCE,
                 target,
                 note="" if interval is None else interval_text(interval),
-                details=details(scores, headline, interval),
+                details=details(scores, headline, interval, categories),
             )
         if value is None or reference is None:
             figure.skipped = "needs the 'embeddings' extra (all-MiniLM-L6-v2)"
@@ -336,12 +446,6 @@ def quality(config: Config) -> list[Figure]:
             figure.engram_samples.append(value)
             figure.reference_samples.append(reference)
         figures.append(figure)
-    full, hybrid = scores.mean("full", 10), scores.mean("hybrid (minilm)", 10)
-    if full is not None and hybrid is not None:
-        figures[-1].note = (
-            f"default weights {_weights_text(DEFAULT_WEIGHTS)}: {full / hybrid - 1:+.1%} against "
-            "hybrid (MiniLM) alone (the line: not below -2%)"
-        )
     return figures
 
 

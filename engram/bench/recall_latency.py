@@ -133,7 +133,6 @@ def _at_scale(
         os.makedirs(config.store_cache, exist_ok=True)
     try:
         with recall_scale.built(config, directory, texts, embedder, what) as (record, ledger, e):
-            figures = record.figures(what)
             searcher = VectorSearcher(
                 directory,
                 embedder.dimension,
@@ -155,12 +154,42 @@ def _at_scale(
                 "agent-1", ledger, e, embedder=Precomputed(embedder, vectors), searcher=searcher
             )
             timed = recall_scale.timings(config, memory, e, searcher, queries, vectors, what)
-            figures = timed + figures
+            figures = timed + _share_rule(config, memory, queries, vectors, what)
+            figures += record.figures(what)
             figures.append(_hnsw_recall(e, searcher, query_vectors))
         return figures
     finally:
         if not config.store_cache:
             remove_tree(directory)
+
+
+def _share_rule(
+    config: Config,
+    default: AgentMemory,
+    queries: list[str],
+    vectors: dict[str, FloatArray],
+    what: str,
+) -> list[Figure]:
+    """Recall p50/p99 on the same store with ADR 0026's 2% share rule, for the ablation of
+    the postings budget (ADR 0053); no reference of their own."""
+    engine, searcher = default.engine, default.searcher
+    assert searcher is not None
+    memory = AgentMemory(
+        "agent-1",
+        default.ledger,
+        engine,
+        embedder=default.embedder,
+        searcher=searcher,
+        prune="share",
+    )
+    figures = []
+    for figure in recall_scale.timings(config, memory, engine, searcher, queries, vectors, what):
+        if figure.name.startswith("recall p"):
+            figure.name += ", 2% pruning"
+            figure.reference_samples.clear()
+            figure.target = None
+            figures.append(figure)
+    return figures
 
 
 def _hnsw_recall(engine: ProjectionEngine, searcher: VectorSearcher, queries: FloatArray) -> Figure:

@@ -1,15 +1,17 @@
-"""The LoCoMo quality report: per-question scores, their means, the bootstrap interval, tables.
+"""The recall quality report: per-question scores, their means, the bootstrap interval, tables.
 
-What :mod:`engram.bench.recall_bench` measures is kept here as one :class:`Score` per question,
-mode and ``k``; this module turns them into the report's numbers (means by category and by
-conversation, the headline ratio's 95% bootstrap interval, the per-lever ablation) and its
-plain-text tables and JSON. It knows nothing of ledgers or recall.
+What :mod:`engram.bench.recall_bench` measures on LoCoMo or BEAM is kept here as one
+:class:`Score` per question, mode and ``k``; this module turns them into the report's numbers
+(means by category and by conversation, the headline ratio's 95% bootstrap interval, the
+per-lever ablation) and its plain-text tables and JSON, for either data set: the categories
+(number -> label) are the data set's. It knows nothing of ledgers or recall.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,14 +148,20 @@ def interval_text(interval: Interval) -> str:
     )
 
 
-def details(scores: Scores, headline: str | None, interval: Interval | None) -> dict[str, Any]:
+def details(
+    scores: Scores,
+    headline: str | None,
+    interval: Interval | None,
+    categories: Mapping[int, str] = locomo.CATEGORIES,
+) -> dict[str, Any]:
     """Return the whole quality report as JSON: modes, categories, conversations, interval."""
     modes = {
         name: {
             "recall": {f"@{k}": scores.mean(name, k) for k in KS},
             "categories": {
                 label: {f"@{k}": scores.mean(name, k, category) for k in KS}
-                for category, label in locomo.CATEGORIES.items()
+                for category, label in categories.items()
+                if _asked(scores, category)
             },
         }
         for name in scores.modes()
@@ -161,7 +169,7 @@ def details(scores: Scores, headline: str | None, interval: Interval | None) -> 
     return {
         "headline_mode": headline,
         "modes": modes,
-        "questions_per_category": _category_counts(scores),
+        "questions_per_category": _category_counts(scores, categories),
         "conversations": [] if headline is None else conversation_rows(scores, headline),
         "interval": None if interval is None else interval.as_json(),
         "ablation": ablation_rows(scores),
@@ -209,6 +217,12 @@ def conversation_table(scores: Scores, mode: str) -> str:
 LEVERS = (
     ("pruning (lexical)", "lexical", "lexical, no pruning"),
     ("pruning (hybrid)", "hybrid (minilm)", "hybrid (minilm), no pruning"),
+    ("budget pruning (lexical; vs 2% share)", "lexical", "lexical, 2% pruning"),
+    ("budget pruning (hybrid; vs 2% share)", "hybrid (minilm)", "hybrid (minilm), 2% pruning"),
+    ("passages (minilm; vs whole text)", "minilm, passages", "minilm"),
+    ("passages (hybrid; vs whole text)", "hybrid (minilm), passages", "hybrid (minilm)"),
+    ("hybrid (vs minilm alone)", "hybrid (minilm)", "minilm"),
+    ("hybrid (vs lexical alone)", "hybrid (minilm)", "lexical"),
     ("bloom (hybrid)", "hybrid (minilm)", "hybrid (minilm), no bloom"),
     ("porter stems (lexical)", "lexical", "lexical, unicode61"),
     ("porter stems (hybrid)", "hybrid (minilm)", "hybrid (minilm), unicode61"),
@@ -240,15 +254,21 @@ def ablation_table(scores: Scores) -> str:
     return _text(rows)
 
 
-def detail_table(scores: Scores) -> str:
+def detail_table(
+    scores: Scores, categories: Mapping[int, str] = locomo.CATEGORIES, title: str = "LoCoMo"
+) -> str:
     """Recall@5/10/20 overall and per category, one row per mode, as plain text."""
     columns: list[tuple[str, int, int | None]] = [(f"@{k}", k, None) for k in KS]
-    columns += [(f"{label}@10", 10, number) for number, label in locomo.CATEGORIES.items()]
-    rows = [["LoCoMo evidence recall", *(c[0] for c in columns)]]
+    columns += [
+        (f"{label}@10", 10, number)
+        for number, label in categories.items()
+        if _asked(scores, number)
+    ]
+    rows = [[f"{title} evidence recall", *(c[0] for c in columns)]]
     for name in scores.modes():
         cells = [scores.mean(name, k, category) for _, k, category in columns]
         rows.append([name, *("-" if v is None else f"{v:.3f}" for v in cells)])
-    return f"{_text(rows)}\nquestions per category: {_category_counts(scores)}"
+    return f"{_text(rows)}\nquestions per category: {_category_counts(scores, categories)}"
 
 
 def _text(rows: list[list[str]]) -> str:
@@ -263,9 +283,16 @@ def _text(rows: list[list[str]]) -> str:
     )
 
 
-def _category_counts(scores: Scores) -> dict[str, Any]:
+def _category_counts(scores: Scores, categories: Mapping[int, str]) -> dict[str, Any]:
     values = scores.values.get((REFERENCE, 10), [])
     return {
         label: sum(1 for s in values if s.category == number)
-        for number, label in locomo.CATEGORIES.items()
+        for number, label in categories.items()
+        if _asked(scores, number)
     }
+
+
+def _asked(scores: Scores, category: int) -> bool:
+    """Say whether the reference scored a question of ``category`` (BEAM's abstention has
+    none: no evidence to find)."""
+    return any(s.category == category for s in scores.values.get((REFERENCE, 10), []))

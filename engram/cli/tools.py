@@ -13,6 +13,7 @@ from engram.cli.base import state
         "engram bench --quick",
         "engram bench --suite recall --locomo locomo-dev.json --json out.json",
         "engram bench --suite recall --only quality --locomo locomo-dev.json",
+        "engram bench --suite recall --only beam --beam beam-100k-dev.json",
         "engram bench --suite recall --only latency --scale 1m --locomo locomo-dev.json",
         "engram bench --compare docs/bench/ledger-baseline.json new.json",
         "engram bench --suite learning",
@@ -83,6 +84,15 @@ from engram.cli.base import state
     "they are skipped.",
 )
 @click.option(
+    "--beam",
+    metavar="FILE",
+    envvar="ENGRAM_BEAM",
+    show_envvar=True,
+    help="The BEAM chats for the long-memory recall figures (default: "
+    "../shared/data/beam/beam-100k-dev.json beside the repository); without it "
+    "they are skipped.",
+)
+@click.option(
     "--embedding-cache",
     metavar="FILE",
     help="A SQLite file keeping MiniLM vectors between runs ('none': no lasting "
@@ -92,8 +102,9 @@ from engram.cli.base import state
     "--only",
     metavar="PART",
     multiple=True,
-    help="With --suite recall, measure only these parts: quality, latency, rebuild, scars "
-    "(repeatable or a comma list; default: the first three; scars runs only when named).",
+    help="With --suite recall, measure only these parts: quality (LoCoMo), beam, latency, "
+    "rebuild, scars (repeatable or a comma list; default: all but scars, which runs only "
+    "when named).",
 )
 @click.option(
     "--scale",
@@ -102,6 +113,15 @@ from engram.cli.base import state
     show_default=True,
     help="With the recall suite, 1m adds recall latency at a million memories (hash "
     "vectors; the store takes minutes to build, so it is opt-in).",
+)
+@click.option(
+    "--mode",
+    "modes",
+    metavar="NAME",
+    multiple=True,
+    help="With the recall quality parts (quality, beam), run only these modes, by their "
+    "names in the report (repeatable; e.g. 'lexical', 'minilm', 'hybrid (minilm)', "
+    "'lexical, 2% pruning', 'minilm, whole text'); rank_bm25 always runs.",
 )
 @click.option(
     "--store-cache",
@@ -125,18 +145,20 @@ def bench(
     scratch_dir: str | None,
     events: int | None,
     locomo: str | None,
+    beam: str | None,
     embedding_cache: str | None,
     only: tuple[str, ...],
     scale: str,
     store_cache: str | None,
     compare: tuple[str, str] | None,
+    modes: tuple[str, ...],
 ) -> int:
     """Measure engram beside references; print the ratios.
 
     Suites: ledger (appends and replay against raw sqlite3, eventsourcing and psycopg),
     audit (SQL over a large ledger beside native DuckDB), projections (rebuild, spreading
-    activation, catch-up lag) and recall (LoCoMo recall, latency at 100k memories, the
-    MiniLM rebuild). Engram and its reference alternate within each repetition; the report
+    activation, catch-up lag) and recall (LoCoMo and BEAM recall, latency at 100k memories,
+    the MiniLM rebuild). Engram and its reference alternate within each repetition; the report
     gives medians. Exit 1 when a step failed; a missed target is reported, not an error.
     """
     from engram import bench as benchmarks
@@ -167,10 +189,12 @@ def bench(
         scratch_dir=scratch_dir,
         events=events,
         locomo=locomo,
+        beam=beam,
         embedding_cache=embedding_cache or benchmarks.default_embedding_cache(),
         only=only,
         scale=scale,
         store_cache=store_cache,
+        modes=modes,
     )
 
 

@@ -32,16 +32,24 @@ from engram.projections.lexical.vocabulary import (
 )
 from engram.projections.store import ProjectionStore, physical
 
-#: A query word held by more than this share of the rows is not searched (ADR 0026).
+#: ADR 0026's rule, kept as an ablation (``prune="share"``): a query word held by more than
+#: this share of the rows is not searched. It prunes by a share of the rows, so on an index
+#: of a few hundred long rows it drops nearly every word (ADR 0053); the default prunes by
+#: postings instead.
 PRUNE_SHARE = 0.02
-#: When fewer query words than this are informative, this many of the rarest are searched.
+#: When fewer query words than this are chosen, this many of the rarest are searched.
 MIN_TERMS = 2
 #: A search ranks at most about this many postings (rows holding a searched word): the
-#: words chosen above are searched rarest first while their rows add up to no more, the
-#: rarest always. FTS5 scores every posting of the words it searches, so this bounds the
-#: statement's cost whatever the index's size (ADR 0044); below about 400k rows the 2% share
-#: binds first for most queries.
-MAX_POSTINGS = 8_000
+#: query's words are searched rarest first while their rows add up to no more, the rarest
+#: always. FTS5 scores every posting of the words it searches, so this bounds the
+#: statement's cost whatever the index's size (ADR 0044). It is the only reason to leave a
+#: word out of the search, so it is sized by the tightest latency goal (100k memories,
+#: 15 ms at the median): about 2.5 us a posting makes 4,000 postings 10 ms of the statement.
+#: An index small enough to rank every posting within it is searched exactly (ADR 0053).
+MAX_POSTINGS = 4_000
+#: The pruning rules :func:`terms` knows: ``"budget"`` (the default, ``prune=True``: the
+#: postings budget alone, ADR 0053) and ``"share"`` (ADR 0026's 2% share, then the budget).
+PRUNING = ("budget", "share")
 #: A pruned search ranks this many times ``k`` rows by the informative words, then scores
 #: them with every word (ADR 0026).
 POOL = 4
@@ -101,20 +109,24 @@ class Terms(NamedTuple):
         return self.searched != self.present
 
 
-def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
-    """Return the query words' IDF and the words worth searching (ADR 0026).
+def terms(conn: sqlite3.Connection, query: str, *, prune: bool | str = True) -> Terms:
+    """Return the query words' IDF and the words worth searching (ADR 0026, ADR 0053).
 
     Document frequencies come from the index's vocabulary, each word stemmed by the index's
-    own tokenizer. A word that no row holds is not searched. With ``prune``, a word is
-    searched only when it is informative: held by at most :data:`PRUNE_SHARE` of the rows,
-    which is an IDF of at least ``ln(49)``; when fewer than :data:`MIN_TERMS` words are
-    informative, the :data:`MIN_TERMS` rarest that occur are searched. A word in half the
-    rows (a speaker's name in a two-person conversation) has an IDF near 0: it would make
-    the search score half the index and barely move a row's BM25. Of the words chosen, the
-    rarest is always searched and the others rarest first while the rows holding them add
-    up to at most :data:`MAX_POSTINGS` (ADR 0044). The search then scores what the searched
+    own tokenizer. A word that no row holds is not searched. With ``prune`` (``True`` or
+    ``"budget"``), the words are searched rarest first while the rows holding them add up to
+    at most :data:`MAX_POSTINGS`, the rarest always; a word held by half the rows or more is
+    left out first, as BM25 gives it no weight (FTS5 floors its IDF near 0: a speaker's name
+    in a two-person conversation, "the"), unless fewer than :data:`MIN_TERMS` words are
+    left, when the :data:`MIN_TERMS` rarest are kept. The postings are what a search costs,
+    whatever the index's size, so a small index of long rows is searched with every word and
+    a large one with its rarest, which are the ones that put a row at the top of BM25.
+    ``prune="share"`` first keeps only the words held by at most :data:`PRUNE_SHARE` of the
+    rows (ADR 0026's rule, for the ablation). The search then scores what the searched
     words found with every word's BM25 (:func:`search`).
     """
+    if prune not in (True, False, *PRUNING):
+        raise QueryError(f"prune must be a bool or one of {list(PRUNING)}, got {prune!r}")
     words = list(dict.fromkeys(tokens(query)))
     if not words:
         return Terms({}, (), (), {}, 0.0)
@@ -126,12 +138,15 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool = True) -> Terms:
     searched = present
     if prune:
         rarest = sorted(present, key=lambda w: counts[w])  # ties keep the query's order
-        informative = [w for w in rarest if counts[w] <= PRUNE_SHARE * total]
-        if len(informative) < MIN_TERMS:
-            informative = rarest[:MIN_TERMS]
+        if prune == "share":
+            telling = [w for w in rarest if counts[w] <= PRUNE_SHARE * total]
+        else:  # BM25's IDF is 0 or less for a word in half the rows or more
+            telling = [w for w in rarest if 2 * counts[w] < total]
+        if len(telling) < MIN_TERMS:
+            telling = rarest[:MIN_TERMS]
         chosen: list[str] = []
         spent = 0
-        for word in informative:  # the rarest always; the others within the budget
+        for word in telling:  # the rarest always; the others within the budget
             if chosen and spent + counts[word] > MAX_POSTINGS:
                 break
             chosen.append(word)
@@ -149,7 +164,7 @@ def search(
     types: Sequence[str] | None = None,
     as_of_us: int | None = None,
     query_terms: Terms | None = None,
-    prune: bool = True,
+    prune: bool | str = True,
     match: bool = True,
 ) -> list[Hit]:
     """Return the ``k`` best BM25 matches ``agent`` may see (its own and public items).

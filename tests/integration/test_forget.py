@@ -314,3 +314,23 @@ def test_the_sealing_bench_measures_both_sides(tmp_path: Path) -> None:
         assert len(figure.engram_samples) == len(figure.reference_samples) == 1
         assert figure.ratio is not None
         assert figure.ratio > 0
+
+
+def test_forget_names_a_long_memory_s_passages_among_the_texts_to_drop(
+    capsys: pytest.CaptureFixture[str], config: Path, tmp_path: Path
+) -> None:
+    # A store built with passages (ADR 0054) caches a vector per passage: forgetting must
+    # drop them with the text's.
+    from engram.ledger import default_registry
+    from engram.projections.semantic import passages
+    from engram.runtime import _personal_texts
+
+    text = f"the {SECRET} plan " + " ".join(f"step{i} of the long design note" for i in range(60))
+    assert len(passages(text)) >= 2
+    assert cli(capsys, config, "init")[0] == 0
+    assert cli(capsys, config, "observe", "alice", text)[0] == 0
+    sealer = Sealer(KeyStore(tmp_path / "keys.db"))
+    with Ledger.open(str(tmp_path / "l.db"), default_registry(), sealer=sealer) as ledger:
+        texts = _personal_texts(ledger, "alice")
+    assert text in texts
+    assert set(passages(text)) <= set(texts)

@@ -17,6 +17,7 @@ from engram.ledger import Ledger, NewEvent, default_registry
 from engram.ledger.catalog import MemoryObserved
 from engram.projections import lexical
 from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
 from engram.projections.lexical import LexicalIndex, vocabulary
 from engram.projections.lexical import read as lexical_read
 
@@ -94,7 +95,13 @@ def test_a_name_in_half_the_rows_is_not_searched_when_informative_words_remain(
 ) -> None:
     with speakers.engine.read() as conn:
         terms = lexical.terms(conn, "When did Caroline paint the sunrise at the pottery class?")
-        assert set(terms.searched) == {"paint", "sunrise"}
+        # Well within the postings budget, every word BM25 weighs is searched; the name in
+        # half the rows and "the" in all of them weigh nothing and are left out.
+        assert set(terms.searched) == {"paint", "sunrise", "pottery", "class"}
+        share = lexical.terms(
+            conn, "When did Caroline paint the sunrise at the pottery class?", prune="share"
+        )
+        assert set(share.searched) == {"paint", "sunrise"}  # ADR 0026's rule: <= 2% of rows
         assert "caroline" in terms.present
         assert "pottery" in terms.present
         # The name still weighs in match: the weights cover every word.
@@ -103,9 +110,13 @@ def test_a_name_in_half_the_rows_is_not_searched_when_informative_words_remain(
 
 def test_when_too_few_words_are_informative_the_two_rarest_are_searched(speakers: Store) -> None:
     with speakers.engine.read() as conn:
-        # Only names and common words: the rarest two of them (pottery, 10%; caroline, 50%).
-        terms = lexical.terms(conn, "Caroline and the pottery")
+        # Only a name and common words: the rarest two of them (pottery, 10%; caroline, 50%).
+        terms = lexical.terms(conn, "Caroline the pottery")
         assert terms.searched == ("caroline", "pottery")
+        assert lexical.terms(conn, "Caroline and the pottery", prune="share").searched == (
+            "caroline",
+            "pottery",
+        )
         hits = lexical.search(conn, "Caroline and the pottery", 5, agent="ana")
         assert len(hits) == 5
         assert all("pottery" in h.text and h.text.startswith("Caroline") for h in hits[:5])
@@ -235,7 +246,7 @@ def test_the_postings_budget_also_bounds_the_two_rarest_fallback(
     # hold 120 postings; within a budget of 100 only the rarer is searched.
     monkeypatch.setattr(lexical_read, "MAX_POSTINGS", 100)
     with speakers.engine.read() as conn:
-        terms = lexical.terms(conn, "Caroline and the pottery")
+        terms = lexical.terms(conn, "Caroline the pottery")
         assert terms.searched == ("pottery",)
         hits = lexical.search(conn, "Caroline and the pottery", 5, agent="ana")
     assert len(hits) == 5
@@ -270,3 +281,34 @@ def test_a_lookup_in_the_stem_cache_never_walks_all_it_holds(
         found = vocabulary.known_terms(conn, table, {"pottery", "unheardofword"})
         assert found.stems["pottery"] == ("potteri",)
         assert dict.__contains__(found.stems, "unheardofword")
+
+
+def test_few_long_rows_are_searched_with_every_word_bm25_weighs(tmp_path: Path) -> None:
+    # 60 long rows: each telling word is held by 6-12 of them (10-20%, far above ADR 0026's
+    # 2%), so the share rule searches only the two rarest; the postings budget costs nothing
+    # here, so the search is the exact BM25 of the whole query.
+    topics = ["flask", "budget", "schema", "deploy", "token"]
+    rows = []
+    for i in range(60):
+        held = [t for n, t in enumerate(topics) if i % (5 + n) == 0]
+        filler = " ".join(f"w{(i * 7 + j) % 90}" for j in range(200))
+        rows.append(("ana", "public", f"user: {' '.join(held)} {filler}"))
+    store = _store(tmp_path, rows)
+    query = "How did the flask budget schema deploy token work?"
+    try:
+        with store.engine.read() as conn:
+            terms = lexical.terms(conn, query)
+            assert set(terms.searched) == set(topics)
+            assert len(lexical.terms(conn, query, prune="share").searched) == 2
+            budget = lexical.search(conn, query, 10, agent="ana")
+            exact = lexical.search(conn, query, 10, agent="ana", prune=False)
+            shared = lexical.search(conn, query, 10, agent="ana", prune="share")
+    finally:
+        store.close()
+    assert [h.position for h in budget] == [h.position for h in exact]
+    assert [h.position for h in shared] != [h.position for h in exact]
+
+
+def test_an_unknown_pruning_rule_is_refused(speakers: Store) -> None:
+    with speakers.engine.read() as conn, pytest.raises(QueryError, match="prune"):
+        lexical.terms(conn, "pottery", prune="half")

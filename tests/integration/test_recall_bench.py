@@ -245,12 +245,19 @@ def test_only_quality_runs_the_quality_part_alone(
         "hash",
         "hybrid (hash)",
         "lexical, no pruning",
+        "lexical, 2% pruning",
         "lexical, unicode61",
     }
     # The ablation sets each lever's mode beside the one without it (MiniLM's are skipped).
     levers = {(row["lever"], row["k"]): row for row in details["ablation"]}
     assert set(levers) == {
-        (lever, k) for lever in ("pruning (lexical)", "porter stems (lexical)") for k in (5, 10, 20)
+        (lever, k)
+        for lever in (
+            "pruning (lexical)",
+            "budget pruning (lexical; vs 2% share)",
+            "porter stems (lexical)",
+        )
+        for k in (5, 10, 20)
     }
     row = levers["pruning (lexical)", 10]
     assert row["on"] == details["modes"]["lexical"]["recall"]["@10"]
@@ -267,11 +274,11 @@ def test_only_quality_runs_the_quality_part_alone(
 
 
 def test_only_takes_comma_lists_and_names_what_is_wrong() -> None:
-    assert bench.recall_parts(None) == ("quality", "latency", "rebuild")
+    assert bench.recall_parts(None) == ("quality", "beam", "latency", "rebuild")
     assert bench.recall_parts(["rebuild,quality"]) == ("quality", "rebuild")
     assert bench.recall_parts(["latency", " quality "]) == ("quality", "latency")
     assert bench.recall_parts("rebuild") == ("rebuild",)
-    assert bench.recall_parts([" , "]) == ("quality", "latency", "rebuild")
+    assert bench.recall_parts([" , "]) == ("quality", "beam", "latency", "rebuild")
     with pytest.raises(ValueError, match="unknown recall part 'speed'"):
         bench.recall_parts(["quality,speed"])
     with pytest.raises(ValueError, match="parts of the recall suite, not of suite 'ledger'"):
@@ -411,3 +418,97 @@ def lexical_texts(conn: object) -> dict[int, str]:
     from engram.projections import lexical
 
     return lexical.texts(conn, range(1, 61))  # type: ignore[arg-type]
+
+
+def _beam_file(path: Path) -> Path:
+    messages = [
+        {"id": i, "role": ("user", "assistant")[i % 2], "content": f"{text} " + "filler " * 150}
+        for i, (_, text) in enumerate(TURNS)
+    ]
+    chat = {
+        "chat_id": "100K-1",
+        "number": 1,
+        "file": "chat.json",
+        "topic": {"category": "General", "title": "pets and music"},
+        "batches": [
+            {"batch": 1, "time_anchor": "March-15-2024", "messages": messages[:3]},
+            {"batch": 2, "time_anchor": "April-02-2024", "messages": messages[3:]},
+        ],
+        "questions": [
+            {
+                "category": "information_extraction",
+                "question": "What is the puppy's name?",
+                "source_chat_ids": [0],
+            },
+            {
+                "category": "knowledge_update",
+                "question": "Who teaches the violin?",
+                "source_chat_ids": {"original_info": [4], "updated_info": [5, 99]},
+            },
+            {"category": "abstention", "question": "What car?", "source_chat_ids": None},
+            {"category": "preference_following", "question": "Any?", "source_chat_ids": []},
+        ],
+    }
+    document = {"format": "engram-beam-trimmed/1", "chats": [chat]}
+    path.write_text(json.dumps(document))
+    return path
+
+
+def test_beam_chats_load_as_dated_messages_with_the_union_of_their_evidence(
+    tmp_path: Path,
+) -> None:
+    from engram.bench import beam
+
+    (chat,) = beam.load(_beam_file(tmp_path / "beam.json"))
+    assert len(chat.turns) == 6
+    assert chat.turns[1].text.startswith("assistant: That is lovely!")
+    assert chat.turns[3].at == datetime(2024, 4, 2, tzinfo=UTC)
+    assert [(beam.CATEGORIES[q.category], sorted(q.evidence)) for q in chat.questions] == [
+        ("information_extraction", ["0"]),
+        ("knowledge_update", ["4", "5"]),  # a dict's lists joined, an unknown id dropped
+    ]
+    assert chat.skipped == 2  # abstention (null) and an empty list
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"format": "other"}))
+    with pytest.raises(beam.BeamError, match="not an engram-beam-trimmed file"):
+        beam.load(bad)
+    with pytest.raises(beam.BeamError, match="BEAM data not found"):
+        beam.load(tmp_path / "absent.json")
+
+
+def test_the_beam_bench_scores_every_mode_per_category_and_reports_indexing(
+    config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.bench import beam_bench
+
+    config = dataclasses.replace(config, beam=str(_beam_file(tmp_path / "beam.json")))
+    figures = beam_bench.quality(config)
+    out = capsys.readouterr().out
+    assert "BEAM evidence recall" in out
+    assert "knowledge_update@10" in out
+    assert "abstention@10" not in out  # no question of it has evidence
+    assert "2 questions with evidence, 2 without evidence skipped" in out
+    by_name = {f.name: f for f in figures}
+    assert by_name["BEAM recall@10, lexical"].engram is not None
+    assert by_name["BEAM indexing"].engram is not None
+    assert "items/s" in by_name["BEAM indexing"].note
+
+
+def test_modes_choose_what_the_quality_parts_run_and_unknown_ones_are_named(
+    config: Config, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.bench import beam_bench
+
+    config = dataclasses.replace(
+        config,
+        beam=str(_beam_file(tmp_path / "beam.json")),
+        modes=("lexical", "lexical, 2% pruning"),
+    )
+    figures = beam_bench.quality(config)
+    out = capsys.readouterr().out
+    names = {f.name for f in figures}
+    assert names == {"BEAM recall@10, lexical", "BEAM indexing"}
+    assert "lexical, 2% pruning" in out  # an ablation mode, in the tables
+    assert "hybrid (hash)" not in out
+    with pytest.raises(ValueError, match=r"unknown mode\(s\) \['fast'\]"):
+        recall_bench.quality(dataclasses.replace(config, modes=("fast",)))

@@ -1,0 +1,182 @@
+"""A long memory is embedded as passages too and recalled as the memory, by its best vector."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from engram.ledger import Ledger, NewEvent, default_registry
+from engram.ledger.catalog import MemoryArchived, MemoryObserved
+from engram.projections import semantic
+from engram.projections.embedding import HashEmbedder
+from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import ProjectionConfigError
+from engram.projections.semantic import (
+    PASSAGE_STRIDE,
+    PASSAGE_WORDS,
+    SemanticIndex,
+    VectorSearcher,
+    passages,
+    similarities,
+)
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _filler(n: int, salt: str) -> str:
+    return " ".join(f"{salt}{i % 37}" for i in range(n))
+
+
+#: A long memory whose last words (beyond any embedder's window) hold the telling phrase.
+LONG = _filler(400, "lorem") + " the volcano erupted over the harbour at dawn"
+SHORT = "a short note about the garden"
+
+
+def test_a_short_text_has_no_passages_and_a_long_one_is_covered_with_overlap() -> None:
+    assert passages(SHORT) == []
+    assert passages(_filler(PASSAGE_WORDS, "w")) == []
+    parts = passages(LONG)
+    words = LONG.split()
+    assert len(parts) == -(-(len(words) - PASSAGE_WORDS) // PASSAGE_STRIDE)
+    assert parts[0].split() == words[PASSAGE_STRIDE : PASSAGE_STRIDE + PASSAGE_WORDS]
+    assert parts[-1].endswith("harbour at dawn")  # the tail is embedded
+    overlap = PASSAGE_WORDS - PASSAGE_STRIDE
+    for before, after in itertools.pairwise(parts):
+        assert before.split()[-overlap:] == after.split()[:overlap]
+    # Slices of the text itself: its line breaks and spacing are kept.
+    assert passages("x\n" * 200)[0].startswith("x\nx")
+
+
+def _ledger(path: Path) -> Ledger:
+    ledger = Ledger.open(str(path), default_registry())
+    texts = [SHORT, LONG, _filler(300, "ipsum"), "the volcano at the harbour"]
+    ledger.append(
+        [
+            NewEvent(
+                stream="agent:ana",
+                kind="memory.observed",
+                payload=MemoryObserved(agent="ana", text=text, visibility="public"),
+                at=T0,
+            )
+            for text in texts
+        ]
+    )
+    return ledger
+
+
+def _passage_rows(engine: ProjectionEngine) -> list[tuple[int, int]]:
+    with engine.read() as conn:
+        return conn.execute(
+            "SELECT position, passage FROM semantic_passages ORDER BY 1, 2"
+        ).fetchall()
+
+
+def test_passages_are_stored_searched_and_served_once_as_their_memory(tmp_path: Path) -> None:
+    embedder = HashEmbedder()
+    with (
+        _ledger(tmp_path / "ledger.db") as ledger,
+        ProjectionEngine(
+            ledger, str(tmp_path / "store"), [SemanticIndex(embedder, passages=True)]
+        ) as engine,
+    ):
+        engine.catch_up()
+        rows = _passage_rows(engine)
+        assert {p for p, _ in rows} == {2, 3}
+        assert [n for p, n in rows if p == 2] == list(range(1, len(passages(LONG)) + 1))
+        searcher = VectorSearcher(tmp_path / "store", embedder.dimension, str(embedder.fingerprint))
+        with engine.read() as conn:
+            searcher.sync(conn)
+        query = embedder.embed(["the volcano erupted over the harbour at dawn"])[0]
+        hits = searcher.search(query, 4, agent="bob")
+        positions = [h.position for h in hits]
+        assert sorted(positions) == [1, 2, 3, 4]  # each memory once, passages or not
+        best = {h.position: h.score for h in hits}
+        head = float(embedder.embed([LONG])[0] @ query)
+        tail = float(embedder.embed([passages(LONG)[-1]])[0] @ query)
+        assert best[2] == pytest.approx(max(head, tail), abs=1e-5)
+        assert best[2] > head  # found by its tail, beyond the head's reach
+        assert similarities(embedder, query, [LONG])[0] == pytest.approx(best[2], abs=1e-5)
+        assert searcher.size == 4
+        assert searcher.save()
+        # A fresh searcher trusts the saved file: passages are not mistaken for damage.
+        again = VectorSearcher(tmp_path / "store", embedder.dimension, str(embedder.fingerprint))
+        with warnings.catch_warnings(), engine.read() as conn:
+            warnings.simplefilter("error")
+            again.sync(conn)
+        assert again.index.ntotal == searcher.index.ntotal
+        assert [h.position for h in again.search(query, 4, agent="bob")] == positions
+
+
+def test_archiving_a_long_memory_removes_its_passages_from_table_and_index(
+    tmp_path: Path,
+) -> None:
+    embedder = HashEmbedder()
+    with (
+        _ledger(tmp_path / "ledger.db") as ledger,
+        ProjectionEngine(
+            ledger, str(tmp_path / "store"), [SemanticIndex(embedder, passages=True)]
+        ) as engine,
+    ):
+        engine.catch_up()
+        searcher = VectorSearcher(tmp_path / "store", embedder.dimension, str(embedder.fingerprint))
+        with engine.read() as conn:
+            searcher.sync(conn)
+        ledger.append(
+            [
+                NewEvent(
+                    stream="agent:ana",
+                    kind="memory.archived",
+                    payload=MemoryArchived(agent="ana", positions=[2]),
+                    at=T0,
+                )
+            ]
+        )
+        engine.catch_up()
+        assert {p for p, _ in _passage_rows(engine)} == {3}
+        with engine.read() as conn:
+            searcher.sync(conn)
+        query = embedder.embed(["the volcano erupted over the harbour at dawn"])[0]
+        assert 2 not in [h.position for h in searcher.search(query, 4, agent="bob")]
+        assert searcher.index.ntotal == 3 + len(passages(_filler(300, "ipsum")))
+
+
+def test_passages_off_keeps_the_head_vectors_only(tmp_path: Path) -> None:
+    embedder = HashEmbedder()
+    with pytest.raises(ProjectionConfigError, match="passages"):
+        SemanticIndex(embedder, passages=1)  # type: ignore[arg-type]
+    off = SemanticIndex(embedder)
+    assert not off.passages  # off by default (ADR 0054)
+    assert off.config() != SemanticIndex(embedder, passages=True).config()  # a switch rebuilds
+    with (
+        _ledger(tmp_path / "ledger.db") as ledger,
+        ProjectionEngine(ledger, str(tmp_path / "store"), [off]) as engine,
+    ):
+        engine.catch_up()
+        assert _passage_rows(engine) == []
+    assert semantic.PASSAGE_STRIDE < semantic.PASSAGE_WORDS
+
+
+def test_passages_rebuild_equals_catch_up_in_any_batch_size(tmp_path: Path) -> None:
+    embedder = HashEmbedder()
+    digests = []
+    with _ledger(tmp_path / "ledger.db") as ledger:
+        for batch in (1, 2, 1000):
+            index = SemanticIndex(embedder, passages=True)
+            store = str(tmp_path / f"store{batch}")
+            with ProjectionEngine(ledger, store, [index], batch_size=batch) as engine:
+                engine.catch_up()
+                engine.catch_up()  # nothing new: idempotent
+                digests.append(engine.digest("semantic"))
+        with ProjectionEngine(
+            ledger, str(tmp_path / "store1"), [SemanticIndex(embedder, passages=True)]
+        ) as engine:
+            engine.rebuild(["semantic"])
+            digests.append(engine.digest("semantic"))
+            assert len(_passage_rows(engine)) == len(passages(LONG)) + len(
+                passages(_filler(300, "ipsum"))
+            )
+    assert len(set(digests)) == 1
