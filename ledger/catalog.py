@@ -411,7 +411,7 @@ class ContextSaved(_Payload, frozen=True):
     JSON of those frames, a personal field too (ADR 0046). ``items`` are the
     ids of the events behind the frames' items, so every item resolves to the ledger.
     ``tokens`` is the frames' size as counted by ``tokenizer`` (a real tokenizer's name, or
-    ``estimate``) against ``budget``.
+    ``estimate``) against ``budget``. ``session`` names the work session it was saved for.
     """
 
     __kind__: ClassVar[str] = "context.saved"
@@ -426,6 +426,7 @@ class ContextSaved(_Payload, frozen=True):
     items: list[EventId] = []
     visibility: Visibility = "private"
     notes: str = ""
+    session: str = ""  # the work session it was saved for, so it can be asked for again
 
 
 class SubjectForgotten(_Payload, frozen=True):

@@ -31,6 +31,7 @@ from engram.agents.context import MAX_BUDGET, MIN_BUDGET
 from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
+from engram.mcp import seed
 from engram.mcp.tools import KEY_ENV, MemoryTools, ToolInputError
 from engram.projections.errors import ProjectionError
 from engram.runtime import open_parts
@@ -48,6 +49,10 @@ Agent = Annotated[
     Field(description="Act as this agent (one the server was started for); default: its first."),
 ]
 MemoryKind = Literal["observation", "plan", "thought"]
+MinScore = Annotated[
+    float | None,
+    Field(ge=0.0, le=1.0, description="Leave out items scoring under this; omitted: the default."),
+]
 ConceptKind = Literal[
     "concept", "skill", "fact", "snippet", "pattern", "episode", "tool", "persona", "task"
 ]
@@ -144,12 +149,17 @@ def build_server(worker: Worker) -> MCPServer:
             ),
         ] = "memories",
         agent: Agent = None,
+        min_score: MinScore = None,
     ) -> dict[str, Any]:
         """Search long-term memory; best matches first, each with its id, text and score.
 
-        You see public items and your own private ones. The search is recorded, which keeps
-        the items it serves alive in memory."""
-        return await worker.run(lambda: tools().search_memory(query, k, types, scope, agent))
+        A score is an absolute relevance from 0 to 1, comparable across queries; items under
+        ``min_score`` are left out, so a question nothing answers gets few or no items. You
+        see public items and your own private ones. The search is recorded, which keeps the
+        items it serves alive in memory."""
+        return await worker.run(
+            lambda: tools().search_memory(query, k, types, scope, agent, min_score=min_score)
+        )
 
     @server.tool(annotations=writes)
     async def upsert_memory(
@@ -186,12 +196,17 @@ def build_server(worker: Worker) -> MCPServer:
             int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Token budget.")
         ] = 2000,
         agent: Agent = None,
+        min_score: Annotated[
+            float, Field(ge=0.0, le=1.0, description="Leave out items less similar than this.")
+        ] = 0.0,
     ) -> dict[str, Any]:
         """Assemble context frames for your next step within a token budget.
 
         The frames shown to you are saved (context.saved), so what you saw is auditable."""
         return await worker.run(
-            lambda: tools().recall_context(query, scope, k, task, session, budget, agent)
+            lambda: tools().recall_context(
+                query, scope, k, task, session, budget, agent, min_score=min_score
+            )
         )
 
     @server.tool(annotations=writes)
@@ -204,10 +219,11 @@ def build_server(worker: Worker) -> MCPServer:
         budget: Annotated[int, Field(ge=1, le=MAX_BUDGET)] = 2000,
         items: Annotated[list[str], Field(description="Ids of the events behind the frames.")] = [],  # noqa: B006
         agent: Agent = None,
+        session: Annotated[str, Field(description="The work session it is saved for.")] = "",
     ) -> dict[str, Any]:
         """Write context frames back (a scratchpad, a plan) so the next step can start from them."""
         return await worker.run(
-            lambda: tools().save_context(frames, query, task, budget, items, agent)
+            lambda: tools().save_context(frames, query, task, budget, items, agent, session)
         )
 
     @server.tool(annotations=reads)
@@ -282,6 +298,16 @@ def build_server(worker: Worker) -> MCPServer:
         """List the lessons loop's suggestions (drafted from scars, reviewed by people)."""
         return await worker.run(lambda: tools().list_suggestions(status, limit, agent))
 
+    # The seed's tool names, for clients written against its contract (engram.mcp.seed).
+    for name, fn, hint in (
+        ("kom.meta.v1.project_snapshot", project_snapshot, reads),
+        ("kom.local.v1.backup.export_encrypted", export_pack, writes),
+        ("kom.local.v1.backup.import_encrypted", import_pack, writes),
+        ("kom.memory.v1.search_memory", search_memory, reads),
+        ("kom.memory.v1.upsert_memory", upsert_memory, writes),
+    ):
+        server.add_tool(fn, name=name, annotations=hint)
+    seed.register(server, worker, writes)
     return server
 
 

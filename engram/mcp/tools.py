@@ -21,7 +21,7 @@ import msgspec
 
 from engram.agents import scopes
 from engram.agents.context import ContextWeights, build_context
-from engram.agents.frames import split_written
+from engram.agents.frames import saved_frames, split_written
 from engram.agents.memory import Recalled
 from engram.agents.packs import PackKey, export_pack, import_pack
 from engram.agents.tokens import default_counter
@@ -224,6 +224,7 @@ class MemoryTools:
         budget: int = 2000,
         items: Sequence[str] = (),
         agent: str | None = None,
+        session: str = "",
     ) -> dict[str, Any]:
         """Append ``context.saved``: the frames the caller was shown or wrote back.
 
@@ -247,11 +248,47 @@ class MemoryTools:
             items=list(items),
             tokenizer=counter.name,
             notes=notes,
+            session=session,
         )
         event = NewEvent.of(payload, stream=f"context:{who}", actor=who)
         position = self.memory.ledger.append(event)[0]
         (stored,) = self.memory.ledger.get([position])
         return {"position": position, "event_id": stored.id, "tokens": tokens}
+
+    def saved_context(
+        self, session: str = "", task: str = "", agent: str | None = None
+    ) -> dict[str, Any] | None:
+        """Return the caller's newest context saved for ``session`` and ``task``, or None.
+
+        An empty ``session`` or ``task`` matches any; both empty match nothing. The frames
+        come back as saved: ledger quotes by position, and what the caller wrote.
+        """
+        who = self.caller(agent)
+        if not session and not task:
+            return None
+        found = None
+        for event in self.memory.ledger.read_stream(f"context:{who}"):
+            p = event.payload
+            if event.kind == ContextSaved.__kind__ and (
+                (not session or p.session == session) and (not task or p.task == task)
+            ):
+                found = event
+        if found is None:
+            return None
+        p = found.payload
+        return {
+            "frames": saved_frames(p.frames, p.notes),
+            "items": [{"id": i} for i in p.items],
+            "tokens": p.tokens,
+            "budget": p.budget,
+            "tokenizer": p.tokenizer,
+            "event_id": found.id,
+            "position": found.position,
+            "session": p.session,
+            "task": p.task,
+            "query": p.query,
+            "saved": True,
+        }
 
     # -- state ----------------------------------------------------------------------------
 

@@ -21,6 +21,16 @@ from mcp.client.stdio import StdioServerParameters  # noqa: E402
 from engram.ledger import Ledger  # noqa: E402
 
 KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+#: The seed's tool names, served beside engram's own.
+SEED_TOOLS = (
+    "kom.meta.v1.project_snapshot",
+    "kom.local.v1.backup.import_encrypted",
+    "kom.local.v1.backup.export_encrypted",
+    "kom.memory.v1.search_memory",
+    "kom.memory.v1.upsert_memory",
+    "kom.memory.v1.recall_context",
+    "kom.memory.v1.save_context",
+)
 TIMEOUT = 120.0
 
 
@@ -75,8 +85,11 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             "import_pack",
             "record_scar",
             "list_suggestions",
+            *SEED_TOOLS,
         }
         assert listed["search_memory"].input_schema["properties"]["k"]["maximum"] == 100
+        for tool in ("search_memory", "recall_context"):  # a floor on every recall surface
+            assert "min_score" in listed[tool].input_schema["properties"]
         assert listed["search_memory"].description
         wrote = await call(
             client,
@@ -316,3 +329,65 @@ def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
             told = server.stderr.read().decode(errors="replace")
             server.stderr.close()
     assert f"serving MCP over streamable HTTP at http://127.0.0.1:{port}/mcp" in told
+
+
+def test_a_client_of_the_seed_s_contract_works_with_its_names_alone(tmp_path: Path) -> None:
+    db = tmp_path / "ledger.db"
+    pack = tmp_path / "seed.pack"
+
+    async def body(client: Client) -> dict[str, Any]:
+        listed = {t.name for t in (await client.list_tools()).tools}
+        assert set(SEED_TOOLS) <= listed
+        wrote = await call(
+            client,
+            "kom.memory.v1.upsert_memory",
+            observations=[{"text": "The staging database password rotates every Monday"}],
+            concepts=[{"id": "skill.ops.rotation", "type": "skill", "label": "key rotation"}],
+        )
+        assert len(wrote["positions"]["observations"]) == 1
+        found = await call(client, "kom.memory.v1.search_memory", query="password rotates")
+        assert found["items"][0]["text"].startswith("The staging database password")
+        saved = await call(
+            client,
+            "kom.memory.v1.save_context",
+            session="s-42",
+            task="rotate keys",
+            context={"scratchpad": "step 2 of 3: staging done, prod next"},
+        )
+        assert saved["position"] > 0
+        text_only = await call(
+            client, "kom.memory.v1.save_context", session="s-43", context="just a note"
+        )
+        assert text_only["position"] > saved["position"]
+        again = await call(client, "kom.memory.v1.recall_context", session="s-42")
+        assert again["saved"] is True
+        assert again["frames"]["scratchpad"] == "step 2 of 3: staging done, prod next"
+        assert (await call(client, "kom.memory.v1.recall_context", session="s-43"))["frames"] == {
+            "scratchpad": "just a note"
+        }
+        fresh = await call(
+            client,
+            "kom.memory.v1.recall_context",
+            query="key rotation",
+            session="never-saved",
+            types=["skill"],
+        )
+        assert fresh["saved"] is False
+        assert {i["type"] for i in fresh["items"]} <= {"skill"}
+        refusal = await refused(client, "kom.memory.v1.recall_context", session="never-saved")
+        assert "give a `query`" in refusal
+        snapshot = await call(client, "kom.meta.v1.project_snapshot")
+        exported = await call(
+            client,
+            "kom.local.v1.backup.export_encrypted",
+            path=str(pack),
+            name="seed",
+            version="1",
+            concepts="skill",
+        )
+        imported = await call(client, "kom.local.v1.backup.import_encrypted", path=str(pack))
+        return {"snapshot": snapshot, "exported": exported, "imported": imported}
+
+    done = session(db, "alice")(body)
+    assert done["snapshot"]["ledger"]["head"] > 0
+    assert pack.is_file()
