@@ -68,20 +68,11 @@ def _sqlite_names(settings: Settings) -> list[str]:
 
 
 def _pg_names(settings: Settings) -> list[str]:
-    import psycopg
+    from engram.ledger.postgres import ledger_schemas
 
-    libpq = settings.ledger.replace("postgresql+psycopg://", "postgresql://", 1).replace(
-        "postgres://", "postgresql://", 1
-    )
     prefix = settings.pg_schema + TENANT_SEPARATOR
-    pattern = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%") + "%"
     try:
-        with psycopg.connect(libpq, connect_timeout=10) as conn:
-            rows = conn.execute(
-                "SELECT table_schema FROM information_schema.tables"
-                " WHERE table_name = 'events' AND table_schema LIKE %s",
-                (pattern,),
-            ).fetchall()
-    except psycopg.Error as exc:
+        schemas = ledger_schemas(settings.ledger, prefix)
+    except StoreError as exc:
         raise StoreError(f"cannot list the tenants: {exc}") from None
-    return [str(row[0])[len(prefix) :] for row in rows]
+    return [schema[len(prefix) :] for schema in schemas]

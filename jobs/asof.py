@@ -126,13 +126,8 @@ class AsOfReader:
         tables = [Tables(copy, {t: t for t in p.tables}) for p in self._projections]
         for start in range(0, len(tail), _BATCH):
             self._apply(tables, tail[start : start + _BATCH])
-        copy.execute(
-            "CREATE TABLE engram_generations (name TEXT, generation INTEGER, state TEXT,"
-            " checkpoint INTEGER)"
-        )
-        copy.executemany(
-            "INSERT INTO engram_generations VALUES (?, 0, 'live', ?)",
-            [(p.name, max(last, self.prefix)) for p in self._projections],
+        ProjectionStore.mark_detached(
+            copy, {p.name: max(last, self.prefix) for p in self._projections}
         )
         copy.commit()
         return copy

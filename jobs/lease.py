@@ -19,6 +19,7 @@ from typing import Protocol
 
 from engram.jobs.errors import LeaseError
 from engram.ledger import AuditTarget, Ledger
+from engram.ledger.errors import StoreError
 
 
 class Lease(Protocol):
@@ -79,22 +80,14 @@ class AdvisoryLease:
     @contextlib.contextmanager
     def hold(self, job: str) -> Iterator[bool]:
         """Yield True while the advisory lock of ``job`` is held here, False if held elsewhere."""
-        import psycopg
+        from engram.ledger.postgres import advisory_lock
 
-        try:
-            conn = psycopg.connect(self.libpq, autocommit=True, connect_timeout=10)
-        except psycopg.Error as exc:
-            raise LeaseError(f"cannot reach the ledger's server to take a lease: {exc}") from None
-        with conn:
-            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key(job),)).fetchone()
-            if not row or not row[0]:
-                yield False
-                return
+        with contextlib.ExitStack() as stack:
             try:
-                yield True
-            finally:
-                with contextlib.suppress(psycopg.Error):
-                    conn.execute("SELECT pg_advisory_unlock(%s)", (self.key(job),))
+                held = stack.enter_context(advisory_lock(self.libpq, self.key(job)))
+            except StoreError as exc:
+                raise LeaseError(f"cannot take a lease: {exc}") from None
+            yield held
 
 
 def lease_for(ledger: Ledger) -> Lease:

@@ -494,3 +494,68 @@ def _libpq_uri(parsed: URL) -> str:
     if not pairs:
         return bare
     return f"{bare}?{urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)}"
+
+
+@contextmanager
+def advisory_lock(libpq: str, key: int) -> Iterator[bool]:
+    """Yield True while this session holds the advisory lock ``key`` on the ledger's server.
+
+    False when another session holds it. The lock is a session lock on a connection of its
+    own, so it frees when this process dies (the server ends the session).
+
+    Raises:
+        StoreError: the server cannot be reached.
+    """
+    try:
+        conn = psycopg.connect(libpq, autocommit=True, connect_timeout=10)
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot reach the ledger's server: {driver_message(exc)}") from None
+    with conn:
+        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+        if not row or not row[0]:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            with suppress(psycopg.Error):
+                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+def ledger_schemas(url: str, prefix: str) -> list[str]:
+    """Return the schemas whose name starts with ``prefix`` and that hold a ledger's events.
+
+    Raises:
+        StoreError: the server cannot be reached.
+    """
+    pattern = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%") + "%"
+    try:
+        with psycopg.connect(_libpq(url), connect_timeout=10) as conn:
+            rows = conn.execute(
+                "SELECT table_schema FROM information_schema.tables"
+                " WHERE table_name = 'events' AND table_schema LIKE %s",
+                (pattern,),
+            ).fetchall()
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot reach the ledger's server: {driver_message(exc)}") from None
+    return [str(schema) for (schema,) in rows]
+
+
+def ledger_exists(url: str, schema: str) -> bool:
+    """Return whether ``schema`` on the server at ``url`` holds a ledger's events table.
+
+    Raises:
+        StoreError: the server cannot be reached.
+    """
+    try:
+        with psycopg.connect(_libpq(url), connect_timeout=10) as conn:
+            row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.events",)).fetchone()
+    except psycopg.Error as exc:
+        raise StoreError(f"cannot reach the ledger's server: {driver_message(exc)}") from None
+    return row is not None and row[0] is not None
+
+
+def _libpq(url: str) -> str:
+    return url.replace("postgresql+psycopg://", "postgresql://", 1).replace(
+        "postgres://", "postgresql://", 1
+    )

@@ -355,3 +355,10 @@ def _name(value: object, what: str) -> None:
 def _check(conn: sqlite3.Connection) -> None:
     if ProjectionStore.live_generation(conn, "reflections") is None:
         raise UnknownProjectionError("projection 'reflections' is not in this store")
+
+
+def agents(conn: sqlite3.Connection) -> list[str]:
+    """Return every agent that holds a reflection, sorted."""
+    return [
+        str(a) for (a,) in conn.execute("SELECT DISTINCT agent FROM reflections ORDER BY agent")
+    ]

@@ -30,6 +30,7 @@ Each row also keeps ``rank = ln(stored) - hours(updated) * ln(rate)``: since
 from __future__ import annotations
 
 import math
+import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -279,3 +280,11 @@ class SalienceIndex(Projection):
                 rows[key] = row
                 if item_kind == "memory":  # recalls name memories only
                     by_position[row[_POS]] = key
+
+
+def live_count(conn: sqlite3.Connection, kind: str) -> int:
+    """Return how many items of ``kind`` (``memory``, ``neuron``, ...) are not archived."""
+    row = conn.execute(
+        "SELECT count(*) FROM salience WHERE item_kind = ? AND NOT archived", (kind,)
+    ).fetchone()
+    return int(row[0])

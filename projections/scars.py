@@ -240,3 +240,8 @@ def never_recalled(conn: sqlite3.Connection, recorded_before_us: int) -> list[Sc
             (recorded_before_us,),
         )
     ]
+
+
+def agents(conn: sqlite3.Connection) -> list[str]:
+    """Return every agent that recorded a scar the table holds, sorted."""
+    return [str(a) for (a,) in conn.execute("SELECT DISTINCT agent FROM scars ORDER BY agent")]

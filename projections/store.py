@@ -16,7 +16,7 @@ import contextlib
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
@@ -260,6 +260,32 @@ class ProjectionStore:
                 (len(prefix), prefix),
             )
         ]
+
+    @staticmethod
+    def mark_detached(conn: sqlite3.Connection, checkpoints: Mapping[str, int]) -> None:
+        """Catalog a detached copy's plain tables as each projection's live state.
+
+        A copy made for a read as of a past time (its tables named as the views are, not per
+        generation) needs the catalog the projections' reads consult: one live row per
+        projection, at its checkpoint.
+        """
+        conn.execute(
+            "CREATE TABLE engram_generations (name TEXT, generation INTEGER, state TEXT,"
+            " checkpoint INTEGER)"
+        )
+        conn.executemany(
+            "INSERT INTO engram_generations VALUES (?, 0, 'live', ?)", list(checkpoints.items())
+        )
+
+    @staticmethod
+    def count(conn: sqlite3.Connection, table: str) -> int:
+        """Return the number of rows in projection table (view) ``table``; 0 if it is absent."""
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", table):
+            raise ProjectionConfigError(f"not a projection table name: {table!r}")
+        try:
+            return int(conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()[0])
+        except sqlite3.OperationalError:  # the projection is not in this store
+            return 0
 
     @staticmethod
     def live_generation(conn: sqlite3.Connection, name: str) -> int | None:

@@ -29,6 +29,7 @@ from engram.ledger import (
     LedgerError,
     LedgerNotFoundError,
     NotALedgerError,
+    StoreError,
 )
 from engram.progress import ProgressBar
 from engram.projections.errors import ProjectionError, UnknownProjectionError
@@ -288,17 +289,12 @@ def _require_ledger(settings: Settings, *, create: bool = False) -> None:
 
 
 def _pg_ledger_exists(url: str, schema: str) -> bool:
-    import psycopg
+    from engram.ledger.postgres import ledger_exists
 
-    libpq = url.replace("postgresql+psycopg://", "postgresql://", 1).replace(
-        "postgres://", "postgresql://", 1
-    )
     try:
-        with psycopg.connect(libpq, connect_timeout=10) as conn:
-            row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.events",)).fetchone()
-    except psycopg.Error as exc:
+        return ledger_exists(url, schema)
+    except StoreError as exc:
         raise CliError(f"cannot reach the ledger at {redacted(url)}: {exc}") from None
-    return row is not None and row[0] is not None
 
 
 def redacted(url: str) -> str:

@@ -18,6 +18,7 @@ import msgspec
 
 from engram.ledger import Event, Ledger
 from engram.projections import memo, reflections, scars
+from engram.projections.maintenance import memory_agents
 from engram.runtime import Memory
 
 #: Events the ledger page lists at most per request.
@@ -159,14 +160,8 @@ def _line_class(line: str) -> str:
 def agents(memory: Memory) -> list[str]:
     """Return the agents that observed, scarred or reflected, by name."""
     with memory.engine.read() as conn:
-        names: set[str] = set()
-        for sql in (
-            "SELECT DISTINCT agent FROM lexical",
-            "SELECT DISTINCT agent FROM scars",
-            "SELECT DISTINCT agent FROM reflections",
-        ):
-            names.update(str(row[0]) for row in conn.execute(sql) if row[0])
-    return sorted(names)
+        names = {*memory_agents(conn), *reflections.agents(conn), *scars.agents(conn)}
+    return sorted(name for name in names if name)
 
 
 def memories(memory: Memory, agent: str, query: str | None) -> dict[str, Any]:

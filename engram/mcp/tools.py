@@ -9,6 +9,7 @@ turns these methods into tools, and tests call them directly as well.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -29,7 +30,8 @@ from engram.errors import InterfaceError
 from engram.ledger import NewEvent
 from engram.ledger.catalog import ConceptUpserted, ContextSaved, MemoryObserved
 from engram.projections import concepts as concept_rows
-from engram.projections import rules, suggestions
+from engram.projections import rules, salience, suggestions
+from engram.projections.store import ProjectionStore
 from engram.runtime import Memory
 
 #: Where a pack's key is read from unless the call names another variable.
@@ -37,14 +39,8 @@ KEY_ENV = "ENGRAM_PACK_KEY"
 #: recall_context's scopes: what the context is built from.
 CONTEXT_SCOPES = ("task", "session", "agent")
 #: What project_snapshot counts: a name and the projection view holding those rows.
-COUNTED = {
-    "memories": "SELECT count(*) FROM salience WHERE item_kind = 'memory' AND NOT archived",
-    "concepts": "SELECT count(*) FROM concepts",
-    "scars": "SELECT count(*) FROM scars",
-    "reflections": "SELECT count(*) FROM reflections",
-    "suggestions": "SELECT count(*) FROM suggestions",
-    "rules": "SELECT count(*) FROM rules",
-}
+#: The projection tables whose row counts a snapshot reports (memories: those not archived).
+COUNTED = ("concepts", "scars", "reflections", "suggestions", "rules")
 
 
 class ToolInputError(InterfaceError, ValueError):
@@ -302,11 +298,10 @@ class MemoryTools:
         last = memory.ledger.get([head])[0].hash.hex() if head else ""
         counts: dict[str, int] = {"events": head}
         with memory.engine.read() as conn:
-            for name, sql in COUNTED.items():
-                try:
-                    counts[name] = int(conn.execute(sql).fetchone()[0])
-                except sqlite3.Error:
-                    continue
+            with contextlib.suppress(sqlite3.Error):
+                counts["memories"] = salience.live_count(conn, "memory")
+            for table in COUNTED:
+                counts[table] = ProjectionStore.count(conn, table)
         projections = {
             s.name: {"version": s.version, "checkpoint": s.checkpoint, "digest": s.digest}
             for s in status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,41 @@ def _imports() -> dict[str, set[str]]:
 def test_one_module_owns_it(modules: set[str], home: str) -> None:
     users = sorted(path for path, names in _imports().items() if names & modules)
     assert users == [home]
+
+
+#: Modules that hold SQL a user types: `engram sql`'s examples and the demo's audit, run
+#: through the read-only audit session (the user's own SQL, not a read of engram's tables).
+_USER_SQL = {"engram/cli/ledger_commands.py", "engram/cli/vitality_commands.py", "engram/demo.py"}
+_SQL = re.compile(
+    r"\s*(SELECT\s.+\sFROM\s|INSERT\s+INTO\s|UPDATE\s+\S+\s+SET\s|DELETE\s+FROM\s"
+    r"|CREATE\s+(TABLE|INDEX|VIEW|TRIGGER)\s|DROP\s+(TABLE|VIEW|INDEX)\s|PRAGMA\s+\w)",
+    re.S,
+)
+
+
+def _above_projections() -> list[Path]:
+    # The benches measure engram beside raw sqlite3 and psycopg: their SQL is the reference.
+    found = [*(ROOT / "agents").rglob("*.py"), *(ROOT / "jobs").rglob("*.py")]
+    found += [p for p in (ROOT / "engram").rglob("*.py") if "bench" not in p.parts]
+    return sorted(found)
+
+
+def test_no_sql_above_the_projections() -> None:
+    offenders: list[str] = []
+    for path in _above_projections():
+        where = str(path.relative_to(ROOT))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("execute", "executemany", "executescript")
+            ):
+                offenders.append(f"{where}:{node.lineno} calls .{node.func.attr}()")
+            elif (
+                where not in _USER_SQL
+                and isinstance(node, ast.Constant)
+                and isinstance(node.value, str)
+                and _SQL.match(node.value)
+            ):
+                offenders.append(f"{where}:{node.lineno} holds SQL {node.value[:40]!r}")
+    assert offenders == []
