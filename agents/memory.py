@@ -44,6 +44,7 @@ from engram.agents.matching import (
     Matching,
     calibration_for,
     codes,
+    cosines,
     work_out,
 )
 from engram.agents.ordering import ceiling, lazily
@@ -666,6 +667,7 @@ class AgentMemory:
             kept, folded = fold(ranking, rows, matching)
             order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
         else:
+            cosines(ranked, positions, matching)  # one batched read: the ceiling's tightest
             bound = {
                 p: scored(ceiling(calibration, ranked[p], matching, best) ** w["relevance"], p)
                 for p in positions
