@@ -10,12 +10,13 @@ what it folded.
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from engram.agents.matching import STOPWORDS, Matching, stem
 from engram.projections import copies, lexical, supersession
 
-__all__ = ["copy_rows", "fold", "grouped", "replaced_among"]
+__all__ = ["Folder", "copy_rows", "fold", "grouped", "replaced_among"]
 
 
 def replaced_among(
@@ -47,27 +48,64 @@ def fold(
     digest) or when one's content words are all among the other's (a copy with a word added
     says nothing more); ADR 0052.
     """
-    kept: list[int] = []
-    folded: dict[int, list[int]] = {}
-    seen: dict[str, int] = {}
-    words: list[tuple[int, frozenset[str]]] = []
-    texts = matching.texts if matching is not None else {}
+    folder = Folder(rows, matching)
     for p in ranking:
-        row = rows.get(p)
-        into = seen.get(row.digest) if row else None
-        mine = _content(texts.get(p, ""))
-        if into is None and len(mine) >= 2:
-            into = next((q for q, theirs in words if _same(mine, theirs)), None)
+        folder.add(p)
+    return folder.kept, folder.folded
+
+
+class Folder:
+    """:func:`fold` one candidate at a time, down the final order (ADR 0068)."""
+
+    def __init__(self, rows: Mapping[int, copies.Copy], matching: Matching | None) -> None:
+        self.rows = rows
+        self.texts = matching.texts if matching is not None else {}
+        self.kept: list[int] = []
+        self.folded: dict[int, list[int]] = {}
+        self.seen: dict[str, int] = {}
+        self.words: list[tuple[int, frozenset[str]]] = []
+
+    def add(self, p: int) -> bool:
+        """Fold ``p``, the next in the order, into a copy before it; say whether it is kept."""
+        row = self.rows.get(p)
+        mine = _content(self.texts.get(p, ""))
+        into = self._into(row, mine)
         if into is not None:
-            folded[into].append(p)
-            continue
-        kept.append(p)
-        folded[p] = []
+            self.folded[into].append(p)
+            return False
+        self.kept.append(p)
+        self.folded[p] = []
         if row:
-            seen[row.digest] = p
+            self.seen[row.digest] = p
         if mine:
-            words.append((p, mine))
-    return kept, folded
+            self.words.append((p, mine))
+        return True
+
+    def finish(self, rest: Sequence[int]) -> bool:
+        """Fold ``rest``, the candidates after every one added, into those kept so far, as
+        :meth:`add` in any order would; say False where that order matters.
+
+        A later candidate folds into a kept one by digest, else by content; it can fold into
+        a later one instead only by that one's digest, so where one of ``rest`` folds here by
+        content and shares its digest with another that does not fold here, only the whole
+        order can tell.
+        """
+        into = {p: self._into(self.rows.get(p), _content(self.texts.get(p, ""))) for p in rest}
+        stay = Counter(row.digest for p in rest if into[p] is None and (row := self.rows.get(p)))
+        for p in rest:
+            row = self.rows.get(p)
+            if into[p] is not None and row and row.digest not in self.seen and stay[row.digest]:
+                return False  # a copy by digest that stays may come first and take it
+        for p in rest:
+            if (q := into[p]) is not None:
+                self.folded[q].append(p)
+        return True
+
+    def _into(self, row: copies.Copy | None, mine: frozenset[str]) -> int | None:
+        into = self.seen.get(row.digest) if row else None
+        if into is None and len(mine) >= 2:
+            into = next((q for q, theirs in self.words if _same(mine, theirs)), None)
+        return into
 
 
 def _same(a: frozenset[str], b: frozenset[str]) -> bool:

@@ -8,6 +8,7 @@ may keep (ADR 0044), with what the paths gathered while they ran (:class:`Matchi
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
@@ -78,15 +79,23 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
         for p in positions:
             fused[p].share = content_share(shares, texts[p], m.codes) if p in texts else 0.0
     if m.vector is not None:
-        missing = [p for p in positions if fused[p].cosine is None]
-        stored = semantic.vectors_of(m.conn, missing) if missing else {}
-        for p, blob in stored.items():
-            fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ m.vector)
+        cosines(fused, positions, m)
         parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
     total = sum(m.fusion[path] for path in parts)
     for p in positions:
         mean = sum(m.fusion[path] * part[p] for path, part in parts.items())
         fused[p].match = mean / total if total else 0.0
+
+
+def cosines(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
+    """Set the cosine of the ``positions`` the vector path did not score, from their stored
+    vectors (none where the vector path did not run)."""
+    if m.vector is None:
+        return
+    missing = [p for p in positions if fused[p].cosine is None]
+    stored = semantic.vectors_of(m.conn, missing) if missing else {}
+    for p, blob in stored.items():
+        fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ m.vector)
 
 
 # -- absolute relevance (ADR 0051) -----------------------------------------------------------
@@ -205,6 +214,7 @@ STOPWORDS = frozenset(
 _SUFFIXES = ("ing", "ies", "ied", "es", "ed", "ly", "s")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def stem(word: str) -> str:
     """Return ``word`` without a common English inflection (lives, lived, living -> liv)."""
     for suffix in _SUFFIXES:

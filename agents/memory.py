@@ -44,8 +44,10 @@ from engram.agents.matching import (
     Matching,
     calibration_for,
     codes,
+    cosines,
     work_out,
 )
+from engram.agents.ordering import ceiling, lazily
 from engram.ledger import Event, Ledger, NewEvent
 from engram.ledger.catalog import (
     MemoryArchived,
@@ -210,6 +212,9 @@ class AgentMemory:
         self.scorer = scorer or HeuristicScorer()
         self.rate = rate
         self.bloom, self.prune = bloom, prune
+        #: Work out relevance only down the final order (ADR 0068); False: for every
+        #: candidate, as the reference the property test and the latency bench compare with.
+        self.lazy = True
 
     def observe(
         self,
@@ -606,8 +611,6 @@ class AgentMemory:
         floor applies to ``score`` after the order is set.
         """
         positions = sorted(ranked)
-        if matching is not None:
-            work_out(ranked, positions, matching)
         facts = queries.memory_facts(known, positions)
         rows = copy_rows(conn, positions)
         replaced = replaced_among(conn, positions, ask.cut, ask.valid_us)
@@ -625,13 +628,8 @@ class AgentMemory:
         recency: dict[int, float] = {}
         importance: dict[int, float] = {}
         total: dict[int, float] = {}
+        after: dict[int, float] = {}  # what multiplies relevance's term: 0 where not yet true
         for p in positions:
-            c = ranked[p]
-            if calibration is None:
-                relevance[p] = c.match or 0.0
-            else:
-                cos = min(max(c.cosine or 0.0, 0.0), 1.0)
-                relevance[p] = calibration.relevance(c.share, cos, min(c.fused / best, 1.0))
             fact = facts.get(p)
             row = rows.get(p)
             observed = row.observed_us if row else (fact.updated_us if fact else ask.at_us)
@@ -639,18 +637,42 @@ class AgentMemory:
             recency[p] = 1.0 / (1.0 + age_days / self.half_life_days)
             imp = None if fact is None else fact.importance
             importance[p] = (float(imp) if imp is not None else 5.0) / 10
-            total[p] = (
-                relevance[p] ** w["relevance"]
-                * recency[p] ** rec_w
-                * (0.5 + importance[p] / 2) ** w["importance"]
-            )
+            after[p] = 0.0 if (
+                row is not None and row.observed_us > ask.valid_us and ask.valid_us < ask.at_us
+            ) else 1.0  # fmt: skip
+
+        def scored(term: float, p: int) -> float:
+            """Return the score of ``p`` with ``term`` for its relevance's term."""
+            value = term * recency[p] ** rec_w * (0.5 + importance[p] / 2) ** w["importance"]
             if p in replaced:
-                total[p] *= REPLACED_WEIGHT
-            if row is not None and row.observed_us > ask.valid_us and ask.valid_us < ask.at_us:
-                total[p] = 0.0  # not yet true at the valid time asked about
-        ranking = sorted(positions, key=lambda p: (-total[p], -p))
-        kept, folded = fold(ranking, rows, matching)
-        order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
+                value *= REPLACED_WEIGHT
+            return float(value * after[p])
+
+        def work(batch: Sequence[int]) -> None:
+            """Work out the relevance and the score of ``batch`` (ADR 0051)."""
+            if matching is not None:
+                work_out(ranked, batch, matching)
+            for p in batch:
+                c = ranked[p]
+                if calibration is None:
+                    relevance[p] = c.match or 0.0
+                else:
+                    cos = min(max(c.cosine or 0.0, 0.0), 1.0)
+                    relevance[p] = calibration.relevance(c.share, cos, min(c.fused / best, 1.0))
+                total[p] = scored(relevance[p] ** w["relevance"], p)
+
+        if calibration is None or matching is None or not self.lazy:
+            work(positions)
+            ranking = sorted(positions, key=lambda p: (-total[p], -p))
+            kept, folded = fold(ranking, rows, matching)
+            order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
+        else:
+            cosines(ranked, positions, matching)  # one batched read: the ceiling's tightest
+            bound = {
+                p: scored(ceiling(calibration, ranked[p], matching, best) ** w["relevance"], p)
+                for p in positions
+            }
+            order, folded = lazily(positions, bound, total, work, ask, rows, matching)
         groups = grouped(conn, order, rows, folded, self.agent, ask.cut)
         events = self.ledger.get(order) if order else []
         items = []

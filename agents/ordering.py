@@ -1,0 +1,98 @@
+"""Order recall's candidates by score, working out relevance only down that order (ADR 0068).
+
+Relevance (ADR 0051) needs each candidate's text and vector: the content share of the query's
+words it holds and its cosine. Recall works them out only as far down the final order as it
+must: every candidate gets a ceiling of its score from what recall knows already (its fused
+rank, the cosine of the items the vector path found, recency and importance) with the rest
+at its most favourable; candidates are worked out a batch at a time, highest ceiling first,
+and one is placed once its score beats every ceiling left. The order, the scores and the
+folding of copies equal those of working out every candidate (a property test checks it).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
+
+from engram.agents.folding import Folder
+from engram.agents.matching import Calibration, Candidate, Matching
+from engram.projections import copies, lexical
+
+__all__ = ["BATCH", "ceiling", "lazily"]
+
+#: Candidates worked out at a time (recall asks for ``k`` items, 10 by default).
+BATCH = 10
+#: A ceiling is raised by this share so rounding can never put it under the score it bounds.
+_SLACK = 1e-9
+
+
+class _Ask(Protocol):
+    @property
+    def k(self) -> int: ...
+
+    @property
+    def min_score(self) -> float: ...
+
+
+def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) -> float:
+    """Return the most ``c``'s relevance can be, from what recall knows before working it out.
+
+    The content share is at most 1 and the cosine, where the vector path did not find ``c``,
+    at most 1; the fused rank is known.
+    """
+    share = 1.0 if calibration.share > 0 else 0.0
+    if c.cosine is not None or m.vector is None:
+        cosine = min(max(c.cosine or 0.0, 0.0), 1.0)
+    else:
+        cosine = 1.0 if calibration.cosine > 0 else 0.0
+    ceiling = calibration.relevance(share, cosine, min(c.fused / best, 1.0))
+    return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
+
+
+def lazily(
+    positions: Sequence[int],
+    bound: Mapping[int, float],
+    total: dict[int, float],
+    work: Callable[[Sequence[int]], None],
+    ask: _Ask,
+    rows: Mapping[int, copies.Copy],
+    matching: Matching,
+) -> tuple[list[int], dict[int, list[int]]]:
+    """Return the ``k`` items served, in order, and what each folded, working out (``work``:
+    it fills ``total``) only the candidates the order reaches; ``bound`` ceils ``total``."""
+    pending = sorted(positions, key=lambda p: (-bound[p], -p))
+    heap: list[tuple[float, int]] = []  # (-score, -position): the worked-out, not yet placed
+    folder = Folder(rows, matching)
+    order: list[int] = []
+    placed: set[int] = set()
+    at = 0
+    while len(order) < ask.k:
+        if heap and (at == len(pending) or heap[0] < (-bound[pending[at]], -pending[at])):
+            p = -heapq.heappop(heap)[1]
+            placed.add(p)
+            kept = folder.add(p)
+            if total[p] < ask.min_score:
+                break  # every later one scores no more: none passes the floor
+            if kept:
+                order.append(p)
+            continue
+        if at == len(pending):
+            break
+        batch = pending[at : at + BATCH]
+        at = min(at + BATCH, len(pending))
+        work(batch)
+        for p in batch:
+            heapq.heappush(heap, (-total[p], -p))
+    rest = [p for p in positions if p not in placed]
+    if matching.weights is not None or matching.share_weights is not None:
+        unread = [p for p in rest if p not in matching.texts]
+        if unread:
+            matching.texts.update(lexical.texts(matching.conn, unread))
+    if not folder.finish(rest):  # which copy a later one folds into needs the whole order
+        work([p for p in rest if p not in total])
+        everything = Folder(rows, matching)
+        for p in sorted(positions, key=lambda p: (-total[p], -p)):
+            everything.add(p)
+        return order, everything.folded
+    return order, folder.folded
