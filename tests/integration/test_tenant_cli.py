@@ -78,7 +78,9 @@ def test_tenants_are_created_listed_and_kept_apart(
     assert code == 0, err
     code, out, _ = run(capsys, *where, "tenants", "--format", "json")
     assert [row["tenant"] for row in json.loads(out)] == ["acme", "beta"]
-    code, out, _ = run(capsys, *where, "--tenant", "acme", "recall", "ann", "zqbeta zqalpha")
+    code, out, _ = run(
+        capsys, *where, "--tenant", "acme", "recall", "ann", "zqbeta zqalpha", "--min-score", "0"
+    )
     assert code == 0
     assert "zqalpha" in out
     assert "zqbeta" not in out
