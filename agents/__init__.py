@@ -43,10 +43,9 @@ from engram.agents.memory import (
     PATHS,
     RRF_K,
     AgentMemory,
-    Recalled,
-    RecallResult,
 )
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS, NeuronNetwork, Stimulation
+from engram.agents.recalled import Recalled, RecallResult
 from engram.agents.reflection import Insight, Outcome, Triggers, reflect, reflect_if_due
 from engram.agents.roles import observer_agent
 from engram.agents.runner import (

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engram.agents import contiguity
+from engram.agents import contiguity, scopes
 from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
@@ -48,7 +48,8 @@ from engram.agents.matching import (
     work_out,
 )
 from engram.agents.ordering import ceiling, lazily
-from engram.ledger import Event, Ledger, NewEvent
+from engram.agents.recalled import Recalled, RecallResult
+from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (
     MemoryArchived,
     MemoryObserved,
@@ -110,47 +111,6 @@ FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "sem
 #: and 0.055 with hash vectors (87%); one floor serves both (ADR 0051). Pass
 #: ``min_score=0`` for every candidate.
 DEFAULT_MIN_SCORE = 0.06
-
-
-class Recalled(NamedTuple):
-    """One recalled memory: the event behind it, its score and the score's components.
-
-    ``score`` (what orders the result) and ``relevance`` (the calibrated probability that it
-    answers the query) are absolute, in 0..1 (ADR 0051); ``recency`` is ``1 / (1 + age /
-    half-life)`` and ``importance`` the rating over 10. ``copies`` and ``copy_positions`` say
-    which memories it stands for; ``replaced_by`` what replaced it (ADR 0052). ``fused`` is the raw
-    reciprocal-rank sum; ``bm25`` (FTS5's BM25, higher is better) and ``cosine`` (the query
-    vector's cosine similarity) are the paths' raw scores, None where a path did not find
-    the item (``cosine`` is filled in from the stored vector when only BM25 found it);
-    ``match`` (0..1) says how well the item matches the query whatever the other results: the
-    mean of each path's absolute match weighted as the fusion weighs the paths — for BM25
-    the IDF-weighted share of the query's words the item holds, for vectors the cosine
-    clipped to 0..1 — or, from the keyword fallback, the share of the query's words it holds.
-    """
-
-    event: Event
-    score: float
-    relevance: float
-    recency: float
-    importance: float
-    via: tuple[str, ...]  # which paths found it: "lexical", "semantic", "fallback"
-    fused: float = 0.0
-    bm25: float | None = None
-    cosine: float | None = None
-    match: float = 0.0
-    copies: int = 1  # how many memories this item stands for (itself and its copies)
-    copy_positions: tuple[int, ...] = ()  # their positions, oldest first
-    replaced_by: int | None = None  # the memory that replaced this one (ADR 0052)
-
-
-class RecallResult(NamedTuple):
-    """What a recall served, and how."""
-
-    query: str
-    as_of: datetime
-    items: list[Recalled]
-    fallback: str | None  # why a degraded path was used, if one was
-    recorded_at: int | None  # the memory.recalled event's position (None: not recorded)
 
 
 class AgentMemory:
@@ -382,10 +342,8 @@ class AgentMemory:
             or not 0 <= min_score <= 1
         ):
             raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
-        if scope != "memories":  # imported here: scopes builds on this module
-            from engram.agents.scopes import recall
-
-            return recall(
+        if scope != "memories":
+            return scopes.recall(
                 self, query, k, scope, as_of=as_of, record=record, floor=min_score, types=types
             )
         when = as_of or datetime.now(UTC)

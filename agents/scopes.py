@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from engram.agents.memory import Recalled, RecallResult
+from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
 from engram.projections import lexical, queries, rules, semantic

@@ -21,28 +21,33 @@ import dataclasses
 import fcntl
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import msgspec
 
 from engram.config import TENANT_SEPARATOR, TENANTS_SUFFIX, Settings
-from engram.ledger import KeyStore
+from engram.ledger import KeyStore, Ledger
 from engram.ledger.shred import SEALED_PREFIX, is_sealed
 
-__all__ = ["SPLIT_MARK", "key_store_path", "split_shared_keys"]
+__all__ = ["SPLIT_MARK", "Opener", "key_store_path", "split_shared_keys"]
+
+#: Opens the ledger of some settings read-only (the composition root's ``open_settings``).
+Opener = Callable[[Settings], Ledger]
 
 #: The file, in ``<keys>.tenants/``, that says the shared store was split (and how).
 SPLIT_MARK = ".split"
 _KEY_ID = slice(len(SEALED_PREFIX), len(SEALED_PREFIX) + 16)
 
 
-def key_store_path(settings: Settings, *, readonly: bool) -> str:
+def key_store_path(settings: Settings, *, readonly: bool, opener: Opener) -> str:
     """Return the key store file ``settings`` seal and open with (ADR 0039, ADR 0047).
 
     A tenant's is its own; a writer first splits the store tenants shared, if not done yet
-    (:func:`split_shared_keys`); a reader meanwhile reads the shared store.
+    (:func:`split_shared_keys`, reading the ledgers through ``opener``: the composition
+    root's, which opens a ledger for settings read-only); a reader meanwhile reads the
+    shared store.
     """
     path = os.path.expanduser(settings.keys)
     shared = settings.shared_keys
@@ -52,7 +57,7 @@ def key_store_path(settings: Settings, *, readonly: bool) -> str:
         return path
     if readonly:
         return shared
-    split_shared_keys(settings)
+    split_shared_keys(settings, opener)
     return path
 
 
@@ -60,7 +65,7 @@ def _split(shared: str) -> bool:
     return os.path.isfile(os.path.join(shared + TENANTS_SUFFIX, SPLIT_MARK))
 
 
-def split_shared_keys(settings: Settings) -> dict[str, int]:
+def split_shared_keys(settings: Settings, opener: Opener) -> dict[str, int]:
     """Give every tenant its own copy of the shared store's keys its ledger uses.
 
     ``settings`` are a tenant's. Returns, by namespace ("" for the base ledger), how many
@@ -78,7 +83,7 @@ def split_shared_keys(settings: Settings) -> dict[str, int]:
             return {}
         namespaces = {"": base, **{t.name: t.settings for t in list_tenants(base)}}
         namespaces.setdefault(settings.tenant, settings)
-        used = {name: _key_ids(ns) for name, ns in namespaces.items()}
+        used = {name: _key_ids(ns, opener) for name, ns in namespaces.items()}
         copied: dict[str, int] = {}
         with KeyStore(shared, create=False) as source:
             for name, ns in namespaces.items():
@@ -118,16 +123,15 @@ def _base(settings: Settings) -> Settings:
     )
 
 
-def _key_ids(settings: Settings) -> set[str]:
+def _key_ids(settings: Settings, opener: Opener) -> set[str]:
     """Return the ids of the keys the sealed fields of ``settings``' ledger name."""
     from engram.ledger import LedgerNotFoundError
-    from engram.runtime import open_settings
 
     plain = dataclasses.replace(settings, keys="", shared_keys="")
     personal = settings.personal()
     found: set[str] = set()
     try:
-        ledger = open_settings(plain, readonly=True)
+        ledger = opener(plain)
     except LedgerNotFoundError:
         return found  # a tenant whose ledger is not created yet uses no key
     with ledger:

@@ -120,7 +120,8 @@ def open_settings(
     merged = merged_registry(settings, registry)
     sealer = None
     if settings.keys:
-        store = KeyStore(key_store_path(settings, readonly=readonly), create=not readonly)
+        path = key_store_path(settings, readonly=readonly, opener=_open_plain)
+        store = KeyStore(path, create=not readonly)
         sealer = Sealer(store, settings.personal())
     try:
         return Ledger.open(
@@ -349,3 +350,8 @@ def open_memory(
     settings = resolve_settings(ledger, config=config, **options)
     with open_parts(settings, actor=actor, registry=registry) as memory:
         yield memory
+
+
+def _open_plain(settings: Settings) -> Ledger:
+    """Open the ledger of ``settings`` read-only, to read what its sealed fields name."""
+    return open_settings(settings, readonly=True)

@@ -12,6 +12,7 @@ from engram.cli.base import CliError, note, opened, output_format, state
 from engram.config import Settings
 from engram.keysplit import key_store_path
 from engram.ledger import KeyStore, KeyStoreError
+from engram.runtime import open_settings
 
 
 def _key_store(settings: Settings) -> str:
@@ -77,7 +78,7 @@ def keys(fmt: str) -> None:
     out = state()
     settings = out.settings(create=True)
     _key_store(settings)
-    path = key_store_path(settings, readonly=True)
+    path = key_store_path(settings, readonly=True, opener=lambda s: open_settings(s, readonly=True))
     if path != os.path.expanduser(settings.keys):
         note(
             f"tenant {settings.tenant}'s keys are still in the shared store {path}: they move"

@@ -9,7 +9,7 @@ from typing import IO, Any
 
 import click
 
-from engram.agents.memory import RecallResult
+from engram.agents.recalled import RecallResult
 from engram.agents.scopes import SCOPES, item_author, item_text, item_type
 from engram.cli.app import cli, examples
 from engram.cli.base import (

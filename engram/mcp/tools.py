@@ -23,8 +23,8 @@ import msgspec
 from engram.agents import scopes
 from engram.agents.context import ContextWeights, build_context
 from engram.agents.frames import saved_frames, split_written
-from engram.agents.memory import Recalled
 from engram.agents.packs import PackKey, export_pack, import_pack
+from engram.agents.recalled import Recalled
 from engram.agents.tokens import default_counter
 from engram.errors import InterfaceError
 from engram.ledger import NewEvent

@@ -12,7 +12,8 @@ import pytest
 
 import engram
 from engram.agents import memory as memory_module
-from engram.agents.memory import AgentMemory, RecallResult
+from engram.agents.memory import AgentMemory
+from engram.agents.recalled import RecallResult
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 WORDS = [

@@ -78,3 +78,57 @@ def test_no_sql_above_the_projections() -> None:
             ):
                 offenders.append(f"{where}:{node.lineno} holds SQL {node.value[:40]!r}")
     assert offenders == []
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts if parts[0] == "engram" else ["engram", *parts])
+
+
+def _runtime_imports(path: Path) -> set[str]:
+    """Return the engram modules ``path`` imports, at load or in a function (a deferred
+    import is a dependency all the same), leaving out ``if TYPE_CHECKING`` blocks."""
+    found: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.dump(node.test):
+            continue
+        for inner in ast.walk(node):
+            if isinstance(inner, ast.ImportFrom) and inner.module and not inner.level:
+                if inner.module.startswith("engram"):
+                    found.add(inner.module)
+                    found.update(f"{inner.module}.{alias.name}" for alias in inner.names)
+            elif isinstance(inner, ast.Import):
+                found.update(a.name for a in inner.names if a.name.startswith("engram"))
+    return found
+
+
+def test_no_import_cycles() -> None:
+    files = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py"))]
+    modules = {_module_name(p): p for p in files}
+    graph = {
+        name: {m for m in _runtime_imports(path) if m in modules and m != name}
+        for name, path in modules.items()
+    }
+    # A package's __init__ re-exports its modules: an edge into a package is not a cycle
+    # through its modules, so only module-to-module edges count.
+    packages = {name for name, path in modules.items() if path.name == "__init__.py"}
+    edges = {n: {m for m in targets if m not in packages} for n, targets in graph.items()}
+    cycles: list[list[str]] = []
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append([*trail[trail.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if start not in state:
+            visit(start, [start])
+    assert cycles == []
