@@ -45,7 +45,7 @@ __all__ = [
 
 #: Mapped scores at or above these mean "a repeat" and "applies" (ADR 0056, 0067).
 REPEAT = 0.6
-APPLIES = 0.5
+APPLIES = 0.4
 #: No pair inside a group of repeats may score below this (a group's cohesion, ADR 0067).
 COHESION = 0.35
 
