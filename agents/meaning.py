@@ -116,7 +116,7 @@ class Calibration:
 
 #: Calibrations by (provider, model); the default is used for an embedder not listed.
 CALIBRATIONS: dict[tuple[str, str], Calibration] = {
-    ("hash", "*"): Calibration(floor=0.15, paraphrase=0.55),
+    ("hash", "*"): Calibration(floor=0.15, paraphrase=0.65),
     ("sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2"): Calibration(
         floor=0.15, paraphrase=0.55
     ),
