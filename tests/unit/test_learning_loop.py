@@ -408,3 +408,17 @@ def test_what_happened_in_a_cited_scar_is_evidence_of_its_own() -> None:
     task = "Run the schema migration on production tonight."
     assert [s.rule.position for s in guidance.serve([rule, *others], task, evidence)] == [1]
     assert guidance.serve([rule, *others], task, {}) == []
+
+
+def test_the_hash_embedder_serves_no_rule_for_a_task_that_only_shares_its_topic() -> None:
+    from engram.projections.embedding import HashEmbedder
+
+    lesson = "Always dump the database prior to running migrations."
+    what = "Upgrading the postgres schema wiped invoices because no dump existed to restore from."
+    rule = Rule(1, lesson, "s1", [], "ana")
+    evidence = {"s1": [what, lesson]}
+    topical = "Book a meeting room for the database team's offsite."
+    assert guidance.serve([rule], topical, evidence, HashEmbedder()) == []
+    # A task that names the situation in the same words is still served.
+    task = "Dump the postgres database, then run the schema migrations."
+    assert [s.rule.position for s in guidance.serve([rule], task, evidence, HashEmbedder())] == [1]
