@@ -404,8 +404,7 @@ class _Probe:
         except ProjectionError:
             return []
         evidence = {
-            r.suggestion: [f"{w} {les}" for s in r.scars if s in texts for w, les in [texts[s]]]
-            for r in every
+            r.suggestion: [t for s in r.scars if s in texts for t in texts[s]] for r in every
         }
         served = guidance.serve(every, f"{self.query} {self.task}", evidence, self.memory.embedder)
         return self._ledger_items(

@@ -2,12 +2,19 @@
 
 A rule is *always-on* when its reviewer marked it so (tier 1): it is served in every
 context frame. Every other rule is *situational* (ADR 0057): served when the task calls for
-it, judged by meaning, not by shared function words. A rule's *evidence* is its own text and
-the scars it was drawn from (what happened, and the lesson): the situations it is known to
-apply to. Its score for a task is the best :func:`~engram.agents.meaning.applies_score` of
-the task against any of them, with the embedder's calibrated cosine where there is one; a
-rule below :data:`~engram.agents.meaning.APPLIES` is not served, nor one :data:`MARGIN`
-below the task's best match (the rules compete: a clearly weaker one is a side match).
+it, judged by meaning, not by shared function words. A rule's *evidence* is its own text and,
+for each scar it was drawn from, what happened and the lesson, each on its own (what
+happened usually names the kind of task where the mistake occurs). Its score for a task is
+the best :func:`~engram.agents.meaning.applies_score` of the task against any of them: the
+embedder's calibrated cosine where there is one, and content words (stemmed, stop words
+dropped).
+
+A situational rule is served when (ADR 0067) its score reaches the absolute floor
+:data:`~engram.agents.meaning.APPLIES`, it is within :data:`MARGIN` of the task's best
+match (the rules compete: a clearly weaker one is a side match), and, unless it is a sure
+match (:data:`SURE`), it stands out from the rules in force: :data:`STANDOUT` standard
+deviations above their mean score for this task, when there are :data:`POOL` rules or more
+to compare. At most :data:`MAX_SITUATIONAL` are served, the best first.
 """
 
 from __future__ import annotations
@@ -30,10 +37,17 @@ from engram.projections.rules import Rule
 __all__ = ["Served", "cache_for", "serve"]
 
 #: The most situational rules one frame is given (the best first).
-MAX_SITUATIONAL = 3
+MAX_SITUATIONAL = 2
 #: A situational rule this far (calibrated scale) below the task's best match is a side
-#: match, not served: the rules compete for the task (ADR 0057).
-MARGIN = 0.125
+#: match, not served: the rules compete for the task (ADR 0057, 0067).
+MARGIN = 0.15
+#: A score this high is a sure match (a paraphrase's level or most of the words): served
+#: without standing out from the pool.
+SURE = 0.75
+#: Standard deviations above the pool's mean a weaker match must stand out by.
+STANDOUT = 1.0
+#: The fewest situational rules in force for the standing-out test to mean anything.
+POOL = 4
 _CACHES: dict[str, VectorCache] = {}
 
 
@@ -83,15 +97,23 @@ def serve(
                 cosines[text] = float(np.dot(query, vector))
         except Exception:  # a model failure degrades to words, never fails the build
             cosines, calibration = {}, None
-    scored = []
-    for rule in situational:
-        best = max(
+    scores = [
+        max(
             applies_score(task_words, content_words(t), cosines.get(t), calibration)
             for t in texts[rule.position]
         )
-        if best >= threshold:
-            scored.append(Served(rule, best))
+        for rule in situational
+    ]
+    pooled = len(scores) >= POOL
+    mean = float(np.mean(scores))
+    spread = float(np.std(scores))
+    best = max(scores)
+    scored = []
+    for rule, score in zip(situational, scores, strict=True):
+        if score < threshold or score < best - MARGIN:
+            continue
+        if pooled and score < SURE and (spread == 0 or (score - mean) / spread < STANDOUT):
+            continue
+        scored.append(Served(rule, score))
     scored.sort(key=lambda s: (-s.score, s.rule.position))
-    if scored:
-        scored = [s for s in scored if s.score >= scored[0].score - MARGIN]
     return always + scored[:limit]

@@ -28,6 +28,7 @@ from engram.projections.embedding import Embedder
 __all__ = [
     "APPLIES",
     "CALIBRATIONS",
+    "COHESION",
     "DEFAULT_CALIBRATION",
     "REPEAT",
     "STOPWORDS",
@@ -42,9 +43,11 @@ __all__ = [
     "repeat_score",
 ]
 
-#: Mapped scores at or above these mean "a repeat" and "applies" (ADR 0056).
-REPEAT = 0.5
-APPLIES = 0.5
+#: Mapped scores at or above these mean "a repeat" and "applies" (ADR 0056, 0067).
+REPEAT = 0.6
+APPLIES = 0.4
+#: No pair inside a group of repeats may score below this (a group's cohesion, ADR 0067).
+COHESION = 0.35
 
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren as at be because been
@@ -113,7 +116,7 @@ class Calibration:
 
 #: Calibrations by (provider, model); the default is used for an embedder not listed.
 CALIBRATIONS: dict[tuple[str, str], Calibration] = {
-    ("hash", "*"): Calibration(floor=0.15, paraphrase=0.55),
+    ("hash", "*"): Calibration(floor=0.15, paraphrase=0.65),
     ("sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2"): Calibration(
         floor=0.15, paraphrase=0.55
     ),
@@ -163,10 +166,11 @@ def repeat_score(
     """Return how surely two scars tell one mistake (0..1), from their lessons' content words
     (``words_*``), their whole vectors (what happened and the lesson) and their lessons'.
 
-    A repeat draws the same lesson: the whole scars must be alike (calibrated cosine) *and*
-    so must the lessons — by their own vectors when given, else by their words' overlap
-    (two agents hurt in one situation may draw different lessons). Half the lessons' content
-    words shared (two at least) is a repeat whatever the vectors say.
+    Either view may carry a paraphrase (ADR 0067): the larger of the whole scars' and the
+    lessons' calibrated cosines counts, provided the lessons are not unrelated (their cosine
+    above the calibration's floor; without lesson vectors, one content word shared) — two
+    lessons drawn from one situation stay apart. Half the lessons' content words shared (two
+    at least) is a repeat whatever the vectors say.
     """
     shared = len(words_a & words_b)
     lexical = min(2 * overlap(words_a, words_b), 1.0) if shared >= 2 else 0.0
@@ -175,9 +179,10 @@ def repeat_score(
     whole = mapped(_cosine(vector_a, vector_b), calibration)
     if lesson_a is not None and lesson_b is not None:
         agree = mapped(_cosine(lesson_a, lesson_b), calibration)
+        semantic = max(whole, agree) if agree > 0 else 0.0
     else:
-        agree = overlap(words_a, words_b)
-    return max(min(whole, agree), lexical)
+        semantic = whole if shared else 0.0
+    return max(semantic, lexical)
 
 
 def applies_score(

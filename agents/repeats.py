@@ -1,18 +1,21 @@
-"""Repeats found before drafting: scars that tell one mistake, grouped (ADR 0056).
+"""Repeats found before drafting: scars that tell one mistake, grouped (ADR 0056, 0067).
 
 A team of agents records the same mistake several times, each in its own words. Before a
-lesson is drafted, :func:`group` puts each waiting scar with the mistake it repeats:
+lesson is drafted, :func:`group` puts each waiting scar with the mistake it repeats, by
+average-linkage agglomeration over :func:`~engram.agents.meaning.repeat_score`:
 
 - the groups start as the suggestions drafted already (their scars, whatever their status:
-  a repeat of a refused lesson joins it and is not drafted again);
-- each waiting scar, oldest first, joins the group it is most like on average, if that
-  average :func:`~engram.agents.meaning.repeat_score` reaches
-  :data:`~engram.agents.meaning.REPEAT`; else it starts a group of its own.
+  a repeat of a refused lesson joins it and is not drafted again), and one group per
+  waiting scar;
+- the two groups whose members score highest against each other on average are merged, as
+  long as that average reaches :data:`~engram.agents.meaning.REPEAT` and no pair between
+  them scores below :data:`~engram.agents.meaning.COHESION`; two drafted suggestions are
+  never merged (a reviewer's decisions stay apart).
 
-Average linkage (every member counts) rather than a single nearest member keeps a chain of
-small drifts from gluing two mistakes together; joining the best group rather than the first
-keeps the result from depending on the order groups were made. The texts compared are what
-happened and the lesson together, as the semantic index embeds a scar.
+Average linkage (every member counts) keeps a chain of small drifts from gluing two mistakes
+together, the cohesion floor keeps one outlier pair out, and merging the best pair first
+makes the result independent of the order the scars were told. The texts compared are what
+happened and the lesson together, as the semantic index embeds a scar, and the lesson alone.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engram.agents.meaning import REPEAT, Calibration, content_words, repeat_score
+from engram.agents.meaning import COHESION, REPEAT, Calibration, content_words, repeat_score
 
 __all__ = ["Group", "Told", "group", "scar_text"]
 
@@ -60,6 +63,7 @@ def group(
     calibration: Calibration | None = None,
     threshold: float = REPEAT,
     lessons: dict[str, npt.NDArray[np.float32]] | None = None,
+    cohesion: float = COHESION,
 ) -> list[Group]:
     """Return the groups: the drafted suggestions' (``(suggestion id, scar)`` pairs) with the
     waiting scars that joined them, then the new groups of waiting scars, oldest first.
@@ -69,44 +73,73 @@ def group(
     :func:`~engram.agents.meaning.repeat_score`); without vectors the content words alone
     decide.
     """
-    groups: dict[str, Group] = {}
+    clusters: list[Group] = []
+    by_suggestion: dict[str, Group] = {}
     for suggestion, scar in drafted:
-        groups.setdefault(suggestion, Group(suggestion)).members.append(scar)
-    ordered: list[Group] = list(groups.values())
-    words: dict[str, frozenset[str]] = {}
+        if suggestion not in by_suggestion:
+            by_suggestion[suggestion] = Group(suggestion)
+            clusters.append(by_suggestion[suggestion])
+        by_suggestion[suggestion].members.append(scar)
+    seen = {scar.id for _, scar in drafted}
+    fresh = [s for s in sorted(waiting, key=lambda s: s.position) if s.id not in seen]
+    clusters.extend(Group(None, joined=[scar]) for scar in fresh)
+    if not fresh:
+        return clusters
+    scars = [m for g in clusters for m in g.members + g.joined]
+    owner = [c for c, g in enumerate(clusters) for _ in g.members + g.joined]
+    pair = _scores(scars, vectors, calibration, lessons)
+    k = len(clusters)
+    onehot = np.zeros((len(scars), k))
+    onehot[np.arange(len(scars)), owner] = 1.0
+    total = onehot.T @ pair @ onehot  # sum of pair scores between clusters
+    # Scars are listed cluster by cluster: the lowest pair between two clusters by blocks.
+    starts = np.searchsorted(np.asarray(owner), np.arange(k))
+    lowest = np.minimum.reduceat(np.minimum.reduceat(pair, starts, axis=0), starts, axis=1)
+    np.fill_diagonal(lowest, np.inf)
+    size = onehot.sum(axis=0)
+    alive = np.ones(k, dtype=bool)
+    fixed = np.array([g.suggestion is not None for g in clusters])
+    while True:
+        average = total / np.outer(size, size)
+        allowed = np.outer(alive, alive) & ~np.outer(fixed, fixed) & (lowest >= cohesion)
+        np.fill_diagonal(allowed, False)
+        average = np.where(allowed, average, -np.inf)
+        a, b = np.unravel_index(int(np.argmax(average)), average.shape)
+        if average[a, b] < threshold:
+            break
+        if fixed[b] or (not fixed[a] and b < a):
+            a, b = b, a  # keep the drafted (or older) group
+        clusters[a].joined.extend(clusters[b].joined)
+        total[a, :] += total[b, :]
+        total[:, a] += total[:, b]
+        lowest[a, :] = np.minimum(lowest[a, :], lowest[b, :])
+        lowest[:, a] = lowest[a, :]
+        size[a] += size[b]
+        alive[b] = False
+    out = [g for g, live in zip(clusters, alive, strict=True) if live]
+    for g in out:
+        g.joined.sort(key=lambda s: s.position)
+    drafted_groups = [g for g in out if g.suggestion is not None]
+    new = sorted((g for g in out if g.suggestion is None), key=lambda g: g.joined[0].position)
+    return drafted_groups + new
 
-    def words_of(scar: Told) -> frozenset[str]:
-        if scar.id not in words:
-            # The lesson's words: scars of one situation may teach different lessons.
-            words[scar.id] = content_words(scar.lesson)
-        return words[scar.id]
 
-    def vector(scar: Told) -> npt.NDArray[np.float32] | None:
-        return None if vectors is None else vectors.get(scar.id)
-
-    def lesson(scar: Told) -> npt.NDArray[np.float32] | None:
-        return None if lessons is None else lessons.get(scar.id)
-
-    for scar in sorted(waiting, key=lambda s: s.position):
-        best, best_score = None, threshold
-        for g in ordered:
-            everyone = g.members + g.joined
-            score = sum(
-                repeat_score(
-                    words_of(scar),
-                    words_of(m),
-                    vector(scar),
-                    vector(m),
-                    calibration,
-                    lesson(scar),
-                    lesson(m),
-                )
-                for m in everyone
-            ) / len(everyone)
-            if score >= best_score:
-                best, best_score = g, score
-        if best is None:
-            ordered.append(Group(None, joined=[scar]))
-        else:
-            best.joined.append(scar)
-    return ordered
+def _scores(
+    scars: Sequence[Told],
+    vectors: dict[str, npt.NDArray[np.float32]] | None,
+    calibration: Calibration | None,
+    lessons: dict[str, npt.NDArray[np.float32]] | None,
+) -> npt.NDArray[np.float64]:
+    """Return the matrix of :func:`~engram.agents.meaning.repeat_score` between ``scars``."""
+    # The lesson's words: scars of one situation may teach different lessons.
+    words = [content_words(s.lesson) for s in scars]
+    n = len(scars)
+    out = np.zeros((n, n))
+    for i in range(n):
+        vi = None if vectors is None else vectors.get(scars[i].id)
+        li = None if lessons is None else lessons.get(scars[i].id)
+        for j in range(i + 1, n):
+            vj = None if vectors is None else vectors.get(scars[j].id)
+            lj = None if lessons is None else lessons.get(scars[j].id)
+            out[i, j] = out[j, i] = repeat_score(words[i], words[j], vi, vj, calibration, li, lj)
+    return out

@@ -281,6 +281,11 @@ UNRELATED: tuple[str, ...] = (
     "Choose a colour palette for the marketing landing page.",
     "Translate the onboarding guide into Spanish.",
     "Plan the agenda for next week's retrospective.",
+    # Topics the lessons share (payments, databases, APIs, logs), no mistake to avoid.
+    "Write the release announcement for the new payment page.",
+    "Book a meeting room for the database team's offsite.",
+    "Add the new members of the API team to the org chart.",
+    "Rename the chat channel of the logging working group.",
 )
 
 #: Everyday memories the agents keep beside their scars.

@@ -19,7 +19,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.agents.meaning import Calibration, content_words, repeat_score
+from engram.agents.meaning import COHESION, Calibration, content_words, repeat_score
 from engram.jobs.asof import AsOfReader
 from engram.jobs.dream import Candidate, cluster
 from engram.ledger import Ledger, NewEvent
@@ -39,28 +39,18 @@ WORDS = ["run", "tests", "before", "deploy", "lock", "timeout", "pin", "image"]
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def reference_clusters(
-    scars: list[tuple[int, str, tuple[int, ...]]], calibration: Calibration, threshold: float
-) -> list[list[int]]:
-    """Average-linkage grouping from the definition: oldest first, each scar joins the group
-    whose members it scores highest against on average, if that reaches the threshold."""
+def pair_scores(
+    scars: list[tuple[int, str, tuple[int, ...]]], calibration: Calibration
+) -> dict[tuple[int, int], float]:
+    """Return the repeat score of every pair of scars, from the definition."""
     vectors = {p: np.asarray(v, dtype=np.float32) for p, _, v in scars}
     words = {p: content_words(lesson) for p, lesson, _ in scars}
-    groups: list[list[int]] = []
-    for position, _, _ in sorted(scars):
-        best, best_score = None, threshold
-        for group in groups:
-            score = sum(
-                repeat_score(words[position], words[m], vectors[position], vectors[m], calibration)
-                for m in group
-            ) / len(group)
-            if score >= best_score:
-                best, best_score = group, score
-        if best is None:
-            groups.append([position])
-        else:
-            best.append(position)
-    return groups
+    return {
+        (a, b): repeat_score(words[a], words[b], vectors[a], vectors[b], calibration)
+        for a, _, _ in scars
+        for b, _, _ in scars
+        if a != b
+    }
 
 
 scars_strategy = st.lists(
@@ -79,21 +69,25 @@ scars_strategy = st.lists(
     floor=st.sampled_from([0.0, 0.15, 0.5]),
     threshold=st.sampled_from([0.25, 0.5, 0.8, 1.0]),
 )
-def test_dream_clusters_match_the_reference(
+def test_dream_clusters_are_average_linkage_groups(
     scars: list[tuple[int, str, tuple[int, ...]]], floor: float, threshold: float
 ) -> None:
     calibration = Calibration(floor=floor, paraphrase=0.9)
     candidates = [Candidate(p, f"id{p}", lesson, v) for p, lesson, v in scars]
     got = [[c.position for c in g] for g in cluster(candidates, calibration, threshold)]
-    assert sorted(map(sorted, got)) == sorted(reference_clusters(scars, calibration, threshold))
-    # Every scar is in exactly one cluster, and a later scar never moves an earlier one.
+    # Every scar is in exactly one cluster, and the order scars are handed in changes nothing.
     assert sorted(p for group in got for p in group) == sorted(s[0] for s in scars)
-    if scars:
-        newest = max(s[0] for s in scars)
-        older = [s for s in scars if s[0] != newest]
-        before = reference_clusters(older, calibration, threshold)
-        kept = [[p for p in group if p != newest] for group in got if group != [newest]]
-        assert sorted(map(sorted, kept)) == sorted(map(sorted, before))
+    shuffled = [[c.position for c in g] for g in cluster(candidates[::-1], calibration, threshold)]
+    assert sorted(map(sorted, shuffled)) == sorted(map(sorted, got))
+    scores = pair_scores(scars, calibration)
+    # Every pair inside a group is cohesive; no two groups could still be merged.
+    for group in got:
+        assert all(scores[a, b] >= COHESION - 1e-9 for a in group for b in group if a != b)
+    for i, one in enumerate(got):
+        for other in got[i + 1 :]:
+            between = [scores[a, b] for a in one for b in other]
+            average = sum(between) / len(between)
+            assert average < threshold + 1e-9 or min(between) < COHESION + 1e-9
 
 
 # -- as-of reads ----------------------------------------------------------------------------

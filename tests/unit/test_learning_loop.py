@@ -328,3 +328,97 @@ def test_a_clearly_weaker_situational_rule_is_a_side_match_and_not_served() -> N
     assert [s.rule.position for s in guidance.serve([weak], task, {})] == [2]  # alone: served
     served = guidance.serve([strong, weak], task, {})
     assert [s.rule.position for s in served] == [1]
+
+
+# -- ADR 0067: grouping by agglomeration, serving against a pool ------------------------------
+
+
+def _unit(*values: float) -> np.ndarray:
+    v = np.asarray(values, dtype=np.float32)
+    return v / np.linalg.norm(v)
+
+
+def test_either_the_whole_scar_or_the_lesson_may_carry_a_paraphrase() -> None:
+    calibration = Calibration(floor=0.2, paraphrase=0.6)
+    a, b = frozenset({"snapshot"}), frozenset({"dump"})
+    far, near, close = _unit(0.0, 1.0), _unit(1.0, 0.0), _unit(0.6, 0.8)
+    # Whole scars told differently (cosine 0), the lessons paraphrases (0.6): a repeat.
+    assert repeat_score(a, b, near, far, calibration, near, close) == 1.0
+    # Whole scars alike, lessons somewhat related (cosine 0.45 above the floor): a repeat.
+    somewhat = _unit(0.45, 0.893)
+    assert repeat_score(a, b, near, close, calibration, near, somewhat) == 1.0
+    # Whole scars alike but the lessons unrelated: two lessons of one situation, apart.
+    assert repeat_score(a, b, near, near, calibration, near, far) == 0.0
+
+
+def test_grouping_merges_the_closest_groups_first_whatever_the_order_told() -> None:
+    # b sits between a and c; a and c are far apart: one chain, no single group.
+    vectors = {
+        "a": _unit(1.0, 0.0, 0.0),
+        "b": _unit(0.8, 0.6, 0.0),
+        "c": _unit(0.28, 0.96, 0.0),
+        "d": _unit(0.0, 0.0, 1.0),
+    }
+    calibration = Calibration(floor=0.0, paraphrase=0.8)
+    told = [repeats.Told(k, i, k, f"lesson {k}") for i, k in enumerate("abcd", 1)]
+
+    def run(order: list[repeats.Told]) -> list[list[str]]:
+        groups = repeats.group([], order, vectors, calibration, 0.9, lessons=vectors)
+        return sorted(sorted(t.id for t in g.joined) for g in groups)
+
+    once = run(told)
+    assert once == run(told[::-1]) == run([told[2], told[0], told[3], told[1]])
+    # a-b and b-c are paraphrases (cosine 0.8); a-c is not (0.28): average linkage and the
+    # cohesion floor keep the chain from gluing all three.
+    assert ["a", "b", "c"] not in once
+    assert ["d"] in once
+
+
+def test_two_drafted_suggestions_are_never_merged_but_a_repeat_joins_one() -> None:
+    vectors = {"a": _unit(1.0, 0.0), "b": _unit(1.0, 0.0), "c": _unit(0.99, 0.14)}
+    calibration = Calibration(floor=0.0, paraphrase=0.8)
+    told = {k: repeats.Told(k, i, k, "x") for i, k in enumerate("abc", 1)}
+    groups = repeats.group(
+        [("s1", told["a"]), ("s2", told["b"])], [told["c"]], vectors, calibration, lessons=vectors
+    )
+    assert [g.suggestion for g in groups] == ["s1", "s2"]
+    assert sum(len(g.joined) for g in groups) == 1  # c joined one of them, no new group
+
+
+def test_a_weak_match_that_does_not_stand_out_from_the_pool_is_not_served() -> None:
+    topics = ["invoice", "ticket", "parcel", "tenant", "voucher"]
+    rules = [
+        Rule(i, f"Check {topic} ledger totals with the bank statement.", f"s{i}", [], "ana")
+        for i, topic in enumerate(topics)
+    ]
+    # Every rule shares "ledger" and "total" with the task: none stands out, none is sure.
+    task = "Review the ledger totals of the quarter, and the export report."
+    scores = [applies_score(content_words(task), content_words(r.text)) for r in rules]
+    assert all(guidance.APPLIES <= s < guidance.SURE for s in scores)
+    assert guidance.serve(rules, task, {}) == []
+    # One naming the task's own subject stands out, and is served alone.
+    task = "Review the invoice ledger totals of the quarter."
+    assert [s.rule.position for s in guidance.serve(rules, task, {})] == [0]
+
+
+def test_what_happened_in_a_cited_scar_is_evidence_of_its_own() -> None:
+    rule = Rule(1, "Take a snapshot first.", "s1", [], "ana")
+    others = [Rule(i, f"Unrelated rule number {i}.", f"o{i}", [], "ana") for i in range(2, 6)]
+    evidence = {"s1": ["The schema migration on production lost the orders column.", "Snap."]}
+    task = "Run the schema migration on production tonight."
+    assert [s.rule.position for s in guidance.serve([rule, *others], task, evidence)] == [1]
+    assert guidance.serve([rule, *others], task, {}) == []
+
+
+def test_the_hash_embedder_serves_no_rule_for_a_task_that_only_shares_its_topic() -> None:
+    from engram.projections.embedding import HashEmbedder
+
+    lesson = "Always dump the database prior to running migrations."
+    what = "Upgrading the postgres schema wiped invoices because no dump existed to restore from."
+    rule = Rule(1, lesson, "s1", [], "ana")
+    evidence = {"s1": [what, lesson]}
+    topical = "Book a meeting room for the database team's offsite."
+    assert guidance.serve([rule], topical, evidence, HashEmbedder()) == []
+    # A task that names the situation in the same words is still served.
+    task = "Dump the postgres database, then run the schema migrations."
+    assert [s.rule.position for s in guidance.serve([rule], task, evidence, HashEmbedder())] == [1]
