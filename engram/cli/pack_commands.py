@@ -6,6 +6,7 @@ environment variable (``--key-env``, default ``ENGRAM_PACK_KEY``) or a file (``-
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -80,6 +81,7 @@ def pack() -> None:
 @click.option("--limit", type=click.IntRange(min=1), default=1000, show_default=True,
               help="At most this many concepts, and memories for --select.")  # fmt: skip
 @click.option("--no-embeddings", is_flag=True, help="Leave the vectors out.")
+@click.option("--force", is_flag=True, help="Replace PATH if it exists.")
 @key_options
 @output_format("json")
 def export_command(
@@ -93,6 +95,7 @@ def export_command(
     reader: str,
     limit: int,
     no_embeddings: bool,
+    force: bool,
     key_env: str,
     key_file: str | None,
     fmt: str,
@@ -100,6 +103,8 @@ def export_command(
     """Write the public concepts and memories chosen to the pack file PATH."""
     if query is None and prefix is None and agent is None:
         raise click.UsageError("choose what to export: --select, --concepts or --agent")
+    if os.path.lexists(path) and not force:
+        raise click.BadParameter(f"{path} exists; pass --force to replace it", param_hint="PATH")
     key = read_key(key_env, key_file)
     out = state()
     with opened(out.settings(), actor=reader) as memory:

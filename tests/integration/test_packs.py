@@ -221,6 +221,13 @@ def test_the_cli_reads_the_key_from_the_environment_or_a_file(
                        "--version", "1")  # fmt: skip
     assert code == 2
     assert "--select, --concepts or --agent" in err
+    before = Path(pack).read_bytes()
+    code, _, err = run(capsys, "--ledger", db, *export, "--key-env", "TEAM_PACK_KEY")
+    assert code == 2  # an existing pack is not replaced unless asked
+    assert "exists; pass --force" in err
+    assert Path(pack).read_bytes() == before
+    code, _, err = run(capsys, "--ledger", db, *export, "--key-env", "TEAM_PACK_KEY", "--force")
+    assert code == 0, err
 
 
 def test_the_example_pack_of_the_repository_imports(tmp_path: Path) -> None:
