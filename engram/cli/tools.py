@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from engram.bench import SUITES
 from engram.cli.app import cli, examples
 from engram.cli.base import state
 
@@ -21,21 +22,7 @@ from engram.cli.base import state
 )
 @click.option(
     "--suite",
-    type=click.Choice(
-        [
-            "ledger",
-            "audit",
-            "projections",
-            "recall",
-            "jobs",
-            "packs",
-            "agents",
-            "learning",
-            "embedder",
-            "quality",
-            "all",
-        ]
-    ),
+    type=click.Choice(SUITES),
     default="all",
     show_default=True,
     help="Which figures to measure.",
