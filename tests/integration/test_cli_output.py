@@ -288,13 +288,16 @@ def test_quiet_and_verbose_set_the_log_levels(db: str, monkeypatch: pytest.Monke
 
 def test_bench_skips_the_recall_figures_without_their_data(tmp_path: Path) -> None:
     missing = tmp_path / "locomo-dev.json"
+    no_beam = tmp_path / "beam-100k-dev.json"
     code, out, err = invoke(
-        "bench", "--quick", "--suite", "recall", "--repeat", "1", "--locomo", str(missing)
-    )
+        "bench", "--quick", "--suite", "recall", "--repeat", "1", "--locomo", str(missing),
+        "--beam", str(no_beam),
+    )  # fmt: skip
     assert code == 0, err
     assert f"no LoCoMo data at {missing}; pass --locomo FILE" in err
+    assert f"BEAM data not found at {no_beam}" in err
     rows = [line.split() for line in out.splitlines() if line.endswith("SKIP")]
-    assert [row[0] for row in rows] == ["LoCoMo", "recall", "semantic"]
+    assert [row[0] for row in rows] == ["BEAM", "LoCoMo", "recall", "semantic"]
     assert list(tmp_path.iterdir()) == []
 
 

@@ -444,6 +444,8 @@ def test_a_reflection_killed_at_any_moment_is_appended_once_when_run_again(
             if e.kind == "memory.observed":
                 newest, batch = e.position, 0
                 continue
+            if e.kind == "memory.superseded":  # detection's, appended with its memory
+                continue
             window = (last_reflection, newest) if batch == 0 else windows[-1]
             if batch == 0:
                 windows.append(window)
