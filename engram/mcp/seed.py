@@ -24,6 +24,8 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from engram.mcp.tools import ToolInputError
+
 if TYPE_CHECKING:
     from engram.mcp.server import Worker
 
@@ -62,8 +64,6 @@ def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None
         if isinstance(content, str):
             content = {"scratchpad": content}
         if not content:
-            from engram.mcp.tools import ToolInputError
-
             raise ToolInputError("give the context to save: `context` (frames or text)")
         chosen: dict[str, Any] = content
         return await worker.run(
@@ -91,8 +91,6 @@ def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None
             if saved is not None:
                 return saved
             if not query:
-                from engram.mcp.tools import ToolInputError
-
                 raise ToolInputError(
                     "nothing was saved for this session/task: give a `query` to build context"
                 )
