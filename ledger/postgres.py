@@ -76,7 +76,7 @@ def _translate(action: str) -> Iterator[None]:
     try:
         yield
     except sa.exc.DBAPIError as exc:
-        text = driver_message(exc.orig)
+        text = driver_message(exc.orig or exc)
         if APPEND_ONLY_MESSAGE in text:
             raise AppendOnlyError(f"{action}: {APPEND_ONLY_MESSAGE}") from None
         raise StoreError(f"{action}: {text}") from exc

@@ -140,7 +140,7 @@ def facts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, Copy]
         for row in conn.execute(
             f"SELECT {_COLUMNS} FROM copies WHERE position IN ({marks})", list(chunk)
         ):
-            found[row[0]] = Copy(*row[:5], bool(row[5]))
+            found[row[0]] = Copy(row[0], row[1], row[2], row[3], row[4], bool(row[5]))
     return found
 
 

@@ -189,7 +189,7 @@ def recall(
             types=list(kinds) or None,
             record=not no_record,
             scope=scope,
-            **({} if min_score is None else {"min_score": min_score}),
+            min_score=min_score,
         )
     if result.fallback:
         note(f"note: {result.fallback}")

@@ -87,8 +87,10 @@ class MemoryTools:
         ``min_score`` (0..1) is the floor on an item's score; None: recall's default floor.
         """
         who = self.caller(agent)
-        floor = {} if min_score is None else {"min_score": _score_floor(min_score)}
-        result = self.memory.agent(who).recall(query, k, types=types or None, scope=scope, **floor)
+        floor = None if min_score is None else _score_floor(min_score)
+        result = self.memory.agent(who).recall(
+            query, k, types=types or None, scope=scope, min_score=floor
+        )
         return {
             "query": query,
             "scope": scope,
