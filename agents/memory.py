@@ -247,19 +247,7 @@ class AgentMemory:
         wanted = checked_positions(positions)
         if reason is not None and not isinstance(reason, str):
             raise QueryError(f"reason must be a string or None, got {type(reason).__name__}")
-        head = self.ledger.head()
-        present = sorted(p for p in wanted if p <= head)
-        events = {e.position: e for e in self.ledger.get(present)} if present else {}
-        for position in wanted:
-            event = events.get(position)
-            if event is None or event.kind != "memory.observed":
-                found = "no event" if event is None else f"a {event.kind} event"
-                raise UnknownMemoryError(f"position {position} holds {found}, not a memory")
-            if event.payload.agent != self.agent:
-                raise MemoryOwnerError(
-                    f"position {position} holds a memory of agent {event.payload.agent!r};"
-                    f" agent {self.agent!r} archives only its own"
-                )
+        self.own_memories(wanted, "archives")
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
             facts = queries.memory_facts(conn, wanted)
@@ -655,6 +643,31 @@ class AgentMemory:
                 )
             )
         return items
+
+    def own_memories(self, positions: Sequence[int], verb: str, where: str = "") -> list[int]:
+        """Return ``positions`` if each holds a memory this agent observed, else raise.
+
+        ``verb`` and ``where`` word the refusal ("archives", "supersedes"; a prefix).
+
+        Raises:
+            UnknownMemoryError: a position holds no memory.
+            MemoryOwnerError: a position holds another agent's memory.
+        """
+        wanted = checked_positions(positions)
+        head = self.ledger.head()
+        present = sorted(p for p in wanted if p <= head)
+        events = {e.position: e for e in self.ledger.get(present)} if present else {}
+        for position in wanted:
+            event = events.get(position)
+            if event is None or event.kind != "memory.observed":
+                found = "no event" if event is None else f"a {event.kind} event"
+                raise UnknownMemoryError(f"{where}position {position} holds {found}, not a memory")
+            if event.payload.agent != self.agent:
+                raise MemoryOwnerError(
+                    f"{where}position {position} holds a memory of agent {event.payload.agent!r};"
+                    f" agent {self.agent!r} {verb} only its own"
+                )
+        return wanted
 
 
 class _Ask(NamedTuple):

@@ -23,8 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from engram.agents.arguments import checked_positions
-from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
+from engram.agents.errors import UnknownMemoryError
 from engram.agents.matching import STOPWORDS, codes, stem
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
@@ -57,21 +56,7 @@ RARE = 2.2
 
 def _checked(memory: AgentMemory, positions: Sequence[int], what: str) -> list[int]:
     """Return ``positions`` if each holds a live memory of this agent; else raise."""
-    wanted = checked_positions(positions)
-    head = memory.ledger.head()
-    present = sorted(p for p in wanted if p <= head)
-    events = {e.position: e for e in memory.ledger.get(present)} if present else {}
-    for position in wanted:
-        event = events.get(position)
-        if event is None or event.kind != "memory.observed":
-            found = "no event" if event is None else f"a {event.kind} event"
-            raise UnknownMemoryError(f"{what}: position {position} holds {found}, not a memory")
-        if event.payload.agent != memory.agent:
-            raise MemoryOwnerError(
-                f"{what}: position {position} holds a memory of agent {event.payload.agent!r};"
-                f" agent {memory.agent!r} supersedes only its own"
-            )
-    return wanted
+    return memory.own_memories(positions, "supersedes", f"{what}: ")
 
 
 def check_supersedes(memory: AgentMemory, replaces: Sequence[int]) -> list[int]:
