@@ -5,6 +5,8 @@ Real SQLite files, the real PostgreSQL server; the data directory is the test's 
 
 from __future__ import annotations
 
+import importlib.util
+import io
 import json
 import os
 import sqlite3
@@ -14,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import engram
+from engram.cli import main
 from engram.config import KEYS_FOLDER, default_key_store_path, resolve_settings
 from engram.ledger import ConfigError, KeyStoreError, Ledger
 from engram.ledger.shred import SEALED_PREFIX
@@ -224,3 +227,89 @@ def test_postgresql_seals_only_when_asked(
     assert sealed.startswith(SEALED_PREFIX)
     assert Path(default_key_store_path(ident)).is_file()
     assert read_texts(pg_dsn, pg_schema=pg_schema, seal=True)[1] == f"sealed {SECRET}"
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+def sql(capsys: pytest.CaptureFixture[str], query: str, *options: str) -> list[dict[str, object]]:
+    code, out, err = cli(capsys, "sql", query, *options, "--format", "json")
+    assert code == 0, err
+    return list(json.loads(out))
+
+
+def hub_page(path: str, status: int = 200) -> str:
+    from starlette.testclient import TestClient
+
+    from engram.hub import HubConfig, create_app
+
+    config = HubConfig(settings=resolve_settings(), token="t" * 32)
+    with TestClient(create_app(config), base_url="http://127.0.0.1") as client:
+        client.headers["Authorization"] = f"Bearer {'t' * 32}"
+        response = client.get(path)
+    assert response.status_code == status, response.text[-700:]
+    return response.text
+
+
+def test_forget_works_on_a_default_install(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    data_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("ENGRAM_LEDGER", "ENGRAM_CONFIG", "ENGRAM_TENANT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    monkeypatch.chdir(tmp_path)  # no engram.toml here: every setting is the default
+    assert cli(capsys, "init")[0] == 0
+    ledger = data_home / "engram" / "ledger.db"
+    assert ledger.is_file()
+    assert cli(capsys, "observe", "alice", f"the {SECRET} hides in the shed")[0] == 0
+    assert cli(capsys, "observe", "bob", "bob keeps the garden tidy")[0] == 0
+
+    query = "SELECT agent, text FROM memory_observed ORDER BY position"
+    assert sql(capsys, query) == [
+        {"agent": "alice", "text": "[sealed]"},
+        {"agent": "bob", "text": "[sealed]"},
+    ]
+    assert sql(capsys, query, "--as", "alice") == [
+        {"agent": "alice", "text": f"the {SECRET} hides in the shed"},
+        {"agent": "bob", "text": "[sealed]"},
+    ]
+    code, out, _ = cli(capsys, "recall", "alice", f"{SECRET} shed", "--format", "json")
+    assert code == 0
+    assert SECRET in out  # the checks below can fail
+    assert cli(capsys, "catch-up")[0] == 0
+    if importlib.util.find_spec("starlette") is not None:
+        assert SECRET in hub_page("/memories?agent=alice&q=shed")
+
+    code, out, err = cli(capsys, "forget", "alice", "--reason", "erasure request", "--yes")
+    assert code == 0, err
+    assert "1 key(s) destroyed" in out
+
+    assert sql(capsys, query, "--as", "alice") == [
+        {"agent": "alice", "text": "[forgotten]"},
+        {"agent": "bob", "text": "[sealed]"},
+    ]
+    rows = sql(capsys, "SELECT CAST(payload AS VARCHAR) AS p FROM events")
+    assert not [r for r in rows if SECRET in str(r["p"])]
+    code, out, _ = cli(capsys, "recall", "alice", f"{SECRET} shed", "--format", "json")
+    assert code == 0
+    assert SECRET not in out
+    if importlib.util.find_spec("starlette") is not None:
+        # alice's memories are gone from the projections, so the hub knows no alice now
+        assert SECRET not in hub_page("/memories?agent=alice&q=shed", status=400)
+        assert SECRET not in hub_page("/memories?agent=bob&q=shed")
+        assert SECRET not in hub_page("/ledger")
+    assert cli(capsys, "rebuild")[0] == 0
+    code, out, _ = cli(capsys, "recall", "alice", f"{SECRET} shed", "--format", "json")
+    assert SECRET not in out
+    store = Path(str(ledger) + ".projections")
+    for path in store.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+    assert SECRET.encode() not in ledger.read_bytes()
+    assert cli(capsys, "verify")[0] == 0
