@@ -145,7 +145,7 @@ class KindDeclaration:
     fields: tuple[tuple[str, str], ...]  # (field, type); a type ending in "?" is optional
     source: str  # the config file that declared it
     open: bool = False
-    #: Fields sealed under the subject's key when a key store is configured (ADR 0039).
+    #: Fields sealed under the subject's key when the ledger seals (ADR 0039, ADR 0086).
     personal: tuple[str, ...] = ()
 
     def payload_type(self) -> type[msgspec.Struct]:
@@ -186,7 +186,8 @@ class Settings:
     reflect_every: int = 100
     reflect_importance: float = 150.0
     kinds: tuple[KindDeclaration, ...] = ()
-    #: The key store file sealing personal fields (ADR 0039); empty: nothing is sealed.
+    #: The key store file sealing personal fields (ADR 0039); empty: the ledger's default
+    #: store, when it seals (:attr:`sealing`, ADR 0086).
     #: A tenant's is its own, ``<keys>.tenants/<tenant>/keys.db`` (ADR 0047).
     keys: str = ""
     #: For a tenant: the store its keys were kept in before each tenant had its own, split

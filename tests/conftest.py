@@ -40,6 +40,16 @@ os.environ.setdefault("ENGRAM_EMBEDDER", "hash")
 # environment so that CLI subprocesses inherit it, and again for every test (below).
 _DATA_HOME = tempfile.mkdtemp(prefix="engram-test-data-")
 os.environ["XDG_DATA_HOME"] = _DATA_HOME
+# A subprocess given an environment of its own (the MCP SDK passes HOME and PATH only) would
+# fall back to the real one: the session fails if a key store appears there.
+_REAL_KEYS = Path.home() / ".local" / "share" / "engram-keys"
+
+
+def _real_key_stores() -> set[str]:
+    return set(os.listdir(_REAL_KEYS)) if _REAL_KEYS.is_dir() else set()
+
+
+_REAL_KEYS_BEFORE = _real_key_stores()
 
 _SEED = pytest.StashKey[int]()
 _DEFAULT_PG_DSN = "postgresql://127.0.0.1:5432/test"
@@ -53,6 +63,16 @@ def pytest_configure(config: pytest.Config) -> None:
     seed = int(os.environ.get("ENGRAM_TEST_SEED") or time.time_ns() % 2**32)
     config.stash[_SEED] = seed
     random.seed(seed)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    written = sorted(_real_key_stores() - _REAL_KEYS_BEFORE)
+    if written:
+        sys.stderr.write(
+            f"\nthe tests wrote key stores into the real home ({_REAL_KEYS}): {written};"
+            " give the subprocess XDG_DATA_HOME\n"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

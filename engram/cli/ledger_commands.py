@@ -113,7 +113,9 @@ class ExpectationType(click.ParamType):  # type: ignore[type-arg]  # generic in 
 def init() -> None:
     """Create the ledger if needed; append the core network once.
 
-    Prints where the ledger and its projection store are. Running it again appends nothing.
+    Prints where the ledger, its projection store and its key store are (personal fields
+    are sealed by default; back the key store up apart from the ledger). Running it again
+    appends nothing.
     """
     out = state()
     settings = out.settings(create=True)
@@ -122,6 +124,13 @@ def init() -> None:
         where = redacted(settings.ledger)
         out.echo(f"ledger ready at {where} ({ledger.backend_name}, from {settings.source})")
         out.echo(f"projections at {settings.projection_store}")
+        sealer = ledger.sealer
+        out.echo(
+            f"personal fields sealed, keys at {sealer.keys.path} (back it up apart from the"
+            " ledger: without it they cannot be read)"
+            if sealer is not None
+            else "personal fields are not sealed (seal = false, or PostgreSQL without keys)"
+        )
         positions = memory.network.bootstrap()
         if positions:
             out.echo(f"bootstrapped the core network: positions {positions[0]}..{positions[-1]}")
@@ -420,7 +429,7 @@ def _opened_fields(ledger: Ledger, subject: str) -> list[tuple[str, str, str]]:
     if sealer is None:
         note("this ledger has no key store here: sealed fields stay [sealed]")
         return []
-    found = []
+    found: list[tuple[str, str, str]] = []
     for event in ledger.read(kinds=[k for k in sealer.personal if k in ledger.registry]):
         payload = event.payload
         if isinstance(payload, dict) or subject_of(event.actor, payload) != subject:

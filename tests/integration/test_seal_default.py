@@ -264,9 +264,12 @@ def test_forget_works_on_a_default_install(
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     monkeypatch.chdir(tmp_path)  # no engram.toml here: every setting is the default
-    assert cli(capsys, "init")[0] == 0
+    code, out, _ = cli(capsys, "init")
+    assert code == 0
     ledger = data_home / "engram" / "ledger.db"
     assert ledger.is_file()
+    keys = default_key_store_path(ledger_id(str(ledger)))
+    assert f"personal fields sealed, keys at {keys}" in out
     assert cli(capsys, "observe", "alice", f"the {SECRET} hides in the shed")[0] == 0
     assert cli(capsys, "observe", "bob", "bob keeps the garden tidy")[0] == 0
 
@@ -289,6 +292,12 @@ def test_forget_works_on_a_default_install(
     code, out, err = cli(capsys, "forget", "alice", "--reason", "erasure request", "--yes")
     assert code == 0, err
     assert "1 key(s) destroyed" in out
+    code, out, _ = cli(capsys, "keys", "--format", "json")
+    assert code == 0
+    assert json.loads(out) == [
+        {"subject": "alice", "keys": 1, "forgotten": 1, "live": False},
+        {"subject": "bob", "keys": 1, "forgotten": 0, "live": True},
+    ]
 
     assert sql(capsys, query, "--as", "alice") == [
         {"agent": "alice", "text": "[forgotten]"},
