@@ -140,12 +140,12 @@ def open_settings(
         raise
     if sealer is None:
         try:
-            store = default_key_store(settings, ledger, readonly=readonly)
+            default = default_key_store(settings, ledger, readonly=readonly)
         except BaseException:
             ledger.close()
             raise
-        if store is not None:
-            ledger.sealer = Sealer(store, settings.personal())
+        if default is not None:
+            ledger.sealer = Sealer(default, settings.personal())
     return ledger
 
 
