@@ -34,7 +34,7 @@ from engram.agents.meaning import (
 from engram.projections.embedding import Embedder
 from engram.projections.rules import Rule
 
-__all__ = ["Served", "cache_for", "serve"]
+__all__ = ["Served", "cache_for", "scores", "serve"]
 
 #: The most situational rules one frame is given (the best first).
 MAX_SITUATIONAL = 2
@@ -66,6 +66,42 @@ def cache_for(embedder: Embedder) -> VectorCache:
     return _CACHES[key]
 
 
+def scores(
+    rules: Sequence[Rule],
+    task: str,
+    evidence: Mapping[str, Sequence[str]],
+    embedder: Embedder | None = None,
+) -> list[float]:
+    """Return how surely each of ``rules`` applies to ``task`` (0..1, in the rules' order):
+    the best :func:`~engram.agents.meaning.applies_score` of the task against the rule's
+    evidence (its text and the texts of the scars ``evidence`` maps its suggestion id to).
+
+    A model failure falls back to words alone; it never raises.
+    """
+    if not rules:
+        return []
+    task_words = content_words(task)
+    texts = {r.position: [r.text, *evidence.get(r.suggestion, ())] for r in rules}
+    calibration = calibration_for(embedder)
+    cosines: dict[str, float] = {}
+    if embedder is not None and task.strip():
+        try:
+            cache = cache_for(embedder)
+            (query,) = cache.vectors([task])
+            every = list(dict.fromkeys(t for ts in texts.values() for t in ts))
+            for text, vector in zip(every, cache.vectors(every), strict=True):
+                cosines[text] = float(np.dot(query, vector))
+        except Exception:  # a model failure degrades to words, never fails the build
+            cosines, calibration = {}, None
+    return [
+        max(
+            applies_score(task_words, content_words(t), cosines.get(t), calibration)
+            for t in texts[rule.position]
+        )
+        for rule in rules
+    ]
+
+
 def serve(
     rules: Sequence[Rule],
     task: str,
@@ -77,39 +113,20 @@ def serve(
 ) -> list[Served]:
     """Return the always-on rules, then the situational ones that apply to ``task``.
 
-    ``evidence`` maps a rule's suggestion id to the texts of the scars it came from. A model
-    failure falls back to words alone; it never fails the frame.
+    ``evidence`` maps a rule's suggestion id to the texts of the scars it came from
+    (:func:`scores`). A model failure falls back to words alone; it never fails the frame.
     """
     always = [Served(r, 1.0) for r in rules if r.always]
     situational = [r for r in rules if not r.always]
     if not situational or not task.strip():
         return always
-    task_words = content_words(task)
-    texts = {r.position: [r.text, *evidence.get(r.suggestion, ())] for r in situational}
-    calibration = calibration_for(embedder)
-    cosines: dict[str, float] = {}
-    if embedder is not None:
-        try:
-            cache = cache_for(embedder)
-            (query,) = cache.vectors([task])
-            every = list(dict.fromkeys(t for ts in texts.values() for t in ts))
-            for text, vector in zip(every, cache.vectors(every), strict=True):
-                cosines[text] = float(np.dot(query, vector))
-        except Exception:  # a model failure degrades to words, never fails the build
-            cosines, calibration = {}, None
-    scores = [
-        max(
-            applies_score(task_words, content_words(t), cosines.get(t), calibration)
-            for t in texts[rule.position]
-        )
-        for rule in situational
-    ]
-    pooled = len(scores) >= POOL
-    mean = float(np.mean(scores))
-    spread = float(np.std(scores))
-    best = max(scores)
+    scored_all = scores(situational, task, evidence, embedder)
+    pooled = len(scored_all) >= POOL
+    mean = float(np.mean(scored_all))
+    spread = float(np.std(scored_all))
+    best = max(scored_all)
     scored = []
-    for rule, score in zip(situational, scores, strict=True):
+    for rule, score in zip(situational, scored_all, strict=True):
         if score < threshold or score < best - MARGIN:
             continue
         if pooled and score < SURE and (spread == 0 or (score - mean) / spread < STANDOUT):
