@@ -481,13 +481,14 @@ def _best_is(
     embedder: Embedder | None,
     wanted: set[int],
 ) -> bool:
-    """Say whether the situational rule that matches ``task`` best is a wanted one (or an
-    always-on rule is wanted): the most any threshold on the match could serve."""
-    if not rules:
-        return False
+    """Say whether the situational rule that matches ``task`` best (as the serving ranks
+    them) is a wanted one, or an always-on rule is wanted: the most any threshold on the
+    match could serve."""
+    if not wanted & {r.position for r in rules}:
+        return bool(wanted)
     found = guidance.scores(rules, task, evidence, embedder)
-    top = max(range(len(rules)), key=lambda i: found[i])
-    return rules[top].position in wanted or not wanted & {r.position for r in rules}
+    top = max(range(len(rules)), key=lambda i: (found[i].typical, found[i].best))
+    return found[top].best > 0 and rules[top].position in wanted
 
 
 def _lesson_of(lessons: Lessons, scar: str) -> str:

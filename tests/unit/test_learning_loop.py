@@ -441,6 +441,22 @@ def test_scores_are_given_per_rule_in_order_and_a_model_failure_falls_back_to_wo
     task = "Cap the size of the widget logs."
     words = guidance.scores(rules, task, {})
     assert len(words) == 2
-    assert words[0] >= guidance.APPLIES > words[1] == 0.0
+    assert words[0].best >= guidance.APPLIES > words[1].best == 0.0
     assert guidance.scores(rules, task, {}, Broken()) == words
     assert guidance.scores([], task, {}) == []
+
+
+def test_a_rule_whose_every_telling_meets_the_task_outranks_one_lucky_telling() -> None:
+    task = "Cap the size of the widget logs."
+    lucky = Rule(1, "Cap widget log size now.", "s1", [], "ana")
+    steady = Rule(2, "Cap widget gadget sprocket cog.", "s2", [], "ana")
+    evidence = {
+        "s1": ["Paint the fence blue.", "Water the plants.", "Sort the mail.", "Feed the cat."],
+        "s2": ["Size widget gadget sprocket cog."],
+    }
+    first, second = guidance.scores([lucky, steady], task, evidence)
+    assert first.best > second.best >= guidance.APPLIES  # one telling of the first fits best
+    assert second.typical > first.typical + guidance.MARGIN  # every telling of the second fits
+    served = guidance.serve([lucky, steady], task, evidence)
+    assert [s.rule.position for s in served] == [2]
+    assert served[0].score == second.best
