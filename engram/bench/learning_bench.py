@@ -1,11 +1,14 @@
-"""The learning loop, measured by what it changes: a scripted multi-agent workload.
+"""The learning loop, measured by what it changes: scripted multi-agent workloads.
 
-Six agents share a ledger. Twelve kinds of mistake (:mod:`engram.bench.learning_workload`)
-are each recorded two or three times, by different agents, in their own words; the learning
+Two workloads (:data:`WORKLOADS`): the one the thresholds were calibrated on
+(:mod:`engram.bench.learning_workload`, twelve kinds of mistake) and a check workload never
+tuned on (:mod:`engram.bench.learning_check`, ten other kinds, other words), whose figures
+are the ones to quote (ADR 0077). In each, six agents share a ledger; every kind of mistake
+is recorded two or three times, by different agents, in their own words; the learning
 step runs twice (after the first recordings, and after the repeats), a reviewer applies the
 drafts (refusing two kinds of lesson and marking one rule always-on), then a new agent asks
 for context frames on held-apart tasks worded differently again, and on unrelated ones.
-Run once with the hash embedder and once with MiniLM (with the ``embeddings`` extra).
+Each runs once with the hash embedder and once with MiniLM (the ``onnx`` or ``embeddings`` extra).
 
 Figures (each beside its reference measured in the same run, the loop as it was before
 ADR 0056/0057, where one exists):
@@ -17,6 +20,8 @@ ADR 0056/0057, where one exists):
   whole and pure (reference: the former rule, cosine >= 0.85 and word overlap >= 0.5);
 - **rule served for a task it applies to** (budget 2000; reference: the former BM25 match
   over every word) and at budget 500;
+- **the right rule is the task's best match**: the embedder's ceiling, the tasks whose
+  best-ranked situational rule is the right one (or whose right rule is always-on);
 - **share of served rules that apply**: situational rules served for a task they apply to,
   over all situational rules served (unrelated tasks included);
 - **drafts whose destination works with no config** and is served where its tier says;
