@@ -428,7 +428,7 @@ def _tasks(
     unrelated_given = reached = contexts = 0
     former_served = former_meaning = 0
     texts = {r.position: r.text for r in lessons.rules()}
-    tasks = [(m.key, t) for m in workload.mistakes for t in m.tasks]
+    tasks: list[tuple[str | None, str]] = [(m.key, t) for m in workload.mistakes for t in m.tasks]
     tasks += [(None, t) for t in workload.unrelated]
     in_force = [r for r in lessons.rules() if not r.always]
     evidence = _evidence(lessons, in_force)
