@@ -8,7 +8,9 @@ Four figures, one per family of :mod:`engram.bench.quality_probes`, each beside 
 - unanswerable: how often the documented default floor (``min_score``) tells answerable
   questions from unanswerable ones by whether anything is served, beside the best single
   threshold on the top score;
-- ids: the share of queries quoting an id whose one holder ranks first.
+- ids: the share of queries quoting an id whose one holder ranks first;
+- detection (:mod:`engram.bench.quality_detection`): precision and recall of supersession
+  detection, on the probes' templates and on held-out ones.
 
 Each runs with the hash embedder and, with the ``embeddings`` extra, all-MiniLM-L6-v2.
 Recall runs with its defaults (the point is what a user gets without tuning), unrecorded.
@@ -27,6 +29,7 @@ from datetime import UTC, datetime, timedelta
 from engram.agents.memory import DEFAULT_MIN_SCORE, AgentMemory
 from engram.bench import quality_probes as probes
 from engram.bench.common import Config, Figure, log, remove_tree
+from engram.bench.quality_detection import detection_figures
 from engram.bench.recall_bench import minilm
 from engram.ledger import Ledger, default_registry
 from engram.projections.base import Projection
@@ -243,4 +246,5 @@ def quality(config: Config) -> list[Figure]:
             figures.append(figure)
             log(f"    {name:6} {outcome.family:12} {outcome.value:6.3f} (goal {goal:g}): "
                 f"{outcome.note}")  # fmt: skip
+        figures += detection_figures(name, embedder, config.seed, config.scratch)
     return figures

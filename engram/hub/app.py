@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from engram.agents import supersession as superseding
 from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.errors import InterfaceError
@@ -37,6 +38,7 @@ from engram.hub.live import Broadcaster
 from engram.hub.plots import plot
 from engram.hub.security import Guard, new_token
 from engram.ledger import ConfigError, LedgerError
+from engram.projections import supersession as supersessions
 from engram.projections.errors import ProjectionError
 from engram.runtime import Memory, open_parts, open_settings, registry_for
 
@@ -198,6 +200,21 @@ def create_app(config: HubConfig) -> Guard:
         )
         return RedirectResponse(f"/review?done={position}", 303)
 
+    async def supersession_post(request: Request) -> Response:
+        if config.read_only:
+            return page(request, "error.html", 403, message="the hub runs read-only: no reviews")
+        form = await _form(request)
+        if not guard_box[0].csrf_ok(form.get("csrf")):
+            return page(request, "error.html", 403, message="missing or wrong CSRF token")
+        event = _int(request.path_params["event"], "event", 1, 1)
+        action = request.path_params["action"]
+        if action not in ("review", "revert"):
+            raise BadRequestError(f"{action!r}: a supersession is reviewed or reverted")
+        reviewer, note = form.get("reviewer", ""), form.get("note", "")
+        decision = form.get("decision", "") if action == "review" else "reverted"
+        position = await hub.run(_supersession, event, decision, reviewer, note)
+        return RedirectResponse(f"/review?done={position}", 303)
+
     async def memories(request: Request) -> Response:
         names = await hub.run(_agents)
         agent = request.query_params.get("agent") or (names[0] if names else "")
@@ -267,6 +284,7 @@ def create_app(config: HubConfig) -> Guard:
         Route("/vitality", vitality),
         Route("/review", review),
         Route("/review/{suggestion}", review_post, methods=["POST"]),
+        Route("/review/supersession/{event}/{action}", supersession_post, methods=["POST"]),
         Route("/memories", memories),
         Route("/ledger", ledger),
         Route("/ledger/event/{position}", event),
@@ -305,6 +323,25 @@ def _review(
     memory: Memory, suggestion: str, decision: str, reviewer: str, note: str, text: str | None
 ) -> int:
     return memory.lessons().review(suggestion, decision, reviewer, note=note, text=text)
+
+
+def _supersession(memory: Memory, event: int, decision: str, reviewer: str, note: str) -> int:
+    """Apply or refuse the proposal at ``event`` (``decision``), or revert the supersession
+    it applied (``"reverted"``), through the agents layer; return the appended position."""
+    views.fresh(memory)
+    with memory.engine.read() as conn:
+        if decision == "reverted":
+            found = supersessions.of_event(conn, event)
+            what = "supersession"
+        else:
+            found = supersessions.proposal(conn, event)  # type: ignore[assignment]
+            what = "supersession proposal"
+    if found is None:
+        raise BadRequestError(f"position {event} holds no {what}")
+    stream = memory.agent(found.agent)
+    if decision == "reverted":
+        return superseding.revert(stream, event, reviewer=reviewer, note=note)
+    return superseding.review(stream, event, decision, reviewer=reviewer, note=note)
 
 
 def _events(
