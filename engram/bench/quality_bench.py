@@ -3,7 +3,9 @@
 Four figures, one per family of :mod:`engram.bench.quality_probes`, each beside its goal:
 
 - updates: the share of cases where the memory true now ranks above the one it replaced
-  (the replaced one absent counts as above), and the share of served replaced ones labelled;
+  (the replaced one absent counts as above); the share of served memories the store knows
+  replaced that carry the label, and how many stale ones were served unlabelled because
+  detection did not find their replacement;
 - copies: the distinct facts in a top 10 (copies of one fact count once);
 - unanswerable: how often the documented default floor (``min_score``) tells answerable
   questions from unanswerable ones by whether anything is served, beside the best single
@@ -39,7 +41,7 @@ from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
-from engram.projections.supersession import Supersessions
+from engram.projections.supersession import Supersessions, replacements
 
 __all__ = ["GOALS", "quality", "run_probes"]
 
@@ -117,8 +119,10 @@ def _updates(
     won = current in order and (stale not in order or order.index(current) < order.index(stale))
     served_stale = [r for r in result.items if r.event.position == stale]
     labelled = [bool(getattr(r, "replaced_by", None)) for r in served_stale]
+    with memory.engine.read() as conn:
+        known = stale in replacements(conn, [stale])
     return {"won": float(won), "stale_served": float(bool(served_stale)),
-            "labelled": float(any(labelled))}  # fmt: skip
+            "labelled": float(any(labelled)), "known": float(known)}  # fmt: skip
 
 
 def _copies(
@@ -191,12 +195,14 @@ def _mean(rows: list[dict[str, float]], key: str) -> float:
 def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
     if family == "updates":
         stale = [r for r in rows if r["stale_served"]]
-        labelled = _mean(stale, "labelled") if stale else 1.0
+        replaced = [r for r in stale if r["known"]]
+        labelled = _mean(replaced, "labelled") if replaced else 1.0
         return Outcome(
             family,
             _mean(rows, "won"),
             f"{sum(r['won'] for r in rows):.0f}/{len(rows)} current above stale; "
-            f"replaced ones served labelled: {labelled:.0%} of {len(stale)}",
+            f"replaced ones served labelled: {labelled:.0%} of {len(replaced)}; "
+            f"stale ones served that detection missed: {len(stale) - len(replaced)}",
         )
     if family == "copies":
         return Outcome(
