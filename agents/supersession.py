@@ -421,17 +421,21 @@ def review(
 
 
 def revert(memory: AgentMemory, event: int, *, reviewer: str, note: str = "") -> int:
-    """Undo the supersession applied at ``event``; return the revert's position."""
+    """Undo the supersession applied at ``event``, whoever's memories it joins (appended to
+    their agent's stream); return the revert's position."""
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise QueryError("reviewer must be a non-empty name")
     if not isinstance(event, int) or isinstance(event, bool) or event < 1:
         raise QueryError(f"event must be a ledger position, got {event!r}")
+    if not isinstance(note, str):
+        raise QueryError(f"note must be a string, got {type(note).__name__}")
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
+        found = supersession.of_event(conn, event)
         live = supersession.applied(conn, event)
-    if not live:
+    if found is None or not live:
         raise UnknownMemoryError(f"position {event} holds no supersession in force")
     payload = SupersessionReverted(supersession=event, reviewer=reviewer, note=note)
     return memory.ledger.append(
-        NewEvent.of(payload, stream=f"agent:{memory.agent}", actor=reviewer)
+        NewEvent.of(payload, stream=f"agent:{found.agent}", actor=reviewer)
     )[0]

@@ -22,6 +22,7 @@ from engram.cli import (  # noqa: F401
     reflection_commands,
     scars_commands,
     signal_commands,
+    supersession_commands,
     tenant_commands,
     tools,
     vitality_commands,

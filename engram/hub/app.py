@@ -38,7 +38,6 @@ from engram.hub.live import Broadcaster
 from engram.hub.plots import plot
 from engram.hub.security import Guard, new_token
 from engram.ledger import ConfigError, LedgerError
-from engram.projections import supersession as supersessions
 from engram.projections.errors import ProjectionError
 from engram.runtime import Memory, open_parts, open_settings, registry_for
 
@@ -328,20 +327,10 @@ def _review(
 def _supersession(memory: Memory, event: int, decision: str, reviewer: str, note: str) -> int:
     """Apply or refuse the proposal at ``event`` (``decision``), or revert the supersession
     it applied (``"reverted"``), through the agents layer; return the appended position."""
-    views.fresh(memory)
-    with memory.engine.read() as conn:
-        if decision == "reverted":
-            found = supersessions.of_event(conn, event)
-            what = "supersession"
-        else:
-            found = supersessions.proposal(conn, event)  # type: ignore[assignment]
-            what = "supersession proposal"
-    if found is None:
-        raise BadRequestError(f"position {event} holds no {what}")
-    stream = memory.agent(found.agent)
+    handle = memory.agent("hub")  # the events name the memories' agent and the reviewer
     if decision == "reverted":
-        return superseding.revert(stream, event, reviewer=reviewer, note=note)
-    return superseding.review(stream, event, decision, reviewer=reviewer, note=note)
+        return superseding.revert(handle, event, reviewer=reviewer, note=note)
+    return superseding.review(handle, event, decision, reviewer=reviewer, note=note)
 
 
 def _events(
