@@ -21,7 +21,7 @@ import sqlite3
 import warnings
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
 import numpy as np
@@ -410,11 +410,9 @@ def review(
         raise UnknownMemoryError(f"position {proposal} holds no supersession proposal")
     if found.status != "pending":
         raise QueryError(f"the proposal at {proposal} is {found.status} already")
+    verdict: Literal["applied", "refused"] = "applied" if decision == "applied" else "refused"
     payload = SupersessionReviewed(
-        proposal=proposal,
-        decision=decision,
-        reviewer=reviewer,
-        note=note,  # type: ignore[arg-type]
+        proposal=proposal, decision=verdict, reviewer=reviewer, note=note
     )
     event = NewEvent.of(payload, stream=f"agent:{found.agent}", actor=reviewer)
     return memory.ledger.append(event)[0]

@@ -155,7 +155,8 @@ def supersessions(memory: Memory) -> dict[str, Any]:
     with memory.engine.read() as conn:
         proposals = supersession.pending(conn)
         applied = supersession.in_force(conn, limit=IN_FORCE)
-    wanted = {p for row in (*proposals, *applied) for p in (row.new, *row.replaces)}
+    joined = [(p.new, p.replaces) for p in proposals] + [(s.new, s.replaces) for s in applied]
+    wanted = {p for new, olds in joined for p in (new, *olds)}
     texts = {e.position: scopes.item_text(e) for e in memory.ledger.get(sorted(wanted))}
 
     def quoted(positions: list[int]) -> list[dict[str, Any]]:
