@@ -317,13 +317,25 @@ def routed_judge(routing: str | os.PathLike[str] | None) -> Completer | None:
 
 
 def _subject(conn: sqlite3.Connection, text: str) -> str | None:
-    """Return the word naming what ``text`` speaks of: its first capitalised word (not a
-    function word), when few memories hold it (an IDF of at least :data:`RARE`); else None."""
-    named = [w for m in _NAME.findall(text) for w in lexical.tokens(m) if w not in STOPWORDS]
-    if not named:
-        return None
-    weights = lexical.terms(conn, named[0], prune=False).weights
-    return named[0] if weights.get(named[0], 0.0) >= RARE else None
+    """Return the word naming what ``text`` speaks of: the first word of its first run of
+    capitalised words (function words aside), or None.
+
+    A run of two or more capitalised words ("Keiko Tanaka"), or one inside a sentence, is a
+    name; one word opening a sentence is only capitalised there, so it names something only
+    when few memories hold it (an IDF of at least :data:`RARE`): "Deploy" opening every
+    other report is a topic, not a name.
+    """
+    for run in _RUN.finditer(text):
+        words = run.group().split()
+        named = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
+        if not named:
+            continue
+        opening = not text[: run.start()].rstrip() or text[: run.start()].rstrip()[-1] in ".!?"
+        if len(words) > 1 or not opening:
+            return named[0]
+        weights = lexical.terms(conn, named[0], prune=False).weights
+        return named[0] if weights.get(named[0], 0.0) >= RARE else None
+    return None
 
 
 def _name(text: str, subject: str) -> str:
@@ -358,9 +370,9 @@ def _labels(text: str) -> frozenset[str]:
     each names one thing, an event more often than a state ("fixed the parser in round 2"
     and "in round 26" both stay true)."""
     return frozenset(
-        f"{stem(word.casefold())} {number}"
+        f"{stem(word)} {number}"
         for word, number in _LABEL.findall(text)
-        if word.casefold() not in STOPWORDS
+        if word[0].islower() and word not in STOPWORDS  # "Model 3" names a thing: a value
     )
 
 

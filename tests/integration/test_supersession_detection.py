@@ -83,3 +83,15 @@ def test_candidates_compare_what_is_said_without_the_name(memory: Memory) -> Non
     assert found.position == tea
     assert found.said < found.similarity  # the shared name made them alike
     assert found.said < supersession.threshold(ana)
+
+
+def test_a_numbered_product_is_a_value_and_a_full_name_a_subject_in_a_young_store(
+    tmp_path: Path,
+) -> None:
+    # No filler: in a store of two memories no word is rare, yet "Keiko Tanaka" is a name;
+    # "Model 3" (capitalised) names the car, not a numbered occurrence.
+    with engram.open_memory(str(tmp_path / "young.db")) as memory:
+        ana = memory.agent("ana")
+        old = ana.observe("Keiko Tanaka drives a white Tesla Model 3.", at=NOW - 60 * DAY)
+        new = ana.observe("Keiko Tanaka now drives a black Ford Ranger.", at=NOW - 30 * DAY)
+        assert _superseded(memory) == [(new, [old])]
