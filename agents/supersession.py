@@ -2,15 +2,18 @@
 
 An agent says it (``observe(..., supersedes=[...])`` or :func:`supersede`), or detection
 proposes it when a memory is observed (:func:`detect`): among the agent's earlier memories
-that name the same subject (the first capitalised word, when few memories hold it) and
-quote the same ids (an id names a thing: two incident reports with two ids are two
-incidents), the most similar one whose content differs from the new memory's — not a copy:
-each holds words the other lacks — is a candidate when the cosine of their vectors reaches
-the embedder's threshold (:data:`THRESHOLDS`), measured on generated pairs (ADR 0052). The
-policy says what a candidate becomes: ``apply`` appends ``memory.superseded`` at once,
-``review`` appends ``supersession.proposed`` for a person to apply or refuse, ``off`` runs
-no detection. Every supersession can be reverted (:func:`revert`); recall then serves the
-old memory as current.
+that name the same subject (a name: :func:`_subject`), quote the same ids and numbered
+occurrences (an id or "round 26" names a thing: two incidents, two rounds), and differ from
+the new memory's content both ways (not a copy), the one that says the most similar thing
+of the subject — cosine with the subject's name taken out of both texts — is taken when
+that reaches the embedder's threshold (:data:`THRESHOLDS`, lower when the new memory
+announces a change: :data:`ANNOUNCED`), measured on generated pairs (ADRs 0052, 0075). A
+routed model (``[complete.supersede]``, :func:`routed_judge`) judges the best candidates
+instead, the offline rule deciding on a model error. The policy says what a finding
+becomes: ``apply`` appends ``memory.superseded`` at once, ``review`` appends
+``supersession.proposed`` for a person or the agent to apply or refuse, ``off`` runs no
+detection. Each records why. Every supersession can be reverted (:func:`revert`); recall
+then serves the old memory as current.
 """
 
 from __future__ import annotations
