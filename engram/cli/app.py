@@ -54,6 +54,7 @@ COMMANDS: dict[str, str] = {
     "sql": "ledger_commands",
     "status": "memory_commands",
     "suggestions": "lessons_commands",
+    "supersessions": "supersession_commands",
     "sweep": "jobs_commands",
     "tenants": "tenant_commands",
     "verify": "ledger_commands",
