@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from engram.agents.context import ContextWeights, build_context
 from engram.agents.details import LEAD_CHARS, MARK
 from engram.agents.frames import FRAMES, RULE_SHARE, SHARES, TOP_K, encode, for_ledger
 from engram.agents.tokens import default_counter
+from engram.cli import main
 from engram.projections.concepts import SELF
 from engram.projections.errors import QueryError
 from engram.runtime import Memory
@@ -185,3 +188,36 @@ def test_an_influences_connection_raises_the_target_s_items_without_activating_i
     # A source that has gone quiet sways nothing: the sway follows the source's salience.
     network.archive("n_incident")
     assert ranked() == [search, billing]
+
+
+def test_the_context_command_shows_the_sections_and_takes_a_top_k(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = str(tmp_path / "c.db")
+    for i in range(5):
+        args = ["concepts", "upsert", "coder", f"pattern.retry.p{i}", "--type", "pattern"]
+        assert main(["--ledger", ledger, *args, "--label", f"retry pattern {i}"]) == 0
+    capsys.readouterr()
+
+    def context(*argv: str) -> tuple[int, str, str]:
+        out = io.StringIO()
+        code = main(["--ledger", ledger, "context", "retry", "--agent", "coder", "--no-save",
+                     *argv], out=out)  # fmt: skip
+        return code, out.getvalue(), capsys.readouterr().err
+
+    code, out, err = context()
+    assert code == 0, err
+    assert list(json.loads(out)) == list(FRAMES)
+    sections = next(line for line in err.splitlines() if "sections:" in line)
+    assert [p.split()[0] for p in sections.split("sections: ")[1].split(", ")] == list(FRAMES)
+    assert len(_leaves(json.loads(out)["knowledge"])) == TOP_K["pattern"] == 4
+    code, out, err = context("--top-k", "pattern=2", "--json")
+    assert code == 0, err
+    record = json.loads(out)
+    assert len(_leaves(record["frames"]["knowledge"])) == 2
+    assert list(record["sections"]) == list(FRAMES)
+    assert sum(record["sections"].values()) >= record["tokens"] - 10
+    for bad in ("pattern", "pattern=0", "=3", "pattern=x"):
+        code, _, err = context("--top-k", bad)
+        assert code == 2
+        assert "--top-k" in err
