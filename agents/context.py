@@ -13,18 +13,23 @@
 3. **score** — resonance, a weighted sum of components in 0..1 (:class:`ContextWeights`):
    ``similarity`` (the cosine to the query, clipped, or the lexical match where it is higher),
    ``edge`` (the pull of the frontier that reached it), ``recency``
-   (``exp(−age / half_life)``), ``usage`` (how often it was recalled: ``1 − 1/(1 + n)``) and
-   ``task`` (the share of the task's words it holds);
-4. **trim** — the ``per_type`` best of each item type, then the best first while the frames'
-   token count (:mod:`engram.agents.tokens`) stays within the budget.
+   (``exp(−age / half_life)``), ``usage`` (how often it was recalled: ``1 − 1/(1 + n)``),
+   ``task`` (the share of the task's words it holds) and ``influence`` (the sway live
+   ``influences`` connections put on a neuron concept the item stands for — its author's
+   role, or a concept whose every word it holds; :func:`engram.projections.activation.influence`,
+   ADR 0083: the score moves, the neuron is not activated);
+4. **trim** — the top k of each node type (:data:`engram.agents.frames.TOP_K`), then the
+   best first while each frame keeps its share and the frames' token count
+   (:mod:`engram.agents.tokens`) stays within the budget; a long text's details are
+   summarised when the budget is tight (ADR 0082).
 
-The frames (:mod:`engram.agents.frames`) are identity, problem, knowledge (an HDoD: the
-chosen concepts as a nested dictionary), episodic, constraints (the applied rules that match)
-and scratchpad (the agent's unacknowledged signals). Rules are chosen by meaning
-(:mod:`engram.agents.guidance`: always-on ones, and the situational ones the task calls
-for) and take a reserved share of the budget before anything else (ADR 0057). Every item
-resolves to a ledger event; an agent never sees another agent's private item.
-``save=True`` appends ``context.saved``.
+The frames (:mod:`engram.agents.frames`) follow the prompt contract: identity, problem,
+knowledge (an HDoD: the chosen concepts as a nested dictionary, at most half the budget),
+episodic, constraints (the applied rules that match) and scratchpad (the agent's
+unacknowledged signals). Rules are chosen by meaning (:mod:`engram.agents.guidance`:
+always-on ones, and the situational ones the task calls for) and take a reserved share of the
+budget before anything else (ADR 0057). Every item resolves to a ledger event; an agent never
+sees another agent's private item. ``save=True`` appends ``context.saved``.
 """
 
 from __future__ import annotations
