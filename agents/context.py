@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 
@@ -284,6 +284,12 @@ class _Probe:
         self.vector: np.ndarray | None = None
         self.notes: list[str] = []
         self.sway: dict[str, tuple[frozenset[str], float]] = {}
+        #: What is offered beside the recalled items, each scored by :meth:`_ledger_items`
+        #: into its frame: a new source is one more entry.
+        self.sources: list[Callable[[ContextWeights, int], list[Candidate]]] = [
+            self._rules,
+            self._signals,
+        ]
 
     def influences(self, at: datetime) -> None:
         """Read the sway ``influences`` connections put on each neuron concept now."""
@@ -424,8 +430,8 @@ class _Probe:
             kind = _item_type(event)
             score = _resonance(components, weights)
             out.append(Candidate(event, kind, frame_of(kind), score, components, node.hop, text))
-        out += self._rules(weights, at_us)
-        out += self._signals(weights, at_us)
+        for source in self.sources:
+            out += source(weights, at_us)
         return out
 
     def _cosines(self, positions: list[int]) -> dict[int, float]:

@@ -65,13 +65,16 @@ def summarise(details: str, allowance: int, weights: Mapping[str, float]) -> str
         return ""
     if _ESTIMATE.count(details) <= allowance:
         return details
-    sentences = [s for s in _END.split(details) if s.strip()]
+    sentences = [s.strip() for s in _END.split(details) if s.strip()]
     query = dict(weights)
     order = sorted(range(len(sentences)), key=lambda i: (-lexical.share(query, sentences[i]), i))
+    # The estimate counts pieces between spaces, so an extract costs its sentences plus one
+    # token per ellipsis: each sentence is counted once.
+    costs = [_ESTIMATE.count(s) for s in sentences]
     kept: set[int] = set()
     for i in order:
-        trial = _extract(sentences, kept | {i})
-        if _ESTIMATE.count(trial) <= allowance:
+        trial = kept | {i}
+        if sum(costs[j] for j in trial) + _gaps(trial, len(sentences)) <= allowance:
             kept.add(i)
     if kept:
         return _extract(sentences, kept)
@@ -79,10 +82,19 @@ def summarise(details: str, allowance: int, weights: Mapping[str, float]) -> str
     words = sentences[order[0]].split()
     while words:
         words = words[: len(words) * 3 // 4]
-        trial = " ".join(words) + " " + MARK
-        if words and _ESTIMATE.count(trial) <= allowance:
-            return trial
+        trial_text = " ".join(words) + " " + MARK
+        if words and _ESTIMATE.count(trial_text) <= allowance:
+            return trial_text
     return ""
+
+
+def _gaps(kept: set[int], n: int) -> int:
+    """Return how many ellipses an extract of the ``kept`` sentences of ``n`` shows."""
+    last, gaps = -1, 0
+    for i in sorted(kept):
+        gaps += i != last + 1
+        last = i
+    return gaps + (last != n - 1)
 
 
 def _extract(sentences: list[str], kept: set[int]) -> str:
@@ -92,7 +104,7 @@ def _extract(sentences: list[str], kept: set[int]) -> str:
     for i in sorted(kept):
         if i != last + 1:
             parts.append(MARK)
-        parts.append(sentences[i].strip())
+        parts.append(sentences[i])
         last = i
     if last != len(sentences) - 1:
         parts.append(MARK)
