@@ -39,11 +39,13 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from functools import cached_property
 
 import numpy as np
 
 from engram.agents import guidance
-from engram.agents.frames import Candidate, assemble, for_ledger, frame_of, sections, top_k
+from engram.agents.frames import Candidate, assemble, for_ledger, frame_of, top_k
+from engram.agents.frames import sections as frame_sections
 from engram.agents.memory import AgentMemory
 from engram.agents.tokens import TokenCounter, default_counter
 from engram.ledger import Event, NewEvent
@@ -162,8 +164,13 @@ class Context:
     tokenizer: str
     event_id: str | None = None
     as_of: datetime = field(default_factory=lambda: datetime.now(UTC))
-    #: Each frame's size in tokens, in the frames' order (the prompt contract's sections).
-    sections: dict[str, int] = field(default_factory=dict)
+    counter: TokenCounter | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def sections(self) -> dict[str, int]:
+        """Each frame's size in tokens, in the frames' order (the prompt contract's sections),
+        counted by the build's counter when first asked."""
+        return frame_sections(self.frames, self.counter or default_counter())
 
 
 def build_context(
@@ -256,7 +263,7 @@ def build_context(
         event_id = memory.ledger.get([position])[0].id
     return Context(
         memory.agent, query, task, frames, items, tokens, budget, counter.name, event_id, when,
-        sections(frames, counter),
+        counter,
     )  # fmt: skip
 
 
