@@ -12,7 +12,10 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     routing = "~/.config/engram/routing.toml"        # embedders by use (default: hash)
     reflect_every = 100                              # reflect after N visible memories (0: off)
     reflect_importance = 150                         # ... or once their importance sums to this
-    keys = "/var/lib/engram/keys.db"                 # seal personal fields (ADR 0039; default off)
+    seal = true                                      # seal personal fields (ADR 0039, 0086);
+                                                     # default: on for SQLite, off for PostgreSQL
+    keys = "/var/lib/engram/keys.db"                 # the key store (default: one per ledger
+                                                     # in $XDG_DATA_HOME/engram-keys, ADR 0086)
     mcp_pack_dir = "~/engram-packs"                  # the only folder MCP pack tools may use
                                                      # (ADR 0046; default: pack tools refuse)
     supersede = "apply"                              # detected replacements: apply, review, off
@@ -60,6 +63,11 @@ on PostgreSQL the schema ``<pg_schema>__<tenant>``, on SQLite the ledger
 ``<projections>.tenants/<tenant>`` and a key store ``<keys>.tenants/<tenant>/keys.db``
 (ADR 0047). Every other path derives from these, so a tenant's handle never names another
 tenant's tables, files or keys (:func:`scope_to_tenant`).
+
+Personal fields are sealed by default (ADR 0086): without ``keys``, a ledger's key store is
+``$XDG_DATA_HOME/engram-keys/<ledger id>.db`` (:func:`default_key_store_path`), named after
+the id stored in the ledger, so a tenant (a ledger of its own) has its own. ``seal = false``
+writes them plain; a PostgreSQL ledger seals only when ``seal = true`` or ``keys`` says so.
 """
 
 from __future__ import annotations
@@ -93,6 +101,7 @@ _KEYS: dict[str, type | tuple[type, ...]] = {
     "reflect_every": int,
     "reflect_importance": (int, float),
     "keys": str,
+    "seal": bool,
     "mcp_pack_dir": str,
     "supersede": str,
     "half_life_days": (int, float),
@@ -136,7 +145,7 @@ class KindDeclaration:
     fields: tuple[tuple[str, str], ...]  # (field, type); a type ending in "?" is optional
     source: str  # the config file that declared it
     open: bool = False
-    #: Fields sealed under the subject's key when a key store is configured (ADR 0039).
+    #: Fields sealed under the subject's key when the ledger seals (ADR 0039, ADR 0086).
     personal: tuple[str, ...] = ()
 
     def payload_type(self) -> type[msgspec.Struct]:
@@ -177,12 +186,16 @@ class Settings:
     reflect_every: int = 100
     reflect_importance: float = 150.0
     kinds: tuple[KindDeclaration, ...] = ()
-    #: The key store file sealing personal fields (ADR 0039); empty: nothing is sealed.
+    #: The key store file sealing personal fields (ADR 0039); empty: the ledger's default
+    #: store, when it seals (:attr:`sealing`, ADR 0086).
     #: A tenant's is its own, ``<keys>.tenants/<tenant>/keys.db`` (ADR 0047).
     keys: str = ""
     #: For a tenant: the store its keys were kept in before each tenant had its own, split
     #: once on the tenant's first write (ADR 0047). Set by :func:`scope_to_tenant`.
     shared_keys: str = ""
+    #: Seal personal fields (ADR 0086): None is the default, on for a SQLite ledger and off
+    #: for a PostgreSQL one (its nodes would not share a key store file); ``keys`` implies on.
+    seal: bool | None = None
     destinations: tuple[tuple[str, str], ...] = ()
     #: The one folder the MCP server's pack tools may read and write (ADR 0046); empty:
     #: they refuse, since a model is not the user.
@@ -205,6 +218,14 @@ class Settings:
     def is_postgres(self) -> bool:
         """Return whether the ledger is a PostgreSQL URL."""
         return self.ledger.startswith(_PG_PREFIXES)
+
+    @property
+    def sealing(self) -> bool:
+        """Return whether personal fields are sealed: ``keys`` given, else ``seal``, else
+        on for a SQLite ledger and off for a PostgreSQL one (ADR 0086)."""
+        if self.keys:
+            return True
+        return (not self.is_postgres) if self.seal is None else self.seal
 
     @property
     def projection_store(self) -> str:
@@ -320,6 +341,41 @@ def _data_home() -> str:
     return os.environ.get("XDG_DATA_HOME") or os.path.join(Path.home(), ".local", "share")
 
 
+#: The folder, in the user's data directory, of the default key stores (ADR 0086): beside
+#: the default ledger's folder, not in it, so a copy of a ledger's folder leaves them behind.
+KEYS_FOLDER = "engram-keys"
+
+
+def default_key_folder() -> str:
+    """Return the folder of the default key stores: ``$XDG_DATA_HOME/engram-keys`` (ADR 0086).
+
+    Raises ConfigError when there is no absolute data directory to put it in (neither HOME
+    nor XDG_DATA_HOME): sealing cannot be the default there.
+    """
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if os.path.isabs(xdg):
+        return os.path.join(xdg, KEYS_FOLDER)
+    try:  # the XDG spec ignores a relative XDG_DATA_HOME
+        home = str(Path.home())
+    except RuntimeError:
+        home = ""
+    if not os.path.isabs(home) or home == os.sep:
+        raise ConfigError(
+            "personal fields are sealed by default, but there is no data directory for the"
+            " ledger's key store (neither HOME nor XDG_DATA_HOME is set): set XDG_DATA_HOME,"
+            " or keys = PATH, or seal = false to write personal fields in plain text"
+        )
+    return os.path.join(home, ".local", "share", KEYS_FOLDER)
+
+
+def default_key_store_path(ledger_id: str) -> str:
+    """Return the default key store file of the ledger whose id is ``ledger_id`` (ADR 0086):
+    ``<default_key_folder()>/<ledger id>.db``."""
+    if not re.fullmatch(r"[0-9a-f]{32}", ledger_id):
+        raise ConfigError(f"{ledger_id!r} is not a ledger id (32 lowercase hex digits)")
+    return os.path.join(default_key_folder(), f"{ledger_id}.db")
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -375,7 +431,7 @@ def _read_config(path: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"config file {path}: unknown key {key!r} (known: {', '.join(sorted(_KEYS))})"
             )
-        if not isinstance(value, expected) or isinstance(value, bool):
+        if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             raise ConfigError(f"config file {path}: {key} has the wrong type ({value!r})")
     if "kinds" in data:
         data["kinds"] = _declarations(path, data["kinds"])
@@ -550,6 +606,17 @@ def resolve_settings(
     keys = values.get("keys", "")
     if not isinstance(keys, str) or (keys and not keys.strip()):
         raise ConfigError(f"keys must be the path of a key store file, got {keys!r}")
+    seal = values.get("seal")
+    if seal is not None and not isinstance(seal, bool):
+        raise ConfigError(
+            f"seal must be true or false (seal personal fields under per-subject keys;"
+            f" default: on for a SQLite ledger), got {seal!r}"
+        )
+    if seal is False and keys:
+        raise ConfigError(
+            f"seal = false and keys = {keys!r} contradict each other: keys names the store"
+            " that seals personal fields; remove one of them"
+        )
     known = {f.name for f in fields(Settings)}
     settings = Settings(**{k: v for k, v in values.items() if k in known}, source=source)
     return scope_to_tenant(settings, tenant) if tenant else settings

@@ -1,4 +1,13 @@
-"""Each tenant's own key store, and the one-time split of a store tenants used to share.
+"""Where a ledger's key store is: its default one, each tenant's own, and the one-time
+split of a store tenants used to share.
+
+Without ``keys``, a ledger that seals (the default for SQLite, ADR 0086) keeps its keys in
+``$XDG_DATA_HOME/engram-keys/<ledger id>.db`` (:func:`default_key_store`): created with the
+ledger's first writable open, mode 0600, in a folder a copy of the ledger's folder leaves
+behind, and named after the id stored in the ledger, so a moved ledger finds its keys and
+two ledgers (two tenants) never share them. A reader never creates one; a writer that finds
+its ledger's store missing while sealed fields exist refuses to open, loudly (a new store
+could never open them, and the old keys would be mixed with new ones).
 
 Keys belong to a tenant (ADR 0047): a subject is (tenant, name), and tenant ``acme``'s keys
 live in ``<keys>.tenants/acme/keys.db`` (:func:`engram.config.scope_to_tenant`), so
@@ -27,11 +36,24 @@ from datetime import UTC, datetime
 
 import msgspec
 
-from engram.config import TENANT_SEPARATOR, TENANTS_SUFFIX, Settings
-from engram.ledger import KeyStore, Ledger
+from engram.config import (
+    TENANT_SEPARATOR,
+    TENANTS_SUFFIX,
+    Settings,
+    default_key_folder,
+    default_key_store_path,
+)
+from engram.ledger import ConfigError, KeyStore, KeyStoreError, Ledger
 from engram.ledger.shred import SEALED_PREFIX, is_sealed
 
-__all__ = ["SPLIT_MARK", "Opener", "key_store_path", "split_shared_keys"]
+__all__ = [
+    "SPLIT_MARK",
+    "Opener",
+    "default_key_store",
+    "key_store_file",
+    "key_store_path",
+    "split_shared_keys",
+]
 
 #: Opens the ledger of some settings read-only (the composition root's ``open_settings``).
 Opener = Callable[[Settings], Ledger]
@@ -59,6 +81,86 @@ def key_store_path(settings: Settings, *, readonly: bool, opener: Opener) -> str
         return shared
     split_shared_keys(settings, opener)
     return path
+
+
+def default_key_store(settings: Settings, ledger: Ledger, *, readonly: bool) -> KeyStore | None:
+    """Return the default key store of ``ledger`` (ADR 0086), or None when nothing is sealed.
+
+    For settings without ``keys``. A writer that seals names an unnamed ledger and creates
+    its store (mode 0600, folder 0700); a reader never creates either, and reads without a
+    store when there is none (sealed fields then read as stored). ``seal = false`` uses no
+    store: a reader reads sealed fields as stored, and a writer of a ledger that already has
+    a store is refused (its fields would be sealed by some processes, plain in others).
+
+    Raises:
+        KeyStoreError: a writer's ledger holds sealed fields but its key store is missing.
+        ConfigError: ``seal = false`` for a writer of a ledger that seals, or no data
+            directory to put the store in.
+    """
+    ledger_id, made = ledger.identity()
+    if not settings.sealing:
+        if readonly or not ledger_id:
+            return None
+        try:
+            path = default_key_store_path(ledger_id)
+        except ConfigError:
+            return None  # no data directory: no store to find
+        if os.path.isfile(path):
+            raise ConfigError(
+                f"seal = false, but this ledger (id {ledger_id}) already seals personal fields"
+                f" under its key store {path}: remove seal = false to write to it, or start a"
+                " new ledger for plain text"
+            )
+        return None
+    if not ledger_id:
+        if readonly:
+            return None
+        default_key_folder()  # no data directory: refused before the ledger is named
+        ledger_id, made = ledger.identity(create=True)
+    path = default_key_store_path(ledger_id)
+    if os.path.isfile(path):
+        return KeyStore(path, create=False)
+    if readonly:
+        return None
+    if not made and _holds_sealed(ledger, settings):
+        raise KeyStoreError(
+            f"the key store of this ledger (id {ledger_id}) is missing: {path} does not"
+            " exist, but the ledger holds sealed personal fields, which can never be read"
+            " without it. Restore the file from your backup of it (or set keys = PATH to"
+            " where it is); opening this ledger to write is refused so that no new keys"
+            " mix with the lost ones. Readers still open it, sealed fields as stored."
+        )
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    return KeyStore(path, create=True)
+
+
+def key_store_file(settings: Settings, opener: Opener) -> str:
+    """Return the key store file ``settings``' ledger seals with, for a reader ("" if none).
+
+    ``opener`` opens the ledger read-only (the composition root's). The configured
+    ``keys`` (a tenant's own, or the shared store until it is split), else the ledger's
+    default store when it has one.
+    """
+    if settings.keys:
+        return key_store_path(settings, readonly=True, opener=opener)
+    with opener(dataclasses.replace(settings, seal=False)) as ledger:
+        ledger_id = ledger.identity()[0]
+    if not ledger_id:
+        return ""
+    path = default_key_store_path(ledger_id)
+    return path if os.path.isfile(path) else ""
+
+
+def _holds_sealed(ledger: Ledger, settings: Settings) -> bool:
+    """Say whether any personal field of ``ledger`` is sealed (read as stored, no keys)."""
+    personal = settings.personal()
+    kinds = [k for k in personal if k in ledger.registry]
+    for event in ledger.read(kinds=kinds):
+        payload = event.payload
+        fields = payload if isinstance(payload, dict) else msgspec.structs.asdict(payload)
+        if any(is_sealed(fields.get(name)) for name in personal[event.kind]):
+            return True
+    return False
 
 
 def _split(shared: str) -> bool:
@@ -127,7 +229,7 @@ def _key_ids(settings: Settings, opener: Opener) -> set[str]:
     """Return the ids of the keys the sealed fields of ``settings``' ledger name."""
     from engram.ledger import LedgerNotFoundError
 
-    plain = dataclasses.replace(settings, keys="", shared_keys="")
+    plain = dataclasses.replace(settings, keys="", shared_keys="", seal=False)
     personal = settings.personal()
     found: set[str] = set()
     try:

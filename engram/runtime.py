@@ -25,7 +25,7 @@ from engram.agents.scars import Scars
 from engram.agents.signals import Mailbox, SharedMemo
 from engram.agents.supersession import routed_judge
 from engram.config import Settings, add_kinds, resolve_settings
-from engram.keysplit import key_store_path
+from engram.keysplit import default_key_store, key_store_path
 from engram.ledger import (
     FORGOTTEN,
     ConfigError,
@@ -125,7 +125,7 @@ def open_settings(
         store = KeyStore(path, create=not readonly)
         sealer = Sealer(store, settings.personal())
     try:
-        return Ledger.open(
+        ledger = Ledger.open(
             settings.ledger,
             merged,
             durability=settings.durability,
@@ -139,6 +139,15 @@ def open_settings(
         if sealer is not None:
             sealer.keys.close()
         raise
+    if sealer is None:
+        try:
+            default = default_key_store(settings, ledger, readonly=readonly)
+        except BaseException:
+            ledger.close()
+            raise
+        if default is not None:
+            ledger.sealer = Sealer(default, settings.personal())
+    return ledger
 
 
 def open_embedder(settings: Settings, use: str = "recall") -> Embedder:
@@ -243,12 +252,14 @@ class Memory:
         semantic indexes drop its content before this returns.
 
         Raises:
-            ConfigError: no key store is configured, or a bad subject, reason or actor.
+            ConfigError: this ledger seals nothing (``seal = false``, or a PostgreSQL
+                ledger without ``seal = true`` or ``keys``), or a bad subject, reason or actor.
         """
         if self.ledger.sealer is None:
             raise ConfigError(
-                "no key store is configured, so nothing is sealed to forget: set keys = PATH"
-                " (ADR 0039)"
+                "this ledger seals no personal fields (seal = false, or a PostgreSQL ledger"
+                " without seal = true or keys = PATH), so there is nothing to forget"
+                " (ADR 0039, ADR 0086)"
             )
         if not isinstance(subject, str) or not subject.strip():
             raise ConfigError(f"subject must be a non-empty string, got {subject!r}")

@@ -15,7 +15,10 @@ extra SQLite files under their aliases) and creates views in DuckDB's own catalo
   clashes with an envelope column (a payload ``id`` stays ``id``: the event's is ``event_id``).
   A personal field sealed under its subject's key (ADR 0039) shows ``[sealed]``, or
   ``[forgotten]`` once a later ``subject.forgotten`` names its subject: an audit reads
-  the ledger's structure, never personal content, and needs no key store.
+  the ledger's structure, never personal content, and needs no key store. The one exception
+  is a session given ``opened`` fields: the caller opened them (``engram sql --as SUBJECT``
+  opens the subject's own, ADR 0086), and the kind views show those in place of
+  ``[sealed]``.
 
 Consistency: positions are assigned in commit order, gap-free, and never change, so the
 rows with ``position <= head`` are a consistent prefix of the ledger whatever is appended
@@ -50,7 +53,7 @@ import tempfile
 import types
 import typing
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -155,13 +158,17 @@ class AuditSession:
         extra_attachments: Mapping[str, str] = {},
         cold: Sequence[tuple[str, int]] = (),
         personal: Mapping[str, Sequence[str]] = DEFAULT_PERSONAL,
+        opened: Iterable[tuple[str, str, str]] = (),
     ) -> None:
         """Attach the ledger (and ``extra_attachments``: alias -> SQLite path) read-only.
 
         ``cold``: (Parquet file, its last position) of contiguous segments from position 1.
         ``personal``: the personal fields by kind, masked in the kind views (ADR 0039).
+        ``opened``: (event id, field, text) of sealed fields the caller opened, shown in
+        the kind views instead of ``[sealed]``.
         """
         self._personal = {kind: tuple(names) for kind, names in personal.items()}
+        self._opened = list(opened)
         self._cold = [str(Path(path).resolve()) for path, _ in cold]
         self._cold_last = max((last for _, last in cold), default=0)
         missing = [path for path in self._cold if not Path(path).is_file()]
@@ -333,8 +340,17 @@ class AuditSession:
             self._run("CREATE VIEW main.ledger_meta AS SELECT key, value FROM ledger.ledger_meta")
         except duckdb.CatalogException as exc:
             raise AuditUnavailableError(f"no ledger_meta table in {self._where}") from exc
+        if self._opened:
+            self._run(
+                "CREATE TABLE main.opened_fields (event_id VARCHAR, field VARCHAR,"
+                " value VARCHAR, PRIMARY KEY (event_id, field))"
+            )
+            self._connection().executemany(
+                "INSERT INTO main.opened_fields VALUES (?, ?, ?)", self._opened
+            )
         for view, (kind, struct) in self._kinds.items():
-            self._run(_kind_view_sql(view, kind, struct, self._personal.get(kind, ())))
+            personal = self._personal.get(kind, ())
+            self._run(_kind_view_sql(view, kind, struct, personal, bool(self._opened)))
 
 
 def open_audit(
@@ -344,16 +360,23 @@ def open_audit(
     extra_attachments: Mapping[str, str] = {},
     cold: Sequence[tuple[str, int]] = (),
     personal: Mapping[str, Sequence[str]] = DEFAULT_PERSONAL,
+    opened: Iterable[tuple[str, str, str]] = (),
 ) -> AuditSession:
     """Open an audit session over ``target`` with one view per kind in ``kinds``.
 
     ``extra_attachments`` (alias -> SQLite file) are attached read-only beside the ledger,
     e.g. the projection store as ``projections``; ``cold`` segments (Parquet file, last
     position) serve the ``events`` view up to their end; ``personal`` fields (by kind) show
-    ``[sealed]`` or ``[forgotten]`` in the kind views when sealed (ADR 0039).
+    ``[sealed]`` or ``[forgotten]`` in the kind views when sealed (ADR 0039), except the
+    ``opened`` ones: (event id, field, text) the caller opened with the key store.
     """
     return AuditSession(
-        target, kinds, extra_attachments=extra_attachments, cold=cold, personal=personal
+        target,
+        kinds,
+        extra_attachments=extra_attachments,
+        cold=cold,
+        personal=personal,
+        opened=opened,
     )
 
 
@@ -488,7 +511,11 @@ def _utc(value: object) -> object:
 
 
 def _kind_view_sql(
-    view: str, kind: str, struct: type[msgspec.Struct], personal: Sequence[str] = ()
+    view: str,
+    kind: str,
+    struct: type[msgspec.Struct],
+    personal: Sequence[str] = (),
+    opened: bool = False,
 ) -> str:
     columns = ["position", "id AS event_id", "stream", "version", "actor", '"at"']
     fields = msgspec.structs.fields(struct)
@@ -502,7 +529,7 @@ def _kind_view_sql(
         if sql_type not in ("JSON", "VARCHAR"):
             value = f"CAST({value} AS {sql_type})"
         elif sql_type == "VARCHAR" and name in personal:
-            value = _masked(value, has_agent)
+            value = _masked(value, has_agent, name if opened else None)
         columns.append(f"{value} AS {_ident(column)}")
     return (
         f"CREATE OR REPLACE VIEW main.{_ident(view)} AS SELECT {', '.join(columns)} "
@@ -510,8 +537,9 @@ def _kind_view_sql(
     )
 
 
-def _masked(value: str, has_agent: bool) -> str:
-    """Return SQL showing a sealed personal field as [sealed], or [forgotten] (ADR 0039)."""
+def _masked(value: str, has_agent: bool, opened: str | None = None) -> str:
+    """Return SQL showing a sealed personal field as [sealed], or [forgotten] (ADR 0039);
+    with ``opened`` (the field's name), its text where ``opened_fields`` holds it."""
     subject = (
         "coalesce(json_extract_string(e.payload, '$.agent'), e.actor)" if has_agent else "e.actor"
     )
@@ -519,9 +547,15 @@ def _masked(value: str, has_agent: bool) -> str:
         "EXISTS (SELECT 1 FROM main.events f WHERE f.kind = 'subject.forgotten'"
         f" AND f.position > e.position AND json_extract_string(f.payload, '$.subject') = {subject})"
     )
+    shown = "'[sealed]'"
+    if opened is not None:
+        shown = (
+            "coalesce((SELECT o.value FROM main.opened_fields o WHERE o.event_id = e.id"
+            f" AND o.field = {_literal(opened)}), {shown})"
+        )
     return (
         f"CASE WHEN starts_with({value}, {_literal(SEALED_PREFIX)}) THEN CASE WHEN {forgotten}"
-        f" THEN {_literal(FORGOTTEN)} ELSE '[sealed]' END ELSE {value} END"
+        f" THEN {_literal(FORGOTTEN)} ELSE {shown} END ELSE {value} END"
     )
 
 

@@ -158,6 +158,12 @@ class Backend(abc.ABC):
         """Say where DuckDB can attach this ledger read-only."""
 
     @abc.abstractmethod
+    def ledger_id(self, create: bool) -> tuple[str, bool]:
+        """Return the ledger's identity (its ``ledger_id`` metadata; "" when it has none)
+        and whether this call gave it one: ``create`` names a ledger that has no identity
+        yet (a random id, stored once; a concurrent namer's id wins)."""
+
+    @abc.abstractmethod
     def close(self) -> None:
         """Release connections."""
 

@@ -14,6 +14,7 @@ import select
 import threading
 import time
 import urllib.parse
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -316,6 +317,21 @@ class PostgresBackend(Backend):
         return conn.exec_driver_sql(
             f"SELECT value FROM {self.schema}.ledger_meta WHERE key = 'format_version'"
         ).scalar()
+
+    def ledger_id(self, create: bool) -> tuple[str, bool]:
+        query = f"SELECT value FROM {self.schema}.ledger_meta WHERE key = 'ledger_id'"
+        with _translate("read the ledger's identity"), self._engine.begin() as conn:
+            found = conn.exec_driver_sql(query).scalar()
+            if found or not create or self.readonly:
+                return str(found or ""), False
+            new = uuid.uuid4().hex
+            conn.exec_driver_sql(
+                f"INSERT INTO {self.schema}.ledger_meta (key, value) VALUES ('ledger_id', %s)"
+                " ON CONFLICT (key) DO NOTHING",
+                (new,),
+            )
+            found = conn.exec_driver_sql(query).scalar()
+        return str(found), found == new
 
     @contextmanager
     def write(self) -> Iterator[WriteTransaction]:

@@ -12,6 +12,7 @@ import os
 import sqlite3
 import time
 import urllib.parse
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -359,6 +360,20 @@ class SQLiteBackend(Backend):
             raise ConfigError(
                 f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
             )
+
+    def ledger_id(self, create: bool) -> tuple[str, bool]:
+        query = "SELECT value FROM ledger_meta WHERE key = 'ledger_id'"
+        with _translate("read the ledger's identity"), self._reader.connect() as conn:
+            found = conn.exec_driver_sql(query).scalar()
+        if found or not create or self.readonly:
+            return str(found or ""), False
+        new = uuid.uuid4().hex
+        with self._exclusive("name the ledger") as conn:
+            conn.exec_driver_sql(
+                "INSERT OR IGNORE INTO ledger_meta (key, value) VALUES ('ledger_id', ?)", (new,)
+            )
+            found = conn.exec_driver_sql(query).scalar()
+        return str(found), found == new
 
     def write(self) -> _Tx:
         if self.readonly:

@@ -276,6 +276,13 @@ class Ledger:
         """Whether this ledger was opened read-only (appends are refused)."""
         return self.backend.readonly
 
+    def identity(self, *, create: bool = False) -> tuple[str, bool]:
+        """Return the ledger's id (stored in it, so it follows a moved or renamed file; ""
+        when it has none) and whether this call made it: ``create`` names an unnamed
+        ledger. The default key store is named after it (ADR 0086)."""
+        self._check_open()
+        return self.backend.ledger_id(create and not self.backend.readonly)
+
     @property
     def backend_name(self) -> str:
         """Name the storage backend: ``"sqlite"`` or ``"postgresql"``."""

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,6 +35,22 @@ sys.path[:] = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) 
 # of that default unset this. Set in the environment so that CLI subprocesses inherit it.
 os.environ.setdefault("ENGRAM_EMBEDDER", "hash")
 
+# Personal fields are sealed by default, under a key store in the user's data directory
+# (ADR 0086): no test may write keys (or a default ledger) into the real home. Set in the
+# environment so that CLI subprocesses inherit it, and again for every test (below).
+_DATA_HOME = tempfile.mkdtemp(prefix="engram-test-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+# A subprocess given an environment of its own (the MCP SDK passes HOME and PATH only) would
+# fall back to the real one: the session fails if a key store appears there.
+_REAL_KEYS = Path.home() / ".local" / "share" / "engram-keys"
+
+
+def _real_key_stores() -> set[str]:
+    return set(os.listdir(_REAL_KEYS)) if _REAL_KEYS.is_dir() else set()
+
+
+_REAL_KEYS_BEFORE = _real_key_stores()
+
 _SEED = pytest.StashKey[int]()
 _DEFAULT_PG_DSN = "postgresql://127.0.0.1:5432/test"
 
@@ -45,6 +63,20 @@ def pytest_configure(config: pytest.Config) -> None:
     seed = int(os.environ.get("ENGRAM_TEST_SEED") or time.time_ns() % 2**32)
     config.stash[_SEED] = seed
     random.seed(seed)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    written = sorted(_real_key_stores() - _REAL_KEYS_BEFORE)
+    if written:
+        sys.stderr.write(
+            f"\nthe tests wrote key stores into the real home ({_REAL_KEYS}): {written};"
+            " give the subprocess XDG_DATA_HOME\n"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_DATA_HOME, ignore_errors=True)
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -65,6 +97,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _seed_random(request: pytest.FixtureRequest) -> None:
     # Reseed per test so a single test reproduces alone, whatever ran before it.
     random.seed(request.config.stash[_SEED])
+
+
+@pytest.fixture(autouse=True)
+def _data_home(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Point the user's data directory (default ledger, key stores) at the session's folder.
+
+    One folder for the session, not one per test: a module-scoped fixture's ledger keeps
+    its key store across the module's tests. Key stores are named by ledger id, so tests
+    never share keys; a test about the data directory itself sets its own.
+    """
+    monkeypatch.setenv("XDG_DATA_HOME", _DATA_HOME)
+    return _DATA_HOME
 
 
 @pytest.fixture(scope="session")

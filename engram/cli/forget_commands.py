@@ -10,18 +10,17 @@ import click
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, opened, output_format, state
 from engram.config import Settings
-from engram.keysplit import key_store_path
-from engram.ledger import KeyStore, KeyStoreError
+from engram.keysplit import key_store_file
+from engram.ledger import KeyStore, KeyStoreError, LedgerNotFoundError
 from engram.runtime import open_settings
 
 
-def _key_store(settings: Settings) -> str:
-    if not settings.keys:
+def _check_sealing(settings: Settings) -> None:
+    if not settings.sealing:
         raise click.UsageError(
-            "no key store is configured, so nothing is sealed to forget: set keys = PATH in "
-            "the config file (ADR 0039)"
+            "this ledger seals no personal fields (seal = false, or a PostgreSQL ledger"
+            " without seal = true or keys = PATH), so there is nothing to forget (ADR 0086)"
         )
-    return os.path.expanduser(settings.keys)
 
 
 @cli.command(
@@ -46,7 +45,7 @@ def forget(subject: str, reason: str, actor: str, yes: bool) -> None:
     """
     out = state()
     settings = out.settings()
-    _key_store(settings)
+    _check_sealing(settings)
     if not subject.strip():
         raise click.UsageError("SUBJECT must not be empty")
     if not yes:
@@ -77,9 +76,15 @@ def keys(fmt: str) -> None:
     """List the subjects the key store holds keys of, and which were forgotten."""
     out = state()
     settings = out.settings(create=True)
-    _key_store(settings)
-    path = key_store_path(settings, readonly=True, opener=lambda s: open_settings(s, readonly=True))
-    if path != os.path.expanduser(settings.keys):
+    _check_sealing(settings)
+    try:
+        path = key_store_file(settings, lambda s: open_settings(s, readonly=True))
+    except LedgerNotFoundError:
+        path = ""  # no ledger yet: no keys
+    if not path:
+        out.render(iter(()), fmt, columns=["subject", "keys", "forgotten", "live"])
+        return
+    if settings.keys and path != os.path.expanduser(settings.keys):
         note(
             f"tenant {settings.tenant}'s keys are still in the shared store {path}: they move"
             " to the tenant's own on its next write (ADR 0047)"

@@ -14,10 +14,20 @@ import click
 import msgspec
 
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, opened, output_format, redacted, state
+from engram.cli.base import CliError, note, opened, output_format, redacted, state
 from engram.cli.base import open_ledger as _open_ledger
-from engram.ledger import ANY, NO_STREAM, Event, EventError, Expectation, KindRegistry, NewEvent
-from engram.ledger.shred import masked
+from engram.ledger import (
+    ANY,
+    FORGOTTEN,
+    NO_STREAM,
+    Event,
+    EventError,
+    Expectation,
+    KindRegistry,
+    Ledger,
+    NewEvent,
+)
+from engram.ledger.shred import masked, subject_of
 from engram.runtime import registry_for
 
 
@@ -103,7 +113,9 @@ class ExpectationType(click.ParamType):  # type: ignore[type-arg]  # generic in 
 def init() -> None:
     """Create the ledger if needed; append the core network once.
 
-    Prints where the ledger and its projection store are. Running it again appends nothing.
+    Prints where the ledger, its projection store and its key store are (personal fields
+    are sealed by default; back the key store up apart from the ledger). Running it again
+    appends nothing.
     """
     out = state()
     settings = out.settings(create=True)
@@ -112,6 +124,13 @@ def init() -> None:
         where = redacted(settings.ledger)
         out.echo(f"ledger ready at {where} ({ledger.backend_name}, from {settings.source})")
         out.echo(f"projections at {settings.projection_store}")
+        sealer = ledger.sealer
+        out.echo(
+            f"personal fields sealed, keys at {sealer.keys.path} (back it up apart from the"
+            " ledger: without it they cannot be read)"
+            if sealer is not None
+            else "personal fields are not sealed (seal = false, or PostgreSQL without keys)"
+        )
         positions = memory.network.bootstrap()
         if positions:
             out.echo(f"bootstrapped the core network: positions {positions[0]}..{positions[-1]}")
@@ -349,14 +368,24 @@ def verify(
     )
 )
 @click.argument("query")
+@click.option(
+    "--as",
+    "subject",
+    metavar="SUBJECT",
+    help="Open SUBJECT's own sealed personal fields with the key store; others stay [sealed].",
+)
 @output_format()
-def sql(query: str, fmt: str) -> None:
+def sql(query: str, subject: str | None, fmt: str) -> None:
     """Run a read-only SQL query over the ledger (DuckDB).
 
     The query sees the ledger and the projection store. The table events holds every event; each
     kind has a view of its payload fields named after it (memory.observed is memory_observed);
     the projection store's tables are under projections. Positions exported to cold segments
     (engram cold export) are read from their Parquet files. Writes are refused.
+
+    Sealed personal fields (observations' text, recall queries...) show [sealed] in the kind
+    views, or [forgotten] once their subject was forgotten; with --as SUBJECT, SUBJECT's own
+    show their text (the key store opens them). The events table holds them as stored.
     """
     from engram.ledger.audit import open_audit
     from engram.ledger.cold import segments
@@ -369,17 +398,17 @@ def sql(query: str, fmt: str) -> None:
     kinds = _kinds(registry_for(settings))
     folder = Path(settings.cold_directory)
     cold = [(s.path, s.last) for s in segments(folder)] if folder.is_dir() else []
-    with (
-        _open_ledger(settings, readonly=True) as ledger,
-        open_audit(
+    with _open_ledger(settings, readonly=True) as ledger:
+        opened_fields = _opened_fields(ledger, subject) if subject is not None else []
+        with open_audit(
             ledger.audit_target(),
             kinds,
             extra_attachments=extra,
             cold=cold,
             personal=settings.personal(),
-        ) as session,
-    ):
-        result = session.query(query)
+            opened=opened_fields,
+        ) as session:
+            result = session.query(query)
     parse = [kind == "JSON" for kind in result.types] or [False] * len(result.columns)
     records = (
         {
@@ -389,6 +418,27 @@ def sql(query: str, fmt: str) -> None:
         for row in result.rows
     )
     out.render(records, fmt, columns=result.columns)
+
+
+def _opened_fields(ledger: Ledger, subject: str) -> list[tuple[str, str, str]]:
+    """Return (event id, field, text) of every personal field of ``subject``'s events,
+    opened by the ledger's key store; none without one (ADR 0086)."""
+    if not subject.strip():
+        raise click.UsageError("--as needs a subject")
+    sealer = ledger.sealer
+    if sealer is None:
+        note("this ledger has no key store here: sealed fields stay [sealed]")
+        return []
+    found: list[tuple[str, str, str]] = []
+    for event in ledger.read(kinds=[k for k in sealer.personal if k in ledger.registry]):
+        payload = event.payload
+        if isinstance(payload, dict) or subject_of(event.actor, payload) != subject:
+            continue
+        for name in sealer.personal[event.kind]:
+            value = getattr(payload, name, None)
+            if isinstance(value, str) and value != FORGOTTEN:
+                found.append((event.id, name, value))
+    return found
 
 
 def _kinds(registry: KindRegistry) -> dict[str, type[msgspec.Struct]]:

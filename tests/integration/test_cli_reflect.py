@@ -142,7 +142,8 @@ def test_provenance_is_an_audit_question_in_sql(
         " JOIN projections.reflection_evidence e ON e.reflection = r.position"
         " JOIN memory_observed o ON o.event_id = e.evidence ORDER BY 1, 2"
     )
-    code, out, err = run(capsys, "--ledger", db, "sql", query, "--format", "json")
+    # alice's texts are sealed (ADR 0086): she reads her own with --as
+    code, out, err = run(capsys, "--ledger", db, "sql", query, "--as", "alice", "--format", "json")
     assert code == 0, err
     rows = json.loads(out)
     assert rows

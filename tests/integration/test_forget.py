@@ -293,10 +293,10 @@ def test_cli_errors_for_a_bad_or_missing_key_store(
     assert "chmod 600" in err
     os.chmod(tmp_path / "keys.db", 0o600)
     plain = tmp_path / "plain.toml"
-    plain.write_text(f'ledger = "{tmp_path / "l.db"}"\n')
+    plain.write_text(f'ledger = "{tmp_path / "l.db"}"\nseal = false\n')
     code, _, err = cli(capsys, plain, "forget", "alice", "--yes")
     assert code == 2
-    assert "no key store is configured" in err
+    assert "seals no personal fields" in err
 
 
 def test_the_sealing_bench_measures_both_sides(tmp_path: Path) -> None:

@@ -40,7 +40,12 @@ def serve(
     args = ["-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
     if pack_dir is not None:
         args += ["--pack-dir", str(pack_dir)]
-    environment = {"ENGRAM_CONFIG": os.devnull, "ENGRAM_PACK_KEY": KEY, **env}
+    environment = {
+        "ENGRAM_CONFIG": os.devnull,
+        "ENGRAM_PACK_KEY": KEY,
+        "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],  # the SDK passes HOME, not this: keys
+        **env,
+    }
     server = StdioServerParameters(
         command=sys.executable, args=args, env=environment, cwd=str(db.parent)
     )

@@ -18,7 +18,9 @@ mcp = pytest.importorskip("mcp")
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
 
+from engram.config import resolve_settings  # noqa: E402
 from engram.ledger import Ledger  # noqa: E402
+from engram.runtime import open_settings  # noqa: E402
 
 KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 #: The seed's tool names, served beside engram's own.
@@ -47,7 +49,12 @@ def params(db: Path, *agents: str) -> StdioServerParameters:
     args = ["-m", "engram", "mcp", "--ledger", str(db), "--pack-dir", str(db.parent)]
     for agent in agents:
         args += ["--agent", agent]
-    env = {"ENGRAM_CONFIG": os.devnull, "ENGRAM_PACK_KEY": KEY, "PYTHONUNBUFFERED": "1"}
+    env = {
+        "ENGRAM_CONFIG": os.devnull,
+        "ENGRAM_PACK_KEY": KEY,
+        "PYTHONUNBUFFERED": "1",
+        "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],  # the SDK passes HOME, not this: keys
+    }
     return StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(db.parent))
 
 
@@ -236,9 +243,14 @@ def test_concurrent_calls_are_all_answered_and_all_stored(tmp_path: Path) -> Non
     results = session(db, "alice")(body)
     positions = [p for r in results[:24] for p in r["positions"]["observations"]]
     assert len(set(positions)) == 24
-    with Ledger.open(str(db), readonly=True) as ledger:
+    with _reader(db) as ledger:
         texts = {e.payload.text for e in ledger.read(kinds=["memory.observed"])}
     assert texts == {f"parallel note number {i}" for i in range(24)}
+
+
+def _reader(db: Path) -> Ledger:
+    """Open the server's ledger read-only with its key store: texts are sealed (ADR 0086)."""
+    return open_settings(resolve_settings(str(db)), readonly=True)
 
 
 def _server_pid() -> int:
@@ -284,7 +296,7 @@ def test_a_killed_server_loses_nothing_it_acknowledged(tmp_path: Path) -> None:
     session(db, "alice")(body)
     assert lost  # the kill landed mid-burst: calls in flight were never answered
     assert 20 <= len(acked) <= 201 - len(lost)
-    with Ledger.open(str(db), readonly=True) as ledger:
+    with _reader(db) as ledger:
         assert ledger.verify().ok
         stored = {e.payload.text for e in ledger.read(kinds=["memory.observed"])}
     assert set(acked) <= stored

@@ -84,8 +84,10 @@ def test_tenants_are_created_listed_and_kept_apart(
     assert code == 0
     assert "zqalpha" in out
     assert "zqbeta" not in out
-    query = "SELECT string_agg(CAST(payload AS VARCHAR), ' ') AS texts FROM events"
-    code, out, _ = run(capsys, *where, "--tenant", "beta", "sql", query, "--format", "json")
+    query = "SELECT string_agg(text, ' ') AS texts FROM memory_observed"  # ann's own: --as
+    code, out, _ = run(
+        capsys, *where, "--tenant", "beta", "sql", query, "--as", "ann", "--format", "json"
+    )
     assert code == 0
     assert "zqbeta" in out
     assert "zqalpha" not in out
