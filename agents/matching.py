@@ -52,6 +52,9 @@ class Matching:
     #: The query words' IDF for the content share (ADR 0051), read even when the lexical
     #: path did not run; None: the lexical index is unavailable.
     share_weights: dict[str, float] | None = None
+    #: The index's mean length of a row in words (BM25's average document length), for the
+    #: length-fair share (:func:`saturated_share`); 0: unknown.
+    average: float = 0.0
 
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
@@ -262,6 +265,52 @@ def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str]
         return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
     held = {stem(w) for w in lexical.tokens(text)}
     found = ids + sum(v for w, v in content.items() if stem(w) in held)
+    return min(found / total, 1.0)
+
+
+def saturated_share(
+    weights: Mapping[str, float], text: str, quoted: Sequence[str] = (), average: float = 0.0
+) -> float:
+    """Return the share of the query's content words ``text`` holds, fair to its length (0..1).
+
+    :func:`content_share` with each word's weight scaled by BM25's saturation of its count
+    in ``text``: ``tf (k1 + 1) / (tf + k1 (1 - b + b len / average)) / (k1 + 1)``, over the
+    index's average length in words (``average``; 0: the text's own, so length plays no
+    part). A word a short text holds once counts more than one a long text holds once; a
+    word held many times counts up to its whole weight. A long memory holds more of any
+    query's words by chance alone; this is what keeps it from winning for its length
+    (ADR 0072).
+    """
+    content = dict(weights)
+    terms: list[tuple[str, float]] = []
+    for code in quoted:
+        parts = lexical.tokens(code)
+        terms.append((code, sum(content.pop(w, 0.0) for w in parts) or 1.0))
+    content = {w: v for w, v in content.items() if w not in STOPWORDS} or (
+        {} if terms else dict(weights)
+    )
+    total = sum(content.values()) + sum(v for _, v in terms)
+    if not total:
+        return 0.0
+    lowered = text.casefold()
+    words = lexical.tokens(text)
+    counts: dict[str, int] = {}
+    for w in words:
+        s = stem(w)
+        counts[s] = counts.get(s, 0) + 1
+    k1, b = lexical.BM25_K1, lexical.BM25_B
+    norm = k1 * (1 - b + b * len(words) / average) if average > 0 else k1
+
+    def saturated(tf: int) -> float:
+        return tf * (k1 + 1) / (tf + norm) / (k1 + 1) if tf else 0.0
+
+    ids = 0.0
+    for code, v in terms:
+        if _verbatim(code, lowered):
+            ids += v * saturated(max(lowered.count(code), 1))
+    if terms and not ids:
+        return 0.0
+    found = ids + sum(v * saturated(counts.get(stem(w), 0)) for w, v in content.items())
     return min(found / total, 1.0)
 
 

@@ -410,7 +410,7 @@ class AgentMemory:
                     match=False,
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
-                matching.weights = terms.weights
+                matching.weights, matching.average = terms.weights, terms.average
                 matching.texts = {h.position: h.text for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
@@ -419,7 +419,8 @@ class AgentMemory:
             matching.share_weights = matching.weights
         else:  # the content share is a feature of relevance whichever paths ran
             try:
-                matching.share_weights = lexical.terms(conn, query, prune=False).weights
+                every = lexical.terms(conn, query, prune=False)
+                matching.share_weights, matching.average = every.weights, every.average
             except (ProjectionError, sqlite3.Error):
                 matching.share_weights = None
         if "semantic" in paths and (self.embedder is None or self.searcher is None):

@@ -222,7 +222,7 @@ def quality(config: Config) -> list[Figure]:
     """Run the probes with the hash embedder and MiniLM (if installed); the four figures each."""
     embedders: list[tuple[str, Embedder | None]] = [
         ("hash", HashEmbedder()),
-        ("minilm", minilm(config.embedding_cache)),
+        ("minilm", minilm(config.embedding_cache, onnx=True)),
     ]
     log(f"  quality probes: seed {config.seed}")
     figures = []
