@@ -32,6 +32,7 @@ class Candidate:
     cosine: float | None = None
     match: float | None = None  # None until worked out (only for the items that may be kept)
     share: float = 0.0  # the content share of the query's words it holds (ADR 0051)
+    saturated: float = 0.0  # the same, fair to the item's length (ADR 0072)
 
 
 @dataclass
@@ -80,7 +81,9 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
     if m.share_weights is not None:
         shares = m.share_weights
         for p in positions:
-            fused[p].share = content_share(shares, texts[p], m.codes) if p in texts else 0.0
+            text = texts.get(p)
+            fused[p].share = content_share(shares, text, m.codes) if text else 0.0
+            fused[p].saturated = saturated_share(shares, text, m.codes, m.average) if text else 0.0
     if m.vector is not None:
         cosines(fused, positions, m)
         parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
@@ -328,16 +331,25 @@ def _verbatim(code: str, text: str) -> bool:
 
 
 class Calibration(NamedTuple):
-    """A logistic model of P(relevant) over a candidate's features (ADR 0051)."""
+    """A logistic model of P(relevant) over a candidate's features (ADR 0051, ADR 0072)."""
 
     bias: float
     share: float  # the content share of the query's words the item holds
     cosine: float  # the cosine of its vector and the query's, clipped to 0..1
     rank: float  # its fused reciprocal rank over the best one possible (0..1)
+    saturated: float = 0.0  # the length-fair share (:func:`saturated_share`)
+    cosine_rank: float = 0.0  # cosine x rank: a top rank counts as far as the item is near
 
-    def relevance(self, share: float, cosine: float, rank: float) -> float:
+    def relevance(self, share: float, cosine: float, rank: float, saturated: float = 0.0) -> float:
         """Return the calibrated probability that the item answers the query."""
-        z = self.bias + self.share * share + self.cosine * cosine + self.rank * rank
+        z = (
+            self.bias
+            + self.share * share
+            + self.saturated * saturated
+            + self.cosine * cosine
+            + self.rank * rank
+            + self.cosine_rank * cosine * rank
+        )
         return 1.0 / (1.0 + math.exp(-z))
 
 

@@ -605,7 +605,9 @@ class AgentMemory:
                     relevance[p] = c.match or 0.0
                 else:
                     cos = min(max(c.cosine or 0.0, 0.0), 1.0)
-                    relevance[p] = calibration.relevance(c.share, cos, min(c.fused / best, 1.0))
+                    relevance[p] = calibration.relevance(
+                        c.share, cos, min(c.fused / best, 1.0), c.saturated
+                    )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
         if calibration is None or matching is None or not self.lazy:

@@ -34,6 +34,7 @@ import numpy as np
 from engram.agents.matching import saturated_share, work_out
 from engram.agents.memory import AgentMemory
 from engram.bench import beam, locomo
+from engram.bench.common import log
 from engram.bench.recall_bench import (
     READER,
     _open,
@@ -99,8 +100,10 @@ def collect(
     embedder: Embedder,
     paths: frozenset[str],
     scratch: str,
+    save: str | None = None,
 ) -> Table:
-    """Ask every question with evidence, and one of another conversation, over ``paths``."""
+    """Ask every question with evidence, and one of another conversation, over ``paths``;
+    with ``save``, keep the table gathered so far in that .npz after each conversation."""
     rng = random.Random(SEED)
     rows: list[tuple[float, ...]] = []
     labels: list[int] = []
@@ -135,6 +138,22 @@ def collect(
                             reference.append(len(found & q.evidence) / len(q.evidence))
                 finally:
                     engine.close()
+            log(f"  {name} {conversation.sample_id}: {len(group)} questions asked")
+            if save:
+                np.savez(save, **_table(rows, labels, question, group, answerable, evidence,
+                                        reference).__dict__)  # fmt: skip
+    return _table(rows, labels, question, group, answerable, evidence, reference)
+
+
+def _table(
+    rows: list[tuple[float, ...]],
+    labels: list[int],
+    question: list[int],
+    group: list[str],
+    answerable: list[bool],
+    evidence: list[int],
+    reference: list[float],
+) -> Table:
     return Table(
         np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)),
         np.array(labels, dtype=np.float64),
@@ -255,9 +274,7 @@ def main() -> None:
         raise SystemExit("MiniLM needs the 'onnx' or the 'embeddings' extra")
     paths = frozenset(("lexical", "semantic")) if args.paths == "both" else frozenset([args.paths])
     with tempfile.TemporaryDirectory() as scratch:
-        t = collect(load_sets(args.data), embedder, paths, scratch)
-    if args.save:
-        np.savez(args.save, **t.__dict__)
+        t = collect(load_sets(args.data), embedder, paths, scratch, args.save)
     report(t, args.folds)
 
 
