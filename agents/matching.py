@@ -56,6 +56,9 @@ class Matching:
     #: The index's mean length of a row in words (BM25's average document length), for the
     #: length-fair share (:func:`saturated_share`); 0: unknown.
     average: float = 0.0
+    #: Work out the length-fair share too (the calibration weighs it; it costs a pass over
+    #: each text's words).
+    saturate: bool = False
 
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
@@ -83,7 +86,8 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
         for p in positions:
             text = texts.get(p)
             fused[p].share = content_share(shares, text, m.codes) if text else 0.0
-            fused[p].saturated = saturated_share(shares, text, m.codes, m.average) if text else 0.0
+            if m.saturate and text:
+                fused[p].saturated = saturated_share(shares, text, m.codes, m.average)
     if m.vector is not None:
         cosines(fused, positions, m)
         parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}

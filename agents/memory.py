@@ -572,6 +572,7 @@ class AgentMemory:
             best = sum(self.fusion[p] for p in ran) / (self.rrf_k + 1) or 1.0
             provider = self.embedder.fingerprint.provider if self.embedder is not None else ""
             calibration = calibration_for(provider, matching.vector is not None)
+            matching.saturate = calibration.saturated != 0
         relevance: dict[int, float] = {}
         recency: dict[int, float] = {}
         importance: dict[int, float] = {}
