@@ -32,6 +32,7 @@ class Candidate:
     cosine: float | None = None
     match: float | None = None  # None until worked out (only for the items that may be kept)
     share: float = 0.0  # the content share of the query's words it holds (ADR 0051)
+    saturated: float = 0.0  # the same, fair to the item's length (ADR 0072)
 
 
 @dataclass
@@ -52,6 +53,12 @@ class Matching:
     #: The query words' IDF for the content share (ADR 0051), read even when the lexical
     #: path did not run; None: the lexical index is unavailable.
     share_weights: dict[str, float] | None = None
+    #: The index's mean length of a row in words (BM25's average document length), for the
+    #: length-fair share (:func:`saturated_share`); 0: unknown.
+    average: float = 0.0
+    #: Work out the length-fair share too (the calibration weighs it; it costs a pass over
+    #: each text's words).
+    saturate: bool = False
 
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
@@ -77,7 +84,10 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
     if m.share_weights is not None:
         shares = m.share_weights
         for p in positions:
-            fused[p].share = content_share(shares, texts[p], m.codes) if p in texts else 0.0
+            text = texts.get(p)
+            fused[p].share = content_share(shares, text, m.codes) if text else 0.0
+            if m.saturate and text:
+                fused[p].saturated = saturated_share(shares, text, m.codes, m.average)
     if m.vector is not None:
         cosines(fused, positions, m)
         parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
@@ -265,6 +275,52 @@ def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str]
     return min(found / total, 1.0)
 
 
+def saturated_share(
+    weights: Mapping[str, float], text: str, quoted: Sequence[str] = (), average: float = 0.0
+) -> float:
+    """Return the share of the query's content words ``text`` holds, fair to its length (0..1).
+
+    :func:`content_share` with each word's weight scaled by BM25's saturation of its count
+    in ``text``: ``tf (k1 + 1) / (tf + k1 (1 - b + b len / average)) / (k1 + 1)``, over the
+    index's average length in words (``average``; 0: the text's own, so length plays no
+    part). A word a short text holds once counts more than one a long text holds once; a
+    word held many times counts up to its whole weight. A long memory holds more of any
+    query's words by chance alone; this is what keeps it from winning for its length
+    (ADR 0072).
+    """
+    content = dict(weights)
+    terms: list[tuple[str, float]] = []
+    for code in quoted:
+        parts = lexical.tokens(code)
+        terms.append((code, sum(content.pop(w, 0.0) for w in parts) or 1.0))
+    content = {w: v for w, v in content.items() if w not in STOPWORDS} or (
+        {} if terms else dict(weights)
+    )
+    total = sum(content.values()) + sum(v for _, v in terms)
+    if not total:
+        return 0.0
+    lowered = text.casefold()
+    words = lexical.tokens(text)
+    counts: dict[str, int] = {}
+    for w in words:
+        s = stem(w)
+        counts[s] = counts.get(s, 0) + 1
+    k1, b = lexical.BM25_K1, lexical.BM25_B
+    norm = k1 * (1 - b + b * len(words) / average) if average > 0 else k1
+
+    def saturated(tf: int) -> float:
+        return tf * (k1 + 1) / (tf + norm) / (k1 + 1) if tf else 0.0
+
+    ids = 0.0
+    for code, v in terms:
+        if _verbatim(code, lowered):
+            ids += v * saturated(max(lowered.count(code), 1))
+    if terms and not ids:
+        return 0.0
+    found = ids + sum(v * saturated(counts.get(stem(w), 0)) for w, v in content.items())
+    return min(found / total, 1.0)
+
+
 def _verbatim(code: str, text: str) -> bool:
     """Say whether ``text`` holds ``code`` as a whole (not "HE-855" inside "HE-8555")."""
     start = text.find(code)
@@ -279,26 +335,37 @@ def _verbatim(code: str, text: str) -> bool:
 
 
 class Calibration(NamedTuple):
-    """A logistic model of P(relevant) over a candidate's features (ADR 0051)."""
+    """A logistic model of P(relevant) over a candidate's features (ADR 0051, ADR 0072)."""
 
     bias: float
     share: float  # the content share of the query's words the item holds
     cosine: float  # the cosine of its vector and the query's, clipped to 0..1
     rank: float  # its fused reciprocal rank over the best one possible (0..1)
+    saturated: float = 0.0  # the length-fair share (:func:`saturated_share`)
+    cosine_rank: float = 0.0  # cosine x rank: a top rank counts as far as the item is near
 
-    def relevance(self, share: float, cosine: float, rank: float) -> float:
+    def relevance(self, share: float, cosine: float, rank: float, saturated: float = 0.0) -> float:
         """Return the calibrated probability that the item answers the query."""
-        z = self.bias + self.share * share + self.cosine * cosine + self.rank * rank
+        z = (
+            self.bias
+            + self.share * share
+            + self.saturated * saturated
+            + self.cosine * cosine
+            + self.rank * rank
+            + self.cosine_rank * cosine * rank
+        )
         return 1.0 / (1.0 + math.exp(-z))
 
 
-#: Fitted on the LoCoMo development split (`python -m engram.bench.calibrate`), per embedder
-#: family: "neural" (all-MiniLM-L6-v2: 188,564 candidates, 964 evidence), "hash" (feature
-#: hashing: 198,751 candidates, 903 evidence), "lexical" (no vectors: the hash run's share
-#: and rank alone). ADR 0051.
+#: Per embedder family (ADR 0051, ADR 0072; `python -m engram.bench.calibrate`): "neural"
+#: (all-MiniLM-L6-v2) and "lexical" (no vectors: share and rank alone) are ADR 0051's fits on
+#: LoCoMo dev, which a refit on LoCoMo and BEAM dev together did not beat held apart by
+#: conversation; "hash" (feature hashing) is fitted on both (251,518 candidates, 1,317
+#: evidence) over share and cosine x rank: a hash vector's cosine says little alone, and a
+#: top rank among far items says nothing.
 CALIBRATIONS: dict[str, Calibration] = {
     "neural": Calibration(-8.471, 3.288, 4.952, 3.016),
-    "hash": Calibration(-7.299, 4.067, 2.895, 2.858),
+    "hash": Calibration(-6.317, 4.029, -0.104, 0.0, cosine_rank=10.014),
     "lexical": Calibration(-7.102, 4.372, 0.0, 3.025),
 }
 

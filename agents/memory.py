@@ -106,12 +106,13 @@ PATHS = ("lexical", "semantic")
 #: breaks ties and fills in where no word matches (ADR 0014).
 DEFAULT_FUSION: dict[str, float] = {"lexical": 1.0, "semantic": 1.0}
 FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "semantic": 0.02}}
-#: The default floor on ``score``: below it an item is more likely noise than an answer,
-#: so a question nothing answers gets few or no items. On LoCoMo dev the top-score floor
-#: that best told answerable questions from unanswerable ones was 0.078 with MiniLM (88%)
-#: and 0.055 with hash vectors (87%); one floor serves both (ADR 0051). Pass
-#: ``min_score=0`` for every candidate.
-DEFAULT_MIN_SCORE = 0.06
+#: The default floor on ``score``, on the calibrated scale (ADR 0072): an item below it is
+#: relevant less than one time in twenty, so ten such items (recall's default ``k``) hold
+#: less than half an answer between them, more likely none than one. Chosen by that reading
+#: of the scale, not by a bench's best threshold; held apart by conversation, it tells
+#: LoCoMo and BEAM questions from questions of another conversation 88% of the time with
+#: MiniLM. Pass ``min_score=0`` for every candidate.
+DEFAULT_MIN_SCORE = 0.05
 
 
 class AgentMemory:
@@ -414,7 +415,7 @@ class AgentMemory:
                     match=False,
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
-                matching.weights = terms.weights
+                matching.weights, matching.average = terms.weights, terms.average
                 matching.texts = {h.position: h.text for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
@@ -423,7 +424,8 @@ class AgentMemory:
             matching.share_weights = matching.weights
         else:  # the content share is a feature of relevance whichever paths ran
             try:
-                matching.share_weights = lexical.terms(conn, query, prune=False).weights
+                every = lexical.terms(conn, query, prune=False)
+                matching.share_weights, matching.average = every.weights, every.average
             except (ProjectionError, sqlite3.Error):
                 matching.share_weights = None
         if "semantic" in paths and (self.embedder is None or self.searcher is None):
@@ -574,6 +576,7 @@ class AgentMemory:
             best = sum(self.fusion[p] for p in ran) / (self.rrf_k + 1) or 1.0
             provider = self.embedder.fingerprint.provider if self.embedder is not None else ""
             calibration = calibration_for(provider, matching.vector is not None)
+            matching.saturate = calibration.saturated != 0
         relevance: dict[int, float] = {}
         recency: dict[int, float] = {}
         importance: dict[int, float] = {}
@@ -608,7 +611,9 @@ class AgentMemory:
                     relevance[p] = c.match or 0.0
                 else:
                     cos = min(max(c.cosine or 0.0, 0.0), 1.0)
-                    relevance[p] = calibration.relevance(c.share, cos, min(c.fused / best, 1.0))
+                    relevance[p] = calibration.relevance(
+                        c.share, cos, min(c.fused / best, 1.0), c.saturated
+                    )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
         if calibration is None or matching is None or not self.lazy:

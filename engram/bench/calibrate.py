@@ -1,15 +1,19 @@
-"""Fit recall's relevance calibration on the LoCoMo development split (ADR 0051).
+"""Fit recall's relevance calibration on LoCoMo and BEAM dev, held apart by conversation.
 
-Run ``python -m engram.bench.calibrate [--locomo FILE] [--embedder hash|minilm]``. Every
-conversation is observed into its own ledger; each of its questions of categories 1-4 is
-asked (answerable), and so is a question of another conversation chosen by the seeded
-generator (unanswerable here: it speaks of other people and other events). For every
-candidate recall gathers, the features recall scores (the content share of the query's
-words, the clipped cosine, the fused reciprocal rank over the best possible) are recorded
-with a label: 1 when the candidate is one of the question's evidence turns. A logistic
-regression (Newton's method, a small ridge) fits P(evidence | features); the script prints
-its coefficients, then the floor on the top score that best tells answerable questions from
-unanswerable ones, and how often it does.
+Run ``python -m engram.bench.calibrate [--embedder hash|minilm] [--folds 5]``. Every
+conversation (LoCoMo) and chat (BEAM) is observed into its own ledger; each of its questions
+with evidence is asked (answerable), and so is a question of another conversation of the
+same data set chosen by the seeded generator (unanswerable there: it speaks of other people
+and other events). For every candidate recall gathers, the features recall scores are
+recorded (:data:`COLUMNS`) with a label: 1 when the candidate is one of the question's
+evidence turns. A logistic regression (Newton's method, a small ridge) fits P(evidence |
+features).
+
+Every figure printed is out of sample: the conversations are split into folds, the model is
+fitted on the others' candidates and scores the fold's (ADR 0072), so the recall@10 beside
+rank_bm25, the calibration table (predicted against observed) and the floor's separation of
+answerable from unanswerable questions are those of conversations the fit did not see. The
+coefficients printed last are fitted on everything, for :data:`engram.agents.matching.CALIBRATIONS`.
 
 The probes of the quality suite are not used: the calibration is fitted apart from what it
 is judged on.
@@ -18,78 +22,147 @@ is judged on.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-from engram.agents.matching import Calibration, work_out
+from engram.agents.matching import saturated_share, work_out
 from engram.agents.memory import AgentMemory
-from engram.bench import locomo
-from engram.bench.recall_bench import READER, _open, minilm, observe_conversation
+from engram.bench import beam, locomo
+from engram.bench.common import log
+from engram.bench.recall_bench import (
+    READER,
+    _open,
+    bm25_reference,
+    minilm,
+    observe_conversation,
+)
 from engram.ledger import Ledger, default_registry
 from engram.projections import lexical
 from engram.projections.embedding import Embedder, HashEmbedder
 
 SEED = 20261126
-PATHS = frozenset(("lexical", "semantic"))
+#: The features recorded per candidate: the content share (ADR 0051), the length-fair share
+#: (ADR 0072), the clipped cosine, the fused reciprocal rank over the best possible, and the
+#: text's length in words (for the analysis only).
+COLUMNS = ("share", "saturated", "cosine", "rank", "words")
+
+
+@dataclass
+class Table:
+    """The candidates of every question asked: features, labels, and who asked what."""
+
+    x: np.ndarray  # (candidates, len(COLUMNS))
+    y: np.ndarray  # 1: one of the question's evidence turns
+    question: np.ndarray  # the question each candidate answers (an index into the below)
+    group: np.ndarray  # per question: its conversation (data set prefix + index)
+    answerable: np.ndarray  # per question
+    evidence: np.ndarray  # per question: how many evidence turns it cites
+    reference: np.ndarray  # per question: rank_bm25's recall@10 (answerable ones)
 
 
 def features(
-    memory: AgentMemory, query: str, fetch: int = 30
-) -> dict[int, tuple[float, float, float]]:
-    """Return each candidate's (share, cosine, rank) as recall scores them."""
+    memory: AgentMemory, query: str, paths: frozenset[str], fetch: int = 30
+) -> dict[int, tuple[float, ...]]:
+    """Return each candidate's features (:data:`COLUMNS`) as recall scores them."""
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         ranked, _, matching = memory._candidates(
-            conn, conn, query, fetch, lexical.memory_types(None), PATHS, None
+            conn, conn, query, fetch, lexical.memory_types(None), paths, None
         )
         if matching is None or not ranked:
             return {}
         work_out(ranked, sorted(ranked), matching)
-    ran = [
-        p
-        for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
-        if on is not None
-    ]
+    ran = [p for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
+           if on is not None]  # fmt: skip
     best = sum(memory.fusion[p] for p in ran) / (memory.rrf_k + 1)
-    return {
-        p: (c.share, min(max(c.cosine or 0.0, 0.0), 1.0), min(c.fused / best, 1.0))
-        for p, c in ranked.items()
-    }
+    found = {}
+    for p, c in ranked.items():
+        text = matching.texts.get(p, "")
+        weights = matching.share_weights or {}
+        found[p] = (
+            c.share,
+            saturated_share(weights, text, matching.codes, matching.average),
+            min(max(c.cosine or 0.0, 0.0), 1.0),
+            min(c.fused / best, 1.0),
+            float(len(lexical.tokens(text))),
+        )
+    return found
 
 
 def collect(
-    path: str | None, embedder: Embedder, scratch: str
-) -> tuple[np.ndarray, np.ndarray, list[tuple[bool, list[int]]]]:
-    """Return the feature rows, their labels, and per question (answerable, its rows)."""
-    conversations = locomo.load(path)
+    sets: Sequence[tuple[str, Sequence[locomo.Conversation]]],
+    embedder: Embedder,
+    paths: frozenset[str],
+    scratch: str,
+    save: str | None = None,
+) -> Table:
+    """Ask every question with evidence, and one of another conversation, over ``paths``;
+    with ``save``, keep the table gathered so far in that .npz after each conversation."""
     rng = random.Random(SEED)
-    rows: list[tuple[float, float, float]] = []
+    rows: list[tuple[float, ...]] = []
     labels: list[int] = []
-    asked: list[tuple[bool, list[int]]] = []
-    for conversation in conversations:
-        others = [q for c in conversations if c is not conversation for q in c.questions]
-        base = os.path.join(scratch, conversation.sample_id)
-        with Ledger.open(base + ".db", default_registry(), durability="fast") as ledger:
-            engine, searcher = _open(ledger, base + ".store", embedder)
-            try:
-                dia = observe_conversation(ledger, engine, conversation)
-                engine.catch_up()
-                memory = AgentMemory(READER, ledger, engine, embedder=embedder, searcher=searcher)
-                for question in conversation.questions:
-                    for answerable, q in ((True, question), (False, rng.choice(others))):
-                        found = features(memory, q.text)
-                        mine = []
-                        for p, f in found.items():
-                            mine.append(len(rows))
-                            rows.append(f)
-                            labels.append(int(answerable and dia[p] in question.evidence))
-                        asked.append((answerable, mine))
-            finally:
-                engine.close()
-    return np.array(rows, dtype=np.float64), np.array(labels, dtype=np.float64), asked
+    question: list[int] = []
+    group: list[str] = []
+    answerable: list[bool] = []
+    evidence: list[int] = []
+    reference: list[float] = []
+    for name, conversations in sets:
+        for conversation in conversations:
+            others = [q for c in conversations if c is not conversation for q in c.questions]
+            rank = bm25_reference(conversation)
+            base = os.path.join(scratch, f"{name}-{conversation.sample_id}")
+            with Ledger.open(base + ".db", default_registry(), durability="fast") as ledger:
+                engine, searcher = _open(ledger, base + ".store", embedder, passages=False)
+                try:
+                    dia = observe_conversation(ledger, engine, conversation)
+                    engine.catch_up()
+                    memory = AgentMemory(
+                        READER, ledger, engine, embedder=embedder, searcher=searcher
+                    )
+                    for q in conversation.questions:
+                        for asked, which in ((True, q), (False, rng.choice(others))):
+                            for p, f in features(memory, which.text, paths).items():
+                                rows.append(f)
+                                labels.append(int(asked and dia[p] in q.evidence))
+                                question.append(len(group))
+                            group.append(f"{name}:{conversation.sample_id}")
+                            answerable.append(asked)
+                            evidence.append(len(q.evidence))
+                            found = set(rank(q.text, 10)) if asked else set()
+                            reference.append(len(found & q.evidence) / len(q.evidence))
+                finally:
+                    engine.close()
+            log(f"  {name} {conversation.sample_id}: {len(group)} questions asked")
+            if save:
+                np.savez(save, **_table(rows, labels, question, group, answerable, evidence,
+                                        reference).__dict__)  # fmt: skip
+    return _table(rows, labels, question, group, answerable, evidence, reference)
+
+
+def _table(
+    rows: list[tuple[float, ...]],
+    labels: list[int],
+    question: list[int],
+    group: list[str],
+    answerable: list[bool],
+    evidence: list[int],
+    reference: list[float],
+) -> Table:
+    return Table(
+        np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)),
+        np.array(labels, dtype=np.float64),
+        np.array(question),
+        np.array(group),
+        np.array(answerable),
+        np.array(evidence),
+        np.array(reference),
+    )
 
 
 def fit(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
@@ -107,41 +180,121 @@ def fit(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
     return w
 
 
-def separation(scores: list[tuple[bool, float]]) -> tuple[float, float]:
+def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Return the fitted probabilities of the rows ``x``."""
+    return 1 / (1 + np.exp(-(w[0] + x @ w[1:])))
+
+
+def held_apart(t: Table, columns: Sequence[int], folds: int) -> np.ndarray:
+    """Return each candidate's probability from a model fitted on the other folds'
+    conversations (folds assigned by the seeded generator, conversation by conversation)."""
+    names = sorted(set(t.group))
+    random.Random(SEED).shuffle(names)
+    fold_of = {name: i % folds for i, name in enumerate(names)}
+    row_fold = np.array([fold_of[g] for g in t.group])[t.question]
+    out = np.zeros(len(t.y))
+    for f in range(folds):
+        inside = row_fold == f
+        w = fit(t.x[~inside][:, columns], t.y[~inside])
+        out[inside] = predict(w, t.x[inside][:, columns])
+    return out
+
+
+def recall_at(t: Table, p: np.ndarray, k: int = 10) -> np.ndarray:
+    """Return each answerable question's evidence recall@k when its candidates are ordered
+    by ``p`` (NaN for the unanswerable)."""
+    out = np.full(len(t.group), np.nan)
+    order = np.lexsort((-p, t.question))
+    q_sorted = t.question[order]
+    starts = np.searchsorted(q_sorted, np.arange(len(t.group)))
+    ends = np.searchsorted(q_sorted, np.arange(len(t.group)), side="right")
+    for q in np.flatnonzero(t.answerable):
+        top = order[starts[q] : ends[q]][:k]
+        out[q] = t.y[top].sum() / t.evidence[q]
+    return out
+
+
+def tops(t: Table, p: np.ndarray) -> np.ndarray:
+    """Return each question's top probability (0 where nothing was found)."""
+    top = np.zeros(len(t.group))
+    np.maximum.at(top, t.question, p)
+    return top
+
+
+def separation(t: Table, top: np.ndarray, floor: float) -> float:
+    """Return the share of questions a floor on the top score classes right."""
+    return float(((top >= floor) == t.answerable).mean())
+
+
+def best_floor(t: Table, top: np.ndarray) -> tuple[float, float]:
     """Return the threshold on the top score that best separates, and its accuracy."""
     best = (0.0, 0.0)
-    for t in sorted({s for _, s in scores}):
-        right = sum((s >= t) == answerable for answerable, s in scores) / len(scores)
+    for f in sorted(set(top.tolist())):
+        right = separation(t, top, f)
         if right > best[1]:
-            best = (t, right)
+            best = (f, right)
     return best
 
 
+def reliability(p: np.ndarray, y: np.ndarray, bins: int = 8) -> list[tuple[float, float, int]]:
+    """Return (mean predicted, observed rate, count) per bin of predicted probability."""
+    edges = np.quantile(p, np.linspace(0, 1, bins + 1))
+    out = []
+    for lo, hi in itertools.pairwise(edges):
+        inside = (p >= lo) & (p <= hi)
+        if inside.any():
+            out.append((float(p[inside].mean()), float(y[inside].mean()), int(inside.sum())))
+    return out
+
+
+def load_sets(which: str) -> list[tuple[str, list[locomo.Conversation]]]:
+    """Return the data sets to fit on: ``locomo``, ``beam`` or ``both``."""
+    sets: list[tuple[str, list[locomo.Conversation]]] = []
+    if which in ("locomo", "both"):
+        sets.append(("locomo", locomo.load(None)))
+    if which in ("beam", "both"):
+        sets.append(("beam", beam.load(None)))
+    return sets
+
+
 def main() -> None:
-    """Collect, fit, and print the calibration and the floor."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--locomo", default=None)
+    """Collect, fit held apart, and print recall, the calibration and the floor."""
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
-    parser.add_argument("--embedding-cache", default=None, help="a file keeping MiniLM vectors")
+    parser.add_argument("--paths", choices=("lexical", "semantic", "both"), default="both")
+    parser.add_argument("--data", choices=("locomo", "beam", "both"), default="both")
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--save", default=None, help="keep the table in this .npz file")
+    parser.add_argument("--embedding-cache", default=os.path.expanduser(
+        "~/.cache/engram/bench-embeddings.db"))  # fmt: skip
     args = parser.parse_args()
-    embedder = HashEmbedder() if args.embedder == "hash" else minilm(args.embedding_cache)
+    cache = args.embedding_cache
+    embedder = HashEmbedder() if args.embedder == "hash" else minilm(cache, onnx=True)
     if embedder is None:
-        raise SystemExit("MiniLM needs the 'embeddings' extra")
+        raise SystemExit("MiniLM needs the 'onnx' or the 'embeddings' extra")
+    paths = frozenset(("lexical", "semantic")) if args.paths == "both" else frozenset([args.paths])
     with tempfile.TemporaryDirectory() as scratch:
-        x, y, asked = collect(args.locomo, embedder, scratch)
-    w = fit(x, y)
-    calibration = Calibration(*map(float, w))
-    print(f"{args.embedder}: {len(y)} candidates, {int(y.sum())} evidence")
-    print(f"  Calibration({', '.join(f'{v:.3f}' for v in w)})")
-    for name, columns in (("lexical", [0, 2]), ("lexical share only", [0])):
-        sub = fit(x[:, columns], y)
-        print(f"  {name}: {', '.join(f'{v:.3f}' for v in sub)}")
-    tops = []
-    for answerable, mine in asked:
-        top = max((calibration.relevance(*x[i]) for i in mine), default=0.0)
-        tops.append((answerable, top))
-    threshold, accuracy = separation(tops)
-    print(f"  top-score floor {threshold:.3f} separates answerable from not: {accuracy:.1%}")
+        t = collect(load_sets(args.data), embedder, paths, scratch, args.save)
+    report(t, args.folds)
+
+
+def report(t: Table, folds: int) -> None:
+    """Print, per feature set, the held-apart recall@10 and floor, then the whole fit."""
+    print(f"{len(t.y)} candidates, {int(t.y.sum())} evidence, {len(t.group)} questions")
+    sets = {"share+cosine+rank": [0, 2, 3], "saturated+cosine+rank": [1, 2, 3]}
+    sets = {n: c for n, c in sets.items() if t.x[:, 2].any() or 2 not in c}
+    for name, columns in sets.items():
+        p = held_apart(t, columns, folds)
+        r = recall_at(t, p)
+        top = tops(t, p)
+        for prefix in sorted({g.split(":")[0] for g in t.group}):
+            mine = np.array([g.startswith(prefix) for g in t.group]) & t.answerable
+            ratio = np.nanmean(r[mine]) / t.reference[mine].mean()
+            print(f"  {name} {prefix}: recall@10 {np.nanmean(r[mine]):.3f} ({ratio:.3f}x)")
+        floor, accuracy = best_floor(t, top)
+        print(f"    best top floor {floor:.3f}: {accuracy:.1%}; 0.5: {separation(t, top, 0.5):.1%}")
+        w = fit(t.x[:, columns], t.y)
+        print(f"    whole fit: {', '.join(f'{v:.3f}' for v in w)}")
 
 
 if __name__ == "__main__":

@@ -227,23 +227,11 @@ def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
     )
 
 
-def _onnx_minilm(cache_path: str | None) -> Embedder | None:
-    """Return all-MiniLM-L6-v2 on the ONNX provider (same model and fingerprint as through
-    sentence-transformers), or None when it cannot run here."""
-    from engram.projections.embedding import CachedEmbedder, EmbeddingCache, OnnxEmbedder
-    from engram.projections.embedding.onnx_provider import ready
-
-    if not ready():
-        return None
-    model = OnnxEmbedder()
-    return model if cache_path is None else CachedEmbedder(model, EmbeddingCache(cache_path))
-
-
 def quality(config: Config) -> list[Figure]:
     """Run the probes with the hash embedder and MiniLM (if installed); the four figures each."""
     embedders: list[tuple[str, Embedder | None]] = [
         ("hash", HashEmbedder()),
-        ("minilm", minilm(config.embedding_cache) or _onnx_minilm(config.embedding_cache)),
+        ("minilm", minilm(config.embedding_cache, onnx=True)),
     ]
     log(f"  quality probes: seed {config.seed}")
     figures = []

@@ -61,8 +61,10 @@ from engram.projections.embedding import (
     Embedder,
     EmbeddingCache,
     HashEmbedder,
+    OnnxEmbedder,
     SentenceTransformerEmbedder,
 )
+from engram.projections.embedding.onnx_provider import ready as onnx_ready
 from engram.projections.embedding.st import available as minilm_available
 from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
@@ -147,11 +149,20 @@ def check_modes(config: Config, modes: Sequence[Mode]) -> None:
         raise ValueError(f"unknown mode(s) {unknown} (known: {known})")
 
 
-def minilm(cache_path: str | None) -> Embedder | None:
-    """Return all-MiniLM-L6-v2 (cached in ``cache_path`` if given), or None without the extra."""
-    if not minilm_available():
+def minilm(cache_path: str | None, *, onnx: bool = False) -> Embedder | None:
+    """Return all-MiniLM-L6-v2 (cached in ``cache_path`` if given), or None without it.
+
+    sentence-transformers when installed; else, with ``onnx``, the ONNX provider (ADR 0061:
+    the same vectors and fingerprint, so a cache filled by either serves both). The quality
+    benches ask for it; the latency store's 100k texts stay on hash vectors without
+    sentence-transformers, as before."""
+    model: Embedder
+    if minilm_available():
+        model = SentenceTransformerEmbedder(model="all-MiniLM-L6-v2")
+    elif onnx and onnx_ready():
+        model = OnnxEmbedder(model="all-MiniLM-L6-v2")
+    else:
         return None
-    model = SentenceTransformerEmbedder(model="all-MiniLM-L6-v2")
     if cache_path is None:
         return model
     Path(cache_path).parent.mkdir(parents=True, exist_ok=True)
@@ -226,7 +237,7 @@ def evaluate(
     modes, extra = chosen(config, modes), chosen(config, extra)
     embedders: dict[str, Embedder | None] = {
         "hash": HashEmbedder(),
-        "minilm": minilm(config.embedding_cache),
+        "minilm": minilm(config.embedding_cache, onnx=True),
     }
     active = [m for m in [*modes, *extra] if embedders[m.embedder] is not None]
     if len(active) < len(modes) + len(extra):

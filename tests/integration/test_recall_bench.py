@@ -60,8 +60,8 @@ def locomo_file(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def config(tmp_path: Path, locomo_file: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
-    monkeypatch.setattr(recall_bench, "minilm", lambda _cache: None)
-    monkeypatch.setattr(recall_latency, "minilm", lambda _cache: None)
+    monkeypatch.setattr(recall_bench, "minilm", lambda _cache, **_: None)
+    monkeypatch.setattr(recall_latency, "minilm", lambda _cache, **_: None)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     sizes = dataclasses.replace(QUICK, recall_memories=300, rebuild_texts=20)
