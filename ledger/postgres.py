@@ -89,16 +89,36 @@ class _Tx(WriteTransaction):
     # The hot path speaks to psycopg directly; SQLAlchemy's per-statement result setup
     # would cost more than these lookups. A transaction costs two round trips (ADR 0059):
     # the position lock with the head read after it, then the inserts, the notification and
-    # the commit, each pair sent as one pipeline.
+    # the commit, each pair sent as one pipeline. When this process wrote the last commit it
+    # knows (``own``), it costs one (ADR 0084): the plan starts from that head, and the lock,
+    # a check that the head's row is still the one written, the inserts, the notification and
+    # the commit go as one pipeline. A head that moved meanwhile makes the insert collide
+    # with the row at the next position (positions are gap-free and never removed), and the
+    # store plans the group again carefully, under the lock.
     def __init__(
-        self, conn: psycopg.Connection[Any], schema: str, head: tuple[int, bytes] | None = None
+        self,
+        conn: psycopg.Connection[Any],
+        schema: str,
+        head: tuple[int, bytes] | None = None,
+        *,
+        lock_key: int = 0,
+        own: tuple[int, bytes] | None = None,
     ) -> None:
         self._conn = conn
         self._cur = conn.cursor()
         self._schema = schema
         self._head = head  # read under the lock in the same pipeline; used once
+        self._lock_key = lock_key
+        self._own = own  # the head as this process committed it; the lock is not held yet
         self.rows: Sequence[Row] = ()
         self.last: int | None = None
+
+    def head_after(self) -> tuple[int, bytes] | None:
+        """Return the head this transaction committed, or None when it does not know it."""
+        if self.rows:
+            row = self.rows[-1]
+            return row[Column.POSITION], bytes(row[_HASH])
+        return None
 
     def _head_sql(self) -> str:
         return _head_sql(self._schema)
@@ -137,6 +157,8 @@ class _Tx(WriteTransaction):
         return found
 
     def head(self) -> tuple[int, bytes]:
+        if self._own is not None:
+            return self._own  # checked under the lock when the rows are sent (commit)
         head, self._head = self._head, None
         if head is not None:
             return head
@@ -148,6 +170,10 @@ class _Tx(WriteTransaction):
         )
 
     def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
+        if self._own is not None:
+            # Asked after a stream looked behind its expectation: versions cached since this
+            # process's last commit may be stale, so the group is planned again under the lock.
+            raise InsertConflictError("a stream's version was not read under the lock")
         return self._found_of(self._cur.execute(self._find_sql(), (list(ids),)).fetchall())
 
     def state(
@@ -156,6 +182,9 @@ class _Tx(WriteTransaction):
         # Pipelined: the three lookups cost one network round trip.
         heads, versions, found = (self._conn.cursor() for _ in range(3))
         with self._conn.pipeline():
+            if self._own is not None:  # the lookups must run under the position lock
+                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                self._own = None
             heads.execute(self._head_sql())
             versions.execute(self._versions_sql(), (list(streams),))
             found.execute(self._find_sql(), (list(ids),))
@@ -171,8 +200,17 @@ class _Tx(WriteTransaction):
     def commit(self, channel: str) -> None:
         """Send the inserts, the head's notification and the commit as one pipeline."""
         conn = self._conn
+        own = self._own
         try:
             with conn.pipeline():
+                if own is not None:
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                    # Fails (division by zero) unless the head's row is the one written.
+                    conn.execute(
+                        f"SELECT 1 / count(*) FROM {self._schema}.events "
+                        "WHERE position = %s AND hash = %s",
+                        own,
+                    )
                 if self.rows:
                     self._cur.executemany(
                         f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) "
@@ -184,6 +222,8 @@ class _Tx(WriteTransaction):
                 conn.commit()
         except psycopg.errors.UniqueViolation as exc:
             raise InsertConflictError(str(exc).strip()) from None
+        except psycopg.errors.DivisionByZero:
+            raise InsertConflictError("the ledger's head is not the one last written") from None
 
 
 class PostgresBackend(Backend):
@@ -243,6 +283,9 @@ class PostgresBackend(Backend):
         self._listeners: list[psycopg.Connection[Any]] = []
         self._listeners_lock = threading.Lock()
         self._write_conn: Any = None
+        # (position, hash) of the last row this process committed: the next append's head
+        # unless another writer came in between, which its insert then finds (ADR 0084).
+        self._own_head: tuple[int, bytes] | None = None
 
     _TRIGGERS = (
         ("events_no_update", "BEFORE UPDATE ON {s}.events FOR EACH ROW"),
@@ -339,14 +382,34 @@ class PostgresBackend(Backend):
         if self.readonly:
             raise ReadOnlyLedgerError(f"the ledger in schema {self.schema} is open read-only")
         with _translate("append"):
-            conn, head = self._locked_writer()
+            own, self._own_head = self._own_head, None
+            if own is None:
+                conn, head = self._locked_writer()
+                tx = _Tx(conn, self.schema, head, lock_key=self._lock_key)
+            else:
+                conn = self._writer_connection()
+                tx = _Tx(conn, self.schema, lock_key=self._lock_key, own=own)
             try:
-                tx = _Tx(conn, self.schema, head)
                 yield tx
                 tx.commit(self._channel)
+            except psycopg.OperationalError:
+                self._discard_writer(conn)
+                if own is None or not (conn.broken or conn.closed):
+                    raise
+                # The first statements on a connection the server dropped while idle (the
+                # lock's round trip used to find it): plan again carefully on a new one. A
+                # commit that went through reads back as the same positions (idempotency).
+                raise InsertConflictError("the write connection was lost") from None
             except BaseException:
                 self._discard_writer(conn)
                 raise
+            self._own_head = tx.head_after()
+
+    def _writer_connection(self) -> psycopg.Connection[Any]:
+        if self._write_conn is None:
+            self._write_conn = self._engine.raw_connection()
+        conn: psycopg.Connection[Any] = self._write_conn.driver_connection
+        return conn
 
     def _locked_writer(self) -> tuple[psycopg.Connection[Any], tuple[int, bytes]]:
         """Return the write connection holding the position lock and the head, reconnecting once.

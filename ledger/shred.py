@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 from cryptography.exceptions import InvalidTag
@@ -45,6 +45,7 @@ __all__ = [
     "SEALED_PREFIX",
     "KeyStore",
     "Sealer",
+    "SealingKey",
     "SubjectKeys",
     "is_sealed",
     "masked",
@@ -120,6 +121,14 @@ def subject_of(actor: str, payload: object) -> str:
     return agent if isinstance(agent, str) and agent else actor
 
 
+class SealingKey(NamedTuple):
+    """A subject's live key as sealing uses it: the sealed value's head, cipher, nonce hash."""
+
+    head: str  # SEALED_PREFIX, the key id and ":"
+    cipher: AESGCM
+    nonce_hash: Any  # BLAKE2b keyed with the key; copied for each value
+
+
 @dataclass(frozen=True)
 class SubjectKeys:
     """One subject's keys in a key store: how many, and how many were destroyed."""
@@ -145,6 +154,8 @@ class KeyStore:
         self._live: dict[str, str] = {}  # subject -> its live key id
         self._ciphers: dict[str, AESGCM] = {}
         self._owners: dict[str, str] = {}  # key id -> subject
+        # subject -> what sealing needs of its live key (ADR 0084): cleared with ``_live``.
+        self._sealing: dict[str, SealingKey] = {}
         self._conn = self._open(create)
         self._version = self._data_version()
 
@@ -249,6 +260,24 @@ class KeyStore:
             except sqlite3.Error as exc:
                 raise KeyStoreError(f"key store {self.path}: {exc}") from None
 
+    def sealing_key(self, subject: str) -> SealingKey:
+        """Return what sealing under ``subject``'s live key needs, creating the key if needed.
+
+        The append path's lookup (ADR 0084): one dictionary read once the subject's key is
+        known, and the nonce's keyed hash set up once per key instead of once per field.
+        """
+        found = self._sealing.get(subject)
+        if found is not None:
+            return found
+        key_id, cipher, key = self.live_key(subject)
+        made = SealingKey(
+            f"{SEALED_PREFIX}{key_id}:", cipher, _blake2b(key=key, digest_size=_NONCE)
+        )
+        with self._lock:
+            if self._live.get(subject) == key_id:  # not forgotten or refreshed meanwhile
+                self._sealing[subject] = made
+        return made
+
     def _live_key(self, subject: str) -> tuple[str, AESGCM, bytes]:
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
@@ -344,12 +373,14 @@ class KeyStore:
                 return
             self._version = version
             self._live.clear()
+            self._sealing.clear()
             for key_id in [k for k, key in self._keys.items() if key is not None]:
                 del self._keys[key_id], self._ciphers[key_id], self._owners[key_id]
 
     def evict(self, subject: str) -> None:
         """Drop ``subject``'s keys from this process's cache (another process forgot them)."""
         self._live.pop(subject, None)
+        self._sealing.pop(subject, None)
         for key_id in [k for k, owner in self._owners.items() if owner == subject]:
             if self._keys.get(key_id) is not None:  # a destroyed key stays known as such
                 self._keys.pop(key_id, None)
@@ -413,6 +444,7 @@ class KeyStore:
             )
             self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self._live.clear()
+            self._sealing.clear()
             for key_id in key_ids:
                 if self._keys.get(key_id) is not None:
                     del self._keys[key_id], self._ciphers[key_id], self._owners[key_id]
@@ -461,10 +493,14 @@ class Sealer:
     def seal_fields(self, kind: str, event_id: str, actor: str, payload: Any) -> dict[str, str]:
         """Return the sealed value of each personal string field of ``payload`` not sealed yet.
 
-        The append path's hot loop for personal kinds (ADR 0059): each field's associated
-        data is the event id's bytes and the field's tail built once per sealer.
+        The append path's hot loop for personal kinds (ADR 0059, 0084): each field's associated
+        data is the event id's bytes and the field's tail built once per sealer; the subject's
+        cipher and keyed nonce hash come from one lookup.
         """
-        key_id, cipher, key = self.keys.live_key(subject_of(actor, payload))
+        agent = getattr(payload, "agent", None)
+        subject = agent if type(agent) is str and agent else actor  # subject_of, inline
+        keys = self.keys
+        head, cipher, nonce_hash = keys._sealing.get(subject) or keys.sealing_key(subject)
         sealed: dict[str, str] = {}
         ident = b""
         for name, tail in self._tails[kind]:
@@ -474,11 +510,14 @@ class Sealer:
             ident = ident or event_id.encode()
             aad = ident + tail  # == _aad(event_id, kind, name)
             plain = value.encode()  # validated already: no lone surrogates
-            # A synthetic IV: keyed BLAKE2b of the associated data and the plaintext.
-            nonce = _blake2b(aad + b"\x00" + plain, key=key, digest_size=_NONCE).digest()
-            sealed[name] = (
-                f"{SEALED_PREFIX}{key_id}:{_hex(nonce + cipher.encrypt(nonce, plain, aad))}"
-            )
+            # A synthetic IV: BLAKE2b keyed with the key, of the associated data and the
+            # plaintext (the keyed state is copied, not set up again: the same digest).
+            h = nonce_hash.copy()
+            h.update(aad)
+            h.update(b"\x00")
+            h.update(plain)
+            nonce = h.digest()
+            sealed[name] = head + _hex(nonce + cipher.encrypt(nonce, plain, aad))
         return sealed
 
     def open(self, kind: str, event_id: str, payload: Any) -> Any:

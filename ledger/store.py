@@ -434,7 +434,12 @@ class Ledger:
         if sealer is not None:
             sealer.keys.refresh()
             unseal = sealer._open_decoded
+        # The events of one append share their time: its text is parsed once per run of it.
+        last_at: Any = None
+        time_: Any = None
         for pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h in rows:
+            if at != last_at:
+                last_at, time_ = at, parse(at)
             if current(kind) == schema:
                 payload = decoders[kind](data)
             else:  # an older schema to upcast, or a kind this program does not know
@@ -452,7 +457,7 @@ class Ledger:
                     kind,
                     schema,
                     actor,
-                    parse(at),
+                    time_,
                     payload,
                     caus,
                     corr,

@@ -95,3 +95,19 @@ def test_replay_streams_pages_and_returns_its_connections(tmp_path: Path) -> Non
         next(reader)
         reader.close()
         assert backend._reader.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+def test_replay_gives_each_event_its_own_time_when_runs_share_one(tmp_path: Path) -> None:
+    # Replay parses a run of equal times once (ADR 0084): a change of time must still show.
+    from datetime import UTC, datetime, timedelta
+
+    base = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
+    times = [base, base, base + timedelta(microseconds=1), base, base + timedelta(days=400)]
+    with Ledger.open(str(tmp_path / "l.db"), durability="fast") as ledger:
+        ledger.append([msgspec.structs.replace(_observed(i), at=t) for i, t in enumerate(times)])
+        ledger.append(_observed(9))  # its own time, taken at append
+        events = list(ledger.read())
+        assert [e.at for e in events[:5]] == times
+        assert events[5].at not in times
+        assert events[0].at is events[1].at  # one parse for the run
+        assert [e.at for e in ledger.get([5, 3, 1])] == [times[4], times[2], times[0]]

@@ -423,3 +423,43 @@ def test_bad_personal_declarations_are_refused(tmp_path: Path, personal: str, me
 def test_a_blank_keys_setting_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="keys must be the path"):
         resolve_settings(str(tmp_path / "l.db"), keys="   ")
+
+
+def test_a_sealed_value_is_the_documented_construction(tmp_path: Path) -> None:
+    # The stored bytes must not drift (ADR 0039, 0084): a retried append of an event sealed by
+    # an earlier version compares equal only if the nonce and the frame are made the same way.
+    import hashlib
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    with KeyStore(tmp_path / "keys") as store:
+        sealer = Sealer(store)
+        payload = MemoryObserved(agent="alice", text=SECRET)
+        sealed = sealer.seal_fields("memory.observed", "evt-1", "someone", payload)
+        key_id, _cipher, key = store.live_key("alice")
+        aad = b"evt-1\x00memory.observed\x00text"
+        plain = SECRET.encode()
+        nonce = hashlib.blake2b(aad + b"\x00" + plain, key=key, digest_size=12).digest()
+        body = nonce + AESGCM(key).encrypt(nonce, plain, aad)
+        assert sealed == {"text": f"{SEALED_PREFIX}{key_id}:{body.hex()}"}
+
+
+def test_a_writer_seals_under_the_new_key_after_another_process_forgets(
+    paths: tuple[Path, Path],
+) -> None:
+    db, keys = paths
+    with (
+        Ledger.open(str(db), sealer=Sealer(KeyStore(keys))) as writer,
+        Ledger.open(str(db), sealer=Sealer(KeyStore(keys))) as other,
+    ):
+        writer.append(observed("alice", SECRET))  # the writer caches alice's sealing key
+        other.forget("alice")
+        writer.append(observed("alice", "after the erasure"))
+        with Ledger.open(str(db)) as unsealed:
+            stored = [e.payload.text for e in unsealed.read(kinds=["memory.observed"])]
+        assert stored[0].split(":")[3] != stored[1].split(":")[3]  # another key id
+        assert [getattr(e.payload, "text", None) for e in writer.read()] == [
+            FORGOTTEN,
+            None,
+            "after the erasure",
+        ]
