@@ -36,8 +36,8 @@ def _texts(memory: Memory, positions: set[int]) -> dict[int, str]:
 def supersessions() -> None:
     """Review the replacements of memories: what detection proposed, what is in force.
 
-    With ``supersede = "review"`` in the config, detection proposes and a person applies or
-    refuses; with ``apply`` (the default) it applies at once, and any supersession can be
+    With `supersede = "review"` in the config, detection proposes and a person applies or
+    refuses; with `apply` (the default) it applies at once, and any supersession can be
     reverted. Each decision is an event naming its reviewer; nothing is deleted.
     """
 

@@ -60,7 +60,11 @@ def test_supersession_tools_act_as_the_calling_agent(tmp_path: Path) -> None:
     moved = _proposal(db, "alice", berlin, paris)
     car = _proposal(db, "alice", fiat, volvo)
     bobs = _proposal(db, "bob", lima, rome)
-    env = {"ENGRAM_CONFIG": os.devnull, "PYTHONUNBUFFERED": "1"}
+    env = {
+        "ENGRAM_CONFIG": os.devnull,
+        "PYTHONUNBUFFERED": "1",
+        "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],  # the SDK passes HOME, not this: keys
+    }
     args = ["-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice", "--agent", "bob"]
     server = StdioServerParameters(command=sys.executable, args=args, env=env, cwd=str(tmp_path))
 
