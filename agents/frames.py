@@ -239,7 +239,7 @@ def _entry(c: Candidate) -> dict[str, Any]:
     text = c.text if len(c.text) <= MAX_ITEM_CHARS else c.text[: MAX_ITEM_CHARS - 1] + "…"
     entry: dict[str, Any] = {"pos": c.event.position, "type": c.type, "text": text}
     if c.frame == "episodic":
-        entry["agent"] = c.event.payload.agent
+        entry["agent"] = getattr(c.event.payload, "agent", c.event.actor)  # a note: its reviewer
         entry["at"] = c.event.at.isoformat(timespec="seconds")
     return entry
 

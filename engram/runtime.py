@@ -39,6 +39,7 @@ from engram.ledger.shred import subject_of
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.copies import Copies
+from engram.projections.doctrine import Doctrine
 from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
@@ -166,6 +167,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         Reflections(),
         SuggestionQueue(),
         RuleBook(),
+        Doctrine(),
         KeyValueStore(),
         SessionItems(),
         Copies(),
