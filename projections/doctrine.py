@@ -175,14 +175,14 @@ class Doctrine(Projection):
     def digest(self, db: Tables) -> str:
         """Digest the tables' rows, the FTS5 rowids included."""
         h = hashlib.sha256()
-        for table, columns in (
-            ("drafts", "*"),
-            ("entries", "*"),
-            ("links", "*"),
-            ("entries_text", "rowid, text"),
+        for table, columns, order in (
+            ("drafts", "*", "1"),
+            ("entries", "*", "1"),
+            ("links", "*", "1, 2, 3"),
+            ("entries_text", "rowid, text", "1"),
         ):
             h.update(table.encode())
-            for row in db.conn.execute(f"SELECT {columns} FROM {db[table]} ORDER BY 1, 2, 3"):
+            for row in db.conn.execute(f"SELECT {columns} FROM {db[table]} ORDER BY {order}"):
                 h.update(msgspec.json.encode(row))
         return h.hexdigest()
 

@@ -10,6 +10,7 @@ from engram.cli import (  # noqa: F401
     checkpoint_commands,
     concept_commands,
     context_commands,
+    doctrine_commands,
     dream_commands,
     forget_commands,
     hub_commands,
