@@ -1,6 +1,7 @@
 """The post-project job: each project closed in the window gets its lesson drafted for review.
 
-For every ``project.closed`` appended in the window, the job bundles the project's scars,
+For every ``project.closed`` appended in the window (the first window: every one before
+its end), the job bundles the project's scars,
 reflections and outcome and drafts its five-part lesson (:mod:`engram.agents.postproject`,
 ADR 0080) as one ``suggestion.proposed`` — destination ``notes_inbox`` (applied, it is a
 note of the doctrine, tier 2), citing every scar of the project, drafter ``postproject`` —
@@ -18,7 +19,7 @@ from datetime import timedelta
 
 from engram.agents.completion import Completer
 from engram.agents.postproject import MIN_SCARS, bundle, draft, lesson_text
-from engram.jobs.base import JobContext, Plan
+from engram.jobs.base import JobContext, Plan, last_completed
 from engram.jobs.errors import JobConfigError
 from engram.ledger import NewEvent
 from engram.ledger.catalog import SuggestionProposed
@@ -64,8 +65,10 @@ class PostProjectJob:
         needed = (scars.ScarsTable.name, reflections.Reflections.name)
         if any(ProjectionStore.live_generation(conn, name) is None for name in needed):
             return plan
+        # The first window reaches back to the first closure: none is left undrafted.
+        first = last_completed(ctx.ledger, NAME) is None
         for closed in ctx.ledger.read(kinds=["project.closed"]):
-            if not window.start <= closed.at < window.end:
+            if not (first or window.start <= closed.at) or closed.at >= window.end:
                 continue
             plan.counts["closed"] += 1
             found = bundle(conn, closed)
