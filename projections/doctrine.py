@@ -291,18 +291,6 @@ def linking(conn: sqlite3.Connection, targets: Sequence[str]) -> dict[str, list[
     return out
 
 
-def proposed(conn: sqlite3.Connection, destination: str) -> list[tuple[str, str, list[str]]]:
-    """Return every suggestion drafted or sent to ``destination``: (id, status, scars)."""
-    table = _table(conn, "drafts")
-    return [
-        (str(i), str(status), json.loads(scars))
-        for i, status, scars in conn.execute(
-            f"SELECT id, status, scars FROM {table} WHERE destination = ? ORDER BY id",
-            (destination,),
-        )
-    ]
-
-
 def _table(conn: sqlite3.Connection, table: str) -> str:
     generation = ProjectionStore.live_generation(conn, NAME)
     if generation is None:
