@@ -36,6 +36,7 @@ import msgspec
 from engram.agents.completion import (
     Completer,
     CompletionError,
+    OfflineAnswer,
     OfflineCompleter,
     completer_for,
     load_completion_routing,
@@ -216,7 +217,7 @@ def routed_lesson_drafter(routing: str | os.PathLike[str] | None) -> Completer:
     """Return the drafter the routing file's ``[complete.learn]`` route names (offline by
     default, when the extraction stands)."""
     path = os.path.expanduser(routing) if routing else None
-    offline = {LessonDraft: _offline_answer}
+    offline: dict[type[msgspec.Struct], OfflineAnswer] = {LessonDraft: _offline_answer}
     return completer_for("learn", load_completion_routing(path), offline=offline)
 
 

@@ -107,6 +107,7 @@ def doctrine_command(query: str | None, kind: str | None, limit: int, fmt: str) 
     """
     out = state()
     with opened(out.settings(), actor="cli") as memory, memory.engine.read() as conn:
+        rows: list[tuple[doctrine.Entry, float | None, str | None]]
         if query is None:
             rows = [(e, None, None) for e in doctrine.entries(conn, kind)]
         else:
