@@ -40,7 +40,7 @@ def test_review_sends_a_rule_to_the_notes_and_the_doctrine_serves_it(tmp_path: P
         with pytest.raises(ToolInputError):
             tools.find_doctrine("backups", kind="rule")
         assert memory.ledger.head() == head
-        done = tools.review_suggestion(rule[:12], "applied", destination="notes_inbox")
+        done = tools.review_suggestion(rule[:-4], "applied", destination="notes_inbox")
         assert done["destination"] == "notes_inbox"
         assert done["status"] == "applied"
         assert lessons.rules() == []
