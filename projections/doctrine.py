@@ -25,8 +25,8 @@ import hashlib
 import json
 import re
 import sqlite3
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -258,23 +258,28 @@ def links(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, list[
     """Return each entry's links, ``(target, rel)``, a ``[[name]]`` resolved to
     ``entry:<position>`` of the entries titled so (itself left out)."""
     table, entries_table = _table(conn, "links"), _table(conn, "entries")
-    out: dict[int, list[tuple[str, str]]] = {}
-    for position in dict.fromkeys(positions):
-        found: list[tuple[str, str]] = []
-        for target, rel in conn.execute(
-            f"SELECT target, rel FROM {table} WHERE entry = ? ORDER BY rel, target", (position,)
+    wanted = list(dict.fromkeys(positions))
+    rows: dict[int, list[tuple[str, str]]] = {p: [] for p in wanted}
+    for chunk in _chunks(wanted):
+        for entry, target, rel in conn.execute(
+            f"SELECT entry, target, rel FROM {table} WHERE entry IN ({','.join('?' * len(chunk))})"
+            " ORDER BY entry, rel, target",
+            chunk,
         ):
+            rows[int(entry)].append((str(target), str(rel)))
+    titled: dict[str, list[int]] = {}
+    for position, title_ in conn.execute(f"SELECT position, title FROM {entries_table}"):
+        titled.setdefault(str(title_), []).append(int(position))
+    out: dict[int, list[tuple[str, str]]] = {}
+    for position, found in rows.items():
+        resolved: list[tuple[str, str]] = []
+        for target, rel in found:
             if target.startswith("name:"):
-                found += [
-                    (f"entry:{p}", rel)
-                    for (p,) in conn.execute(
-                        f"SELECT position FROM {entries_table} WHERE title = ? AND position != ?"
-                        " ORDER BY position",
-                        (target[5:], position),
-                    )
+                resolved += [
+                    (f"entry:{p}", rel) for p in titled.get(target[5:], []) if p != position
                 ]
-            found.append((target, rel))
-        out[position] = found
+            resolved.append((target, rel))
+        out[position] = resolved
     return out
 
 
@@ -282,13 +287,19 @@ def linking(conn: sqlite3.Connection, targets: Sequence[str]) -> dict[str, list[
     """Return, for each target (``scar:<id>``, ``event:<id>``), the entries linked to it."""
     table = _table(conn, "links")
     out: dict[str, list[int]] = {}
-    for target in dict.fromkeys(targets):
-        rows = conn.execute(
-            f"SELECT DISTINCT entry FROM {table} WHERE target = ? ORDER BY entry", (target,)
-        ).fetchall()
-        if rows:
-            out[target] = [int(r[0]) for r in rows]
+    for chunk in _chunks(list(dict.fromkeys(targets))):
+        for target, entry in conn.execute(
+            f"SELECT DISTINCT target, entry FROM {table}"
+            f" WHERE target IN ({','.join('?' * len(chunk))}) ORDER BY target, entry",
+            chunk,
+        ):
+            out.setdefault(str(target), []).append(int(entry))
     return out
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), 500):
+        yield items[start : start + 500]
 
 
 def _table(conn: sqlite3.Connection, table: str) -> str:
