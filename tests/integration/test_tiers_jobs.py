@@ -341,3 +341,21 @@ def test_hygiene_reports_stale_rules_and_changes_none(memory: Memory) -> None:
     assert counts["rules_unused"] == 2
     assert [(r.position, r.text) for r in lessons.rules()] == rules_before
     assert memory.ledger.head() == head + 1  # only the report
+
+
+def test_bad_settings_of_the_new_jobs_name_the_key() -> None:
+    from engram.jobs.errors import JobConfigError
+    from engram.jobs.settings import jobs_from_config
+
+    cases = {
+        "skills min_tasks must be an int >= 2": {"skills": {"min_tasks": 1}},
+        "skills threshold must be a number in (0, 1]": {"skills": {"threshold": 2}},
+        "hygiene unused must be at least one day": {"hygiene": {"unused": "1h"}},
+        "[jobs.postproject]: unknown key(s) ['min_scars']": {"postproject": {"min_scars": 2}},
+    }
+    for message, config in cases.items():
+        with pytest.raises(JobConfigError) as caught:
+            jobs_from_config(config)
+        assert message in str(caught.value)
+    named = [j.name for j in jobs_from_config({"hygiene": {"unused": "30d"}})]
+    assert {"skills", "postproject", "hygiene"} <= set(named)
