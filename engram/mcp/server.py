@@ -31,7 +31,7 @@ from engram.agents.context import MAX_BUDGET, MIN_BUDGET
 from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
-from engram.mcp import lesson_tools, seed
+from engram.mcp import lesson_tools, seed, supersession_tools
 from engram.mcp.tools import KEY_ENV, MemoryTools, ToolInputError
 from engram.projections.errors import ProjectionError
 from engram.runtime import open_parts
@@ -189,7 +189,12 @@ def build_server(worker: Worker) -> MCPServer:
                 " session: the session's shared memo, then memories."
             ),
         ] = "task",
-        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        k: Annotated[
+            int | None,
+            Field(
+                ge=1, le=100, description="Items of each node type at most; none: each type's own."
+            ),
+        ] = None,
         task: Annotated[str, Field(description="The task at hand, if any.")] = "",
         session: Annotated[str, Field(description="The session's name (scope session).")] = "",
         budget: Annotated[
@@ -309,6 +314,7 @@ def build_server(worker: Worker) -> MCPServer:
         server.add_tool(fn, name=name, annotations=hint)
     seed.register(server, worker, writes)
     lesson_tools.register(server, worker, reads, writes)
+    supersession_tools.register(server, worker, reads, writes)
     return server
 
 

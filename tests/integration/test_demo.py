@@ -29,6 +29,11 @@ def test_the_demo_tells_the_agents_story_and_the_ledger_proves_it(tmp_path: Path
         "0 word(s) in common with the rule, is served it by meaning: Always check replica lag"
         in story
     )
+    # The prompt contract's sections, in the seed's order, each with its tokens.
+    assert "sections in order: identity " in story
+    line = next(x for x in story.splitlines() if "sections in order:" in x)
+    shown = [part.split()[0] for part in line.split("sections in order: ")[1].split(", ")]
+    assert shown == ["identity", "problem", "knowledge", "episodic", "constraints", "scratchpad"]
     assert "verify: ok" in story
     # memory -influences-> decision sways decision's context without activating it.
     assert "on n_memory_001: 2 activations" in story
