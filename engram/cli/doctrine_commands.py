@@ -16,7 +16,9 @@ from engram.projections import doctrine
 _COLUMNS = ["position", "kind", "text", "reviewer", "score", "via"]
 
 
-@cli.group()
+@cli.group(
+    epilog=examples('engram project close billing-v2 --agent ops --outcome "shipped" --actual 62')
+)
 def project() -> None:
     """Projects: close one, so its lessons are drafted (engram postproject)."""
 
