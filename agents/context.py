@@ -43,7 +43,7 @@ from functools import cached_property
 
 import numpy as np
 
-from engram.agents import guidance
+from engram.agents import doctrine, guidance
 from engram.agents.frames import Candidate, assemble, for_ledger, frame_of, top_k
 from engram.agents.frames import sections as frame_sections
 from engram.agents.memory import AgentMemory
@@ -439,7 +439,29 @@ class _Probe:
             out.append(Candidate(event, kind, frame_of(kind), score, components, node.hop, text))
         for source in self.sources:
             out += source(weights, at_us)
+        out += self._doctrine(events, found, weights, at_us)
         return out
+
+    def _doctrine(
+        self, events: dict[int, Event], found: dict[int, _Node], weights: ContextWeights, at_us: int
+    ) -> list[Candidate]:
+        """Tier 2: the notes and skills the task calls for, or its scars link to (ADR 0079)."""
+        held = {
+            f"scar:{e.id}": max(found[p].similarity, found[p].edge)
+            for p, e in events.items()
+            if e.kind == "scar.recorded"
+        }
+        picked = doctrine.served(self.conn, f"{self.query} {self.task}", held, self.memory.embedder)
+        return [
+            c
+            for kind in ("note", "skill")
+            for c in self._ledger_items(
+                [(s.entry.position, s.score, s.entry.text) for s in picked if s.entry.kind == kind],
+                kind,
+                weights,
+                at_us,
+            )
+        ]
 
     def _cosines(self, positions: list[int]) -> dict[int, float]:
         if self.vector is None or not positions:

@@ -389,7 +389,7 @@ def _entry(c: Candidate, details: str | None = None) -> dict[str, Any]:
     if details:
         entry["details"] = details
     if c.frame == "episodic":
-        entry["agent"] = c.event.payload.agent
+        entry["agent"] = getattr(c.event.payload, "agent", c.event.actor)  # a note: its reviewer
         entry["at"] = c.event.at.isoformat(timespec="seconds")
     return entry
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, cast
 
 from engram.agents.context import build_context
+from engram.agents.meaning import content_words
 from engram.agents.network import CORE_CONNECTIONS, CORE_NEURONS
 from engram.agents.reflection import reflect
 from engram.demo_agents import run_agents, run_roles, warm_up
@@ -130,10 +131,17 @@ def _learn(memory: Memory, now: datetime, out: IO[str]) -> None:
     lessons.apply(report.drafted[0].suggestion, "demo-reviewer", note="a person agreed")
     for rule in lessons.rules():
         print(f"  reviewed and applied; every session now loads the rule: {rule.text}", file=out)
-    task = "Plan tonight's database failover for the billing cluster."
+    # Worded unlike the rule (no content word in common): served by the meaning of the
+    # mistakes it was drawn from, not by shared words.
+    task = "Promote the standby to primary for the billing cluster tonight."
     frame = build_context(memory.agent("decision"), task, budget=500, save=False)
     for entry in cast(list[dict[str, str]], frame.frames["constraints"]):
-        print(f"  a new task ({task!r}) is served the rule by meaning: {entry['text']}", file=out)
+        shared = sorted(content_words(task) & content_words(entry["text"]))
+        print(
+            f"  a new task ({task!r}), {len(shared)} word(s) in common with the rule,"
+            f" is served it by meaning: {entry['text']}",
+            file=out,
+        )
     served = planner.recall("database failover", 2, scope="rules", record=False)
     print(f"  recall(scope='rules') serves: {served.items[0].event.payload.text}", file=out)
     scars = planner.recall("failover replica lag", 1, scope="scars", record=False)

@@ -40,6 +40,7 @@ from engram.ledger.shred import subject_of
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.copies import Copies
+from engram.projections.doctrine import Doctrine
 from engram.projections.embedding import (
     CachedEmbedder,
     Embedder,
@@ -176,6 +177,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         Reflections(),
         SuggestionQueue(),
         RuleBook(),
+        Doctrine(),
         KeyValueStore(),
         SessionItems(),
         Copies(),

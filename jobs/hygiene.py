@@ -1,4 +1,4 @@
-"""Monthly hygiene: report the memories stored twice, by content hash; never archive them.
+"""Monthly hygiene: report the memories stored twice, and the rules gone stale; change nothing.
 
 As of a window's end, two or more live memories of one agent whose texts have the same
 sha256 form a *duplicate group* (:func:`~engram.projections.maintenance.duplicate_memories`
@@ -10,6 +10,12 @@ sha256 of the groups' listing. The groups themselves are a pure function of the 
 index at the window's end: ``engram hygiene --as-of <window_end>`` lists them again, and
 its digest must equal the recorded one (ADR 0038). Archiving a duplicate stays a person's
 decision (``engram archive``).
+
+The same pass reports on tier 1 (:mod:`engram.jobs.rule_hygiene`, ADR 0081): rules with
+dead links, superseded, unused for ``unused`` (90 days), or duplicates by hash, and the
+doctrine's dead links; counted as ``rules_dead_links``, ``rules_superseded``,
+``rules_unused`` and ``rules_duplicates``, one line each. No rule is changed: a dry run
+appends nothing, a recorded run its ``job.completed`` only.
 """
 
 from __future__ import annotations
@@ -18,9 +24,12 @@ import hashlib
 from dataclasses import dataclass
 from datetime import timedelta
 
+from engram.jobs import rule_hygiene
 from engram.jobs.base import JobContext, Plan
 from engram.jobs.errors import JobConfigError
 from engram.ledger import Ledger
+from engram.projections import doctrine, rules
+from engram.projections.errors import ProjectionError
 from engram.projections.lexical import MAX_TEXT
 from engram.projections.maintenance import DuplicateGroup, content_hash, duplicate_memories
 from engram.projections.salience import micros
@@ -30,13 +39,16 @@ NAME = "hygiene"
 
 @dataclass(frozen=True)
 class HygieneSettings:
-    """How often hygiene looks (default: every 30 days)."""
+    """How often hygiene looks (default: every 30 days), and when an unserved rule is unused."""
 
     every: timedelta = timedelta(days=30)
+    unused: timedelta = rule_hygiene.UNUSED
 
     def __post_init__(self) -> None:
         if not isinstance(self.every, timedelta) or self.every < timedelta(seconds=1):
             raise JobConfigError(f"hygiene every must be at least one second, got {self.every!r}")
+        if not isinstance(self.unused, timedelta) or self.unused < timedelta(days=1):
+            raise JobConfigError(f"hygiene unused must be at least one day, got {self.unused!r}")
 
 
 def duplicate_groups(ledger: Ledger, groups: list[DuplicateGroup]) -> list[DuplicateGroup]:
@@ -108,4 +120,31 @@ class HygieneJob:
         """Return no events, and the duplicate groups as counts and lines."""
         plan = Plan()
         report(ctx.ledger, groups_at(ctx), plan)
+        report_rules(ctx, plan, self.settings.unused)
         return plan
+
+
+def rule_findings(ctx: JobContext, unused: timedelta) -> list[rule_hygiene.Finding]:
+    """Return what the rules and the doctrine show as of the window's end."""
+    try:
+        positions = [r.position for r in rules.active(ctx.store)]
+        positions += [e.position for e in doctrine.entries(ctx.store)]
+    except ProjectionError:
+        return []
+    ids = {e.position: (e.id, e.at) for e in ctx.ledger.get(positions)} if positions else {}
+    served = ctx.ledger.read(kinds=["context.saved", "memory.recalled"])
+    return rule_hygiene.findings(ctx.store, ctx.window.as_of, served, ids, unused)
+
+
+def report_rules(ctx: JobContext, plan: Plan, unused: timedelta) -> None:
+    """Add the tier-1 findings to ``plan``: a count per kind, a line per finding."""
+    found = rule_findings(ctx, unused)
+    for kind, name in zip(
+        rule_hygiene.FINDINGS,
+        ("rules_dead_links", "rules_superseded", "rules_unused", "rules_duplicates"),
+        strict=True,
+    ):
+        plan.counts[name] = sum(1 for f in found if f.kind == kind)
+    plan.lines += (
+        {"kind": f"rule.{f.kind}", "item": f"#{f.position}", "detail": f.detail} for f in found
+    )

@@ -1,6 +1,7 @@
 """Build the daemon's jobs from the config file's ``[jobs.<name>]`` tables.
 
-Jobs: ``sleep``, ``archive``, ``dream``, ``hygiene`` and ``reflect``. Durations are a number
+Jobs: ``sleep``, ``archive``, ``dream``, ``hygiene``, ``skills``, ``postproject`` and
+``reflect``. Durations are a number
 of seconds or a string: ``90s``, ``15m``, ``1h``, ``7d``. Errors name the table and key. The
 reflection job needs each agent's memory, which only the composition root can open: it is
 built when ``memory_for`` is given, and left out otherwise.
@@ -21,7 +22,9 @@ from engram.jobs.consolidation import SleepJob, SleepSettings
 from engram.jobs.dream import DreamJob, DreamSettings
 from engram.jobs.errors import JobConfigError
 from engram.jobs.hygiene import HygieneJob, HygieneSettings
+from engram.jobs.postproject import PostProjectJob, PostProjectSettings
 from engram.jobs.reflection import ReflectJob, ReflectSettings
+from engram.jobs.skills import SkillJob, SkillSettings
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _DURATION = re.compile(r"\A\s*(\d+(?:\.\d+)?)\s*([smhd])\s*\Z")
@@ -29,10 +32,12 @@ _KEYS = {
     "sleep": {"every", "threshold", "boost", "after_actions", "saturation"},
     "archive": {"every", "min_activations", "neuron_age", "memory_age", "scar_age"},
     "dream": {"every", "cosine", "overlap", "min_size"},
-    "hygiene": {"every"},
+    "hygiene": {"every", "unused"},
+    "skills": {"every", "threshold", "min_tasks"},
+    "postproject": {"every"},
     "reflect": {"every", "after", "importance", "agents"},
 }
-_DURATIONS = {"every", "neuron_age", "memory_age", "scar_age"}
+_DURATIONS = {"every", "neuron_age", "memory_age", "scar_age", "unused"}
 #: The jobs, in the order the daemon lists them.
 JOBS = tuple(_KEYS)
 
@@ -88,6 +93,8 @@ def jobs_from_config(
         ArchiveJob(ArchiveSettings(**_table(config, "archive"))),
         DreamJob(DreamSettings(**_table(config, "dream"))),
         HygieneJob(HygieneSettings(**_table(config, "hygiene"))),
+        SkillJob(SkillSettings(**_table(config, "skills"))),
+        PostProjectJob(PostProjectSettings(**_table(config, "postproject"))),
     ]
     reflect = ReflectSettings(**_table(config, "reflect"))
     if memory_for is not None:

@@ -697,6 +697,28 @@ KINDS.update(
 )
 
 
+# -- the learning loop's tiers (ADR 0080): a project closes, its lessons are drafted ---------
+
+
+class ProjectClosed(_Payload, frozen=True):
+    """A project (or a work session) closed: how it ended, and what it was estimated to take.
+
+    Its scars are those tagged with the project's name or naming it as their task
+    (``sources.task``); the post-project job drafts its lesson from them.
+    """
+
+    __kind__: ClassVar[str] = "project.closed"
+
+    project: Name
+    agent: Name
+    outcome: str = ""
+    estimate_hours: Annotated[float, msgspec.Meta(ge=0.0, le=1e6)] | None = None
+    actual_hours: Annotated[float, msgspec.Meta(ge=0.0, le=1e6)] | None = None
+
+
+KINDS[ProjectClosed.__kind__] = ProjectClosed
+
+
 def default_registry() -> KindRegistry:
     """Return a new registry holding engram's own kinds, ready for user kinds."""
     registry = KindRegistry()

@@ -20,7 +20,8 @@ them, so nothing above this layer writes SQL against a projection's tables:
 - ``reflections`` (:class:`Reflections`): beliefs with their evidence, and each agent's
   counters since its last reflection (the reflection triggers);
 - ``suggestions`` (:class:`SuggestionQueue`, the lessons queue under review) and ``rules``
-  (:class:`RuleBook`, the applied rules every session loads).
+  (:class:`RuleBook`, the applied rules every session loads); ``doctrine``
+  (:class:`Doctrine`, tier 2: the applied notes and skills, linked to their scars).
 
 To add a projection, read ``projections/scars.py``: a name, a version, the kinds it
 consumes, its tables, ``create``, ``apply`` dispatching to one handler per kind, and its
@@ -30,6 +31,7 @@ read functions beside it.
 from engram.projections.activation import Activation, GraphSnapshot, SnapshotCache
 from engram.projections.base import Projection, Tables
 from engram.projections.concepts import Concept, Concepts
+from engram.projections.doctrine import Doctrine
 from engram.projections.engine import ProjectionEngine, ProjectionStatus
 from engram.projections.errors import (
     CatchUpError,
@@ -67,6 +69,7 @@ __all__ = [
     "CatchUpError",
     "Concept",
     "Concepts",
+    "Doctrine",
     "EmbeddingConfigError",
     "EmbeddingError",
     "EmbeddingInputError",

@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from engram.agents.postproject import routed_lesson_drafter
 from engram.agents.reflection import routed_reflector
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, open_ledger, opened, output_format, state
@@ -27,7 +28,9 @@ from engram.jobs import (
 )
 from engram.jobs.daemon import Daemon
 from engram.jobs.dream import DreamJob
+from engram.jobs.postproject import PostProjectJob
 from engram.jobs.settings import jobs_from_config
+from engram.jobs.skills import SkillJob
 from engram.jobs.status import liveness, read_status, status_path
 from engram.ledger.cold import export_segment, segments, verify_segment
 from engram.projections.errors import CatchUpError
@@ -65,8 +68,10 @@ def _runner_parts(settings: Settings, memory: Memory | None = None) -> list[Any]
             )
         )
         for job in jobs:
-            if isinstance(job, DreamJob):
+            if isinstance(job, DreamJob | SkillJob):
                 job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
+            if isinstance(job, PostProjectJob):
+                job.completer = routed_lesson_drafter(settings.routing or None)  # ADR 0080
         return jobs
 
 
@@ -101,7 +106,9 @@ def run(beat: float, poll: float, once: bool) -> None:
 
     Keeps every projection caught up with the ledger and runs sleep (consolidation, hourly),
     archive (daily), dream (nightly rule suggestions from repeated scars), hygiene
-    (duplicate memories, every 30 days) and reflect (each agent, when due; hourly) on
+    (duplicate memories and tier-1 rules, every 30 days), skills (daily skill proposals
+    from patterns recurring across tasks), postproject (hourly lessons of closed projects)
+    and reflect (each agent, when due; hourly) on
     their timers ([jobs.*] in the config file). Timers fire at multiples of each period
     since the Unix epoch (UTC midnight for a daily job); a window that closed while no
     daemon ran is run at start. Other daemons of the same ledger share the work through
@@ -249,8 +256,10 @@ def run_by_hand(name: str, dry_run: bool, fmt: str, *, lines: bool = False) -> R
     jobs = _runner_parts(settings)
     with opened(settings, actor="job", catch_up=False) as memory, _job_errors():
         for job in jobs:
-            if isinstance(job, DreamJob):
+            if isinstance(job, DreamJob | SkillJob):
                 job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
+            if isinstance(job, PostProjectJob):
+                job.completer = routed_lesson_drafter(settings.routing or None)  # ADR 0080
         runner = JobRunner(memory.ledger, memory.engine, jobs, rate=settings.decay_rate)
         result = runner.run(name, trigger="hand", dry_run=dry_run)
     if dry_run:

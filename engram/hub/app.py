@@ -195,7 +195,13 @@ def create_app(config: HubConfig) -> Guard:
         text = form.get("text") if decision == "modified" else None
         suggestion = request.path_params["suggestion"]
         position = await hub.run(
-            _review, suggestion, decision, form.get("reviewer", ""), form.get("note", ""), text
+            _review,
+            suggestion,
+            decision,
+            form.get("reviewer", ""),
+            form.get("note", ""),
+            text,
+            form.get("destination") or None,
         )
         return RedirectResponse(f"/review?done={position}", 303)
 
@@ -319,9 +325,23 @@ def _agents(memory: Memory) -> list[str]:
 
 
 def _review(
-    memory: Memory, suggestion: str, decision: str, reviewer: str, note: str, text: str | None
+    memory: Memory,
+    suggestion: str,
+    decision: str,
+    reviewer: str,
+    note: str,
+    text: str | None,
+    destination: str | None = None,
 ) -> int:
-    return memory.lessons().review(suggestion, decision, reviewer, note=note, text=text)
+    """Append a review; ``destination`` (when applied or modified) sends it elsewhere."""
+    return memory.lessons().review(
+        suggestion,
+        decision,
+        reviewer,
+        note=note,
+        text=text,
+        destination=destination if decision != "refused" else None,  # type: ignore[arg-type]
+    )
 
 
 def _supersession(memory: Memory, event: int, decision: str, reviewer: str, note: str) -> int:

@@ -17,8 +17,9 @@ from typing import Any
 import msgspec
 
 from engram.agents import scopes
+from engram.agents.lessons import DESTINATIONS
 from engram.ledger import Event, Ledger
-from engram.projections import memo, reflections, scars, supersession
+from engram.projections import doctrine, memo, reflections, scars, supersession
 from engram.projections.maintenance import memory_agents
 from engram.runtime import Memory
 
@@ -121,7 +122,8 @@ def event(memory: Memory, position: int) -> dict[str, Any]:
 
 
 def review(memory: Memory) -> dict[str, Any]:
-    """Return the pending suggestions with their scars and diff, recent reviews, the rules."""
+    """Return the pending suggestions with their scars and diff, recent reviews, the rules,
+    the doctrine's notes and skills, and the destinations a reviewer may send one to."""
     lessons = memory.lessons()
     pending = lessons.suggestions(["pending"])
     done = lessons.suggestions(["applied", "refused", "modified"])[-20:][::-1]
@@ -136,10 +138,13 @@ def review(memory: Memory) -> dict[str, Any]:
                     "diff": _diff(s.diff),
                 }
             )
+        entries = doctrine.entries(conn)
     return {
         "pending": rows,
         "reviewed": done,
         "rules": lessons.rules(),
+        "doctrine": entries,
+        "destinations": DESTINATIONS,
         **supersessions(memory),
     }
 

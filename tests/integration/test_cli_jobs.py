@@ -68,7 +68,7 @@ def test_sleep_by_hand_and_run_once(db: str, capsys: pytest.CaptureFixture[str])
     assert "candidates 0" in err
     code, out, err = run(capsys, "run", "--once", "--ledger", db)
     assert code == 0, err
-    jobs = ["sleep", "archive", "dream", "hygiene", "reflect"]
+    jobs = ["sleep", "archive", "dream", "hygiene", "skills", "postproject", "reflect"]
     assert [line.split(":")[0] for line in out.splitlines()] == jobs
     code, out, err = run(capsys, "run", "--once", "--ledger", db)
     assert out.splitlines() == [f"{job}: idle" for job in jobs]

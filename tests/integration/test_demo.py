@@ -22,6 +22,13 @@ def test_the_demo_tells_the_agents_story_and_the_ledger_proves_it(tmp_path: Path
     assert "step 2: decision committed 6 events after 2 attempts (a conflict, retried)" in story
     assert "all triggers quiet after step 2: the agents sleep" in story
     assert "memory's context frames:" in story
+    # One repeat merged into one suggestion; the rule served by meaning to a task worded
+    # unlike it (no content word in common).
+    assert "one suggestion for 2 scars of one mistake" in story
+    assert (
+        "0 word(s) in common with the rule, is served it by meaning: Always check replica lag"
+        in story
+    )
     # The prompt contract's sections, in the seed's order, each with its tokens.
     assert "sections in order: identity " in story
     line = next(x for x in story.splitlines() if "sections in order:" in x)

@@ -322,3 +322,26 @@ def test_the_vitality_page_shows_the_working_set(client: TestClient) -> None:
     assert "mean resonance" in response.text
     assert "coverage" in response.text
     assert "drift" in response.text
+
+
+def test_a_reviewer_sends_a_suggestion_elsewhere_and_the_note_is_listed(tmp_path: Path) -> None:
+    ledger = str(tmp_path / "ledger.db")
+    seeded_here = seed(ledger)
+    with _client(ledger) as c:
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        page = c.get("/review").text
+        assert 'data-testid="destination"' in page
+        form = {"csrf": _csrf(c), "decision": "applied", "reviewer": "carol"}
+        bad = c.post(f"/review/{seeded_here.suggestion}", data={**form, "destination": "trash"})
+        assert bad.status_code == 400
+        assert "destination must be one of" in bad.text
+        assert _reviews(ledger) == []
+        sent = {**form, "destination": "notes_inbox"}
+        assert c.post(f"/review/{seeded_here.suggestion}", data=sent).status_code == 303
+        page = c.get("/review").text
+    assert 'data-testid="note"' in page
+    assert RULE in page.split('data-testid="doctrine"')[1]
+    with engram.open_memory(ledger) as memory:
+        assert [r.suggestion for r in memory.lessons().rules()] == []
+        (review,) = list(memory.ledger.read(kinds=["suggestion.reviewed"]))
+        assert review.payload.destination == "notes_inbox"

@@ -221,7 +221,15 @@ def test_new_jobs_fire_on_their_own_periods_under_an_injected_clock(
         {"dream": {"every": "1d"}, "hygiene": {"every": "30d"}, "reflect": {"every": "1h"}},
         memory_for=memory.agent,
     )
-    assert [j.name for j in jobs] == ["sleep", "archive", "dream", "hygiene", "reflect"]
+    assert [j.name for j in jobs] == [
+        "sleep",
+        "archive",
+        "dream",
+        "hygiene",
+        "skills",
+        "postproject",
+        "reflect",
+    ]
     chosen = [j for j in jobs if j.name in ("dream", "hygiene", "reflect")]
     clock = Clock(T0 + timedelta(minutes=5))
     runner = JobRunner(memory.ledger, memory.engine, chosen, clock=clock)

@@ -99,6 +99,9 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             "import_pack",
             "record_scar",
             "list_suggestions",
+            "review_suggestion",
+            "find_doctrine",
+            "list_skills",
             *SUPERSESSION_TOOLS,
             *SEED_TOOLS,
         }
@@ -211,7 +214,15 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(tmp_path: Path) -> None
             ),
             await refused(client, "recall_context", query="q", scope="session"),
             await refused(client, "no_such_tool"),
+            await refused(client, "review_suggestion", suggestion="nope", decision="applied"),
+            await refused(
+                client, "review_suggestion", suggestion="n", decision="applied", destination="bin"
+            ),
+            await refused(client, "find_doctrine", query="x", kind="rule"),
         ]
+        assert "no suggestion has it" in messages[13]
+        assert (await call(client, "find_doctrine", query="first memory"))["items"] == []
+        assert (await call(client, "list_skills"))["skills"] == []
         assert "mallory" in messages[1]
         assert "at least one" in messages[3]
         assert "concepts[0]" in messages[4]

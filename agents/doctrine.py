@@ -1,0 +1,139 @@
+"""Tier 2 served: the notes and skills a task calls for, and those its memories lead to.
+
+An entry of the doctrine (:mod:`engram.projections.doctrine`: an applied note or skill) is
+served two ways (ADR 0079):
+
+- **by meaning**, as a situational rule is (:func:`engram.agents.guidance.serve`): its
+  text and, each on its own, what happened and the lesson of the first
+  :data:`MAX_EVIDENCE` scars it was drawn from, against the task, on the embedder's
+  calibrated scale or by content words; judged among a shortlist (:data:`SHORTLIST` best by
+  the best cosine of those texts, and as many by BM25 on the entry's text);
+- **by its links**, walked like bloom: an entry linked to a scar (or an event) the frame
+  already holds is pulled by it (``pull × HOP_DECAY``), and an entry served pulls in the
+  entries it names and those drawn from the same scars (``score × HOP_DECAY²``: two hops,
+  through the shared scar). A pull below :data:`FLOOR` is not served.
+
+At most ``limit`` entries a call, the best first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from engram.agents import guidance
+from engram.agents.meaning import APPLIES
+from engram.projections import doctrine, suggestions
+from engram.projections.doctrine import Entry
+from engram.projections.embedding import Embedder
+from engram.projections.errors import ProjectionError
+from engram.projections.rules import Rule
+
+__all__ = ["FLOOR", "HOP_DECAY", "Served", "served"]
+
+#: What a linked entry keeps of its source's pull, per hop (as context frames' bloom).
+HOP_DECAY = 0.8
+#: The least pull (or match) an entry needs to be served.
+FLOOR = APPLIES
+#: The most entries one call serves.
+LIMIT = 3
+#: The scars of an entry whose texts are its evidence (the first cited: those it was drafted
+#: from; a post-project lesson may cite dozens, and each text costs a comparison).
+MAX_EVIDENCE = 4
+#: Entries judged by meaning at most: the best this many by cosine and by BM25 each, so the
+#: cost of a frame does not grow with the doctrine (a pool this large keeps the stand-out test).
+SHORTLIST = 12
+
+
+class Served(NamedTuple):
+    """An entry served for a task: how strongly, and how it was reached."""
+
+    entry: Entry
+    score: float
+    via: str  # meaning | link
+
+
+def served(
+    conn: sqlite3.Connection,
+    task: str,
+    held: Mapping[str, float] | None = None,
+    embedder: Embedder | None = None,
+    *,
+    kind: str | None = None,
+    limit: int = LIMIT,
+) -> list[Served]:
+    """Return the entries (of ``kind``) ``task`` calls for, and those ``held`` leads to.
+
+    ``held`` maps the targets a frame already holds (``scar:<id>``, ``event:<id>``) to how
+    strongly (0..1). A store without the doctrine serves nothing.
+    """
+    try:
+        every = doctrine.entries(conn, kind)
+    except ProjectionError:
+        return []
+    if not every:
+        return []
+    by_position = {e.position: e for e in every}
+    scar_ids = list(dict.fromkeys(s for e in every for s in e.scars[:MAX_EVIDENCE]))
+    texts = suggestions.scar_texts(conn, scar_ids) if scar_ids else {}
+    evidence = {
+        e.suggestion: [t for s in e.scars[:MAX_EVIDENCE] if s in texts for t in texts[s]]
+        for e in every
+    }
+    pool = _shortlist(conn, every, task, evidence, embedder)
+    as_rules = [Rule(e.position, e.text, e.suggestion, e.scars, e.reviewer) for e in pool]
+    best: dict[int, tuple[float, str]] = {}
+    for s in guidance.serve(as_rules, task, evidence, embedder, limit=limit):
+        best[s.rule.position] = (s.score, "meaning")
+    for target, positions in doctrine.linking(conn, list(held or {})).items():
+        pull = (held or {})[target] * HOP_DECAY
+        for position in positions:
+            if position in by_position and pull > best.get(position, (0.0, ""))[0]:
+                best[position] = (pull, "link")
+    linked = doctrine.links(conn, list(best))
+    shared_by = doctrine.linking(
+        conn, [t for p in best for t, rel in linked[p] if rel == "drawn_from"]
+    )
+    for position, (score, _) in list(best.items()):
+        reached: set[int] = set()
+        for target, rel in linked[position]:
+            if rel == "drawn_from":
+                reached.update(shared_by.get(target, ()))
+        reached.update(int(t[6:]) for t, _ in linked[position] if t.startswith("entry:"))
+        for other in reached - {position}:
+            pull = score * HOP_DECAY * HOP_DECAY
+            if other in by_position and pull > best.get(other, (0.0, ""))[0]:
+                best[other] = (pull, "link")
+    chosen = [(p, s, via) for p, (s, via) in best.items() if s >= FLOOR]
+    chosen.sort(key=lambda c: (-c[1], c[0]))
+    return [Served(by_position[p], s, via) for p, s, via in chosen[:limit]]
+
+
+def _shortlist(
+    conn: sqlite3.Connection,
+    every: list[Entry],
+    task: str,
+    evidence: Mapping[str, Sequence[str]],
+    embedder: Embedder | None,
+) -> list[Entry]:
+    """Return the entries worth judging by meaning: all when few, else the best by cosine
+    (of the entry's text or any of its evidence) and by BM25."""
+    if len(every) <= SHORTLIST:
+        return every
+    keep = {e.position for e in doctrine.search(conn, task, SHORTLIST)}
+    if embedder is not None:
+        try:
+            cache = guidance.cache_for(embedder)
+            (query,) = cache.vectors([task])
+            best = []
+            for e in every:
+                texts = [e.text, *evidence.get(e.suggestion, ())]
+                best.append(max(float(np.dot(query, v)) for v in cache.vectors(texts)))
+            order = np.argsort(-np.asarray(best), kind="stable")[:SHORTLIST]
+            keep |= {every[int(i)].position for i in order}
+        except Exception:  # a model failure degrades to words, never fails the frame
+            pass
+    return [e for e in every if e.position in keep]
