@@ -43,10 +43,9 @@ from engram.agents.memory import AgentMemory
 from engram.agents.tokens import TokenCounter, default_counter
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import ContextSaved
-from engram.projections import concepts, inbox, lexical, queries, rules, semantic, suggestions
+from engram.projections import concepts, inbox, lexical, rules, salience, semantic, suggestions
 from engram.projections.errors import ProjectionError, QueryError
-from engram.projections.queries import check_as_of
-from engram.projections.salience import micros
+from engram.projections.timetravel import check_as_of, micros
 
 #: Seeds each path brings (semantic and lexical, for memories and for concepts).
 SEEDS = 32
@@ -376,7 +375,7 @@ class _Probe:
 
     def _usage(self, positions: list[int]) -> dict[int, int]:
         try:
-            return queries.recall_counts(self.conn, positions)
+            return salience.recall_counts(self.conn, positions)
         except sqlite3.Error:  # no salience projection in this store: no usage known
             return {}
 
