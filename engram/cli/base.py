@@ -30,6 +30,7 @@ from engram.ledger import (
     LedgerNotFoundError,
     NotALedgerError,
     StoreError,
+    backends,
 )
 from engram.progress import ProgressBar
 from engram.projections.errors import ProjectionError, UnknownProjectionError
@@ -268,14 +269,15 @@ def _require_ledger(settings: Settings, *, create: bool = False) -> None:
     target = settings.ledger
     init = f"engram --tenant {settings.tenant} init" if settings.tenant else "engram init"
     whose = f"tenant {settings.tenant!r}: " if settings.tenant else ""
-    if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
-        if not create and not _pg_ledger_exists(target, settings.pg_schema):
+    kind = backends.find(target)
+    if kind is None:
+        return
+    if kind.server:
+        if not create and not _server_ledger_exists(kind, target, settings.pg_schema):
             where = f"{redacted(target)} (schema {settings.pg_schema})"
             raise NoLedgerError(f"{whose}no ledger at {where}; run {init}")
         return
-    if "://" in target and not target.startswith("sqlite:///"):
-        return
-    path = os.path.expanduser(target.removeprefix("sqlite:///"))
+    path = os.path.expanduser(kind.location(target))
     if not os.path.lexists(path):
         if create:
             return
@@ -288,11 +290,11 @@ def _require_ledger(settings: Settings, *, create: bool = False) -> None:
         raise BadLedgerError(f"{whose}{target} is not an engram ledger: the file is empty")
 
 
-def _pg_ledger_exists(url: str, schema: str) -> bool:
-    from engram.ledger.postgres import ledger_exists
-
+def _server_ledger_exists(kind: backends.BackendKind, url: str, schema: str) -> bool:
+    if kind.exists is None:
+        return True
     try:
-        return ledger_exists(url, schema)
+        return kind.exists(url, schema)
     except StoreError as exc:
         raise CliError(f"cannot reach the ledger at {redacted(url)}: {exc}") from None
 
