@@ -418,3 +418,18 @@ def as_of_option(f: F) -> F:
         default=None,
         help="Evaluate as of this time: ISO-8601 with zone, or now.",
     )(f)
+
+
+def renamed_option(old: str, new: str, dest: str, **kwargs: Any) -> Callable[[F], F]:
+    """Keep ``old`` working as a hidden, deprecated spelling of the option ``new`` (ADR 0069).
+
+    The value lands in ``dest`` for the command to merge with the new option's; when it is
+    given, one deprecation line goes to stderr. Kept for one release.
+    """
+
+    def warn(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value not in (None, ()):
+            click.echo(f"warning: {old} is deprecated, use {new} instead", err=True)
+        return value
+
+    return click.option(old, dest, hidden=True, callback=warn, expose_value=True, **kwargs)

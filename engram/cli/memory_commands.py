@@ -18,6 +18,7 @@ from engram.cli.base import (
     note,
     opened,
     output_format,
+    renamed_option,
     state,
     sync_vectors,
 )
@@ -420,22 +421,33 @@ def propagate(
     )
 
 
+#: What ``engram graph top`` ranks: the salience index's items.
+_RANKED = ["neuron", "memory"]
+
+
 @graph.command(
     epilog=examples(
-        "engram graph top -k 5", "engram graph top --kind memory --as-of 2026-05-01T00:00:00Z"
+        "engram graph top -k 5", "engram graph top --item memory --as-of 2026-05-01T00:00:00Z"
     )
 )
 @click.option("-k", type=click.IntRange(min=1), default=10, show_default=True, help="How many.")
 @as_of_option
 @click.option(
-    "--kind",
-    "kinds",
+    "--item",
+    "items",
     multiple=True,
-    type=click.Choice(["neuron", "memory"]),
-    help="Item kind (repeatable; default neuron).",
+    type=click.Choice(_RANKED),
+    help="What to rank: neurons, memories (repeatable; default neuron).",
 )
+@renamed_option("--kind", "--item", "old_items", multiple=True, type=click.Choice(_RANKED))
 @output_format()
-def top(k: int, as_of: datetime | None, kinds: tuple[str, ...], fmt: str) -> None:
+def top(
+    k: int,
+    as_of: datetime | None,
+    items: tuple[str, ...],
+    old_items: tuple[str, ...],
+    fmt: str,
+) -> None:
     """List the most salient items as of a time.
 
     Salience decays lazily, 0.99 per hour by default (the decay_rate setting); it is shown
@@ -443,7 +455,8 @@ def top(k: int, as_of: datetime | None, kinds: tuple[str, ...], fmt: str) -> Non
     """
     out = state()
     with opened(out.settings()) as memory:
-        items = memory.network.top(k, as_of=as_of, kinds=kinds or ("neuron",))
+        ranked = (*items, *old_items) or ("neuron",)
+        items = memory.network.top(k, as_of=as_of, kinds=ranked)
         events = {e.position: e for e in memory.ledger.get([i.position for i in items])}
     out.render(
         (
