@@ -40,7 +40,7 @@ RECALL_SCOPES = (*SCOPES, "all")
 @click.argument("text")
 @click.option(
     "--type",
-    "kind",
+    "memory_type",
     type=click.Choice(MEMORY_TYPES),
     default="observation",
     show_default=True,
@@ -73,7 +73,7 @@ RECALL_SCOPES = (*SCOPES, "all")
 def observe(
     agent: str,
     text: str,
-    kind: str,
+    memory_type: str,
     importance: int | None,
     visibility: str,
     source: str | None,
@@ -93,7 +93,7 @@ def observe(
     with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
         position = memory.agent(agent).observe(
             text,
-            type=kind,  # type: ignore[arg-type]
+            type=memory_type,  # type: ignore[arg-type]
             importance=importance,
             visibility=visibility,  # type: ignore[arg-type]
             source=source,
@@ -137,7 +137,7 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
 @as_of_option
 @click.option(
     "--type",
-    "kinds",
+    "memory_types",
     multiple=True,
     type=click.Choice(MEMORY_TYPES),
     help="Only this type of memory (repeatable).",
@@ -163,7 +163,7 @@ def recall(
     query: str,
     k: int,
     as_of: datetime | None,
-    kinds: tuple[str, ...],
+    memory_types: tuple[str, ...],
     min_score: float | None,
     no_record: bool,
     scope: str,
@@ -187,7 +187,7 @@ def recall(
             query,
             k,
             as_of=as_of,
-            types=list(kinds) or None,
+            types=list(memory_types) or None,
             record=not no_record,
             scope=scope,
             min_score=min_score,
@@ -484,5 +484,5 @@ def _what(event: Event | None) -> str:
         return concept
     try:
         return item_text(event)
-    except AttributeError:  # an item kind with no text of its own
+    except AttributeError:  # an item with no text of its own
         return ""

@@ -248,7 +248,7 @@ def recall_command(
         query=query,
         k=k,
         as_of=as_of,
-        kinds=(),
+        memory_types=(),
         min_score=min_score,
         no_record=no_record,
         scope=scope,

@@ -122,9 +122,17 @@ def test_errors_are_one_line_and_change_nothing(
     cases = [
         (["scars", "show", "99"], 1, "no scar at '99'"),
         (["scars", "archive", "--agent", "alice", "99"], 1, "position 99 holds no event"),
-        (["scars", "record", "alice", "--outcome", "oops", "--what", "w", "--lesson", "l"], 2, "oops"),
+        (
+            ["scars", "record", "alice", "--outcome", "oops", "--what", "w", "--lesson", "l"],
+            2,
+            "oops",
+        ),
         (["scars", "record", "alice", "--outcome", "failure", "--what", "w"], 2, "--lesson"),
-        (["scars", "record", "a", "--outcome", "failure", "--what", " ", "--lesson", "l"], 1, "what"),
+        (
+            ["scars", "record", "a", "--outcome", "failure", "--what", " ", "--lesson", "l"],
+            1,
+            "what",
+        ),
         (["recall", "alice", "w", "--scope", "rule"], 2, "'rule' is not one of"),
         (["recall", "alice", "w", "--scope", "scars", "--type", "plan"], 1, "types filters"),
     ]
