@@ -16,30 +16,20 @@ from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
-from engram.ledger.catalog_adapters import (
-    SessionCleared,
-    SessionItemPopped,
-    SessionItemsAdded,
-    StoreDeleted,
-    StorePut,
-)
-from engram.ledger.catalog_supersession import (
-    MemorySuperseded,
-    SupersessionProposed,
-    SupersessionReverted,
-    SupersessionReviewed,
-)
+# Re-exported ("as"): every kind is imported from the catalog, wherever it is declared.
+from engram.ledger.catalog_adapters import SessionCleared as SessionCleared
+from engram.ledger.catalog_adapters import SessionItemPopped as SessionItemPopped
+from engram.ledger.catalog_adapters import SessionItemsAdded as SessionItemsAdded
+from engram.ledger.catalog_adapters import StoreDeleted as StoreDeleted
+from engram.ledger.catalog_adapters import StorePut as StorePut
+from engram.ledger.catalog_supersession import MemorySuperseded as MemorySuperseded
+from engram.ledger.catalog_supersession import SupersessionProposed as SupersessionProposed
+from engram.ledger.catalog_supersession import SupersessionReverted as SupersessionReverted
+from engram.ledger.catalog_supersession import SupersessionReviewed as SupersessionReviewed
 from engram.ledger.kinds import KindRegistry
-from engram.ledger.payload import (
-    EventId,
-    Importance,
-    Name,
-    Payload,
-    Position,
-    Strength,
-    Text,
-    UInt16,
-)
+from engram.ledger.payload import EventId, Importance, Payload, Position, Strength, UInt16
+from engram.ledger.payload import Name as Name
+from engram.ledger.payload import Text as Text
 
 #: The framework adapters' kinds (ADR 0062, ADR 0063), in ``catalog_adapters``.
 ADAPTER_KINDS = (StorePut, StoreDeleted, SessionItemsAdded, SessionItemPopped, SessionCleared)

@@ -455,9 +455,9 @@ def top(
     """
     out = state()
     with opened(out.settings()) as memory:
-        ranked = (*items, *old_items) or ("neuron",)
-        items = memory.network.top(k, as_of=as_of, kinds=ranked)
-        events = {e.position: e for e in memory.ledger.get([i.position for i in items])}
+        wanted = (*items, *old_items) or ("neuron",)
+        ranked = memory.network.top(k, as_of=as_of, kinds=wanted)
+        events = {e.position: e for e in memory.ledger.get([i.position for i in ranked])}
     out.render(
         (
             {
@@ -467,7 +467,7 @@ def top(
                 "stored": round(i.stored / SALIENCE_MAX, 4),
                 "text": _what(events.get(i.position)),
             }
-            for i in items
+            for i in ranked
         ),
         fmt,
         columns=["kind", "id", "salience", "stored", "text"],
