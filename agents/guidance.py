@@ -9,12 +9,18 @@ the best :func:`~engram.agents.meaning.applies_score` of the task against any of
 embedder's calibrated cosine where there is one, and content words (stemmed, stop words
 dropped).
 
-A situational rule is served when (ADR 0067) its score reaches the absolute floor
-:data:`~engram.agents.meaning.APPLIES`, it is within :data:`MARGIN` of the task's best
-match (the rules compete: a clearly weaker one is a side match), and, unless it is a sure
-match (:data:`SURE`), it stands out from the rules in force: :data:`STANDOUT` standard
-deviations above their mean score for this task, when there are :data:`POOL` rules or more
-to compare. At most :data:`MAX_SITUATIONAL` are served, the best first.
+A rule's evidence holds several tellings of one mistake, each a noisy view of it, so the
+rule meets a task twice (ADR 0077, :class:`Match`): by its *best* piece of evidence, and by
+its *typical* one — the calibrated mean cosine over all of them (the mean of the shared
+words' scores without an embedder), the rule's prototype, where the tellings vote.
+
+A situational rule is served when its best score reaches the absolute floor
+:data:`~engram.agents.meaning.APPLIES` (one telling at least plainly fits: ADR 0067), its
+typical score is within :data:`MARGIN` of the task's best typical score (the rules compete:
+a clearly weaker one is a side match), and, unless its best is a sure match (:data:`SURE`),
+its typical score stands out from the rules in force: :data:`STANDOUT` standard deviations
+above their mean, when there are :data:`POOL` rules or more to compare. At most
+:data:`MAX_SITUATIONAL` are served, the best typical score first.
 """
 
 from __future__ import annotations
@@ -30,11 +36,12 @@ from engram.agents.meaning import (
     applies_score,
     calibration_for,
     content_words,
+    mapped,
 )
 from engram.projections.embedding import Embedder
 from engram.projections.rules import Rule
 
-__all__ = ["Served", "cache_for", "serve"]
+__all__ = ["Match", "Served", "cache_for", "scores", "serve"]
 
 #: The most situational rules one frame is given (the best first).
 MAX_SITUATIONAL = 2
@@ -66,6 +73,57 @@ def cache_for(embedder: Embedder) -> VectorCache:
     return _CACHES[key]
 
 
+class Match(NamedTuple):
+    """How a rule's evidence meets a task: its ``best`` piece of evidence, and the
+    ``typical`` one (the mean over the rule's text and every scar text it cites)."""
+
+    best: float
+    typical: float
+
+
+def scores(
+    rules: Sequence[Rule],
+    task: str,
+    evidence: Mapping[str, Sequence[str]],
+    embedder: Embedder | None = None,
+) -> list[Match]:
+    """Return how each of ``rules`` meets ``task`` (0..1, in the rules' order), by
+    :func:`~engram.agents.meaning.applies_score` of the task against each piece of the rule's
+    evidence (its text and the texts of the scars ``evidence`` maps its suggestion id to).
+
+    A model failure falls back to words alone; it never raises.
+    """
+    if not rules:
+        return []
+    task_words = content_words(task)
+    texts = {r.position: [r.text, *evidence.get(r.suggestion, ())] for r in rules}
+    calibration = calibration_for(embedder)
+    cosines: dict[str, float] = {}
+    if embedder is not None and task.strip():
+        try:
+            cache = cache_for(embedder)
+            (query,) = cache.vectors([task])
+            every = list(dict.fromkeys(t for ts in texts.values() for t in ts))
+            for text, vector in zip(every, cache.vectors(every), strict=True):
+                cosines[text] = float(np.dot(query, vector))
+        except Exception:  # a model failure degrades to words, never fails the build
+            cosines, calibration = {}, None
+    out = []
+    for rule in rules:
+        pieces = texts[rule.position]
+        words = [applies_score(task_words, content_words(t)) for t in pieces]
+        if calibration is None or not cosines:
+            out.append(Match(max(words), float(np.mean(words))))
+            continue
+        found = [cosines[t] for t in pieces]
+        best = max(max(words), mapped(max(found), calibration))
+        # The mean cosine, then calibrated: a telling far below the floor still counts
+        # against the rule (clipping each first would hide it).
+        typical = max(float(np.mean(words)), mapped(float(np.mean(found)), calibration))
+        out.append(Match(best, typical))
+    return out
+
+
 def serve(
     rules: Sequence[Rule],
     task: str,
@@ -77,43 +135,26 @@ def serve(
 ) -> list[Served]:
     """Return the always-on rules, then the situational ones that apply to ``task``.
 
-    ``evidence`` maps a rule's suggestion id to the texts of the scars it came from. A model
-    failure falls back to words alone; it never fails the frame.
+    ``evidence`` maps a rule's suggestion id to the texts of the scars it came from
+    (:func:`scores`). A model failure falls back to words alone; it never fails the frame.
     """
     always = [Served(r, 1.0) for r in rules if r.always]
     situational = [r for r in rules if not r.always]
     if not situational or not task.strip():
         return always
-    task_words = content_words(task)
-    texts = {r.position: [r.text, *evidence.get(r.suggestion, ())] for r in situational}
-    calibration = calibration_for(embedder)
-    cosines: dict[str, float] = {}
-    if embedder is not None:
-        try:
-            cache = cache_for(embedder)
-            (query,) = cache.vectors([task])
-            every = list(dict.fromkeys(t for ts in texts.values() for t in ts))
-            for text, vector in zip(every, cache.vectors(every), strict=True):
-                cosines[text] = float(np.dot(query, vector))
-        except Exception:  # a model failure degrades to words, never fails the build
-            cosines, calibration = {}, None
-    scores = [
-        max(
-            applies_score(task_words, content_words(t), cosines.get(t), calibration)
-            for t in texts[rule.position]
-        )
-        for rule in situational
-    ]
-    pooled = len(scores) >= POOL
-    mean = float(np.mean(scores))
-    spread = float(np.std(scores))
-    best = max(scores)
-    scored = []
-    for rule, score in zip(situational, scores, strict=True):
-        if score < threshold or score < best - MARGIN:
+    found = scores(situational, task, evidence, embedder)
+    typical = [m.typical for m in found]
+    pooled = len(found) >= POOL
+    mean = float(np.mean(typical))
+    spread = float(np.std(typical))
+    top = max(typical)
+    chosen = []
+    for rule, match in zip(situational, found, strict=True):
+        if match.best < threshold or match.typical < top - MARGIN:
             continue
-        if pooled and score < SURE and (spread == 0 or (score - mean) / spread < STANDOUT):
+        standing = spread > 0 and (match.typical - mean) / spread >= STANDOUT
+        if pooled and match.best < SURE and not standing:
             continue
-        scored.append(Served(rule, score))
-    scored.sort(key=lambda s: (-s.score, s.rule.position))
-    return always + scored[:limit]
+        chosen.append((rule, match))
+    chosen.sort(key=lambda c: (-c[1].typical, -c[1].best, c[0].position))
+    return always + [Served(rule, match.best) for rule, match in chosen[:limit]]

@@ -36,6 +36,7 @@ import numpy.typing as npt
 
 from engram.agents import contiguity, scopes
 from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
+from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
@@ -132,6 +133,7 @@ class AgentMemory:
         rrf_k: int = RRF_K,
         half_life_days: float = HALF_LIFE_DAYS,
         supersede: str = DEFAULT_SUPERSEDE,
+        supersede_judge: Completer | None = None,
     ) -> None:
         """``fusion`` weighs each path's reciprocal rank (default: by the embedder's
         provider, :data:`FUSION_BY_PROVIDER`, else :data:`DEFAULT_FUSION`); ``bloom`` lets
@@ -142,7 +144,8 @@ class AgentMemory:
         ``half_life_days`` is the age at which recency halves (:data:`HALF_LIFE_DAYS`);
         ``supersede`` is what detection does when an observed memory seems to replace an
         earlier one: ``apply``, ``review`` (propose) or ``off``
-        (:mod:`engram.agents.supersession`)."""
+        (:mod:`engram.agents.supersession`); ``supersede_judge``, a routed model that judges
+        detection's candidates (None: the offline rule alone)."""
         if not isinstance(agent, str) or not agent:
             raise QueryError(f"agent must be a non-empty string, got {agent!r}")
         if fusion is None:
@@ -164,6 +167,7 @@ class AgentMemory:
         if supersede not in SUPERSEDE_POLICIES:
             raise QueryError(f"supersede must be one of {SUPERSEDE_POLICIES}, got {supersede!r}")
         self.supersede_policy = supersede
+        self.supersede_judge = supersede_judge
         self.agent = agent
         self.ledger = ledger
         self.engine = engine

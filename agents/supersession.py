@@ -2,27 +2,42 @@
 
 An agent says it (``observe(..., supersedes=[...])`` or :func:`supersede`), or detection
 proposes it when a memory is observed (:func:`detect`): among the agent's earlier memories
-that name the same subject (the first capitalised word, when few memories hold it) and
-quote the same ids (an id names a thing: two incident reports with two ids are two
-incidents), the most similar one whose content differs from the new memory's — not a copy:
-each holds words the other lacks — is a candidate when the cosine of their vectors reaches
-the embedder's threshold (:data:`THRESHOLDS`), measured on generated pairs (ADR 0052). The
-policy says what a candidate becomes: ``apply`` appends ``memory.superseded`` at once,
-``review`` appends ``supersession.proposed`` for a person to apply or refuse, ``off`` runs
-no detection. Every supersession can be reverted (:func:`revert`); recall then serves the
-old memory as current.
+that name the same subject (a name: :func:`_subject`), quote the same ids and numbered
+occurrences (an id or "round 26" names a thing: two incidents, two rounds), and differ from
+the new memory's content both ways (not a copy), the one that says the most similar thing
+of the subject — cosine with the subject's name taken out of both texts — is taken when
+that reaches the embedder's threshold (:data:`THRESHOLDS`, lower when the new memory
+announces a change: :data:`ANNOUNCED`), measured on generated pairs (ADRs 0052, 0075). A
+routed model (``[complete.supersede]``, :func:`routed_judge`) judges the best candidates
+instead, the offline rule deciding on a model error. The policy says what a finding
+becomes: ``apply`` appends ``memory.superseded`` at once, ``review`` appends
+``supersession.proposed`` for a person or the agent to apply or refuse, ``off`` runs no
+detection. Each records why. Every supersession can be reverted (:func:`revert`); recall
+then serves the old memory as current.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
+import warnings
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
+import msgspec
 import numpy as np
 
+from engram.agents.completion import (
+    Completer,
+    CompletionConfigWarning,
+    CompletionError,
+    CompletionFormatError,
+    OfflineRoute,
+    completer_for,
+    load_completion_routing,
+)
 from engram.agents.errors import UnknownMemoryError
 from engram.agents.matching import STOPWORDS, codes, stem
 from engram.ledger import NewEvent
@@ -38,20 +53,56 @@ from engram.projections.errors import ProjectionError, QueryError
 if TYPE_CHECKING:
     from engram.agents.memory import AgentMemory
 
-__all__ = ["POLICIES", "THRESHOLDS", "detect", "revert", "review", "supersede"]
+__all__ = [
+    "POLICIES",
+    "THRESHOLDS",
+    "Candidate",
+    "Finding",
+    "candidates",
+    "detect",
+    "revert",
+    "review",
+    "routed_judge",
+    "supersede",
+]
 
 POLICIES = ("apply", "review", "off")
-#: The cosine from which two memories naming the same entity speak of the same attribute.
-#: On generated pairs (a fact and its change, beside a fact of another attribute of the same
-#: person) MiniLM puts 95% of the changes above 0.55 and 95% of the others below 0.64; the
-#: hash embedder separates them far less (medians 0.39 and 0.28; 95% of the others below
-#: 0.39, yet a few reach 0.48), so at 0.5 it finds about a quarter of the changes (ADR 0052).
-THRESHOLDS = {"hash": 0.5, "neural": 0.6}
+#: The cosine of what two memories say of their subject (its name taken out of both) from
+#: which the offline rule says the newer replaces the older. On generated pairs (a fact and
+#: its change, beside another fact or an event of the same person), the whole sentences'
+#: MiniLM cosines overlap (changes: median 0.68, 5% below 0.50; others: median 0.48, 5%
+#: above 0.61): the name makes any two sentences about one person alike. Without it, 99%
+#: of the others score below 0.28 with MiniLM and 0.17 with hash vectors; each threshold
+#: sits just above that (ADR 0075).
+THRESHOLDS = {"hash": 0.2, "neural": 0.3}
+#: The threshold when the new memory says that something changed (:data:`CHANGE_WORDS`):
+#: the 95th percentile of the others, not the 99th, since a sentence announcing a change
+#: tells that an earlier one stopped being true (ADR 0075).
+ANNOUNCED = {"hash": 0.13, "neural": 0.24}
+#: Words that announce a change of state, stemmed (:func:`stem`): "moved", "now", "no
+#: longer", "switched", "instead", "new"...
+CHANGE_WORDS = frozenset(
+    stem(w)
+    for w in (
+        "now", "new", "moved", "relocated", "switched", "changed", "instead", "longer",
+        "anymore", "became", "replaced", "transferred", "joined", "left", "started", "quit",
+        "nowadays", "currently",
+    )
+)  # fmt: skip
+#: How many candidates, most similar first, are compared without the name.
+COMPARED = 5
+#: How many candidates, most similar first, a routed model judges in one request.
+JUDGED = 3
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
+_RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*")
+#: A number right after a word labels an occurrence of it: "round 26", "shard 4".
+_LABEL = re.compile(r"\b([A-Za-z][\w'-]*) #?(\d+)\b")
 _CANDIDATES = 20
-#: The IDF from which a capitalised word names something: ln(9), held by at most about a
-#: tenth of the memories ("Deploy" opening every other report is a topic, not a name).
-RARE = 2.2
+#: The IDF from which a capitalised word names something: ln(4), held by at most about a
+#: fifth of the memories ("Deploy" opening every other report is a topic, not a name). A
+#: tenth (ln 9) left out the people of a young store: four facts of one person among forty
+#: memories are a tenth (ADR 0075).
+RARE = 1.4
 
 
 def _checked(memory: AgentMemory, positions: Sequence[int], what: str) -> list[int]:
@@ -88,61 +139,243 @@ def supersede(
     return memory.ledger.append(event)[0]
 
 
-def detect(memory: AgentMemory, position: int, text: str) -> tuple[list[int], float] | None:
-    """Return the earlier memory ``text`` (observed at ``position``) replaces, if any.
+class Candidate(NamedTuple):
+    """An earlier memory a new one may replace, and the rule's evidence."""
 
-    Candidates share an entity with the new memory; the most similar one whose content
-    differs is returned with its cosine when that reaches the threshold.
+    position: int
+    text: str
+    similarity: float  # cosine of the two memories' vectors
+    said: float  # cosine of what they say of the subject: its name taken out of both
+    attribute: frozenset[str]  # content words both hold beyond the names
+    values: tuple[frozenset[str], frozenset[str]]  # (the old's own words, the new's own)
+
+
+class Finding(NamedTuple):
+    """What detection decided: the memories replaced, the cosine, how and why."""
+
+    replaces: list[int]
+    similarity: float
+    method: str  # "overlap": the offline rule; "model": a routed model judged
+    reason: str
+
+
+def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]:
+    """Return the earlier memories ``text`` (observed at ``position``) may replace, the most
+    alike in what they say of the subject first.
+
+    Candidates are the agent's memories naming the same subject, quoting the same ids and
+    numbered occurrences (:func:`_labels`), not replaced already, whose content differs from
+    the new memory's both ways; the :data:`COMPARED` most similar (cosine of the stored
+    vectors) are compared again with the subject's name taken out of both texts, since the
+    name alone makes any two sentences about one person alike (ADR 0075).
     """
     if memory.embedder is None:
-        return None
+        return []
     memory.engine.wait_for(position)
     mine = _content(text)
     with memory.engine.read() as conn:
         try:
             subject = _subject(conn, text)
             if subject is None:
-                return None
+                return []
             hits = lexical.search(
                 conn, subject, _CANDIDATES, agent=memory.agent, types=lexical.MEMORY_TYPES
             )
         except (ProjectionError, sqlite3.Error):
-            return None
-        ids = set(codes(text))
-        held = [h for h in hits if h.agent == memory.agent and h.position < position]
-        held = [h for h in held if _differs(mine, _content(h.text)) and set(codes(h.text)) == ids]
+            return []
+        ids, labels = set(codes(text)), _labels(text)
+        held = [
+            h for h in hits
+            if h.agent == memory.agent and h.position < position
+            and _differs(mine, _content(h.text)) and set(codes(h.text)) == ids
+            and _labels(h.text) == labels
+        ]  # fmt: skip
         if not held:
-            return None
+            return []
         stored = semantic.vectors_of(conn, [h.position for h in held])
         replaced = set(supersession.replacements(conn, [h.position for h in held]))
     vector = np.asarray(memory.embedder.embed([text])[0], dtype=np.float32)
-    scored = [
-        (float(np.frombuffer(stored[h.position], dtype=np.float32) @ vector), h.position)
-        for h in held
-        if h.position in stored and h.position not in replaced
-    ]
-    if not scored:
+    near = sorted(
+        (
+            (
+                float(np.frombuffer(stored[h.position], dtype=np.float32) @ vector),
+                h.position,
+                h.text,
+            )
+            for h in held
+            if h.position in stored and h.position not in replaced
+        ),
+        reverse=True,
+    )[:COMPARED]
+    if not near:
+        return []
+    name = _name(text, subject)
+    said = np.asarray(
+        memory.embedder.embed([_without(text, name, subject)]
+                              + [_without(t, name, subject) for _, _, t in near]),
+        dtype=np.float32,
+    )  # fmt: skip
+    names = _names(text)
+    found = []
+    for i, (similarity, old, old_text) in enumerate(near):
+        theirs = _content(old_text)
+        found.append(
+            Candidate(
+                old, old_text, similarity, float(said[0] @ said[i + 1]),
+                (mine & theirs) - names - _names(old_text), (theirs - mine, mine - theirs),
+            )
+        )  # fmt: skip
+    return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position))
+
+
+def threshold(memory: AgentMemory, text: str = "") -> float:
+    """Return the cosine, names taken out, from which the offline rule takes a candidate
+    for the new memory ``text``: lower when ``text`` announces a change."""
+    provider = memory.embedder.fingerprint.provider if memory.embedder is not None else ""
+    table = ANNOUNCED if announces(text) else THRESHOLDS
+    return table["hash" if provider == "hash" else "neural"]
+
+
+def announces(text: str) -> bool:
+    """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`)."""
+    return any(stem(w) in CHANGE_WORDS for w in lexical.tokens(text))
+
+
+def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:
+    """Return what the memory ``text`` (observed at ``position``) replaces, if anything.
+
+    With a routed model (``memory.supersede_judge``), the model judges the most similar
+    :data:`JUDGED` candidates; on a model error, or without one, the offline rule takes the
+    most similar candidate whose cosine reaches :func:`threshold`.
+    """
+    found = candidates(memory, position, text)
+    if not found:
         return None
-    similarity, best = max(scored)
-    provider = memory.embedder.fingerprint.provider
-    if similarity < THRESHOLDS["hash" if provider == "hash" else "neural"]:
+    judge = memory.supersede_judge
+    if judge is not None:
+        try:
+            return _judged(judge, text, found[:JUDGED])
+        except CompletionError:
+            pass  # the offline rule decides, as if no model were routed
+    best = found[0]
+    if best.said < threshold(memory, text):
         return None
-    return [best], similarity
+    return Finding([best.position], best.said, "overlap", _evidence(best))
+
+
+def _evidence(c: Candidate) -> str:
+    shared = ", ".join(sorted(c.attribute)) or "no word beyond the subject"
+    old, new = (", ".join(sorted(v)) for v in c.values)
+    return (
+        f"shares {shared}; {old} -> {new}; cosine {c.said:.2f} without the name"
+        f" ({c.similarity:.2f} with it)"
+    )
+
+
+class Verdict(msgspec.Struct, frozen=True, forbid_unknown_fields=False):
+    """A model's judgement: which earlier memories (their numbers) the new one replaces."""
+
+    replaces: list[int]
+    reason: str = ""
+
+
+JUDGE_SYSTEM = (
+    "You keep an AI agent's memory current. Given a NEW memory and numbered EARLIER "
+    "memories of the same agent, say which earlier ones the new one makes no longer true: "
+    "the same attribute of the same person or thing, now with another value (a move, a "
+    "new job, a changed number). Two facts about different attributes both stay true; two "
+    "events that both happened (round 2 and round 26) both stay true. Answer with JSON: "
+    '{"replaces": [<numbers>], "reason": "<one short sentence>"}; [] when none.'
+)
+
+
+def _judged(judge: Completer, text: str, found: Sequence[Candidate]) -> Finding | None:
+    """Ask ``judge`` which of ``found`` the new memory replaces."""
+    prompt = msgspec.json.encode(
+        {"new": text[:2000], "earlier": {str(i + 1): c.text[:2000] for i, c in enumerate(found)}}
+    ).decode()
+    verdict = judge.complete(JUDGE_SYSTEM, prompt, Verdict)
+    if any(not 1 <= n <= len(found) for n in verdict.replaces):
+        raise CompletionFormatError(
+            f"the model named candidates {verdict.replaces} of {len(found)}"
+        )
+    chosen = [found[n - 1] for n in dict.fromkeys(verdict.replaces)]
+    if not chosen:
+        return None
+    similarity = max(c.said for c in chosen)
+    reason = f"{judge.fingerprint}: {verdict.reason.strip()[:500]}".rstrip(": ")
+    return Finding(sorted(c.position for c in chosen), similarity, "model", reason)
+
+
+def routed_judge(routing: str | os.PathLike[str] | None) -> Completer | None:
+    """Return the completer the routing file's ``[complete.supersede]`` route names, or None
+    when it is offline (the default): then the offline rule decides alone."""
+    path = os.path.expanduser(routing) if routing else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CompletionConfigWarning)  # the learning step warns
+        table = load_completion_routing(path)
+    if isinstance(table.route("supersede"), OfflineRoute):
+        return None
+    return completer_for("supersede", table)
 
 
 def _subject(conn: sqlite3.Connection, text: str) -> str | None:
-    """Return the word naming what ``text`` speaks of: its first capitalised word (not a
-    function word), when few memories hold it (an IDF of at least :data:`RARE`); else None."""
-    named = [w for m in _NAME.findall(text) for w in lexical.tokens(m) if w not in STOPWORDS]
-    if not named:
-        return None
-    weights = lexical.terms(conn, named[0], prune=False).weights
-    return named[0] if weights.get(named[0], 0.0) >= RARE else None
+    """Return the word naming what ``text`` speaks of: the first word of its first run of
+    capitalised words (function words aside), or None.
+
+    A run of two or more capitalised words ("Keiko Tanaka"), or one inside a sentence, is a
+    name; one word opening a sentence is only capitalised there, so it names something only
+    when few memories hold it (an IDF of at least :data:`RARE`): "Deploy" opening every
+    other report is a topic, not a name.
+    """
+    for run in _RUN.finditer(text):
+        words = run.group().split()
+        named = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
+        if not named:
+            continue
+        opening = not text[: run.start()].rstrip() or text[: run.start()].rstrip()[-1] in ".!?"
+        if len(words) > 1 or not opening:
+            return named[0]
+        weights = lexical.terms(conn, named[0], prune=False).weights
+        return named[0] if weights.get(named[0], 0.0) >= RARE else None
+    return None
+
+
+def _name(text: str, subject: str) -> str:
+    """Return the run of capitalised words in ``text`` that holds ``subject`` ("Alice
+    Moreau"), or ``subject`` alone."""
+    for run in _RUN.findall(text):
+        if subject in lexical.tokens(run):
+            return str(run)
+    return subject
+
+
+def _without(text: str, name: str, subject: str) -> str:
+    """Return ``text`` without the subject's name (and its possessive)."""
+    for said in (name, subject):
+        text = re.sub(rf"(?i)\b{re.escape(said)}(?:'s)?\b", " ", text)
+    return " ".join(text.split()) or text
+
+
+def _names(text: str) -> frozenset[str]:
+    """Return the stems of ``text``'s capitalised words: the names, never an attribute."""
+    return frozenset(stem(w) for m in _NAME.findall(text) for w in lexical.tokens(m))
 
 
 def _content(text: str) -> frozenset[str]:
     return frozenset(
         stem(w) for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
+    )
+
+
+def _labels(text: str) -> frozenset[str]:
+    """Return the occurrences ``text`` names by number ("round 26", "ticket 7"): like an id,
+    each names one thing, an event more often than a state ("fixed the parser in round 2"
+    and "in round 26" both stay true)."""
+    return frozenset(
+        f"{stem(word)} {number}"
+        for word, number in _LABEL.findall(text)
+        if word[0].islower() and word not in STOPWORDS  # "Model 3" names a thing: a value
     )
 
 
@@ -159,23 +392,28 @@ def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | Non
     found = detect(memory, position, text)
     if found is None:
         return None
-    olds, similarity = found
     stream = f"agent:{memory.agent}"
+    similarity = round(found.similarity, 6)
     if memory.supersede_policy == "apply":
         at = memory.ledger.get([position])[0].at
         applied = MemorySuperseded(
-            agent=memory.agent, position=position, replaces=olds, valid_from=at,
-            method="detected", similarity=round(similarity, 6),
+            agent=memory.agent, position=position, replaces=found.replaces, valid_from=at,
+            method="detected", similarity=similarity, reason=found.reason,
         )  # fmt: skip
         return memory.ledger.append(NewEvent.of(applied, stream=stream, actor=memory.agent))[0]
     proposed = SupersessionProposed(
-        agent=memory.agent, position=position, replaces=olds, similarity=round(similarity, 6)
-    )
+        agent=memory.agent, position=position, replaces=found.replaces, similarity=similarity,
+        method=found.method, reason=found.reason,
+    )  # fmt: skip
     return memory.ledger.append(NewEvent.of(proposed, stream=stream, actor=memory.agent))[0]
 
 
-def review(memory: AgentMemory, proposal: int, decision: str, *, reviewer: str) -> int:
+def review(
+    memory: AgentMemory, proposal: int, decision: str, *, reviewer: str, note: str = ""
+) -> int:
     """Apply or refuse the pending proposal at ``proposal``; return the review's position."""
+    if not isinstance(note, str):
+        raise QueryError(f"note must be a string, got {type(note).__name__}")
     if decision not in ("applied", "refused"):
         raise QueryError(f"decision must be 'applied' or 'refused', got {decision!r}")
     if not isinstance(reviewer, str) or not reviewer.strip():
@@ -187,23 +425,30 @@ def review(memory: AgentMemory, proposal: int, decision: str, *, reviewer: str) 
         raise UnknownMemoryError(f"position {proposal} holds no supersession proposal")
     if found.status != "pending":
         raise QueryError(f"the proposal at {proposal} is {found.status} already")
-    payload = SupersessionReviewed(proposal=proposal, decision=decision, reviewer=reviewer)  # type: ignore[arg-type]
+    verdict: Literal["applied", "refused"] = "applied" if decision == "applied" else "refused"
+    payload = SupersessionReviewed(
+        proposal=proposal, decision=verdict, reviewer=reviewer, note=note
+    )
     event = NewEvent.of(payload, stream=f"agent:{found.agent}", actor=reviewer)
     return memory.ledger.append(event)[0]
 
 
 def revert(memory: AgentMemory, event: int, *, reviewer: str, note: str = "") -> int:
-    """Undo the supersession applied at ``event``; return the revert's position."""
+    """Undo the supersession applied at ``event``, whoever's memories it joins (appended to
+    their agent's stream); return the revert's position."""
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise QueryError("reviewer must be a non-empty name")
     if not isinstance(event, int) or isinstance(event, bool) or event < 1:
         raise QueryError(f"event must be a ledger position, got {event!r}")
+    if not isinstance(note, str):
+        raise QueryError(f"note must be a string, got {type(note).__name__}")
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
+        found = supersession.of_event(conn, event)
         live = supersession.applied(conn, event)
-    if not live:
+    if found is None or not live:
         raise UnknownMemoryError(f"position {event} holds no supersession in force")
     payload = SupersessionReverted(supersession=event, reviewer=reviewer, note=note)
     return memory.ledger.append(
-        NewEvent.of(payload, stream=f"agent:{memory.agent}", actor=reviewer)
+        NewEvent.of(payload, stream=f"agent:{found.agent}", actor=reviewer)
     )[0]

@@ -23,6 +23,7 @@ from engram.agents.memory import AgentMemory
 from engram.agents.network import NeuronNetwork
 from engram.agents.scars import Scars
 from engram.agents.signals import Mailbox, SharedMemo
+from engram.agents.supersession import routed_judge
 from engram.config import Settings, add_kinds, resolve_settings
 from engram.keysplit import key_store_path
 from engram.ledger import (
@@ -199,6 +200,8 @@ class Memory:
     #: Rates importance: the routing file's ``[complete.importance]`` route (heuristic
     #: by default).
     scorer: ImportanceScorer | None = None
+    #: Judges detected supersessions: the ``[complete.supersede]`` route (None: offline).
+    judge: Completer | None = None
 
     def agent(self, name: str) -> AgentMemory:
         """Return ``name``'s memory stream (observe, recall)."""
@@ -212,6 +215,7 @@ class Memory:
             scorer=self.scorer,
             half_life_days=self.settings.half_life_days,
             supersede=self.settings.supersede,
+            supersede_judge=self.judge,
         )
 
     def mailbox(self, agent: str) -> Mailbox:
@@ -325,6 +329,7 @@ def open_parts(
             embedder,
             searcher,
             routed_scorer(settings.routing or None),
+            routed_judge(settings.routing or None),
         )
         searcher.save()
 

@@ -4,9 +4,13 @@ Open one with :meth:`Ledger.open` (a SQLite path or a PostgreSQL URL), append
 :class:`NewEvent` batches, read :class:`Event` s back in position order, verify the hash
 chain, and audit it in SQL with :func:`open_audit`. Each backend (its URL schemes, how it
 opens, attaches for audit and leases) is described once in :mod:`engram.ledger.backends`.
+
+The SQL audit (:func:`open_audit`, :class:`AuditSession`, :class:`AuditResult`) is imported
+on first use: it loads DuckDB, which a process that only appends or recalls never needs.
 """
 
-from engram.ledger.audit import AuditResult, AuditSession, open_audit
+import typing
+
 from engram.ledger.backend import AuditTarget
 from engram.ledger.catalog import default_registry
 from engram.ledger.chunks import SQL_CHUNK, chunked
@@ -87,3 +91,19 @@ __all__ = [
     "new_id",
     "open_audit",
 ]
+
+if typing.TYPE_CHECKING:
+    from engram.ledger.audit import AuditResult, AuditSession, open_audit
+
+_LAZY = frozenset({"AuditResult", "AuditSession", "open_audit"})
+
+
+def __getattr__(name: str) -> typing.Any:
+    """Import the audit's names on first use (PEP 562)."""
+    if name in _LAZY:
+        from engram.ledger import audit
+
+        value = getattr(audit, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

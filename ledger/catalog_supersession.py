@@ -35,6 +35,7 @@ class MemorySuperseded(Payload, frozen=True):
     method: SupersessionMethod = "explicit"
     proposal: Position | None = None  # the supersession.proposed event it applies
     similarity: float | None = None
+    reason: str = ""  # why detection found it: the rule's evidence or the model's words
 
     def __post_init__(self) -> None:
         _check_replaces(self.position, self.replaces)
@@ -50,6 +51,7 @@ class SupersessionProposed(Payload, frozen=True):
     replaces: Annotated[list[Position], msgspec.Meta(min_length=1)]
     similarity: float
     method: Name = "overlap"
+    reason: str = ""  # why: the rule's evidence (subject, attribute, values) or the model's words
 
     def __post_init__(self) -> None:
         _check_replaces(self.position, self.replaces)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
 
 FORMAT_VERSION = "1"
 HASH_ALGORITHM = "sha256-chain-v1"
@@ -31,15 +30,18 @@ class Column(enum.IntEnum):
 #: Column order of every storage row the backends exchange with the store.
 COLUMNS = tuple(column.name.lower() for column in Column)
 
-# SQLite needs exactly INTEGER for the rowid alias; PostgreSQL gets native types.
-_Position = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
-_Uuid = sa.String(36).with_variant(postgresql.UUID(as_uuid=False), "postgresql")
-_Time = sa.Text().with_variant(postgresql.TIMESTAMP(timezone=True), "postgresql")
-_Bytes = sa.LargeBinary().with_variant(postgresql.BYTEA(), "postgresql")
-
 
 def build_metadata(schema: str | None = None) -> sa.MetaData:
     """Return MetaData holding the ``events`` and ``ledger_meta`` tables."""
+    # The PostgreSQL dialect is imported here, not with the module: a process on SQLite that
+    # opens an existing ledger never loads it.
+    from sqlalchemy.dialects import postgresql
+
+    # SQLite needs exactly INTEGER for the rowid alias; PostgreSQL gets native types.
+    _Position = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+    _Uuid = sa.String(36).with_variant(postgresql.UUID(as_uuid=False), "postgresql")
+    _Time = sa.Text().with_variant(postgresql.TIMESTAMP(timezone=True), "postgresql")
+    _Bytes = sa.LargeBinary().with_variant(postgresql.BYTEA(), "postgresql")
     metadata = sa.MetaData(schema=schema)
     sa.Table(
         "events",

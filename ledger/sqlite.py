@@ -330,9 +330,13 @@ class SQLiteBackend(Backend):
             with _translate("open the ledger read-only"), self._reader.connect() as conn:
                 self._check_format(conn)
             return
-        metadata = build_metadata()
         with self._exclusive("create the ledger") as conn:
-            metadata.create_all(conn)
+            tables = {
+                row[0]
+                for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            if not {"events", "ledger_meta"} <= tables:
+                build_metadata().create_all(conn)
             for ddl in _TRIGGERS:
                 conn.exec_driver_sql(ddl)
             conn.exec_driver_sql(

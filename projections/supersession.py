@@ -36,8 +36,11 @@ from engram.projections.salience import micros
 __all__ = [
     "Proposal",
     "Replacement",
+    "Supersession",
     "Supersessions",
     "applied",
+    "in_force",
+    "of_event",
     "pending",
     "proposal",
     "replacements",
@@ -56,6 +59,19 @@ class Replacement(NamedTuple):
     method: str
 
 
+class Supersession(NamedTuple):
+    """A supersession in force: the event that applied it, the memories it joins."""
+
+    event: int
+    agent: str
+    new: int
+    replaces: list[int]
+    method: str
+    valid_from_us: int
+    recorded_us: int
+    why: str
+
+
 class Proposal(NamedTuple):
     """A proposed supersession and where its review stands."""
 
@@ -66,13 +82,15 @@ class Proposal(NamedTuple):
     similarity: float
     status: str  # pending, applied, refused
     valid_from_us: int
+    method: str  # what found it: the offline rule ("overlap") or a model ("model")
+    why: str  # the rule's evidence or the model's reason
 
 
 class Supersessions(Projection):
     """Which memory replaced which, and the proposals under review."""
 
     name = "supersessions"
-    version = 1
+    version = 2
     kinds = (MemorySuperseded, SupersessionProposed, SupersessionReviewed, SupersessionReverted)
     tables = ("supersessions", "supersession_proposals")
 
@@ -89,6 +107,7 @@ class Supersessions(Projection):
                 recorded_us   INTEGER NOT NULL,
                 method        TEXT NOT NULL,
                 reverted_us   INTEGER,
+                reason        TEXT NOT NULL,
                 PRIMARY KEY (event, old)
             )"""
         )
@@ -103,7 +122,9 @@ class Supersessions(Projection):
                 similarity    REAL NOT NULL,
                 status        TEXT NOT NULL,
                 valid_from_us INTEGER NOT NULL,
-                reviewed      INTEGER
+                reviewed      INTEGER,
+                method        TEXT NOT NULL,
+                reason        TEXT NOT NULL
             )"""
         )
 
@@ -113,13 +134,13 @@ class Supersessions(Projection):
             p = e.payload
             if e.kind == "memory.superseded":
                 valid = micros(p.valid_from) if p.valid_from is not None else micros(e.at)
-                self._add(db, e, p.agent, p.position, p.replaces, valid, p.method)
+                self._add(db, e, p.agent, p.position, p.replaces, valid, p.method, p.reason)
             elif e.kind == "supersession.proposed":
                 db.conn.execute(
                     f"INSERT OR IGNORE INTO {db['supersession_proposals']}"
-                    " VALUES (?, ?, ?, ?, ?, 'pending', ?, NULL)",
+                    " VALUES (?, ?, ?, ?, ?, 'pending', ?, NULL, ?, ?)",
                     (e.position, p.agent, p.position, json.dumps(p.replaces), p.similarity,
-                     micros(e.at)),
+                     micros(e.at), p.method, p.reason),
                 )  # fmt: skip
             elif e.kind == "supersession.reviewed":
                 self._review(db, e)
@@ -131,18 +152,20 @@ class Supersessions(Projection):
                 )
 
     def _add(
-        self, db: Tables, e: Event, agent: str, new: int, olds: Sequence[int], valid: int, how: str
-    ) -> None:
+        self, db: Tables, e: Event, agent: str, new: int, olds: Sequence[int], valid: int,
+        how: str, why: str,
+    ) -> None:  # fmt: skip
         db.conn.executemany(
-            f"INSERT OR IGNORE INTO {db['supersessions']} VALUES (?, ?, ?, ?, ?, ?, ?, NULL)",
-            [(e.position, old, new, agent, valid, micros(e.at), how) for old in olds],
+            f"INSERT OR IGNORE INTO {db['supersessions']} VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+            [(e.position, old, new, agent, valid, micros(e.at), how, why) for old in olds],
         )
 
     def _review(self, db: Tables, e: Event) -> None:
         p: SupersessionReviewed = e.payload
         table = db["supersession_proposals"]
         row = db.conn.execute(
-            f"SELECT agent, new, replaces, status, valid_from_us FROM {table} WHERE event = ?",
+            f"SELECT agent, new, replaces, status, valid_from_us, reason FROM {table}"
+            " WHERE event = ?",
             (p.proposal,),
         ).fetchone()
         if row is None or row[3] != "pending":
@@ -152,7 +175,7 @@ class Supersessions(Projection):
             (p.decision, e.position, p.proposal),
         )
         if p.decision == "applied":
-            self._add(db, e, row[0], row[1], json.loads(row[2]), row[4], "reviewed")
+            self._add(db, e, row[0], row[1], json.loads(row[2]), row[4], "reviewed", row[5])
 
 
 def replacements(
@@ -175,14 +198,14 @@ def replacements(
 
 
 def _proposal(row: tuple[object, ...]) -> Proposal:
-    event, agent, new, replaces, similarity, status, valid = row
+    event, agent, new, replaces, similarity, status, valid, method, why = row
     return Proposal(
         int(str(event)), str(agent), int(str(new)), json.loads(str(replaces)),
-        float(str(similarity)), str(status), int(str(valid)),
+        float(str(similarity)), str(status), int(str(valid)), str(method), str(why),
     )  # fmt: skip
 
 
-_PROPOSAL = "event, agent, new, replaces, similarity, status, valid_from_us"
+_PROPOSAL = "event, agent, new, replaces, similarity, status, valid_from_us, method, reason"
 
 
 def pending(conn: sqlite3.Connection, agent: str | None = None) -> list[Proposal]:
@@ -210,3 +233,39 @@ def applied(conn: sqlite3.Connection, event: int) -> bool:
         "SELECT 1 FROM supersessions WHERE event = ? AND reverted_us IS NULL LIMIT 1", (event,)
     ).fetchone()
     return row is not None
+
+
+_IN_FORCE = (
+    "SELECT event, agent, new, json_group_array(old), method, valid_from_us, recorded_us,"
+    " reason FROM (SELECT * FROM supersessions WHERE reverted_us IS NULL{where}"
+    " ORDER BY event, old)"
+    " GROUP BY event ORDER BY event DESC LIMIT ?"
+)
+
+
+def _supersession(row: tuple[object, ...]) -> Supersession:
+    event, agent, new, olds, method, valid, recorded, why = row
+    return Supersession(
+        int(str(event)), str(agent), int(str(new)), sorted(json.loads(str(olds))), str(method),
+        int(str(valid)), int(str(recorded)), str(why),
+    )  # fmt: skip
+
+
+def in_force(
+    conn: sqlite3.Connection, agent: str | None = None, limit: int = 50
+) -> list[Supersession]:
+    """Return the supersessions in force (not reverted), newest first, of ``agent``'s
+    memories if given; at most ``limit``."""
+    where, args = ("", []) if agent is None else (" AND agent = ?", [agent])
+    sql = _IN_FORCE.format(where=where)
+    return [_supersession(r) for r in conn.execute(sql, [*args, limit])]
+
+
+def of_event(conn: sqlite3.Connection, event: int) -> Supersession | None:
+    """Return the supersession ``event`` applied, in force or not; None when it applied none."""
+    row = conn.execute(
+        "SELECT event, agent, new, json_group_array(old), method, valid_from_us, recorded_us,"
+        " reason FROM supersessions WHERE event = ? GROUP BY event",
+        (event,),
+    ).fetchone()
+    return None if row is None else _supersession(row)

@@ -2,6 +2,7 @@
 
 The same TOML file that routes embedders (``[embedding.<use>]``) routes completions in its
 ``[complete.<use>]`` tables. Uses: ``default``, ``learn`` (drafting suggestions from scars),
+``supersede`` (judging whether a new memory replaces earlier ones),
 ``reflect`` (reflections), ``importance`` (scoring); a use with no route takes ``default``,
 and with no ``default`` route, the offline provider::
 
@@ -39,7 +40,7 @@ from engram.projections.tomlfile import TomlFileError, read_toml, route_tables
 
 #: The uses engram routes; a route for another use name is accepted and served to callers
 #: that ask for it.
-USES = ("default", "learn", "reflect", "importance")
+USES = ("default", "learn", "reflect", "importance", "supersede")
 
 _Seconds = Annotated[float, msgspec.Meta(ge=0)]
 _Name = Annotated[str, msgspec.Meta(min_length=1)]

@@ -192,6 +192,9 @@ def _recall_once(engram: list[str], config_file: str, question: str) -> tuple[fl
 def _env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("ENGRAM_EMBEDDER", None)  # the automatic default is what is measured
+    # An installed engram runs from byte-compiled modules (pip compiles them); a process that
+    # may not write bytecode would compile every module on every run and measure that instead.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
 
 

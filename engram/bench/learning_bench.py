@@ -1,11 +1,14 @@
-"""The learning loop, measured by what it changes: a scripted multi-agent workload.
+"""The learning loop, measured by what it changes: scripted multi-agent workloads.
 
-Six agents share a ledger. Twelve kinds of mistake (:mod:`engram.bench.learning_workload`)
-are each recorded two or three times, by different agents, in their own words; the learning
+Two workloads (:data:`WORKLOADS`): the one the thresholds were calibrated on
+(:mod:`engram.bench.learning_workload`, twelve kinds of mistake) and a check workload never
+tuned on (:mod:`engram.bench.learning_check`, ten other kinds, other words), whose figures
+are the ones to quote (ADR 0077). In each, six agents share a ledger; every kind of mistake
+is recorded two or three times, by different agents, in their own words; the learning
 step runs twice (after the first recordings, and after the repeats), a reviewer applies the
 drafts (refusing two kinds of lesson and marking one rule always-on), then a new agent asks
 for context frames on held-apart tasks worded differently again, and on unrelated ones.
-Run once with the hash embedder and once with MiniLM (with the ``embeddings`` extra).
+Each runs once with the hash embedder and once with MiniLM (the ``onnx`` or ``embeddings`` extra).
 
 Figures (each beside its reference measured in the same run, the loop as it was before
 ADR 0056/0057, where one exists):
@@ -17,6 +20,8 @@ ADR 0056/0057, where one exists):
   whole and pure (reference: the former rule, cosine >= 0.85 and word overlap >= 0.5);
 - **rule served for a task it applies to** (budget 2000; reference: the former BM25 match
   over every word) and at budget 500;
+- **the right rule is the task's best match**: the embedder's ceiling, the tasks whose
+  best-ranked situational rule is the right one (or whose right rule is always-on);
 - **share of served rules that apply**: situational rules served for a task they apply to,
   over all situational rules served (unrelated tasks included);
 - **drafts whose destination works with no config** and is served where its tier says;
@@ -30,24 +35,34 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from types import ModuleType
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
+from engram.agents import guidance
 from engram.agents.context import build_context
 from engram.agents.errors import AgentError
 from engram.agents.lessons import Lessons
 from engram.agents.meaning import calibration_for, content_words
 from engram.agents.memory import AgentMemory
 from engram.agents.scars import Scars
+from engram.bench import learning_check, learning_workload
 from engram.bench.common import Config, Figure, log, remove_tree
-from engram.bench.learning_workload import ALWAYS, MISTAKES, NOISE, REFUSED, UNRELATED
+from engram.bench.learning_workload import Mistake
 from engram.bench.recall_bench import minilm
 from engram.jobs import dream
 from engram.ledger import Ledger, default_registry
 from engram.projections import rules as rulebook
 from engram.projections.concepts import Concepts
-from engram.projections.embedding import Embedder, HashEmbedder
+from engram.projections.embedding import (
+    CachedEmbedder,
+    Embedder,
+    EmbeddingCache,
+    HashEmbedder,
+    OnnxEmbedder,
+)
+from engram.projections.embedding.onnx_provider import ready as onnx_ready
 from engram.projections.engine import ProjectionEngine
 from engram.projections.inbox import Inbox
 from engram.projections.lexical import LexicalIndex, tokens
@@ -72,6 +87,33 @@ GOALS = {
 }
 
 
+class Workload(NamedTuple):
+    """One scripted workload: its mistakes, tasks and memories, and the reviewer's choices."""
+
+    name: str
+    mistakes: tuple[Mistake, ...]
+    unrelated: tuple[str, ...]
+    noise: tuple[str, ...]
+    refused: tuple[str, ...]
+    always: str
+
+
+def _workload(name: str, module: ModuleType) -> Workload:
+    return Workload(
+        name,
+        module.MISTAKES,
+        module.UNRELATED,
+        module.NOISE,
+        module.REFUSED,
+        module.ALWAYS,
+    )
+
+
+#: The workload the thresholds were calibrated on, and the check workload never tuned on
+#: (ADR 0077): the second's figures are the honest ones.
+WORKLOADS = (_workload("tuned", learning_workload), _workload("check", learning_check))
+
+
 @dataclass
 class Outcome:
     """One embedder's figures (numerators and denominators) and their references."""
@@ -88,13 +130,18 @@ class Outcome:
 
 
 def run(config: Config) -> list[Figure]:
-    """Run the workload under the hash embedder and MiniLM; return the figures."""
-    outcomes = [_measure(config, "hash", HashEmbedder())]
-    model = minilm(config.embedding_cache)
+    """Run each workload under the hash embedder and MiniLM; return the figures."""
+    embedders: list[tuple[str, Embedder]] = [("hash", HashEmbedder())]
+    model = _minilm(config.embedding_cache)
     if model is None:
-        log("  learning: MiniLM skipped (pip install 'engram[embeddings]')")
+        log("  learning: MiniLM skipped (pip install 'engram[onnx]' or 'engram[embeddings]')")
     else:
-        outcomes.append(_measure(config, "MiniLM", model))
+        embedders.append(("MiniLM", model))
+    outcomes = [
+        _measure(config, name if w is WORKLOADS[0] else f"{name} {w.name}", embedder, w)
+        for w in WORKLOADS
+        for name, embedder in embedders
+    ]
     print(table(outcomes), flush=True)
     return _figures(outcomes)
 
@@ -106,6 +153,7 @@ _LABELS = {
     "dream": "dream: kinds with >= 3 scars found whole",
     "served": "applied rule served for a task it applies to",
     "meaning": "... of which matched on meaning (not stop words)",
+    "ceiling": "... the right rule is the task's best match",
     "precision": "share of served situational rules that apply",
     "unrelated": "unrelated tasks given a situational rule",
     "served500": "applied rule served at budget 500",
@@ -136,6 +184,18 @@ def table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def _minilm(cache_path: str | None) -> Embedder | None:
+    """Return MiniLM: sentence-transformers' where installed, else the ONNX runtime's (the
+    same vectors and fingerprint, ADR 0061), cached in ``cache_path`` if given; or None."""
+    model = minilm(cache_path)
+    if model is not None or not onnx_ready():
+        return model
+    onnx = OnnxEmbedder(model="all-MiniLM-L6-v2")
+    if cache_path is None:
+        return onnx
+    return CachedEmbedder(onnx, EmbeddingCache(cache_path))
+
+
 def _figures(outcomes: Sequence[Outcome]) -> list[Figure]:
     out = []
     for o in outcomes:
@@ -157,8 +217,8 @@ def _figures(outcomes: Sequence[Outcome]) -> list[Figure]:
     return out
 
 
-def _measure(config: Config, name: str, embedder: Embedder) -> Outcome:
-    root = os.path.join(config.scratch, f"learning-{name}")
+def _measure(config: Config, name: str, embedder: Embedder, workload: Workload) -> Outcome:
+    root = os.path.join(config.scratch, f"learning-{name.replace(' ', '-')}")
     outcome = Outcome(name)
     projections = [
         SalienceIndex(),
@@ -178,12 +238,12 @@ def _measure(config: Config, name: str, embedder: Embedder) -> Outcome:
             searcher = VectorSearcher(
                 f"{root}.store", embedder.dimension, str(embedder.fingerprint)
             )
-            kinds = _record(ledger, engine, embedder, outcome, root)
+            kinds = _record(ledger, engine, embedder, outcome, root, workload)
             lessons = Lessons(ledger, engine, embedder=embedder, home=f"{root}-home")
-            outcome.references["merged"] = (0, len(MISTAKES))
-            _review(lessons, kinds, outcome)
+            outcome.references["merged"] = (0, len(workload.mistakes))
+            _review(lessons, kinds, outcome, workload)
             worker = AgentMemory(WORKER, ledger, engine, embedder=embedder, searcher=searcher)
-            _tasks(worker, lessons, kinds, outcome)
+            _tasks(worker, lessons, kinds, outcome, workload)
     finally:
         remove_tree(f"{root}.store")
     log(f"  learning ({name}): done")
@@ -191,17 +251,22 @@ def _measure(config: Config, name: str, embedder: Embedder) -> Outcome:
 
 
 def _record(
-    ledger: Ledger, engine: ProjectionEngine, embedder: Embedder, outcome: Outcome, root: str
+    ledger: Ledger,
+    engine: ProjectionEngine,
+    embedder: Embedder,
+    outcome: Outcome,
+    root: str,
+    workload: Workload,
 ) -> dict[str, str]:
     """Record the noise and the scars in two rounds with a learning step after each; return
     each scar's kind of mistake by id, and measure the grouping figures."""
     at = NOW - timedelta(days=10)
-    for i, text in enumerate(NOISE):
+    for i, text in enumerate(workload.noise):
         AgentMemory(AGENTS[i % len(AGENTS)], ledger, engine).observe(text, at=at)
     lessons = Lessons(ledger, engine, embedder=embedder, home=f"{root}-home")
     kinds: dict[str, str] = {}
     rounds: list[list[tuple[int, int]]] = [[], []]
-    for m, mistake in enumerate(MISTAKES):
+    for m, mistake in enumerate(workload.mistakes):
         for t in range(len(mistake.scars)):
             # The first telling, and the second of every other kind, before the first step.
             early = t == 0 or (t == 1 and m % 2 == 0)
@@ -210,20 +275,25 @@ def _record(
     for step, chosen in enumerate(rounds):
         for m, t in chosen:
             agent = AGENTS[(m + 2 * t) % len(AGENTS)]
-            scar = MISTAKES[m].scars[t]
+            scar = workload.mistakes[m].scars[t]
             at = NOW - timedelta(days=5 - step, minutes=told)
             told += 1
             position = Scars(agent, ledger, engine).record("failure", scar.what, scar.lesson, at=at)
             (event,) = ledger.get([position])
-            kinds[event.id] = MISTAKES[m].key
+            kinds[event.id] = workload.mistakes[m].key
         lessons.learn()
     drafted = lessons.suggestions()
-    _grouping(drafted, kinds, outcome)
-    _dream(ledger, engine, embedder, kinds, outcome)
+    _grouping(drafted, kinds, outcome, workload.mistakes)
+    _dream(ledger, engine, embedder, kinds, outcome, workload.mistakes)
     return kinds
 
 
-def _grouping(drafted: Sequence[object], kinds: dict[str, str], outcome: Outcome) -> None:
+def _grouping(
+    drafted: Sequence[object],
+    kinds: dict[str, str],
+    outcome: Outcome,
+    mistakes: Sequence[Mistake],
+) -> None:
     by_kind: dict[str, list[set[str]]] = {}
     false_merges = 0
     for s in drafted:
@@ -233,7 +303,7 @@ def _grouping(drafted: Sequence[object], kinds: dict[str, str], outcome: Outcome
         for kind in cited:
             by_kind.setdefault(kind, []).append(set(s.scars))  # type: ignore[attr-defined]
     merged = pairs = pairs_merged = 0
-    for mistake in MISTAKES:
+    for mistake in mistakes:
         own = {i for i, k in kinds.items() if k == mistake.key}
         groups = by_kind.get(mistake.key, [])
         whole = len(groups) == 1 and own <= groups[0]
@@ -242,14 +312,14 @@ def _grouping(drafted: Sequence[object], kinds: dict[str, str], outcome: Outcome
         if len(mistake.scars) == 2:
             pairs += 1
             pairs_merged += clean
-    outcome.values["merged"] = (merged, len(MISTAKES))
+    outcome.values["merged"] = (merged, len(mistakes))
     outcome.values["pairs"] = (pairs_merged, pairs)
     outcome.values["false"] = (false_merges, len(drafted))
-    duplicate = 1 - len(MISTAKES) / len(drafted) if drafted else 0.0
+    duplicate = 1 - len(mistakes) / len(drafted) if drafted else 0.0
     outcome.notes.append(
-        f"{len(drafted)} suggestions for {len(MISTAKES)} kinds of mistake "
+        f"{len(drafted)} suggestions for {len(mistakes)} kinds of mistake "
         f"({len(kinds)} scars): duplicate rate {duplicate:.2f} (was "
-        f"{1 - len(MISTAKES) / len(kinds):.2f}, one suggestion per scar)"
+        f"{1 - len(mistakes) / len(kinds):.2f}, one suggestion per scar)"
     )
 
 
@@ -259,6 +329,7 @@ def _dream(
     embedder: Embedder,
     kinds: dict[str, str],
     outcome: Outcome,
+    mistakes: Sequence[Mistake],
 ) -> None:
     """Group every scar as the dream groups its candidates; count whole, pure groups."""
     ids = list(kinds)
@@ -279,7 +350,7 @@ def _dream(
     settings = dream.DreamSettings()
     found = dream.cluster(candidates, calibration_for(embedder), settings.threshold, embedder)
     former = _former_dream(candidates)
-    big = [m.key for m in MISTAKES if len(m.scars) >= settings.min_size]
+    big = [m.key for m in mistakes if len(m.scars) >= settings.min_size]
     for key, groups in (("dream", found), ("former", former)):
         hits = 0
         for kind in big:
@@ -310,7 +381,7 @@ def _former_dream(candidates: Sequence[dream.Candidate]) -> list[list[dream.Cand
     return leaders
 
 
-def _review(lessons: Lessons, kinds: dict[str, str], outcome: Outcome) -> None:
+def _review(lessons: Lessons, kinds: dict[str, str], outcome: Outcome, workload: Workload) -> None:
     """Review every draft: refuse the refused kinds, mark one rule always-on, apply the rest
     (with no destination configured); count the destinations that worked."""
     worked = 0
@@ -318,11 +389,11 @@ def _review(lessons: Lessons, kinds: dict[str, str], outcome: Outcome) -> None:
     for s in drafted:
         kind = Counter(kinds[c] for c in s.scars if c in kinds).most_common(1)[0][0]
         try:
-            if kind in REFUSED:
+            if kind in workload.refused:
                 lessons.refuse(s.id, "reviewer")
                 worked += 1
                 continue
-            always = kind == ALWAYS and s.destination == "rules"
+            always = kind == workload.always and s.destination == "rules"
             lessons.apply(s.id, "reviewer", always=always)
             worked += 1
         except AgentError as error:
@@ -332,7 +403,13 @@ def _review(lessons: Lessons, kinds: dict[str, str], outcome: Outcome) -> None:
     outcome.notes.append(f"destinations drafted: {dict(destinations)}")
 
 
-def _tasks(worker: AgentMemory, lessons: Lessons, kinds: dict[str, str], outcome: Outcome) -> None:
+def _tasks(
+    worker: AgentMemory,
+    lessons: Lessons,
+    kinds: dict[str, str],
+    outcome: Outcome,
+    workload: Workload,
+) -> None:
     """Build the newcomer's frames for every task; count what the rules part did."""
     rule_kind: dict[int, str] = {}
     for r in lessons.rules():
@@ -351,7 +428,11 @@ def _tasks(worker: AgentMemory, lessons: Lessons, kinds: dict[str, str], outcome
     unrelated_given = reached = contexts = 0
     former_served = former_meaning = 0
     texts = {r.position: r.text for r in lessons.rules()}
-    tasks = [(m.key, t) for m in MISTAKES for t in m.tasks] + [(None, t) for t in UNRELATED]
+    tasks: list[tuple[str | None, str]] = [(m.key, t) for m in workload.mistakes for t in m.tasks]
+    tasks += [(None, t) for t in workload.unrelated]
+    in_force = [r for r in lessons.rules() if not r.always]
+    evidence = _evidence(lessons, in_force)
+    best = 0
     for kind, task in tasks:
         wanted = {p for p, k in rule_kind.items() if k == kind}
         for budget in (2000, 500):
@@ -370,6 +451,7 @@ def _tasks(worker: AgentMemory, lessons: Lessons, kinds: dict[str, str], outcome
                 continue
             if budget == 2000:
                 applicable += 1
+                best += _best_is(in_force, task, evidence, worker.embedder, wanted)
                 served += bool(wanted & given)
                 former = wanted & _former_rules(worker, task)
                 former_served += bool(former)
@@ -383,8 +465,35 @@ def _tasks(worker: AgentMemory, lessons: Lessons, kinds: dict[str, str], outcome
     outcome.references["meaning"] = (former_meaning, applicable)
     outcome.values["served500"] = (served500, applicable)
     outcome.values["precision"] = (served_right, served_situational)
-    outcome.values["unrelated"] = (unrelated_given, len(UNRELATED))
+    outcome.values["ceiling"] = (best, applicable)
+    outcome.values["unrelated"] = (unrelated_given, len(workload.unrelated))
     outcome.values["refused"] = (reached, contexts)
+
+
+def _evidence(lessons: Lessons, rules: Sequence[rulebook.Rule]) -> dict[str, list[str]]:
+    """Return each rule's scars' texts by suggestion id, as the context frames read them."""
+    from engram.projections.suggestions import scar_texts
+
+    with lessons.engine.read() as conn:
+        texts = scar_texts(conn, list(dict.fromkeys(s for r in rules for s in r.scars)))
+    return {r.suggestion: [t for s in r.scars if s in texts for t in texts[s]] for r in rules}
+
+
+def _best_is(
+    rules: Sequence[rulebook.Rule],
+    task: str,
+    evidence: dict[str, list[str]],
+    embedder: Embedder | None,
+    wanted: set[int],
+) -> bool:
+    """Say whether the situational rule that matches ``task`` best (as the serving ranks
+    them) is a wanted one, or an always-on rule is wanted: the most any threshold on the
+    match could serve."""
+    if not wanted & {r.position for r in rules}:
+        return bool(wanted)
+    found = guidance.scores(rules, task, evidence, embedder)
+    top = max(range(len(rules)), key=lambda i: (found[i].typical, found[i].best))
+    return found[top].best > 0 and rules[top].position in wanted
 
 
 def _lesson_of(lessons: Lessons, scar: str) -> str:
@@ -407,4 +516,4 @@ def _former_rules(worker: AgentMemory, task: str) -> set[int]:
         return {r.position for r in rulebook.rules_for_query(conn, task, 32)}
 
 
-__all__ = ["GOALS", "Outcome", "run", "table"]
+__all__ = ["GOALS", "WORKLOADS", "Outcome", "Workload", "run", "table"]

@@ -3,12 +3,16 @@
 Four figures, one per family of :mod:`engram.bench.quality_probes`, each beside its goal:
 
 - updates: the share of cases where the memory true now ranks above the one it replaced
-  (the replaced one absent counts as above), and the share of served replaced ones labelled;
+  (the replaced one absent counts as above); the share of served memories the store knows
+  replaced that carry the label, and how many stale ones were served unlabelled because
+  detection did not find their replacement;
 - copies: the distinct facts in a top 10 (copies of one fact count once);
 - unanswerable: how often the documented default floor (``min_score``) tells answerable
   questions from unanswerable ones by whether anything is served, beside the best single
   threshold on the top score;
-- ids: the share of queries quoting an id whose one holder ranks first.
+- ids: the share of queries quoting an id whose one holder ranks first;
+- detection (:mod:`engram.bench.quality_detection`): precision and recall of supersession
+  detection, on the probes' templates and on held-out ones.
 
 Each runs with the hash embedder and, with the ``embeddings`` extra, all-MiniLM-L6-v2.
 Recall runs with its defaults (the point is what a user gets without tuning), unrecorded.
@@ -27,6 +31,7 @@ from datetime import UTC, datetime, timedelta
 from engram.agents.memory import DEFAULT_MIN_SCORE, AgentMemory
 from engram.bench import quality_probes as probes
 from engram.bench.common import Config, Figure, log, remove_tree
+from engram.bench.quality_detection import detection_figures
 from engram.bench.recall_bench import minilm
 from engram.ledger import Ledger, default_registry
 from engram.projections.base import Projection
@@ -36,7 +41,7 @@ from engram.projections.engine import ProjectionEngine
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import SalienceIndex
 from engram.projections.semantic import SemanticIndex, VectorSearcher
-from engram.projections.supersession import Supersessions
+from engram.projections.supersession import Supersessions, replacements
 
 __all__ = ["GOALS", "quality", "run_probes"]
 
@@ -114,8 +119,10 @@ def _updates(
     won = current in order and (stale not in order or order.index(current) < order.index(stale))
     served_stale = [r for r in result.items if r.event.position == stale]
     labelled = [bool(getattr(r, "replaced_by", None)) for r in served_stale]
+    with memory.engine.read() as conn:
+        known = stale in replacements(conn, [stale])
     return {"won": float(won), "stale_served": float(bool(served_stale)),
-            "labelled": float(any(labelled))}  # fmt: skip
+            "labelled": float(any(labelled)), "known": float(known)}  # fmt: skip
 
 
 def _copies(
@@ -188,12 +195,14 @@ def _mean(rows: list[dict[str, float]], key: str) -> float:
 def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
     if family == "updates":
         stale = [r for r in rows if r["stale_served"]]
-        labelled = _mean(stale, "labelled") if stale else 1.0
+        replaced = [r for r in stale if r["known"]]
+        labelled = _mean(replaced, "labelled") if replaced else 1.0
         return Outcome(
             family,
             _mean(rows, "won"),
             f"{sum(r['won'] for r in rows):.0f}/{len(rows)} current above stale; "
-            f"replaced ones served labelled: {labelled:.0%} of {len(stale)}",
+            f"replaced ones served labelled: {labelled:.0%} of {len(replaced)}; "
+            f"stale ones served that detection missed: {len(stale) - len(replaced)}",
         )
     if family == "copies":
         return Outcome(
@@ -218,11 +227,23 @@ def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
     )
 
 
+def _onnx_minilm(cache_path: str | None) -> Embedder | None:
+    """Return all-MiniLM-L6-v2 on the ONNX provider (same model and fingerprint as through
+    sentence-transformers), or None when it cannot run here."""
+    from engram.projections.embedding import CachedEmbedder, EmbeddingCache, OnnxEmbedder
+    from engram.projections.embedding.onnx_provider import ready
+
+    if not ready():
+        return None
+    model = OnnxEmbedder()
+    return model if cache_path is None else CachedEmbedder(model, EmbeddingCache(cache_path))
+
+
 def quality(config: Config) -> list[Figure]:
     """Run the probes with the hash embedder and MiniLM (if installed); the four figures each."""
     embedders: list[tuple[str, Embedder | None]] = [
         ("hash", HashEmbedder()),
-        ("minilm", minilm(config.embedding_cache)),
+        ("minilm", minilm(config.embedding_cache) or _onnx_minilm(config.embedding_cache)),
     ]
     log(f"  quality probes: seed {config.seed}")
     figures = []
@@ -243,4 +264,5 @@ def quality(config: Config) -> list[Figure]:
             figures.append(figure)
             log(f"    {name:6} {outcome.family:12} {outcome.value:6.3f} (goal {goal:g}): "
                 f"{outcome.note}")  # fmt: skip
+        figures += detection_figures(name, embedder, config.seed, config.scratch)
     return figures

@@ -2,30 +2,12 @@
 
 Shared pieces (global options accepted before or after the command, ``--format``,
 ``--as-of``, exit codes, opening a ledger without creating it) live in
-:mod:`engram.cli.base`; records are printed by :mod:`engram.cli.render`. Importing the
-command modules registers their commands on :data:`cli`.
+:mod:`engram.cli.base`; records are printed by :mod:`engram.cli.render`. The command
+modules register their commands on :data:`cli` when imported; :data:`cli` imports one only
+when its command is asked for (:data:`engram.cli.app.COMMANDS`), so a command's process loads
+what that command needs and no more.
 """
 
-from engram.cli import (  # noqa: F401
-    checkpoint_commands,
-    concept_commands,
-    context_commands,
-    dream_commands,
-    forget_commands,
-    hub_commands,
-    jobs_commands,
-    ledger_commands,
-    lessons_commands,
-    mcp_commands,
-    memory_commands,
-    pack_commands,
-    reflection_commands,
-    scars_commands,
-    signal_commands,
-    tenant_commands,
-    tools,
-    vitality_commands,
-)
 from engram.cli.app import cli, main
 
 __all__ = ["cli", "main"]

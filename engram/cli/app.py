@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import importlib
 import sys
 from collections.abc import Sequence
 from typing import IO
@@ -12,10 +13,78 @@ import click
 import engram
 from engram.cli.base import Group, State, _silence_stdout
 
+#: Each top-level command and the module of :mod:`engram.cli` that defines it. The root group
+#: imports a module only when one of its commands is asked for, so ``engram recall`` does not
+#: load DuckDB, the scheduler or the hub (ADR 0088). A test checks this table against what
+#: the modules register.
+COMMANDS: dict[str, str] = {
+    "append": "ledger_commands",
+    "archive": "memory_commands",
+    "bench": "tools",
+    "catch-up": "jobs_commands",
+    "checkpoint": "checkpoint_commands",
+    "cold": "jobs_commands",
+    "concepts": "concept_commands",
+    "context": "context_commands",
+    "demo": "tools",
+    "dream": "dream_commands",
+    "forget": "forget_commands",
+    "graph": "memory_commands",
+    "hub": "hub_commands",
+    "hygiene": "dream_commands",
+    "init": "ledger_commands",
+    "jobs": "jobs_commands",
+    "keys": "forget_commands",
+    "kinds": "ledger_commands",
+    "learn": "lessons_commands",
+    "log": "ledger_commands",
+    "mcp": "mcp_commands",
+    "memo": "signal_commands",
+    "observe": "memory_commands",
+    "pack": "pack_commands",
+    "rebuild": "memory_commands",
+    "recall": "memory_commands",
+    "reflect": "reflection_commands",
+    "reflections": "reflection_commands",
+    "rules": "lessons_commands",
+    "run": "jobs_commands",
+    "scars": "scars_commands",
+    "signals": "signal_commands",
+    "sleep": "jobs_commands",
+    "sql": "ledger_commands",
+    "status": "memory_commands",
+    "suggestions": "lessons_commands",
+    "supersessions": "supersession_commands",
+    "sweep": "jobs_commands",
+    "tenants": "tenant_commands",
+    "verify": "ledger_commands",
+    "vitality": "vitality_commands",
+}
+
+
+class RootGroup(Group):
+    """The ``engram`` group: loads a command's module on first use (see :data:`COMMANDS`)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is not None and cmd_name not in self.commands:
+            importlib.import_module(f"engram.cli.{module}")
+        return super().get_command(ctx, cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        load_all()
+        return super().list_commands(ctx)
+
+
+def load_all() -> None:
+    """Import every command module, so :data:`cli` holds every command."""
+    for module in sorted(set(COMMANDS.values())):
+        importlib.import_module(f"engram.cli.{module}")
+
 
 @click.group(
     name="engram",
-    cls=Group,
+    cls=RootGroup,
     epilog='\b\nExamples:\n  engram init\n  engram observe alice "The deploy failed at 3am"\n'
     '  engram recall alice "what went wrong?" --format json\n'
     "  engram log --ledger team.db --kind memory.observed | head",

@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from engram.agents import supersession as superseding
 from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.errors import InterfaceError
@@ -198,6 +199,21 @@ def create_app(config: HubConfig) -> Guard:
         )
         return RedirectResponse(f"/review?done={position}", 303)
 
+    async def supersession_post(request: Request) -> Response:
+        if config.read_only:
+            return page(request, "error.html", 403, message="the hub runs read-only: no reviews")
+        form = await _form(request)
+        if not guard_box[0].csrf_ok(form.get("csrf")):
+            return page(request, "error.html", 403, message="missing or wrong CSRF token")
+        event = _int(request.path_params["event"], "event", 1, 1)
+        action = request.path_params["action"]
+        if action not in ("review", "revert"):
+            raise BadRequestError(f"{action!r}: a supersession is reviewed or reverted")
+        reviewer, note = form.get("reviewer", ""), form.get("note", "")
+        decision = form.get("decision", "") if action == "review" else "reverted"
+        position = await hub.run(_supersession, event, decision, reviewer, note)
+        return RedirectResponse(f"/review?done={position}", 303)
+
     async def memories(request: Request) -> Response:
         names = await hub.run(_agents)
         agent = request.query_params.get("agent") or (names[0] if names else "")
@@ -267,6 +283,7 @@ def create_app(config: HubConfig) -> Guard:
         Route("/vitality", vitality),
         Route("/review", review),
         Route("/review/{suggestion}", review_post, methods=["POST"]),
+        Route("/review/supersession/{event}/{action}", supersession_post, methods=["POST"]),
         Route("/memories", memories),
         Route("/ledger", ledger),
         Route("/ledger/event/{position}", event),
@@ -305,6 +322,15 @@ def _review(
     memory: Memory, suggestion: str, decision: str, reviewer: str, note: str, text: str | None
 ) -> int:
     return memory.lessons().review(suggestion, decision, reviewer, note=note, text=text)
+
+
+def _supersession(memory: Memory, event: int, decision: str, reviewer: str, note: str) -> int:
+    """Apply or refuse the proposal at ``event`` (``decision``), or revert the supersession
+    it applied (``"reverted"``), through the agents layer; return the appended position."""
+    handle = memory.agent("hub")  # the events name the memories' agent and the reviewer
+    if decision == "reverted":
+        return superseding.revert(handle, event, reviewer=reviewer, note=note)
+    return superseding.review(handle, event, decision, reviewer=reviewer, note=note)
 
 
 def _events(

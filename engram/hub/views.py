@@ -16,8 +16,9 @@ from typing import Any
 
 import msgspec
 
+from engram.agents import scopes
 from engram.ledger import Event, Ledger
-from engram.projections import memo, reflections, scars
+from engram.projections import memo, reflections, scars, supersession
 from engram.projections.lexical.memories import memory_authors
 from engram.runtime import Memory
 
@@ -135,7 +136,42 @@ def review(memory: Memory) -> dict[str, Any]:
                     "diff": _diff(s.diff),
                 }
             )
-    return {"pending": rows, "reviewed": done, "rules": lessons.rules()}
+    return {
+        "pending": rows,
+        "reviewed": done,
+        "rules": lessons.rules(),
+        **supersessions(memory),
+    }
+
+
+#: Supersessions in force the review page lists (newest first), to revert.
+IN_FORCE = 20
+
+
+def supersessions(memory: Memory) -> dict[str, Any]:
+    """Return the pending supersession proposals (oldest first) and the newest supersessions
+    in force, each with the texts of the new memory and of the ones it replaces."""
+    fresh(memory)
+    with memory.engine.read() as conn:
+        proposals = supersession.pending(conn)
+        applied = supersession.in_force(conn, limit=IN_FORCE)
+    joined = [(p.new, p.replaces) for p in proposals] + [(s.new, s.replaces) for s in applied]
+    wanted = {p for new, olds in joined for p in (new, *olds)}
+    texts = {e.position: scopes.item_text(e) for e in memory.ledger.get(sorted(wanted))}
+
+    def quoted(positions: list[int]) -> list[dict[str, Any]]:
+        return [{"position": p, "text": texts.get(p, "")} for p in positions]
+
+    return {
+        "proposals": [
+            {"proposal": p, "new": quoted([p.new])[0], "replaces": quoted(p.replaces)}
+            for p in proposals
+        ],
+        "superseded": [
+            {"supersession": s, "new": quoted([s.new])[0], "replaces": quoted(s.replaces)}
+            for s in applied
+        ],
+    }
 
 
 def _diff(diff: dict[str, str] | None) -> list[tuple[str, str]]:

@@ -31,7 +31,7 @@ from engram.agents.context import MAX_BUDGET, MIN_BUDGET
 from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
-from engram.mcp import seed
+from engram.mcp import seed, supersession_tools
 from engram.mcp.tools import KEY_ENV, MemoryTools, ToolInputError
 from engram.projections.errors import ProjectionError
 from engram.runtime import open_parts
@@ -308,6 +308,7 @@ def build_server(worker: Worker) -> MCPServer:
     ):
         server.add_tool(fn, name=name, annotations=hint)
     seed.register(server, worker, writes)
+    supersession_tools.register(server, worker, reads, writes)
     return server
 
 

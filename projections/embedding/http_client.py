@@ -21,9 +21,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from engram.projections.errors import EmbeddingError
 
@@ -36,6 +34,9 @@ T = TypeVar("T")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _EXCERPT = 200
+if TYPE_CHECKING:
+    import httpx
+
 _client: httpx.Client | None = None
 _client_lock = threading.Lock()
 
@@ -136,6 +137,8 @@ def post_json(
 def _post_once(
     url: str, body: bytes, headers: dict[str, str], timeout: float, secret: str | None
 ) -> tuple[int, bytes]:
+    import httpx  # imported on the first request: a process that never calls out never loads it
+
     try:
         response = _shared_client().post(url, content=body, headers=headers, timeout=timeout)
     except httpx.HTTPError as error:  # timeouts, refused and reset connections, bad answers
@@ -156,6 +159,8 @@ def _shared_client() -> httpx.Client:
     global _client
     with _client_lock:
         if _client is None:
+            import httpx
+
             _client = httpx.Client(follow_redirects=False)
         return _client
 

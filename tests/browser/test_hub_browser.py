@@ -148,6 +148,51 @@ def test_apply_a_suggestion_by_clicking_and_see_the_rule(
     ]
 
 
+def test_apply_a_supersession_proposal_by_clicking_then_revert_it(
+    page: Page, hub: tuple[Running, Seeded, str]
+) -> None:
+    running, _, ledger = hub
+    import engram
+    from engram.ledger import NewEvent
+    from engram.ledger.catalog import MemoryObserved, SupersessionProposed
+
+    with engram.open(ledger) as led:
+        old, new = (
+            led.append(NewEvent.of(MemoryObserved(agent="alice", text=text), stream="agent:alice",
+                                   actor="alice"))[0]
+            for text in ("Alice lives in Paris.", "Alice moved to Berlin.")
+        )  # fmt: skip
+        (proposal,) = led.append(
+            NewEvent.of(
+                SupersessionProposed(agent="alice", position=new, replaces=[old],
+                                     similarity=0.5, reason="shares nothing; pari -> berlin"),
+                stream="agent:alice", actor="alice",
+            )
+        )  # fmt: skip
+    page.goto(f"{running.base}/review")
+    card = page.locator(f'[data-testid="proposal"][data-event="{proposal}"]')
+    expect(card.get_by_test_id("old-text")).to_contain_text("Alice lives in Paris.")
+    expect(card.get_by_test_id("new-text")).to_contain_text("Alice moved to Berlin.")
+    expect(card.get_by_test_id("why")).to_contain_text("pari -> berlin")
+    card.get_by_label("reviewer").fill("browser reviewer")
+    card.get_by_test_id("apply-supersession").click()
+    expect(page.get_by_test_id("done")).to_contain_text("review appended")
+    expect(page.locator(f'[data-testid="proposal"][data-event="{proposal}"]')).to_have_count(0)
+    row = page.get_by_test_id("supersession").filter(has_text="Alice moved to Berlin.")
+    expect(row).to_contain_text("Alice lives in Paris.")
+    row.get_by_label("reviewer").fill("browser reviewer")
+    row.get_by_test_id("revert-supersession").click()
+    expect(page.get_by_test_id("done")).to_contain_text("review appended")
+    expect(page.get_by_test_id("supersession")).to_have_count(0)
+    with engram.open(ledger) as led:
+        done = [(e.kind, e.actor) for e in led.read(proposal)
+                if e.kind.startswith("supersession.")]  # fmt: skip
+    assert done == [
+        ("supersession.reviewed", "browser reviewer"),
+        ("supersession.reverted", "browser reviewer"),
+    ]
+
+
 APPEND = """
 import sys
 import engram

@@ -6,10 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from engram.bench import SUITES, learning_bench
+from engram.agents.meaning import CALIBRATIONS, calibration_for
+from engram.bench import SUITES, learning_bench, learning_check, learning_workload
 from engram.bench.common import QUICK, Config
 from engram.bench.learning_workload import MISTAKES, UNRELATED
 from engram.projections.embedding import HashEmbedder
+from engram.projections.embedding.onnx_provider import ready as onnx_ready
+from engram.projections.embedding.st import available as st_available
 
 
 def test_the_workload_tells_each_mistake_in_different_words() -> None:
@@ -26,10 +29,41 @@ def test_the_workload_tells_each_mistake_in_different_words() -> None:
 def test_the_learning_suite_measures_the_loop_under_the_hash_embedder(tmp_path: Path) -> None:
     assert "learning" in SUITES
     config = Config("learning", True, 1, None, "", str(tmp_path), QUICK, 7)
-    outcome = learning_bench._measure(config, "hash", HashEmbedder())
+    tuned = learning_bench.WORKLOADS[0]
+    outcome = learning_bench._measure(config, "hash", HashEmbedder(), tuned)
     n, d = outcome.values["refused"]
     assert (n, d) == (0, 2 * (sum(len(m.tasks) for m in MISTAKES) + len(UNRELATED)))
     worked, drafted = outcome.values["destinations"]
     assert worked == drafted > 0
     assert outcome.values["unrelated"][0] == 0
     assert "applied rule served" in learning_bench.table([outcome])
+    # The embedder's ceiling is measured over the same tasks as the serving.
+    assert outcome.values["ceiling"][1] == outcome.values["served"][1] > 0
+
+
+def test_the_check_workload_shares_no_mistake_and_no_words_with_the_tuned_one() -> None:
+    check, tuned = learning_check.MISTAKES, learning_workload.MISTAKES
+    assert len(check) == 10
+    assert not {m.key for m in check} & {m.key for m in tuned}
+    texts = {t for m in tuned for s in m.scars for t in s} | {t for m in tuned for t in m.tasks}
+    for mistake in check:
+        assert 2 <= len(mistake.scars) <= 3
+        assert len(mistake.tasks) == 3
+        assert len({s.lesson for s in mistake.scars}) == len(mistake.scars)
+        assert not ({t for s in mistake.scars for t in s} | set(mistake.tasks)) & texts
+    keys = {m.key for m in check}
+    assert set(learning_check.REFUSED) <= keys
+    assert learning_check.ALWAYS in keys
+    assert learning_check.ALWAYS not in learning_check.REFUSED
+    assert not set(learning_check.UNRELATED) & set(UNRELATED)
+    assert [w.name for w in learning_bench.WORKLOADS] == ["tuned", "check"]
+
+
+@pytest.mark.skipif(not (onnx_ready() or st_available()), reason="MiniLM is not installed")
+def test_the_bench_runs_minilm_on_whichever_runtime_is_installed() -> None:
+    model = learning_bench._minilm(None)
+    assert model is not None
+    assert (
+        calibration_for(model)
+        is CALIBRATIONS[("sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2")]
+    )

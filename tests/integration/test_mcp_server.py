@@ -31,6 +31,13 @@ SEED_TOOLS = (
     "kom.memory.v1.recall_context",
     "kom.memory.v1.save_context",
 )
+#: engram.mcp.supersession_tools (tested in test_mcp_supersession.py).
+SUPERSESSION_TOOLS = (
+    "supersede_memory",
+    "list_supersessions",
+    "review_supersession",
+    "revert_supersession",
+)
 TIMEOUT = 120.0
 
 
@@ -85,6 +92,7 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
             "import_pack",
             "record_scar",
             "list_suggestions",
+            *SUPERSESSION_TOOLS,
             *SEED_TOOLS,
         }
         assert listed["search_memory"].input_schema["properties"]["k"]["maximum"] == 100

@@ -422,3 +422,41 @@ def test_the_hash_embedder_serves_no_rule_for_a_task_that_only_shares_its_topic(
     # A task that names the situation in the same words is still served.
     task = "Dump the postgres database, then run the schema migrations."
     assert [s.rule.position for s in guidance.serve([rule], task, evidence, HashEmbedder())] == [1]
+
+
+# -- ADR 0077: the scores behind the serving ------------------------------------------------
+
+
+def test_scores_are_given_per_rule_in_order_and_a_model_failure_falls_back_to_words() -> None:
+    from engram.projections.embedding import HashEmbedder
+
+    class Broken(HashEmbedder):
+        def embed(self, texts: object) -> list[list[float]]:  # type: ignore[override]
+            raise RuntimeError("the model is down")
+
+    rules = [
+        Rule(1, "Rotate the widget logs and cap their size.", "s1", [], "ana"),
+        Rule(2, "Pin the gadget versions in the lock file.", "s2", [], "ana"),
+    ]
+    task = "Cap the size of the widget logs."
+    words = guidance.scores(rules, task, {})
+    assert len(words) == 2
+    assert words[0].best >= guidance.APPLIES > words[1].best == 0.0
+    assert guidance.scores(rules, task, {}, Broken()) == words
+    assert guidance.scores([], task, {}) == []
+
+
+def test_a_rule_whose_every_telling_meets_the_task_outranks_one_lucky_telling() -> None:
+    task = "Cap the size of the widget logs."
+    lucky = Rule(1, "Cap widget log size now.", "s1", [], "ana")
+    steady = Rule(2, "Cap widget gadget sprocket cog.", "s2", [], "ana")
+    evidence = {
+        "s1": ["Paint the fence blue.", "Water the plants.", "Sort the mail.", "Feed the cat."],
+        "s2": ["Size widget gadget sprocket cog."],
+    }
+    first, second = guidance.scores([lucky, steady], task, evidence)
+    assert first.best > second.best >= guidance.APPLIES  # one telling of the first fits best
+    assert second.typical > first.typical + guidance.MARGIN  # every telling of the second fits
+    served = guidance.serve([lucky, steady], task, evidence)
+    assert [s.rule.position for s in served] == [2]
+    assert served[0].score == second.best

@@ -1,0 +1,98 @@
+"""The quality suite's detection figures: how well observing a memory finds what it replaces.
+
+A default of ``supersede = "apply"`` is only as good as detection's precision: a wrong
+supersession demotes a true memory and labels it replaced. For each family of
+:mod:`engram.bench.detection_probes` and each embedder, the store is observed in time order
+as an opened engram does (policy ``apply``), and the ``memory.superseded`` events detection
+appended are read back from the ledger:
+
+- precision: the share of detections that name a real change as replacing its fact;
+- recall: the share of real changes detected so.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from datetime import UTC, datetime, timedelta
+
+from engram.agents.memory import AgentMemory
+from engram.bench import detection_probes as probes
+from engram.bench.common import Figure, log, remove_tree
+from engram.ledger import Ledger, default_registry
+from engram.projections.copies import Copies
+from engram.projections.embedding import Embedder
+from engram.projections.engine import ProjectionEngine
+from engram.projections.lexical import LexicalIndex
+from engram.projections.salience import SalienceIndex
+from engram.projections.semantic import SemanticIndex, VectorSearcher
+from engram.projections.supersession import Supersessions
+
+__all__ = ["GOALS", "detection_figures", "measure"]
+
+#: What a default of ``apply`` needs: few wrong supersessions, most changes found.
+GOALS = {"precision": 0.95, "recall": 0.8}
+FAMILIES = {"detection": False, "detection-heldout": True}
+
+
+def measure(embedder: Embedder, seed: int, scratch: str, *, heldout: bool) -> dict[str, float]:
+    """Observe one generated family with detection applying; return its counts and figures."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    rng = random.Random(f"{seed}:{'heldout' if heldout else 'tuned'}")
+    (store,) = probes.detection(rng, now - timedelta(days=400), heldout=heldout)
+    directory = tempfile.mkdtemp(prefix="detection-", dir=scratch)
+    try:
+        ledger = Ledger.open(
+            os.path.join(directory, "ledger.db"), default_registry(), durability="fast"
+        )
+        where = os.path.join(directory, "store")
+        projections = [SalienceIndex(), LexicalIndex(), SemanticIndex(embedder), Copies(),
+                       Supersessions()]  # fmt: skip
+        engine = ProjectionEngine(ledger, where, projections)
+        searcher = VectorSearcher(where, embedder.dimension, str(embedder.fingerprint))
+        memory = AgentMemory(
+            "user", ledger, engine, embedder=embedder, searcher=searcher, supersede="apply"
+        )
+        try:
+            order = sorted(range(len(store.memories)), key=lambda i: store.memories[i][1])
+            index = {memory.observe(store.memories[i][0], at=store.memories[i][1]): i
+                     for i in order}  # fmt: skip
+            found = {
+                (index[e.payload.position], index[old])
+                for e in ledger.read(0, kinds=["memory.superseded"])
+                for old in e.payload.replaces
+            }
+        finally:
+            engine.close()
+            ledger.close()
+    finally:
+        remove_tree(directory)
+    right = len(found & store.truth)
+    return {
+        "detected": float(len(found)),
+        "right": float(right),
+        "changes": float(store.changes),
+        "precision": right / len(found) if found else 1.0,
+        "recall": right / store.changes if store.changes else 1.0,
+    }
+
+
+def detection_figures(name: str, embedder: Embedder, seed: int, scratch: str) -> list[Figure]:
+    """Return precision and recall of detection on both families under ``embedder``."""
+    figures = []
+    for family, heldout in FAMILIES.items():
+        got = measure(embedder, seed, scratch, heldout=heldout)
+        note = (
+            f"{got['right']:.0f} right of {got['detected']:.0f} detected;"
+            f" {got['changes']:.0f} real changes"
+        )
+        for figure_name in ("precision", "recall"):
+            figure = Figure(f"quality {family} {figure_name} ({name})", "share", "goal", 1.0)
+            figure.engram_samples.append(got[figure_name])
+            figure.reference_samples.append(GOALS[figure_name])
+            figure.note = note
+            figures.append(figure)
+            log(f"    {name:6} {family + ' ' + figure_name:28} {got[figure_name]:6.3f}"
+                f" (goal {GOALS[figure_name]:g}): {note}")  # fmt: skip
+    return figures

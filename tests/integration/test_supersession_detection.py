@@ -1,0 +1,97 @@
+"""Detection's precision rules (ADR 0075), with the hash embedder the suite runs on and with
+MiniLM (ONNX) where it can run: two true facts of one person, or two numbered events, never
+replace each other; a change of one attribute does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import engram
+from engram.agents import supersession
+from engram.projections.embedding.onnx_provider import ready as onnx_ready
+from engram.runtime import Memory
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+DAY = timedelta(days=1)
+#: Memories naming nobody, so a person's name stays a rare word.
+FILLER = [f"the {p} keeps {t}." for p in ("shed", "attic", "garage", "cellar", "barn", "loft")
+          for t in ("bees", "old maps", "a boat", "two cats", "a diary", "apples", "tools",
+                    "a piano", "the bikes", "paint")]  # fmt: skip
+EMBEDDERS = ["hash", pytest.param("onnx", marks=pytest.mark.skipif(
+    not onnx_ready(), reason="needs the onnx extra and the MiniLM weights"))]  # fmt: skip
+
+
+@pytest.fixture(params=EMBEDDERS)
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    routing = tmp_path / "routing.toml"
+    routing.write_text(f'[embedding.default]\nprovider = "{request.param}"\n')
+    with engram.open_memory(str(tmp_path / "ledger.db"), routing=str(routing)) as opened:
+        ana = opened.agent("ana")
+        for i, text in enumerate(FILLER):
+            ana.observe(text, at=NOW - 300 * DAY + i * DAY)
+        yield opened
+
+
+def _superseded(memory: Memory) -> list[tuple[int, list[int]]]:
+    return [
+        (e.payload.position, e.payload.replaces)
+        for e in memory.ledger.read(0)
+        if e.kind == "memory.superseded"
+    ]
+
+
+def test_two_true_facts_of_one_person_stay_true(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    ana.observe("Alice Moreau likes green tea.", at=NOW - 60 * DAY)
+    ana.observe("Alice Moreau lives in Paris.", at=NOW - 50 * DAY)
+    ana.observe("Alice Moreau's phone number is 555 0101.", at=NOW - 40 * DAY)
+    ana.observe("Alice Moreau is on the payments team.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_numbered_events_are_two_events_not_a_change(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    ana.observe("Alice Moreau fixed the parser in round 2.", at=NOW - 60 * DAY)
+    ana.observe("Alice Moreau fixed the parser in round 26.", at=NOW - 30 * DAY)
+    ana.observe("Alice Moreau closed ticket 7 after the call.", at=NOW - 20 * DAY)
+    ana.observe("Alice Moreau's phone number is 555 0101.", at=NOW - 10 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_a_changed_attribute_replaces_its_fact_and_says_why(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    ana.observe("Alice Moreau lives in Paris.", at=NOW - 70 * DAY)
+    old = ana.observe("Alice Moreau's phone number is 555 0101.", at=NOW - 60 * DAY)
+    ana.observe("Alice Moreau fixed the parser in round 2.", at=NOW - 50 * DAY)
+    new = ana.observe("Alice Moreau's phone number is now 555 0199.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == [(new, [old])]
+    (event,) = [e for e in memory.ledger.read(0) if e.kind == "memory.superseded"]
+    assert "without the name" in event.payload.reason
+    assert "0101 -> 0199" in event.payload.reason.replace("now, ", "")
+
+
+def test_candidates_compare_what_is_said_without_the_name(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    tea = ana.observe("Alice Moreau likes green tea.", at=NOW - 60 * DAY)
+    text = "Alice Moreau lives in Paris."
+    new = ana.observe(text, at=NOW - 50 * DAY)
+    (found,) = supersession.candidates(ana, new, text)
+    assert found.position == tea
+    assert found.said < found.similarity  # the shared name made them alike
+    assert found.said < supersession.threshold(ana)
+
+
+def test_a_numbered_product_is_a_value_and_a_full_name_a_subject_in_a_young_store(
+    tmp_path: Path,
+) -> None:
+    # No filler: in a store of two memories no word is rare, yet "Keiko Tanaka" is a name;
+    # "Model 3" (capitalised) names the car, not a numbered occurrence.
+    with engram.open_memory(str(tmp_path / "young.db")) as memory:
+        ana = memory.agent("ana")
+        old = ana.observe("Keiko Tanaka drives a white Tesla Model 3.", at=NOW - 60 * DAY)
+        new = ana.observe("Keiko Tanaka now drives a black Ford Ranger.", at=NOW - 30 * DAY)
+        assert _superseded(memory) == [(new, [old])]
