@@ -13,37 +13,53 @@
 3. **score** — resonance, a weighted sum of components in 0..1 (:class:`ContextWeights`):
    ``similarity`` (the cosine to the query, clipped, or the lexical match where it is higher),
    ``edge`` (the pull of the frontier that reached it), ``recency``
-   (``exp(−age / half_life)``), ``usage`` (how often it was recalled: ``1 − 1/(1 + n)``) and
-   ``task`` (the share of the task's words it holds);
-4. **trim** — the ``per_type`` best of each item type, then the best first while the frames'
-   token count (:mod:`engram.agents.tokens`) stays within the budget.
+   (``exp(−age / half_life)``), ``usage`` (how often it was recalled: ``1 − 1/(1 + n)``),
+   ``task`` (the share of the task's words it holds) and ``influence`` (the sway live
+   ``influences`` connections put on a neuron concept the item stands for — its author's
+   role, or a concept whose every word it holds; :func:`engram.projections.activation.influence`,
+   ADR 0083: the score moves, the neuron is not activated);
+4. **trim** — the top k of each node type (:data:`engram.agents.frames.TOP_K`), then the
+   best first while each frame keeps its share and the frames' token count
+   (:mod:`engram.agents.tokens`) stays within the budget; a long text's details are
+   summarised when the budget is tight (ADR 0082).
 
-The frames (:mod:`engram.agents.frames`) are identity, problem, knowledge (an HDoD: the
-chosen concepts as a nested dictionary), episodic, constraints (the applied rules that match)
-and scratchpad (the agent's unacknowledged signals). Rules are chosen by meaning
-(:mod:`engram.agents.guidance`: always-on ones, and the situational ones the task calls
-for) and take a reserved share of the budget before anything else (ADR 0057). Every item
-resolves to a ledger event; an agent never sees another agent's private item.
-``save=True`` appends ``context.saved``.
+The frames (:mod:`engram.agents.frames`) follow the prompt contract: identity, problem,
+knowledge (an HDoD: the chosen concepts as a nested dictionary, at most half the budget),
+episodic, constraints (the applied rules that match) and scratchpad (the agent's
+unacknowledged signals). Rules are chosen by meaning (:mod:`engram.agents.guidance`:
+always-on ones, and the situational ones the task calls for) and take a reserved share of the
+budget before anything else (ADR 0057). Every item resolves to a ledger event; an agent never
+sees another agent's private item. ``save=True`` appends ``context.saved``.
 """
 
 from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from functools import cached_property
 
 import numpy as np
 
 from engram.agents import guidance
-from engram.agents.frames import Candidate, assemble, for_ledger, frame_of
+from engram.agents.frames import Candidate, assemble, for_ledger, frame_of, top_k
+from engram.agents.frames import sections as frame_sections
 from engram.agents.memory import AgentMemory
 from engram.agents.tokens import TokenCounter, default_counter
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import ContextSaved
-from engram.projections import concepts, inbox, lexical, rules, salience, semantic, suggestions
+from engram.projections import (
+    activation,
+    concepts,
+    inbox,
+    lexical,
+    rules,
+    salience,
+    semantic,
+    suggestions,
+)
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.timetravel import check_as_of, micros
 
@@ -66,21 +82,30 @@ _US_PER_DAY = 86_400_000_000
 
 @dataclass(frozen=True)
 class ContextWeights:
-    """How resonance weighs its components, and how far bloom and trim go (ADR 0037)."""
+    """How resonance weighs its components, and how far bloom and trim go (ADR 0037).
+
+    ``influence`` weighs the sway of ``influences`` connections (ADR 0083). Each node type
+    keeps its top k (:data:`engram.agents.frames.TOP_K`, ADR 0082): ``top_k`` overrides
+    some types (``{"snippet": 20}``), ``per_type`` gives every other type one cap.
+    """
 
     similarity: float = 1.0
     edge: float = 0.5
     recency: float = 0.2
     usage: float = 0.1
     task: float = 0.3
+    influence: float = 0.3
     hops: int = 2
     fanout: int = 6
-    per_type: int = 8
+    per_type: int | None = None
     half_life_days: float = 7.0
+    top_k: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
+            if f.name == "top_k" or (f.name == "per_type" and value is None):
+                continue
             if f.name in ("hops", "fanout", "per_type"):
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise QueryError(f"weights.{f.name} must be an int, got {value!r}")
@@ -92,10 +117,23 @@ class ContextWeights:
             raise QueryError(f"weights.hops must be 0..3, got {self.hops}")
         if not 1 <= self.fanout <= 6:
             raise QueryError(f"weights.fanout must be 1..6, got {self.fanout}")
-        if not 1 <= self.per_type <= 100:
+        if self.per_type is not None and not 1 <= self.per_type <= 100:
             raise QueryError(f"weights.per_type must be 1..100, got {self.per_type}")
         if self.half_life_days <= 0:
             raise QueryError(f"weights.half_life_days must be > 0, got {self.half_life_days}")
+        if not isinstance(self.top_k, Mapping):
+            raise QueryError(f"weights.top_k must map node types to ints, got {self.top_k!r}")
+        for node_type, k in self.top_k.items():
+            if not isinstance(node_type, str) or not node_type:
+                raise QueryError(f"weights.top_k: a node type must be a name, got {node_type!r}")
+            if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+                raise QueryError(f"weights.top_k[{node_type!r}] must be an int 1..100, got {k!r}")
+
+    def cap(self, node_type: str) -> int:
+        """Return how many items of ``node_type`` the frames keep at most."""
+        if node_type in self.top_k:
+            return self.top_k[node_type]
+        return self.per_type if self.per_type is not None else top_k(node_type)
 
 
 @dataclass(frozen=True)
@@ -125,6 +163,13 @@ class Context:
     tokenizer: str
     event_id: str | None = None
     as_of: datetime = field(default_factory=lambda: datetime.now(UTC))
+    counter: TokenCounter | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def sections(self) -> dict[str, int]:
+        """Each frame's size in tokens, in the frames' order (the prompt contract's sections),
+        counted by the build's counter when first asked."""
+        return frame_sections(self.frames, self.counter or default_counter())
 
 
 def build_context(
@@ -184,6 +229,7 @@ def build_context(
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         probe = _Probe(memory, conn, query, task, cut)
+        probe.influences(when)
         found = probe.seeds()
         probe.bloom(found, weights)
         candidates = [
@@ -192,8 +238,9 @@ def build_context(
             if c.components.get("similarity", 1.0) >= min_score
         ]
     frames, chosen, tokens = assemble(
-        memory.agent, query, task, when, candidates, budget, weights.per_type, counter
-    )
+        memory.agent, query, task, when, candidates, budget, counter,
+        cap=weights.cap, query_weights=probe.query_terms,
+    )  # fmt: skip
     items = [
         ContextItem(c.event.id, c.event.position, c.type, c.frame, c.score, c.components, c.hop)
         for c in chosen
@@ -214,8 +261,9 @@ def build_context(
         (position,) = memory.ledger.append(event)
         event_id = memory.ledger.get([position])[0].id
     return Context(
-        memory.agent, query, task, frames, items, tokens, budget, counter.name, event_id, when
-    )
+        memory.agent, query, task, frames, items, tokens, budget, counter.name, event_id, when,
+        counter,
+    )  # fmt: skip
 
 
 @dataclass
@@ -241,6 +289,35 @@ class _Probe:
         self.query = query
         self.vector: np.ndarray | None = None
         self.notes: list[str] = []
+        self.sway: dict[str, tuple[frozenset[str], float]] = {}
+        #: What is offered beside the recalled items, each scored by :meth:`_ledger_items`
+        #: into its frame: a new source is one more entry.
+        self.sources: list[Callable[[ContextWeights, int], list[Candidate]]] = [
+            self._rules,
+            self._signals,
+        ]
+
+    def influences(self, at: datetime) -> None:
+        """Read the sway ``influences`` connections put on each neuron concept now."""
+        try:
+            read = activation.influence(self.conn, at, rate=self.memory.rate)
+        except sqlite3.Error:  # no neuron graph in this store: nothing sways
+            return
+        self.sway = {c: (frozenset(lexical.tokens(c)), v) for c, v in read.items()}
+
+    def _influence(self, event: Event, text: str) -> float:
+        """Return the sway on the concepts ``event`` stands for: its author's role, or the
+        words of a concept it holds every one of (ADR 0083)."""
+        if not self.sway:
+            return 0.0
+        author = getattr(event.payload, "agent", None)
+        words = set(lexical.tokens(text))
+        total = sum(
+            value
+            for concept, (needed, value) in self.sway.items()
+            if concept == author or (needed and needed <= words)
+        )
+        return min(total, 1.0)
 
     def seeds(self) -> dict[int, _Node]:
         """Return the semantic and lexical seeds, memories and concepts, by position."""
@@ -354,12 +431,13 @@ class _Probe:
                 "recency": self._recency(event, at_us, weights),
                 "usage": 1 - 1 / (1 + usage.get(position, 0)),
                 "task": self._task(text),
+                "influence": self._influence(event, text),
             }
             kind = _item_type(event)
             score = _resonance(components, weights)
             out.append(Candidate(event, kind, frame_of(kind), score, components, node.hop, text))
-        out += self._rules(weights, at_us)
-        out += self._signals(weights, at_us)
+        for source in self.sources:
+            out += source(weights, at_us)
         return out
 
     def _cosines(self, positions: list[int]) -> dict[int, float]:
@@ -464,6 +542,7 @@ class _Probe:
                 "recency": self._recency(event, at_us, weights),
                 "usage": 0.0,
                 "task": self._task(text),
+                "influence": self._influence(event, text),
             }
             score = _resonance(components, weights)
             out.append(Candidate(event, kind, frame_of(kind), score, components, 0, text))

@@ -120,9 +120,10 @@ def run_agents(memory: Memory, at: datetime, out: IO[str]) -> None:
     def recall(s: Situation) -> Plan | None:
         task = next(sig for sig in s.inbox if sig.topic == "task.new")
         context = build_context(thinker, task.body, task="summarise", budget=600)
+        sizes = ", ".join(f"{name} {tokens}" for name, tokens in context.sections.items())
         frames.append(
             f"{len(context.items)} items, {context.tokens}/{context.budget} tokens"
-            f" ({context.tokenizer}), frames {', '.join(k for k, v in context.frames.items() if v)}"
+            f" ({context.tokenizer}); sections in order: {sizes}"
         )
         knowledge = ", ".join(sorted(_ids(context.frames["knowledge"])))  # type: ignore[arg-type]
         return Plan(

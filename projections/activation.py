@@ -338,6 +338,33 @@ def inhibition(
     )
 
 
+def influence(
+    conn: sqlite3.Connection, as_of: datetime, *, rate: float = DEFAULT_RATE
+) -> dict[str, float]:
+    """Return the sway live ``influences`` connections put on each neuron's concept now.
+
+    For each live target, the sum over its live sources of ``weight / 65535 * salience /
+    65535`` (decayed as of the time), keyed by the target's concept: how far a context frame
+    raises the items that stand for that concept (ADR 0083). The target is not activated.
+    Like :func:`inhibition`, the one-hop reading of what a wave adds to
+    :attr:`Activation.influence`, from the sources' standing salience.
+    """
+    at = check_as_of(as_of)
+    rows = conn.execute(
+        "SELECT t.concept, c.weight, s.salience, s.updated_us FROM connections c"
+        " JOIN neurons n ON n.id = c.source AND n.archived_at IS NULL"
+        " JOIN neurons t ON t.id = c.target AND t.archived_at IS NULL"
+        " JOIN salience s ON s.item_kind = 'neuron' AND s.item_id = c.source AND s.archived = 0"
+        " WHERE c.type = 'influences' AND c.weight > 0 ORDER BY t.concept, c.source"
+    ).fetchall()
+    sway: dict[str, float] = {}
+    for concept, weight, stored, updated in rows:
+        value = weight / MAX * decayed(stored, updated, at, rate) / MAX
+        if value > 0:
+            sway[concept] = sway.get(concept, 0.0) + value
+    return sway
+
+
 class SnapshotCache:
     """Hands out a :class:`GraphSnapshot`, reloading it only when the graph has moved."""
 

@@ -78,7 +78,12 @@ def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None
         types: Annotated[
             list[NodeType], Field(description="Only items of these node types; empty: all.")
         ] = [],  # noqa: B006
-        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        k: Annotated[
+            int | None,
+            Field(
+                ge=1, le=100, description="Items of each node type at most; none: each type's own."
+            ),
+        ] = None,
         budget: Annotated[int, Field(ge=128, le=100_000)] = 2000,
         min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
         agent: Agent = None,

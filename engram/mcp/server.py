@@ -189,7 +189,12 @@ def build_server(worker: Worker) -> MCPServer:
                 " session: the session's shared memo, then memories."
             ),
         ] = "task",
-        k: Annotated[int, Field(ge=1, le=100)] = 10,
+        k: Annotated[
+            int | None,
+            Field(
+                ge=1, le=100, description="Items of each node type at most; none: each type's own."
+            ),
+        ] = None,
         task: Annotated[str, Field(description="The task at hand, if any.")] = "",
         session: Annotated[str, Field(description="The session's name (scope session).")] = "",
         budget: Annotated[

@@ -167,7 +167,7 @@ class MemoryTools:
         self,
         query: str,
         scope: str = "task",
-        k: int = 8,
+        k: int | None = None,
         task: str = "",
         session: str = "",
         budget: int = 2000,
@@ -178,15 +178,17 @@ class MemoryTools:
 
         ``scope`` says what steers the ``task`` component of the score: ``task`` the task
         text given; ``session`` the newest notes of the session's shared memo; ``agent``
-        nothing but the query. ``k`` is how many items of each type the frames keep;
-        ``min_score`` (0..1) leaves out items less similar to the query than that.
+        nothing but the query. ``k`` is how many items of each node type the frames keep
+        (None: each type's own top k, :data:`engram.agents.frames.TOP_K`); ``min_score``
+        (0..1) leaves out items less similar to the query than that. ``sections`` gives each
+        frame's tokens.
         """
         who = self.caller(agent)
         if scope not in CONTEXT_SCOPES:
             raise ToolInputError(f"scope must be one of {list(CONTEXT_SCOPES)}, got {scope!r}")
         if scope == "session" and not session:
             raise ToolInputError("scope 'session' needs the session's name in `session`")
-        if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100:
+        if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100):
             raise ToolInputError(f"k must be an int in 1..100, got {k!r}")
         if scope == "session":
             task = " ".join(n.text for n in self.memory.memo(session).read())
@@ -209,6 +211,7 @@ class MemoryTools:
                 for i in context.items
             ],
             "tokens": context.tokens,
+            "sections": context.sections,
             "budget": context.budget,
             "tokenizer": context.tokenizer,
             "event_id": context.event_id,

@@ -66,7 +66,8 @@ def test_frames_hold_the_memories_concepts_and_signals_a_query_calls_up(memory: 
     weights = ContextWeights()
     for item in context.items:
         assert events[item.position].id == item.event_id
-        assert set(item.components) == {"similarity", "edge", "recency", "usage", "task"}
+        assert set(item.components) == {
+            "similarity", "edge", "recency", "usage", "task", "influence"}  # fmt: skip
         total = sum(getattr(weights, k) * v for k, v in item.components.items())
         assert item.score == pytest.approx(total)
     assert context.tokens <= context.budget == 800

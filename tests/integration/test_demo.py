@@ -22,6 +22,11 @@ def test_the_demo_tells_the_agents_story_and_the_ledger_proves_it(tmp_path: Path
     assert "step 2: decision committed 6 events after 2 attempts (a conflict, retried)" in story
     assert "all triggers quiet after step 2: the agents sleep" in story
     assert "memory's context frames:" in story
+    # The prompt contract's sections, in the seed's order, each with its tokens.
+    assert "sections in order: identity " in story
+    line = next(x for x in story.splitlines() if "sections in order:" in x)
+    shown = [part.split()[0] for part in line.split("sections in order: ")[1].split(", ")]
+    assert shown == ["identity", "problem", "knowledge", "episodic", "constraints", "scratchpad"]
     assert "verify: ok" in story
     # memory -influences-> decision sways decision's context without activating it.
     assert "on n_memory_001: 2 activations" in story
