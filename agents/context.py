@@ -55,14 +55,13 @@ from engram.projections import (
     concepts,
     inbox,
     lexical,
-    queries,
     rules,
+    salience,
     semantic,
     suggestions,
 )
 from engram.projections.errors import ProjectionError, QueryError
-from engram.projections.queries import check_as_of
-from engram.projections.salience import micros
+from engram.projections.timetravel import check_as_of, micros
 
 #: Seeds each path brings (semantic and lexical, for memories and for concepts).
 SEEDS = 32
@@ -476,7 +475,7 @@ class _Probe:
 
     def _usage(self, positions: list[int]) -> dict[int, int]:
         try:
-            return queries.recall_counts(self.conn, positions)
+            return salience.recall_counts(self.conn, positions)
         except sqlite3.Error:  # no salience projection in this store: no usage known
             return {}
 

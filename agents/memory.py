@@ -59,13 +59,13 @@ from engram.ledger.catalog import (
     RecalledItem,
     Visibility,
 )
-from engram.projections import lexical, queries, semantic, supersession
+from engram.projections import lexical, salience, semantic, supersession, timetravel
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import ProjectionError, QueryError
-from engram.projections.queries import check_as_of
 from engram.projections.salience import DEFAULT_RATE
 from engram.projections.semantic import VectorHit, VectorSearcher
+from engram.projections.timetravel import check_as_of
 
 #: Exponents of the score's weighted geometric mean (ADR 0050): ``relevance ** r ×
 #: recency ** t × (0.5 + importance / 2) ** i``. A year-old memory keeps 88% of its
@@ -255,7 +255,7 @@ class AgentMemory:
         self.own_memories(wanted, "archives")
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
-            facts = queries.memory_facts(conn, wanted)
+            facts = salience.memory_facts(conn, wanted)
         archived = sorted(p for p, f in facts.items() if f.archived)
         if archived:
             raise UnknownMemoryError(f"position(s) {archived} hold memories archived already")
@@ -355,7 +355,7 @@ class AgentMemory:
             known_at = (
                 nullcontext(conn)
                 if as_of is None
-                else queries.known_at(
+                else timetravel.known_at(
                     conn, self.ledger, when, rate=self.rate, projections=("salience",)
                 )
             )
@@ -506,7 +506,7 @@ class AgentMemory:
         while True:
             hits = searcher.search(vector, want, agent=self.agent, types=types)
             pool = sorted([*hits, *extra], key=lambda h: (-h.score, h.position))
-            facts = queries.memory_facts(known, [h.position for h in pool])
+            facts = salience.memory_facts(known, [h.position for h in pool])
             live = [h for h in pool if (f := facts.get(h.position)) and not f.archived]
             if len(live) >= fetch or len(hits) < want:
                 return vector, live[:fetch]
@@ -563,7 +563,7 @@ class AgentMemory:
         floor applies to ``score`` after the order is set.
         """
         positions = sorted(ranked)
-        facts = queries.memory_facts(known, positions)
+        facts = salience.memory_facts(known, positions)
         rows = copy_rows(conn, positions)
         replaced = replaced_among(conn, positions, ask.cut, ask.valid_us)
         w = ask.weights

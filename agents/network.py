@@ -3,9 +3,9 @@
 Every change is an appended event; reads go through the projections after waiting for the
 agent's own writes (read-your-writes). A read ``as_of`` a time sees what the store knew then:
 no neuron, connection, activation or archival whose event time is after it
-(:func:`engram.projections.queries.known_at`). Writes are checked against the live graph first, so a
-neuron activated before it exists or a connection to an unknown neuron is refused here with
-a clear error; events appended around this API follow the graph's documented rules.
+(:func:`engram.projections.timetravel.known_at`). Writes are checked against the live graph
+first, so a neuron activated before it exists or a connection to an unknown neuron is refused
+here with a clear error; events appended around this API follow the graph's documented rules.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from engram.ledger.catalog import (
     NeuronType,
     VitalityMeasured,
 )
-from engram.projections import queries, vitality
+from engram.projections import graph, salience, timetravel, vitality
 from engram.projections.activation import (
     DEFAULT_DECAY,
     DEFAULT_DEPTH,
@@ -184,7 +184,7 @@ class NeuronNetwork:
         source, target, type = payload.source, payload.target, payload.type
         with self._fresh() as conn:
             self._require(conn, source, target)
-            found = queries.connection_weight(conn, source, target, type) is not None
+            found = graph.connection_weight(conn, source, target, type) is not None
         if found != exists:
             label = f"connection {source!r} -[{type}]-> {target!r}"
             raise ConnectionStateError(
@@ -324,15 +324,15 @@ class NeuronNetwork:
 
     def top(
         self, k: int = 10, *, as_of: datetime | None = None, kinds: Sequence[str] = ("neuron",)
-    ) -> list[queries.Item]:
+    ) -> list[salience.Item]:
         """Return the ``k`` most salient items as of a time (default: now)."""
         with self._reading(as_of) as (conn, when, _):
-            return queries.top(conn, when, k, kinds, rate=self.rate)
+            return salience.top(conn, when, k, kinds, rate=self.rate)
 
     def export(self, *, as_of: datetime | None = None) -> dict[str, Any]:
         """Return the graph in the agents' JSON shape, as of a time (default: now)."""
         with self._reading(as_of) as (conn, when, _):
-            return queries.export_graph(conn, when, rate=self.rate)
+            return graph.export_graph(conn, when, rate=self.rate)
 
     def vitality(
         self,
@@ -372,8 +372,8 @@ class NeuronNetwork:
             if as_of is None:
                 yield live, datetime.now(UTC), False
                 return
-            queries.check_as_of(as_of)
-            with queries.known_at(live, self.ledger, as_of, rate=self.rate) as known:
+            timetravel.check_as_of(as_of)
+            with timetravel.known_at(live, self.ledger, as_of, rate=self.rate) as known:
                 yield known, as_of, known is not live
 
     def _append_one(self, stream: str, kind: str, payload: Any, at: datetime | None) -> int:
@@ -383,7 +383,7 @@ class NeuronNetwork:
     @staticmethod
     def _require(conn: Any, *neurons: str) -> None:
         for neuron in neurons:
-            state = queries.neuron_state(conn, neuron)
+            state = graph.neuron_state(conn, neuron)
             if state is None:
                 raise UnknownNeuronError(f"neuron {neuron!r} does not exist")
             if state == "archived":

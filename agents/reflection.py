@@ -38,7 +38,7 @@ from engram.agents.insight import (
 from engram.agents.memory import AgentMemory
 from engram.ledger import Event, IdempotencyError, NewEvent
 from engram.ledger.catalog import MemoryReflected
-from engram.projections import queries, reflections
+from engram.projections import reflections, salience
 from engram.projections.errors import QueryError
 from engram.projections.reflections import MISSING_IMPORTANCE, TriggerState
 
@@ -212,7 +212,7 @@ def _recent(memory: AgentMemory, after: int) -> list[Event]:
     if not found:
         return []
     with memory.engine.read() as conn:
-        facts = queries.memory_facts(conn, [e.position for e in found])
+        facts = salience.memory_facts(conn, [e.position for e in found])
     return [e for e in found if not (f := facts.get(e.position)) or not f.archived]
 
 

@@ -54,7 +54,7 @@ from engram.ledger import (
     NewEvent,
 )
 from engram.ledger.catalog import NeuronActivated
-from engram.projections import activation, inbox, memo, queries
+from engram.projections import activation, inbox, memo, salience
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.inbox import Signal
@@ -129,7 +129,7 @@ class Probe:
 
     def salience(self, neuron: str) -> int:
         """Return a neuron's salience now (0 if unknown or archived)."""
-        item = queries.salience_of(self._conn, "neuron", neuron, self._now, rate=self._rate)
+        item = salience.salience_of(self._conn, "neuron", neuron, self._now, rate=self._rate)
         return 0 if item is None else item.salience
 
     def version(self, stream: str) -> int:

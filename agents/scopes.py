@@ -50,12 +50,11 @@ import numpy as np
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
-from engram.projections import lexical, queries, rules, semantic
+from engram.projections import lexical, rules, semantic, timetravel
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError, QueryError
-from engram.projections.queries import check_as_of
-from engram.projections.salience import micros
 from engram.projections.semantic import VectorHit, VectorSearcher
+from engram.projections.timetravel import check_as_of, micros
 
 if TYPE_CHECKING:
     from engram.agents.memory import AgentMemory
@@ -324,7 +323,7 @@ class _Nearest:
         self.extra: list[VectorHit] = []
         # Items archived after the cut left the index: score them too. latest_change (cached
         # per store state) covers every archival time, so most reads skip the table scan.
-        if ask.cut is not None and queries.latest_change(ask.conn, ("salience",)) > ask.cut:
+        if ask.cut is not None and timetravel.latest_change(ask.conn, ("salience",)) > ask.cut:
             agent = ask.memory.agent
             gone = lexical.archived_after(ask.conn, ask.cut, agent=agent, types=types)
             scores = semantic.similarities(embedder, self.vector, [text for _, text in gone])

@@ -85,7 +85,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
-from engram.ledger import ConfigError, KindRegistry, KindRegistryError, default_registry
+from engram.ledger import ConfigError, KindRegistry, KindRegistryError, backends, default_registry
 from engram.projections.tomlfile import TomlFileError, read_toml
 
 _KEYS: dict[str, type | tuple[type, ...]] = {
@@ -215,9 +215,15 @@ class Settings:
             )
 
     @property
+    def on_server(self) -> bool:
+        """Return whether the ledger is on a server (PostgreSQL), named by its URL."""
+        kind = backends.find(self.ledger)
+        return kind is not None and kind.server
+
+    @property
     def is_postgres(self) -> bool:
-        """Return whether the ledger is a PostgreSQL URL."""
-        return self.ledger.startswith(_PG_PREFIXES)
+        """Return whether the ledger is on a server: the old name of :attr:`on_server`."""
+        return self.on_server
 
     @property
     def sealing(self) -> bool:
@@ -232,8 +238,9 @@ class Settings:
         """Return the projection store directory: the setting, or beside the ledger."""
         if self.projections:
             return self.projections
-        if "://" not in self.ledger or self.ledger.startswith("sqlite:///"):
-            return self.ledger.removeprefix("sqlite:///") + ".projections"
+        path = ledger_file(self.ledger)
+        if path is not None:
+            return path + ".projections"
         return self._server_folder("projections")
 
     def personal(self) -> dict[str, tuple[str, ...]]:
@@ -247,8 +254,9 @@ class Settings:
     @property
     def cold_directory(self) -> str:
         """Return where cold ledger segments go: beside a SQLite ledger, else in the data home."""
-        if "://" not in self.ledger or self.ledger.startswith("sqlite:///"):
-            return self.ledger.removeprefix("sqlite:///") + ".cold"
+        path = ledger_file(self.ledger)
+        if path is not None:
+            return path + ".cold"
         return self._server_folder("cold")
 
     def _server_folder(self, what: str) -> str:
@@ -260,7 +268,10 @@ class Settings:
         return legacy if not os.path.isdir(folder) and os.path.isdir(legacy) else folder
 
 
-_PG_PREFIXES = ("postgresql://", "postgresql+psycopg://", "postgres://")
+def ledger_file(ledger: str) -> str | None:
+    """Return the file a file backend's ledger is in (its URL scheme dropped), else None."""
+    kind = backends.find(ledger)
+    return None if kind is None or kind.server else kind.location(ledger)
 
 
 def check_tenant(name: object, where: str = "tenant") -> str:
@@ -282,7 +293,7 @@ def tenant_schema(base: str, tenant: str) -> str:
 
 def tenants_directory(ledger: str) -> str:
     """Return the folder that holds the tenants of the SQLite ledger ``ledger``."""
-    return os.path.expanduser(ledger.removeprefix("sqlite:///")) + TENANTS_SUFFIX
+    return os.path.expanduser(ledger_file(ledger) or ledger) + TENANTS_SUFFIX
 
 
 def scope_to_tenant(settings: Settings, tenant: str) -> Settings:
@@ -300,7 +311,7 @@ def scope_to_tenant(settings: Settings, tenant: str) -> Settings:
             f"settings are already scoped to tenant {settings.tenant!r}; a tenant has no tenants"
         )
     changes: dict[str, Any] = {"tenant": tenant}
-    if settings.is_postgres:
+    if settings.on_server:
         if TENANT_SEPARATOR in settings.pg_schema:
             raise ConfigError(
                 f"pg_schema {settings.pg_schema!r} holds {TENANT_SEPARATOR!r}, which separates"
@@ -312,7 +323,7 @@ def scope_to_tenant(settings: Settings, tenant: str) -> Settings:
                 f"tenant {tenant!r} makes the schema {changes['pg_schema']!r} longer than"
                 " PostgreSQL's 48 characters engram allows; use a shorter tenant or pg_schema"
             )
-    elif "://" in settings.ledger and not settings.ledger.startswith("sqlite:///"):
+    elif ledger_file(settings.ledger) is None:
         raise ConfigError(f"cannot scope ledger {settings.ledger!r} to a tenant")
     else:
         base = tenants_directory(settings.ledger)
@@ -329,9 +340,9 @@ def scope_to_tenant(settings: Settings, tenant: str) -> Settings:
 
 def _names_tenant(settings: Settings) -> bool:
     """Return whether ``settings``' namespace is the one its tenant's scoping gives."""
-    if settings.is_postgres:
+    if settings.on_server:
         return settings.pg_schema.endswith(TENANT_SEPARATOR + settings.tenant)
-    parts = Path(settings.ledger.removeprefix("sqlite:///")).parts
+    parts = Path(ledger_file(settings.ledger) or settings.ledger).parts
     return parts[-2:] == (settings.tenant, TENANT_LEDGER_FILE) and (
         len(parts) > 2 and parts[-3].endswith(TENANTS_SUFFIX)
     )

@@ -42,6 +42,7 @@ from engram.config import (
     Settings,
     default_key_folder,
     default_key_store_path,
+    ledger_file,
 )
 from engram.ledger import ConfigError, KeyStore, KeyStoreError, Ledger
 from engram.ledger.shred import SEALED_PREFIX, is_sealed
@@ -209,10 +210,10 @@ def split_shared_keys(settings: Settings, opener: Opener) -> dict[str, int]:
 def _base(settings: Settings) -> Settings:
     """Return the unscoped settings a tenant's were made from (ledger, schema, keys)."""
     ledger, schema = settings.ledger, settings.pg_schema
-    if settings.is_postgres:
+    if settings.on_server:
         schema = schema.removesuffix(TENANT_SEPARATOR + settings.tenant)
     else:
-        tenants = os.path.dirname(os.path.dirname(ledger.removeprefix("sqlite:///")))
+        tenants = os.path.dirname(os.path.dirname(ledger_file(ledger) or ledger))
         ledger = tenants.removesuffix(TENANTS_SUFFIX)
     return dataclasses.replace(
         settings,

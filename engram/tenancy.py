@@ -20,7 +20,7 @@ from engram.config import (
     scope_to_tenant,
     tenants_directory,
 )
-from engram.ledger import ConfigError, StoreError
+from engram.ledger import ConfigError, StoreError, backends
 
 __all__ = ["Tenant", "list_tenants"]
 
@@ -35,7 +35,7 @@ class Tenant:
     @property
     def location(self) -> str:
         """Return where the tenant's ledger lives: a file, or a schema (URL not shown)."""
-        if self.settings.is_postgres:
+        if self.settings.on_server:
             return f"schema {self.settings.pg_schema}"
         return self.settings.ledger
 
@@ -51,12 +51,12 @@ def list_tenants(settings: Settings) -> list[Tenant]:
             f"settings are scoped to tenant {settings.tenant!r}; list tenants from the base"
             " ledger (without --tenant or ENGRAM_TENANT)"
         )
-    names = _pg_names(settings) if settings.is_postgres else _sqlite_names(settings)
+    names = _server_names(settings) if settings.on_server else _file_names(settings)
     valid = sorted(n for n in names if TENANT_PATTERN.match(n) and len(n) <= TENANT_MAX)
     return [Tenant(name, scope_to_tenant(settings, name)) for name in valid]
 
 
-def _sqlite_names(settings: Settings) -> list[str]:
+def _file_names(settings: Settings) -> list[str]:
     folder = tenants_directory(settings.ledger)
     if not os.path.isdir(folder):
         return []
@@ -67,12 +67,13 @@ def _sqlite_names(settings: Settings) -> list[str]:
     ]
 
 
-def _pg_names(settings: Settings) -> list[str]:
-    from engram.ledger.postgres import ledger_schemas
-
+def _server_names(settings: Settings) -> list[str]:
+    list_schemas = backends.resolve(settings.ledger).schemas
+    if list_schemas is None:
+        return []
     prefix = settings.pg_schema + TENANT_SEPARATOR
     try:
-        schemas = ledger_schemas(settings.ledger, prefix)
+        schemas = list_schemas(settings.ledger, prefix)
     except StoreError as exc:
         raise StoreError(f"cannot list the tenants: {exc}") from None
     return [schema[len(prefix) :] for schema in schemas]

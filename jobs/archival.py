@@ -26,8 +26,8 @@ from engram.jobs.errors import JobConfigError
 from engram.ledger import NewEvent, chunked
 from engram.ledger.catalog import MemoryArchived, NeuronArchived, ScarArchived
 from engram.projections import scars as scar_table
-from engram.projections.maintenance import dormant_neurons, unrecalled_memories
-from engram.projections.salience import micros
+from engram.projections.graph import dormant_neurons
+from engram.projections.salience import micros, unrecalled_memories
 from engram.projections.store import ProjectionStore
 
 NAME = "archive"

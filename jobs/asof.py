@@ -1,6 +1,6 @@
 """Reads as of a window's end for the live daemon, without replaying the ledger every window.
 
-:func:`~engram.projections.queries.known_at` answers "what did the salience and graph tables
+:func:`~engram.projections.timetravel.known_at` answers "what did the salience and graph tables
 hold at ``T``" by replaying every salience and graph event whose time is at or before ``T``,
 in position order, into a fresh in-memory database. A live daemon always needs that replay
 (events after the window's boundary are already in the tables when it runs), so every window
@@ -35,9 +35,9 @@ from datetime import datetime
 from engram.ledger import Event, Ledger
 from engram.projections.base import Projection, Tables, kind_names
 from engram.projections.graph import NeuronGraph
-from engram.projections.queries import changed_after, check_as_of
 from engram.projections.salience import DEFAULT_RATE, SalienceIndex
 from engram.projections.store import ProjectionStore
+from engram.projections.timetravel import changed_after, check_as_of
 
 _BATCH = 10_000
 

@@ -22,9 +22,8 @@ from engram.jobs.base import JobContext, Plan, Window
 from engram.jobs.errors import JobConfigError
 from engram.ledger import NewEvent
 from engram.ledger.catalog import ConnectionReweighted
-from engram.projections.maintenance import Connection, connections_among
-from engram.projections.queries import above
-from engram.projections.salience import MAX, micros
+from engram.projections.graph import Connection, connections_among
+from engram.projections.salience import MAX, above, micros
 
 NAME = "sleep"
 

@@ -1,7 +1,7 @@
 """Monthly hygiene: report the memories stored twice, and the rules gone stale; change nothing.
 
 As of a window's end, two or more live memories of one agent whose texts have the same
-sha256 form a *duplicate group* (:func:`~engram.projections.maintenance.duplicate_memories`
+sha256 form a *duplicate group* (:func:`~engram.projections.lexical.memories.duplicate_memories`
 over the lexical index; texts at the index's length cap are hashed again whole from the
 ledger, so long texts that only differ late are told apart). The window's only event is its
 ``job.completed``, whose counts are the report: ``groups``, ``duplicates`` (the copies beyond
@@ -31,7 +31,11 @@ from engram.ledger import Ledger
 from engram.projections import doctrine, rules
 from engram.projections.errors import ProjectionError
 from engram.projections.lexical import MAX_TEXT
-from engram.projections.maintenance import DuplicateGroup, content_hash, duplicate_memories
+from engram.projections.lexical.memories import (
+    DuplicateGroup,
+    content_hash,
+    duplicate_memories,
+)
 from engram.projections.salience import micros
 
 NAME = "hygiene"

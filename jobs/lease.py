@@ -14,11 +14,11 @@ import contextlib
 import fcntl
 import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Protocol
 
 from engram.jobs.errors import LeaseError
-from engram.ledger import AuditTarget, Ledger
+from engram.ledger import AuditTarget, Ledger, backends
 from engram.ledger.errors import StoreError
 
 
@@ -90,9 +90,18 @@ class AdvisoryLease:
             yield held
 
 
+#: The lease of each lease style a backend names (:attr:`BackendKind.lease`).
+LEASES: dict[str, Callable[[AuditTarget], Lease]] = {
+    "file": lambda target: FileLease(target.location),
+    "advisory": lambda target: AdvisoryLease(target.location, target.schema or "engram"),
+}
+
+
 def lease_for(ledger: Ledger) -> Lease:
-    """Return the lease that fits ``ledger``'s backend."""
+    """Return the lease that fits ``ledger``'s backend (its registered lease style)."""
     target: AuditTarget = ledger.audit_target()
-    if target.backend == "postgresql":
-        return AdvisoryLease(target.location, target.schema or "engram")
-    return FileLease(target.location)
+    style = backends.named(target.backend).lease
+    try:
+        return LEASES[style](target)
+    except KeyError:
+        raise LeaseError(f"no lease for backend {target.backend!r} (style {style!r})") from None

@@ -21,8 +21,9 @@ from engram.agents.memory import AgentMemory
 from engram.agents.reflection import Triggers, reflect_if_due, reflected_event
 from engram.jobs.base import JobContext, Plan
 from engram.jobs.errors import JobConfigError
+from engram.projections import reflections
 from engram.projections.errors import QueryError
-from engram.projections.maintenance import memory_agents
+from engram.projections.lexical.memories import memory_authors
 
 NAME = "reflect"
 
@@ -77,7 +78,9 @@ class ReflectJob:
 
     def agents(self, ctx: JobContext) -> Sequence[str]:
         """Return the agents this window considers."""
-        return self.settings.agents or memory_agents(ctx.store)
+        if self.settings.agents:
+            return self.settings.agents
+        return sorted({*memory_authors(ctx.store), *reflections.marked_agents(ctx.store)})
 
     def plan(self, ctx: JobContext) -> Plan:
         """Return the due agents' reflections as the window's events."""

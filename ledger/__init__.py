@@ -2,7 +2,8 @@
 
 Open one with :meth:`Ledger.open` (a SQLite path or a PostgreSQL URL), append
 :class:`NewEvent` batches, read :class:`Event` s back in position order, verify the hash
-chain, and audit it in SQL with :func:`open_audit`.
+chain, and audit it in SQL with :func:`open_audit`. Each backend (its URL schemes, how it
+opens, attaches for audit and leases) is described once in :mod:`engram.ledger.backends`.
 
 The SQL audit (:func:`open_audit`, :class:`AuditSession`, :class:`AuditResult`) is imported
 on first use: it loads DuckDB, which a process that only appends or recalls never needs.

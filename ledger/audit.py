@@ -62,12 +62,14 @@ from typing import Any, Literal
 import duckdb
 import msgspec
 
+from engram.ledger import backends
 from engram.ledger.backend import AuditTarget
 from engram.ledger.errors import (
     AuditError,
     AuditQueryError,
     AuditUnavailableError,
     AuditWriteError,
+    ConfigError,
     StoreError,
     driver_message,
 )
@@ -174,8 +176,9 @@ class AuditSession:
         missing = [path for path in self._cold if not Path(path).is_file()]
         if missing:
             raise AuditUnavailableError(f"no cold segment file at {missing[0]!r}")
-        pg = f"schema {target.schema or DEFAULT_PG_SCHEMA!r} of the PostgreSQL ledger"
-        self._where = pg if target.backend == "postgresql" else repr(target.location)
+        kind = _backend(target)
+        server = f"schema {target.schema or DEFAULT_PG_SCHEMA!r} of the {kind.title} ledger"
+        self._where = server if kind.server else repr(target.location)
         self._kinds = {
             k.replace(".", "_").replace("-", "_"): (k, s) for k, s in (kinds or {}).items()
         }
@@ -256,16 +259,12 @@ class AuditSession:
         if bad:
             raise AuditError(f"bad attachment alias {bad[0]!r}: use a plain, unreserved name")
         files = dict(extra)
-        if target.backend == "sqlite":
+        kind = _backend(target)
+        if not kind.server:
             files = {"ledger": target.location, **extra}
-        elif target.backend == "postgresql":
-            self._run(f"LOAD {_literal(_extension_path('postgres_scanner'))}")
-            schema = _literal(target.schema or DEFAULT_PG_SCHEMA)
-            self._attach_one(
-                "ledger", target.location, f"TYPE postgres, READ_ONLY, SCHEMA {schema}"
-            )
         else:
-            raise AuditUnavailableError(f"unknown ledger backend {target.backend!r}")
+            self._run(f"LOAD {_literal(_extension_path(kind.duckdb_extension))}")
+            self._attach_one("ledger", target.location, _attach_options(kind, target))
         if files:
             self._run(f"LOAD {_literal(_extension_path('sqlite_scanner'))}")
         for alias, path in files.items():
@@ -388,13 +387,9 @@ def export_parquet(target: AuditTarget, path: str, first: int, last: int) -> int
     """
     con = duckdb.connect(":memory:", config=_CONFIG)
     try:
-        if target.backend == "postgresql":
-            con.execute(f"LOAD {_literal(_extension_path('postgres_scanner'))}")
-            schema = _literal(target.schema or DEFAULT_PG_SCHEMA)
-            options = f"TYPE postgres, READ_ONLY, SCHEMA {schema}"
-        else:
-            con.execute(f"LOAD {_literal(_extension_path('sqlite_scanner'))}")
-            options = "TYPE sqlite, READ_ONLY"
+        kind = _backend(target)
+        con.execute(f"LOAD {_literal(_extension_path(kind.duckdb_extension))}")
+        options = _attach_options(kind, target)
         con.execute(f"ATTACH {_literal(target.location)} AS ledger ({options})")
         con.execute("SET TimeZone = 'UTC'")
         con.execute(
@@ -413,6 +408,21 @@ def export_parquet(target: AuditTarget, path: str, first: int, last: int) -> int
         raise AuditError(f"cannot export positions {first}..{last} to {path}: {exc}") from exc
     finally:
         con.close()
+
+
+def _backend(target: AuditTarget) -> backends.BackendKind:
+    try:
+        return backends.named(target.backend)
+    except ConfigError:
+        raise AuditUnavailableError(f"unknown ledger backend {target.backend!r}") from None
+
+
+def _attach_options(kind: backends.BackendKind, target: AuditTarget) -> str:
+    """Return DuckDB's ATTACH options for the ledger: read-only, in its schema on a server."""
+    options = f"TYPE {kind.duckdb_type}, READ_ONLY"
+    if kind.server:
+        options += f", SCHEMA {_literal(target.schema or DEFAULT_PG_SCHEMA)}"
+    return options
 
 
 def _extension_path(name: str) -> str:

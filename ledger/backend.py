@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from engram.ledger.errors import StoreError
 from engram.ledger.schema import Column
@@ -46,7 +46,8 @@ class StoredContent(NamedTuple):
 class AuditTarget:
     """Where DuckDB finds the ledger for SQL audit."""
 
-    backend: Literal["sqlite", "postgresql"]
+    #: The name of a backend registered in :mod:`engram.ledger.backends`.
+    backend: str
     location: str
     schema: str | None = None
 

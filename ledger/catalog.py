@@ -2,8 +2,10 @@
 
 Payloads are frozen msgspec Structs that refuse unknown fields. Weights and saliences are
 uint16 (0..65535). Each payload Struct declares its kind's stored name as ``__kind__``
-(ADR 0020). Add a kind here only with its schema number; change a kind's shape only by
-bumping its schema and registering an upcaster.
+(ADR 0020). Their base and shared field types are in ``payload``; the framework adapters'
+kinds are in ``catalog_adapters`` and supersession's in ``catalog_supersession``, all
+gathered here in :data:`KINDS`. Add a kind only with its schema number; change a kind's
+shape only by bumping its schema and registering an upcaster.
 """
 
 from __future__ import annotations
@@ -14,24 +16,35 @@ from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
+# Re-exported ("as"): every kind is imported from the catalog, wherever it is declared.
+from engram.ledger.catalog_adapters import SessionCleared as SessionCleared
+from engram.ledger.catalog_adapters import SessionItemPopped as SessionItemPopped
+from engram.ledger.catalog_adapters import SessionItemsAdded as SessionItemsAdded
+from engram.ledger.catalog_adapters import StoreDeleted as StoreDeleted
+from engram.ledger.catalog_adapters import StorePut as StorePut
+from engram.ledger.catalog_supersession import MemorySuperseded as MemorySuperseded
+from engram.ledger.catalog_supersession import SupersessionProposed as SupersessionProposed
+from engram.ledger.catalog_supersession import SupersessionReverted as SupersessionReverted
+from engram.ledger.catalog_supersession import SupersessionReviewed as SupersessionReviewed
 from engram.ledger.kinds import KindRegistry
+from engram.ledger.payload import EventId, Importance, Payload, Position, Strength, UInt16
+from engram.ledger.payload import Name as Name
+from engram.ledger.payload import Text as Text
 
-UInt16 = Annotated[int, msgspec.Meta(ge=0, le=65535)]
-Name = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
-Text = Annotated[str, msgspec.Meta(min_length=1)]
-Strength = Annotated[float, msgspec.Meta(ge=0.0, le=1e6)]
-Importance = Annotated[int, msgspec.Meta(ge=1, le=10)]
-#: A ledger position as SQLite and PostgreSQL store it (a signed 64-bit integer, from 1).
-Position = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
+#: The framework adapters' kinds (ADR 0062, ADR 0063), in ``catalog_adapters``.
+ADAPTER_KINDS = (StorePut, StoreDeleted, SessionItemsAdded, SessionItemPopped, SessionCleared)
+#: Supersession's kinds (ADR 0052), in ``catalog_supersession``.
+SUPERSESSION_KINDS = (
+    MemorySuperseded,
+    SupersessionProposed,
+    SupersessionReviewed,
+    SupersessionReverted,
+)
 
 NeuronType = Literal["core", "contextual", "episodic", "semantic"]
 ConnectionType = Literal["feeds_into", "influences", "inhibits", "recalls", "triggers"]
 MemoryType = Literal["observation", "plan", "thought"]
 Visibility = Literal["public", "private"]
-#: An event's id as the ledger stores it: a lowercase hyphenated UUID.
-EventId = Annotated[
-    str, msgspec.Meta(pattern=r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-]
 ScarKind = Literal["failure", "victory"]
 #: A concept's path-like id: dot-separated lowercase segments (``skill.cpp.templates.sfinae``).
 ConceptId = Annotated[
@@ -44,11 +57,7 @@ Destination = Literal["rules", "instructions_file", "settings", "notes_inbox", "
 Decision = Literal["applied", "refused", "modified"]
 
 
-class _Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    pass
-
-
-class NeuronCreated(_Payload, frozen=True):
+class NeuronCreated(Payload, frozen=True):
     """A neuron came into being."""
 
     __kind__: ClassVar[str] = "neuron.created"
@@ -58,7 +67,7 @@ class NeuronCreated(_Payload, frozen=True):
     type: NeuronType
 
 
-class NeuronActivated(_Payload, frozen=True):
+class NeuronActivated(Payload, frozen=True):
     """A neuron fired with some strength, for a cause (a stimulus, a propagation wave)."""
 
     __kind__: ClassVar[str] = "neuron.activated"
@@ -68,7 +77,7 @@ class NeuronActivated(_Payload, frozen=True):
     cause: str = ""
 
 
-class NeuronArchived(_Payload, frozen=True):
+class NeuronArchived(Payload, frozen=True):
     """A neuron was retired from the live network."""
 
     __kind__: ClassVar[str] = "neuron.archived"
@@ -77,7 +86,7 @@ class NeuronArchived(_Payload, frozen=True):
     reason: str = ""
 
 
-class ConnectionCreated(_Payload, frozen=True):
+class ConnectionCreated(Payload, frozen=True):
     """A typed, weighted connection between two neurons was made."""
 
     __kind__: ClassVar[str] = "connection.created"
@@ -89,7 +98,7 @@ class ConnectionCreated(_Payload, frozen=True):
     reason: str = ""
 
 
-class ConnectionReweighted(_Payload, frozen=True):
+class ConnectionReweighted(Payload, frozen=True):
     """A connection's weight changed."""
 
     __kind__: ClassVar[str] = "connection.reweighted"
@@ -101,7 +110,7 @@ class ConnectionReweighted(_Payload, frozen=True):
     reason: str = ""
 
 
-class MemoryObserved(_Payload, frozen=True):
+class MemoryObserved(Payload, frozen=True):
     """An agent recorded an observation, a plan or a thought."""
 
     __kind__: ClassVar[str] = "memory.observed"
@@ -122,7 +131,7 @@ class RecalledItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     score: float
 
 
-class MemoryRecalled(_Payload, frozen=True):
+class MemoryRecalled(Payload, frozen=True):
     """An agent recalled memories for a query; the served items are audited."""
 
     __kind__: ClassVar[str] = "memory.recalled"
@@ -133,7 +142,7 @@ class MemoryRecalled(_Payload, frozen=True):
     as_of: datetime
 
 
-class MemoryArchived(_Payload, frozen=True):
+class MemoryArchived(Payload, frozen=True):
     """An agent retired some of its memories (``memory.observed`` positions) from every index."""
 
     __kind__: ClassVar[str] = "memory.archived"
@@ -148,7 +157,7 @@ class MemoryArchived(_Payload, frozen=True):
             raise ValueError(f"positions must not repeat, got {repeated} more than once")
 
 
-class SignalSent(_Payload, frozen=True):
+class SignalSent(Payload, frozen=True):
     """An agent signalled another agent (or ``*`` for everyone) through the ledger."""
 
     __kind__: ClassVar[str] = "signal.sent"
@@ -167,7 +176,7 @@ class ScarSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     agent: str | None = None
 
 
-class ScarRecorded(_Payload, frozen=True):
+class ScarRecorded(Payload, frozen=True):
     """A failure or a victory became data: what happened and the lesson drawn from it.
 
     For a failure the lesson says what was added to avoid a repeat; for a victory, the
@@ -188,7 +197,7 @@ class ScarRecorded(_Payload, frozen=True):
     tags: list[Name] = []
 
 
-class ScarArchived(_Payload, frozen=True):
+class ScarArchived(Payload, frozen=True):
     """Scars (``scar.recorded`` positions) left every index; the ledger keeps them."""
 
     __kind__: ClassVar[str] = "scar.archived"
@@ -210,7 +219,7 @@ class FileDiff(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     after: str
 
 
-class SuggestionProposed(_Payload, frozen=True):
+class SuggestionProposed(Payload, frozen=True):
     """A concrete suggestion drawn from scars, waiting for a person to review it."""
 
     __kind__: ClassVar[str] = "suggestion.proposed"
@@ -222,7 +231,7 @@ class SuggestionProposed(_Payload, frozen=True):
     drafter: Name = "offline"
 
 
-class SuggestionReviewed(_Payload, frozen=True):
+class SuggestionReviewed(Payload, frozen=True):
     """A person applied, refused or modified (and applied) a suggestion.
 
     ``text`` is the final text: the suggestion's own for ``applied``, the reviewer's edit
@@ -240,7 +249,7 @@ class SuggestionReviewed(_Payload, frozen=True):
     destination: Destination | None = None  # where the reviewer sends it, if not as drafted
 
 
-class MemoryReflected(_Payload, frozen=True):
+class MemoryReflected(Payload, frozen=True):
     """An agent drew a belief from memories; the evidence names the events it rests on.
 
     ``depth`` is 1 + the largest depth among its evidence (an observation has depth 0).
@@ -257,7 +266,7 @@ class MemoryReflected(_Payload, frozen=True):
     visibility: Visibility = "public"
 
 
-class SignalAcked(_Payload, frozen=True):
+class SignalAcked(Payload, frozen=True):
     """An agent took a signal (a ``signal.sent`` event id) out of its inbox."""
 
     __kind__: ClassVar[str] = "signal.acked"
@@ -266,7 +275,7 @@ class SignalAcked(_Payload, frozen=True):
     signal: EventId
 
 
-class MemoPosted(_Payload, frozen=True):
+class MemoPosted(Payload, frozen=True):
     """An agent posted a note to its session's shared memo."""
 
     __kind__: ClassVar[str] = "memo.posted"
@@ -284,7 +293,7 @@ class ConceptLink(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_on
     weight: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.5
 
 
-class ConceptUpserted(_Payload, frozen=True):
+class ConceptUpserted(Payload, frozen=True):
     """A concept of the knowledge tree was created or replaced (the newest upsert wins).
 
     ``payload`` is free JSON (a snippet's code, a fact's source); ``links`` replace the
@@ -302,7 +311,7 @@ class ConceptUpserted(_Payload, frozen=True):
     visibility: Visibility = "public"
 
 
-class VitalityMeasured(_Payload, frozen=True):
+class VitalityMeasured(Payload, frozen=True):
     """The neuron graph's vital signs as of ``at``, kept so the series is SQL over the ledger."""
 
     __kind__: ClassVar[str] = "vitality.measured"
@@ -318,7 +327,7 @@ class VitalityMeasured(_Payload, frozen=True):
     growth: Annotated[int, msgspec.Meta(ge=0)]
 
 
-class SuggestionDeferred(_Payload, frozen=True):
+class SuggestionDeferred(Payload, frozen=True):
     """A learning step could not draft a suggestion for some scars; they stay waiting.
 
     ``reason`` says why (the model was unreachable, refused, or answered out of shape), so
@@ -332,7 +341,7 @@ class SuggestionDeferred(_Payload, frozen=True):
     drafter: Name = "offline"
 
 
-class SuggestionJoined(_Payload, frozen=True):
+class SuggestionJoined(Payload, frozen=True):
     """Later scars tell the mistake a suggestion was drafted from again: they join it.
 
     The suggestion keeps its status and text (a refused one stays refused); the scars are
@@ -349,7 +358,7 @@ class SuggestionJoined(_Payload, frozen=True):
 WriteMode = Literal["appended", "replaced", "created"]
 
 
-class SuggestionWritten(_Payload, frozen=True):
+class SuggestionWritten(Payload, frozen=True):
     """An applied suggestion was written to its destination's file or folder.
 
     ``sha256`` is the digest of the bytes written (the new file for ``created`` and
@@ -369,7 +378,7 @@ JobName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
 JobTrigger = Literal["timer", "actions", "hand", "saturation"]
 
 
-class JobCompleted(_Payload, frozen=True):
+class JobCompleted(Payload, frozen=True):
     """A scheduled job finished one window; its effects were appended with it, atomically.
 
     ``window_start`` (inclusive) and ``window_end`` (exclusive) bound the events the job
@@ -400,7 +409,7 @@ class JobCompleted(_Payload, frozen=True):
             )
 
 
-class ContextSaved(_Payload, frozen=True):
+class ContextSaved(Payload, frozen=True):
     """The context frames an agent was shown (or wrote back), so what it saw is auditable.
 
     ``frames`` maps a frame name (identity, problem, knowledge, episodic, constraints,
@@ -429,7 +438,7 @@ class ContextSaved(_Payload, frozen=True):
     session: str = ""  # the work session it was saved for, so it can be asked for again
 
 
-class SubjectForgotten(_Payload, frozen=True):
+class SubjectForgotten(Payload, frozen=True):
     """A subject's key was destroyed: the personal fields encrypted under it are unreadable.
 
     The ledger keeps the ciphertext (its hash chain still verifies); projections rebuild
@@ -442,7 +451,7 @@ class SubjectForgotten(_Payload, frozen=True):
     reason: str = ""
 
 
-class PackImported(_Payload, frozen=True):
+class PackImported(Payload, frozen=True):
     """A knowledge pack was imported: which pack, at which version, and how many nodes."""
 
     __kind__: ClassVar[str] = "pack.imported"
@@ -455,74 +464,13 @@ class PackImported(_Payload, frozen=True):
     appended: Annotated[int, msgspec.Meta(ge=0)]
 
 
-# -- framework adapters (ADR 0062, ADR 0063): a key-value store and agent sessions ------------
-
-#: A store namespace: a path of non-empty labels (LangGraph's ``("users", "123")``).
-StoreNamespace = Annotated[
-    list[Annotated[str, msgspec.Meta(min_length=1)]], msgspec.Meta(min_length=1)
-]
-StoreKey = Annotated[str, msgspec.Meta(max_length=1024)]
-
-
-class StorePut(_Payload, frozen=True):
-    """A value was stored under a namespace and key, replacing any earlier one.
-
-    ``index`` says which fields search embeds: None the store's default, ``[]`` none, else
-    the field paths (LangGraph's ``index=``).
-    """
-
-    __kind__: ClassVar[str] = "store.put"
-
-    namespace: StoreNamespace
-    key: StoreKey
-    value: dict[str, object]
-    index: list[str] | None = None
-
-
-class StoreDeleted(_Payload, frozen=True):
-    """The value under a namespace and key was deleted (a tombstone; the puts stay)."""
-
-    __kind__: ClassVar[str] = "store.deleted"
-
-    namespace: StoreNamespace
-    key: StoreKey
-
-
-class SessionItemsAdded(_Payload, frozen=True):
-    """Items (messages, tool calls: JSON objects) were added to the end of a session."""
-
-    __kind__: ClassVar[str] = "session.items_added"
-
-    session: Name
-    items: Annotated[list[dict[str, object]], msgspec.Meta(min_length=1)]
-
-
-class SessionItemPopped(_Payload, frozen=True):
-    """A session's last item was taken off: the item at ``index`` of the add at ``position``."""
-
-    __kind__: ClassVar[str] = "session.item_popped"
-
-    session: Name
-    position: Position
-    index: Annotated[int, msgspec.Meta(ge=0)]
-
-
-class SessionCleared(_Payload, frozen=True):
-    """Every item a session held was cleared (a tombstone; the adds stay in the ledger)."""
-
-    __kind__: ClassVar[str] = "session.cleared"
-
-    session: Name
-
-
-ADAPTER_KINDS = (StorePut, StoreDeleted, SessionItemsAdded, SessionItemPopped, SessionCleared)
 # -- the brain's cycle (ADR 0066): bootstrap, the addressed memo, plans ---------------------
 
 MemoType = Literal["note", "request", "answer", "proposal", "critique", "reflection"]
 PlanStatus = Literal["PROPOSED", "IN_PROGRESS", "DONE", "ABANDONED"]
 
 
-class BootstrapCompleted(_Payload, frozen=True):
+class BootstrapCompleted(Payload, frozen=True):
     """The bootstrap agent grew the first neurons and ran its cycle: the brain is warm."""
 
     __kind__: ClassVar[str] = "bootstrap.completed"
@@ -532,7 +480,7 @@ class BootstrapCompleted(_Payload, frozen=True):
     connections: Annotated[int, msgspec.Meta(ge=0)] = 0
 
 
-class MemoAddressed(_Payload, frozen=True):
+class MemoAddressed(Payload, frozen=True):
     """An agent posted to its session's memo, to an agent (``*``: everyone), as a type."""
 
     __kind__: ClassVar[str] = "memo.addressed"
@@ -544,7 +492,7 @@ class MemoAddressed(_Payload, frozen=True):
     type: MemoType = "note"
 
 
-class PlanProposed(_Payload, frozen=True):
+class PlanProposed(Payload, frozen=True):
     """An agent proposed a plan: a goal and its steps, in a session (status PROPOSED)."""
 
     __kind__: ClassVar[str] = "plan.proposed"
@@ -556,7 +504,7 @@ class PlanProposed(_Payload, frozen=True):
     steps: Annotated[list[Text], msgspec.Meta(min_length=1, max_length=64)]
 
 
-class PlanUpdated(_Payload, frozen=True):
+class PlanUpdated(Payload, frozen=True):
     """A plan moved on: a new status, and the steps done so far (``done``: how many)."""
 
     __kind__: ClassVar[str] = "plan.updated"
@@ -601,6 +549,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         MemoAddressed,
         PlanProposed,
         PlanUpdated,
+        *SUPERSESSION_KINDS,
     )
 }
 
@@ -614,93 +563,10 @@ def _job_completed_1(payload: dict[str, object]) -> dict[str, object]:
     return {**payload, "host": None, "pid": None}
 
 
-# -- supersession: a memory replaces earlier ones (ADR 0052) ----------------------------------
-
-SupersessionMethod = Literal["explicit", "detected", "reviewed"]
-
-
-def _check_replaces(position: int, replaces: list[int]) -> None:
-    if len(set(replaces)) != len(replaces):
-        repeated = sorted(p for p, n in Counter(replaces).items() if n > 1)
-        raise ValueError(f"replaces must not repeat, got {repeated} more than once")
-    later = sorted(p for p in replaces if p >= position)
-    if later:
-        raise ValueError(f"a memory replaces only earlier ones; {later} are not before {position}")
-
-
-class MemorySuperseded(_Payload, frozen=True):
-    """A memory (``position``) replaced earlier ones: they are no longer true from
-    ``valid_from`` (None: from the replacing memory's own time) on."""
-
-    __kind__: ClassVar[str] = "memory.superseded"
-
-    agent: Name
-    position: Position
-    replaces: Annotated[list[Position], msgspec.Meta(min_length=1)]
-    valid_from: datetime | None = None
-    method: SupersessionMethod = "explicit"
-    proposal: Position | None = None  # the supersession.proposed event it applies
-    similarity: float | None = None
-    reason: str = ""  # why detection found it: the rule's evidence or the model's words
-
-    def __post_init__(self) -> None:
-        _check_replaces(self.position, self.replaces)
-
-
-class SupersessionProposed(_Payload, frozen=True):
-    """Detection found earlier memories a memory may replace; a review decides."""
-
-    __kind__: ClassVar[str] = "supersession.proposed"
-
-    agent: Name
-    position: Position
-    replaces: Annotated[list[Position], msgspec.Meta(min_length=1)]
-    similarity: float
-    method: Name = "overlap"
-    reason: str = ""  # why: the rule's evidence (subject, attribute, values) or the model's words
-
-    def __post_init__(self) -> None:
-        _check_replaces(self.position, self.replaces)
-
-
-class SupersessionReviewed(_Payload, frozen=True):
-    """A person applied or refused a proposed supersession (``proposal``: its position)."""
-
-    __kind__: ClassVar[str] = "supersession.reviewed"
-
-    proposal: Position
-    decision: Literal["applied", "refused"]
-    reviewer: Name
-    note: str = ""
-
-
-class SupersessionReverted(_Payload, frozen=True):
-    """A supersession (the ``memory.superseded`` or applying review's position) was undone."""
-
-    __kind__: ClassVar[str] = "supersession.reverted"
-
-    supersession: Position
-    reviewer: Name
-    note: str = ""
-
-
-KINDS.update(
-    {
-        payload.__kind__: payload
-        for payload in (
-            MemorySuperseded,
-            SupersessionProposed,
-            SupersessionReviewed,
-            SupersessionReverted,
-        )
-    }
-)
-
-
 # -- the learning loop's tiers (ADR 0080): a project closes, its lessons are drafted ---------
 
 
-class ProjectClosed(_Payload, frozen=True):
+class ProjectClosed(Payload, frozen=True):
     """A project (or a work session) closed: how it ended, and what it was estimated to take.
 
     Its scars are those tagged with the project's name or naming it as their task

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engram.ledger import backends
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
@@ -70,29 +71,12 @@ class VerifyReport:
 def _backend_for(
     target: str, *, durability: str, busy_timeout: float, pg_schema: str, readonly: bool
 ) -> Backend:
-    if not isinstance(target, str) or not target.strip():
-        raise ConfigError(f"ledger location must be a path or URL, got {target!r}")
-    if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
-        from engram.ledger.postgres import PostgresBackend
-
-        url = target.replace("postgres://", "postgresql://", 1)
-        return PostgresBackend(
-            url,
-            schema=pg_schema,
-            durability=durability,
-            busy_timeout=busy_timeout,
-            readonly=readonly,
-        )
-    from engram.ledger.sqlite import SQLiteBackend
-
-    if target.startswith("sqlite:///"):
-        target = target[len("sqlite:///") :]
-    elif "://" in target:
-        raise ConfigError(
-            f"unsupported ledger URL {target!r}: use a file path, sqlite:///PATH or postgresql://..."
-        )
-    return SQLiteBackend(
-        target, durability=durability, busy_timeout=busy_timeout, readonly=readonly
+    return backends.resolve(target).open(
+        target,
+        durability=durability,
+        busy_timeout=busy_timeout,
+        schema=pg_schema,
+        readonly=readonly,
     )
 
 

@@ -5,9 +5,12 @@ and nothing above it. :class:`ProjectionEngine` keeps their generations in one l
 and catches them up; each projection module owns its tables and the read functions over
 them, so nothing above this layer writes SQL against a projection's tables:
 
-- ``graph`` (:class:`NeuronGraph`) and ``salience`` (:class:`SalienceIndex`), read through
-  ``queries`` (top, salience as of a time, the graph's export, :func:`queries.known_at`);
-- ``lexical`` (:class:`LexicalIndex`, FTS5 and BM25) with ``lexical.search``;
+- ``graph`` (:class:`NeuronGraph`: the agents' JSON export, single neurons and connections)
+  and ``salience`` (:class:`SalienceIndex`: top, above, salience as of a time, memory facts),
+  each with its read functions; ``timetravel``: what the store knew at a past time
+  (:func:`timetravel.known_at`, :func:`timetravel.check_as_of`);
+- ``lexical`` (:class:`LexicalIndex`, FTS5 and BM25) with ``lexical.search``, and its memory
+  rows' duplicate groups and authors (``lexical.memories``);
 - ``semantic`` (:class:`SemanticIndex`, FAISS through :class:`VectorSearcher`), its vectors
   made by an :class:`~engram.projections.embedding.Embedder` (``embedding``);
 - ``concepts`` (:class:`Concepts`: the HDoD concept tree and its links);
@@ -52,10 +55,9 @@ from engram.projections.graph import NeuronGraph
 from engram.projections.inbox import Inbox, Signal
 from engram.projections.lexical import LexicalIndex
 from engram.projections.memo import Memo, Note
-from engram.projections.queries import Item, MemoryFacts, Vitality
 from engram.projections.reflections import Reflections
 from engram.projections.rules import RuleBook
-from engram.projections.salience import SalienceIndex
+from engram.projections.salience import Item, MemoryFacts, SalienceIndex
 from engram.projections.scars import Scar, ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorHit, VectorSearcher
 from engram.projections.semantic_file import IndexFileWarning
@@ -106,6 +108,5 @@ __all__ = [
     "UnknownProjectionError",
     "VectorHit",
     "VectorSearcher",
-    "Vitality",
     "WaitTimeoutError",
 ]

@@ -48,8 +48,8 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.projections.errors import QueryError
-from engram.projections.queries import check_as_of
-from engram.projections.salience import DEFAULT_RATE, MAX, decayed, micros
+from engram.projections.salience import DEFAULT_RATE, MAX, decayed
+from engram.projections.timetravel import check_as_of, micros
 
 #: Below this salience a target still receives activation as if it had this much (~10%),
 #: so a network of quiet neurons can wake up (ADR 0012).

@@ -11,16 +11,22 @@ recorded, with their position and the reason, in ``graph_anomalies``:
 
 Weights are validated at append by the kinds' schemas (uint16), and the tables carry CHECK
 constraints as a second line.
+
+The read functions below (the agents' JSON export, single neurons and connections, what the
+maintenance jobs ask) take a connection from :meth:`ProjectionEngine.read` or
+:func:`~engram.projections.timetravel.known_at` and write nothing.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from collections import Counter
-from collections.abc import Sequence
-from datetime import UTC, datetime
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from engram.ledger import Event
+from engram.ledger import Event, Ledger, chunked
 from engram.ledger.catalog import (
     ConnectionCreated,
     ConnectionReweighted,
@@ -29,6 +35,8 @@ from engram.ledger.catalog import (
     NeuronCreated,
 )
 from engram.projections.base import Projection, Tables
+from engram.projections.salience import DEFAULT_RATE, decayed, neuron_saliences
+from engram.projections.timetravel import Replayable, check_as_of, known_at, micros, replayable
 
 _CHUNK = 500
 
@@ -313,3 +321,143 @@ class _Batch:
 
 def _label(key: tuple[str, str, str]) -> str:
     return f"{key[0]!r} -[{key[2]}]-> {key[1]!r}"
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+EXPORT_FORMAT = "1.0"
+
+#: (source, target, type, weight) of one connection.
+Connection = tuple[str, str, str, int]
+
+
+def export_graph(
+    conn: sqlite3.Connection,
+    as_of: datetime,
+    *,
+    rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
+) -> dict[str, Any]:
+    """Return the live graph in the agents' readable JSON shape, salience as of a time.
+
+    ``{"neurons": [{id, concept, type, salience, last_salience_update, connections:
+    [{target, weight, type}]}], "metadata": {version, last_modified, active_agents,
+    ledger_position, as_of}}``; archived neurons and their connections are left out.
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
+    """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return export_graph(known, as_of, rate=rate)
+
+    at = check_as_of(as_of)
+    saliences = neuron_saliences(conn)
+    links: dict[str, list[dict[str, Any]]] = {}
+    for source, target, type_, weight in conn.execute(
+        "SELECT c.source, c.target, c.type, c.weight FROM connections c"
+        " JOIN neurons n ON n.id = c.target AND n.archived_at IS NULL"
+        " ORDER BY c.source, c.target, c.type"
+    ):
+        links.setdefault(source, []).append({"target": target, "weight": weight, "type": type_})
+    neurons = []
+    for id_, concept, type_ in conn.execute(
+        "SELECT id, concept, type FROM neurons WHERE archived_at IS NULL ORDER BY id"
+    ):
+        stored, updated = saliences.get(id_, (0, 0))
+        neurons.append(
+            {
+                "id": id_,
+                "concept": concept,
+                "type": type_,
+                "salience": decayed(stored, updated, at, rate),
+                "last_salience_update": _iso(updated) if updated else None,
+                "connections": links.get(id_, []),
+            }
+        )
+    last, agents = conn.execute(
+        "SELECT max(last_at), json_group_array(actor) FROM"
+        " (SELECT actor, last_at FROM graph_actors ORDER BY actor)"
+    ).fetchone()
+    position = conn.execute(
+        "SELECT checkpoint FROM engram_generations WHERE state = 'live' AND name = 'neuron_graph'"
+    ).fetchone()
+    return {
+        "neurons": neurons,
+        "metadata": {
+            "version": EXPORT_FORMAT,
+            "last_modified": last,
+            "active_agents": [] if agents is None else [str(a) for a in json.loads(agents)],
+            "ledger_position": None if position is None else position[0],
+            "as_of": as_of.isoformat(),
+        },
+    }
+
+
+def _iso(us: int) -> str:
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).isoformat(
+        timespec="microseconds"
+    )
+
+
+def neuron_state(conn: sqlite3.Connection, neuron: str) -> str | None:
+    """Return ``"live"`` or ``"archived"`` for a neuron of the graph, None when it is unknown."""
+    row = conn.execute("SELECT archived_at FROM neurons WHERE id = ?", (neuron,)).fetchone()
+    if row is None:
+        return None
+    return "live" if row[0] is None else "archived"
+
+
+def connection_weight(conn: sqlite3.Connection, source: str, target: str, type: str) -> int | None:
+    """Return the weight of a connection of the graph, None when there is none."""
+    row = conn.execute(
+        "SELECT weight FROM connections WHERE source = ? AND target = ? AND type = ?",
+        (source, target, type),
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def connections_among(conn: sqlite3.Connection, neurons: Iterable[str]) -> list[Connection]:
+    """Return every connection whose source and target are both in ``neurons``, sorted.
+
+    One indexed query per 500 sources (the primary key starts with ``source``); targets are
+    filtered here, so the cost follows the candidates' out-degree, not the graph's size.
+    """
+    wanted = set(neurons)
+    found: list[Connection] = []
+    for chunk in chunked(sorted(wanted)):
+        rows = conn.execute(
+            "SELECT source, target, type, weight FROM connections"
+            f" WHERE source IN ({','.join('?' * len(chunk))})",
+            list(chunk),
+        ).fetchall()
+        found += ((s, t, k, int(w)) for s, t, k, w in rows if t in wanted)
+    found.sort()
+    return found
+
+
+def dormant_neurons(
+    conn: sqlite3.Connection, min_activations: int, created_before_us: int
+) -> list[str]:
+    """Return live neurons activated fewer than ``min_activations`` times, created before a time."""
+    rows = conn.execute(
+        "SELECT id, created_at FROM neurons WHERE archived_at IS NULL AND activation_count < ?"
+        " ORDER BY id",
+        (min_activations,),
+    ).fetchall()
+    return [
+        id_ for id_, created in rows if micros(datetime.fromisoformat(created)) < created_before_us
+    ]
+
+
+def _latest_change(conn: sqlite3.Connection) -> int:
+    texts = conn.execute(
+        "SELECT max(created_at), max(archived_at) FROM neurons UNION ALL"
+        " SELECT max(updated_at), NULL FROM connections"
+    ).fetchall()
+    return max(
+        (micros(datetime.fromisoformat(t)) for row in texts for t in row if t is not None),
+        default=0,
+    )
+
+
+replayable("neuron_graph", Replayable(lambda _rate: NeuronGraph(), _latest_change))

@@ -362,3 +362,10 @@ def agents(conn: sqlite3.Connection) -> list[str]:
     return [
         str(a) for (a,) in conn.execute("SELECT DISTINCT agent FROM reflections ORDER BY agent")
     ]
+
+
+def marked_agents(conn: sqlite3.Connection) -> list[str]:
+    """Return every agent that has reflected (a reflection mark), sorted ([] without the table)."""
+    if ProjectionStore.live_generation(conn, "reflections") is None:
+        return []
+    return sorted(str(a) for (a,) in conn.execute("SELECT agent FROM reflection_marks"))

@@ -25,6 +25,10 @@ time is before the item's last update counts as happening at that update (no neg
 Each row also keeps ``rank = ln(stored) - hours(updated) * ln(rate)``: since
 ``stored * rate ** (T - u)`` orders like ``rank`` for any fixed ``T``, one index answers
 "top-K as of T" for every T.
+
+The read functions below take a connection from :meth:`ProjectionEngine.read` (a consistent
+snapshot) and write nothing; salience is evaluated ``as_of`` a timezone-aware time. With
+``ledger``, they read what was known at ``as_of`` (:func:`~engram.projections.timetravel.known_at`).
 """
 
 from __future__ import annotations
@@ -33,9 +37,9 @@ import math
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from engram.ledger import Event
+from engram.ledger import Event, Ledger, chunked
 from engram.ledger.catalog import (
     MemoryArchived,
     MemoryObserved,
@@ -44,8 +48,14 @@ from engram.ledger.catalog import (
     NeuronArchived,
     NeuronCreated,
 )
+from engram.projections import lexical
 from engram.projections.base import Projection, Tables
-from engram.projections.errors import ProjectionConfigError
+from engram.projections.errors import ProjectionConfigError, QueryError
+from engram.projections.store import ProjectionStore
+from engram.projections.timetravel import UNKNOWN, Replayable, check_as_of, known_at, replayable
+
+# Re-exported: the modules that date their rows read it here since before time travel had one.
+from engram.projections.timetravel import micros as micros
 
 MAX = 65535
 INITIAL = 32768
@@ -60,12 +70,6 @@ _NEURON_KINDS = frozenset(t.__kind__ for t in (NeuronCreated, NeuronActivated, N
 
 # Columns of the in-memory rows used while a batch is applied.
 _POS, _SAL, _UPD, _IMP, _RECALLED, _COUNT, _ARCH = range(7)
-
-
-def micros(at: datetime) -> int:
-    """Return a timezone-aware datetime as integer microseconds since the Unix epoch."""
-    delta = at - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def decayed(stored: int, updated_us: int, as_of_us: int, rate: float = DEFAULT_RATE) -> int:
@@ -288,3 +292,252 @@ def live_count(conn: sqlite3.Connection, kind: str) -> int:
         "SELECT count(*) FROM salience WHERE item_kind = ? AND NOT archived", (kind,)
     ).fetchone()
     return int(row[0])
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+ITEM_KINDS = ("neuron", "memory")
+
+
+class Item(NamedTuple):
+    """A rememberable item and its salience evaluated at a time."""
+
+    kind: str
+    id: str
+    salience: int
+    stored: int
+    updated_us: int
+    importance: int | None
+    last_recalled_us: int | None
+    recall_count: int
+    position: int
+
+
+_READ_COLUMNS = (
+    "item_kind, item_id, salience, updated_us, importance, last_recalled_us, recall_count, position"
+)
+
+
+def _item_kinds(kinds: Sequence[str] | None) -> list[str]:
+    if kinds is None:
+        return list(ITEM_KINDS)
+    if isinstance(kinds, str):
+        kinds = [kinds]
+    unknown = [k for k in kinds if k not in ITEM_KINDS]
+    if unknown:
+        raise QueryError(f"kinds: unknown item kind(s) {unknown} (known: {list(ITEM_KINDS)})")
+    return list(dict.fromkeys(kinds))
+
+
+def _item(row: Sequence[Any], as_of_us: int, rate: float) -> Item:
+    kind, id_, stored, updated, importance, recalled, count, position = row
+    return Item(
+        kind,
+        id_,
+        decayed(stored, updated, as_of_us, rate),
+        stored,
+        updated,
+        importance,
+        recalled,
+        count,
+        position,
+    )
+
+
+def salience_of(
+    conn: sqlite3.Connection,
+    kind: str,
+    item_id: str,
+    as_of: datetime,
+    *,
+    rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
+) -> Item | None:
+    """Return one item with its salience as of a time (None if unknown or archived).
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
+    """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return salience_of(known, kind, item_id, as_of, rate=rate)
+
+    at = check_as_of(as_of)
+    _item_kinds([kind])
+    row = conn.execute(
+        f"SELECT {_READ_COLUMNS} FROM salience"
+        " WHERE item_kind = ? AND item_id = ? AND archived = 0",
+        (kind, item_id),
+    ).fetchone()
+    return None if row is None else _item(row, at, rate)
+
+
+def top(
+    conn: sqlite3.Connection,
+    as_of: datetime,
+    k: int = 10,
+    kinds: Sequence[str] | None = None,
+    *,
+    rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
+) -> list[Item]:
+    """Return the ``k`` most salient live items of the given kinds as of a time.
+
+    Ties are broken by kind and id, so the answer is deterministic.
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
+    """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return top(known, as_of, k, kinds, rate=rate)
+
+    at = check_as_of(as_of)
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise QueryError(f"k must be a positive int, got {k!r}")
+    candidates: list[Item] = []
+    for kind in _item_kinds(kinds):
+        # Items updated after as_of do not decay back in time; take them all (rare).
+        rows = conn.execute(
+            f"SELECT {_READ_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
+            " AND updated_us > ?",
+            (kind, at),
+        ).fetchall()
+        head = conn.execute(
+            f"SELECT {_READ_COLUMNS}, rank FROM salience WHERE item_kind = ? AND archived = 0"
+            " AND updated_us <= ? ORDER BY rank DESC LIMIT ?",
+            (kind, at, k),
+        ).fetchall()
+        if head:
+            # Everything whose floor could tie with the k-th item is fetched too.
+            kth = _item(head[-1][:-1], at, rate).salience
+            floor_rank = _threshold_rank(kth, at, rate)
+            rows += conn.execute(
+                f"SELECT {_READ_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
+                " AND updated_us <= ? AND rank >= ?",
+                (kind, at, floor_rank),
+            ).fetchall()
+        candidates += (_item(r, at, rate) for r in rows)
+    candidates.sort(key=lambda i: (-i.salience, i.kind, i.id))
+    return candidates[:k]
+
+
+def above(
+    conn: sqlite3.Connection,
+    threshold: int,
+    as_of: datetime,
+    kinds: Sequence[str] | None = None,
+    *,
+    rate: float = DEFAULT_RATE,
+    ledger: Ledger | None = None,
+) -> list[Item]:
+    """Return live items whose salience as of a time is above ``threshold``, most first.
+
+    With ``ledger``, what was known at ``as_of`` (:func:`known_at`); else the live tables.
+    """
+    if ledger is not None:
+        with known_at(conn, ledger, as_of, rate=rate) as known:
+            return above(known, threshold, as_of, kinds, rate=rate)
+
+    at = check_as_of(as_of)
+    if not isinstance(threshold, int) or isinstance(threshold, bool) or not 0 <= threshold <= MAX:
+        raise QueryError(f"threshold must be an int in 0..65535, got {threshold!r}")
+    found: list[Item] = []
+    bound = _threshold_rank(threshold + 1, at, rate) if threshold < MAX else math.inf
+    for kind in _item_kinds(kinds):
+        rows = conn.execute(
+            f"SELECT {_READ_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
+            " AND (updated_us > ? OR rank >= ?)",
+            (kind, at, bound),
+        ).fetchall()
+        found += (i for r in rows if (i := _item(r, at, rate)).salience > threshold)
+    found.sort(key=lambda i: (-i.salience, i.kind, i.id))
+    return found
+
+
+def _threshold_rank(value: int, as_of_us: int, rate: float) -> float:
+    """The rank at or above which an item's decayed value may reach ``value`` at as_of."""
+    if value <= 0:
+        return -math.inf
+    # stored * rate**((T-u)/H) >= value  <=>  rank >= ln(value) - (T/H) * ln(rate)
+    return math.log(value) - (as_of_us / _US_PER_HOUR) * math.log(rate) - 1e-9
+
+
+def neuron_saliences(conn: sqlite3.Connection) -> dict[str, tuple[int, int]]:
+    """Return each live neuron's stored salience and last update (epoch microseconds)."""
+    return {
+        item_id: (stored, updated)
+        for item_id, stored, updated in conn.execute(
+            "SELECT item_id, salience, updated_us FROM salience"
+            " WHERE item_kind = 'neuron' AND archived = 0"
+        )
+    }
+
+
+class MemoryFacts(NamedTuple):
+    """What the salience index holds about one memory (by its ``memory.observed`` position)."""
+
+    position: int
+    updated_us: int
+    importance: int | None
+    archived: bool
+
+
+def memory_facts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, MemoryFacts]:
+    """Return the salience facts of the memories at ``positions`` (archived ones included)."""
+    found: dict[int, MemoryFacts] = {}
+    for chunk in chunked(sorted(set(positions))):
+        for position, updated, importance, archived in conn.execute(
+            # "+item_kind": by the position index; the primary key scans every memory.
+            "SELECT position, updated_us, importance, archived FROM salience WHERE +item_kind ="
+            f" 'memory' AND position IN ({','.join('?' * len(chunk))})",
+            list(chunk),
+        ):
+            found[position] = MemoryFacts(position, updated, importance, bool(archived))
+    return found
+
+
+def recall_counts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, int]:
+    """Return how many times each memory (by its ``memory.observed`` position) was recalled."""
+    found: dict[int, int] = {}
+    for chunk in chunked(sorted(set(positions))):
+        for position, count in conn.execute(
+            "SELECT position, recall_count FROM salience WHERE +item_kind = 'memory'"
+            f" AND position IN ({','.join('?' * len(chunk))})",
+            list(chunk),
+        ):
+            found[int(position)] = int(count)
+    return found
+
+
+def unrecalled_memories(conn: sqlite3.Connection, observed_before_us: int) -> list[int]:
+    """Return the positions of live memories never recalled and last changed before a time.
+
+    A memory never recalled was last changed when it was observed, so this is its age.
+    """
+    rows = conn.execute(
+        "SELECT position FROM salience WHERE item_kind = 'memory' AND archived = 0"
+        " AND recall_count = 0 AND updated_us < ? ORDER BY position",
+        (observed_before_us,),
+    ).fetchall()
+    return [int(p) for (p,) in rows]
+
+
+def _latest_change(conn: sqlite3.Connection) -> int:
+    # A memory's archival time is the lexical index's; it matters to salience reads only.
+    (value,) = conn.execute("SELECT max(updated_us) FROM salience").fetchone()
+    latest = int(value or 0)
+    if ProjectionStore.live_generation(conn, "lexical") is not None:
+        try:
+            latest = max(latest, lexical.latest_archival(conn))
+        except sqlite3.Error:  # unreadable: archival times unknown, so assume the latest
+            return UNKNOWN
+    return latest
+
+
+replayable(
+    "salience",
+    Replayable(
+        lambda rate: SalienceIndex(DEFAULT_RATE if rate is None else rate),
+        _latest_change,
+        also=("lexical",),
+    ),
+)

@@ -9,7 +9,7 @@ Read functions over the ``graph`` and ``salience`` projections, evaluated as of 
 - inhibition balance: the share of the connections' total weight that inhibits (0..1);
 - growth: neurons created during the ``window`` before the time.
 
-For the past, pass ``ledger`` (what was known then, :func:`queries.known_at`). A measurement
+For the past, pass ``ledger`` (what was known then, :func:`timetravel.known_at`). A measurement
 worth keeping is appended as a ``vitality.measured`` event, so the series is SQL over the
 ledger (the ``vitality_measured`` view).
 
@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 from engram.ledger import Event, Ledger
 from engram.projections.errors import QueryError
-from engram.projections.queries import check_as_of, known_at
-from engram.projections.salience import DEFAULT_RATE, decayed, micros
+from engram.projections.salience import DEFAULT_RATE, decayed
+from engram.projections.timetravel import check_as_of, known_at, micros
 
 #: Salience at or above which a neuron counts as active: 1% of the uint16 range.
 ALIVE_AT = 655

@@ -38,7 +38,7 @@ from engram.agents.packs.format import (
 from engram.ledger import Event, IdempotencyError, NewEvent
 from engram.ledger.catalog import ConceptLink, ConceptUpserted, MemoryObserved, PackImported
 from engram.ledger.collector import collector_paused
-from engram.projections import concepts, queries
+from engram.projections import concepts, salience
 from engram.projections.embedding import MAX_CHARS, CachedEmbedder, cache_key
 from engram.projections.semantic import MAX_TEXT
 
@@ -207,7 +207,7 @@ def _memories_of(reader: AgentMemory, agent: str) -> list[Event]:
     ]
     reader.engine.wait_for(reader.ledger.head())
     with reader.engine.read() as conn:
-        facts = queries.memory_facts(conn, [e.position for e in found])
+        facts = salience.memory_facts(conn, [e.position for e in found])
     return [e for e in found if not (e.position in facts and facts[e.position].archived)]
 
 

@@ -30,8 +30,8 @@ from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import NeuronActivated
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
-from engram.projections.queries import known_at
 from engram.projections.salience import DEFAULT_RATE, SalienceIndex
+from engram.projections.timetravel import known_at
 
 
 def as_of(config: Config) -> list[Figure]:

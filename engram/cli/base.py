@@ -30,6 +30,7 @@ from engram.ledger import (
     LedgerNotFoundError,
     NotALedgerError,
     StoreError,
+    backends,
 )
 from engram.progress import ProgressBar
 from engram.projections.errors import ProjectionError, UnknownProjectionError
@@ -268,14 +269,15 @@ def _require_ledger(settings: Settings, *, create: bool = False) -> None:
     target = settings.ledger
     init = f"engram --tenant {settings.tenant} init" if settings.tenant else "engram init"
     whose = f"tenant {settings.tenant!r}: " if settings.tenant else ""
-    if target.startswith(("postgresql://", "postgresql+psycopg://", "postgres://")):
-        if not create and not _pg_ledger_exists(target, settings.pg_schema):
+    kind = backends.find(target)
+    if kind is None:
+        return
+    if kind.server:
+        if not create and not _server_ledger_exists(kind, target, settings.pg_schema):
             where = f"{redacted(target)} (schema {settings.pg_schema})"
             raise NoLedgerError(f"{whose}no ledger at {where}; run {init}")
         return
-    if "://" in target and not target.startswith("sqlite:///"):
-        return
-    path = os.path.expanduser(target.removeprefix("sqlite:///"))
+    path = os.path.expanduser(kind.location(target))
     if not os.path.lexists(path):
         if create:
             return
@@ -288,11 +290,11 @@ def _require_ledger(settings: Settings, *, create: bool = False) -> None:
         raise BadLedgerError(f"{whose}{target} is not an engram ledger: the file is empty")
 
 
-def _pg_ledger_exists(url: str, schema: str) -> bool:
-    from engram.ledger.postgres import ledger_exists
-
+def _server_ledger_exists(kind: backends.BackendKind, url: str, schema: str) -> bool:
+    if kind.exists is None:
+        return True
     try:
-        return ledger_exists(url, schema)
+        return kind.exists(url, schema)
     except StoreError as exc:
         raise CliError(f"cannot reach the ledger at {redacted(url)}: {exc}") from None
 
@@ -416,3 +418,18 @@ def as_of_option(f: F) -> F:
         default=None,
         help="Evaluate as of this time: ISO-8601 with zone, or now.",
     )(f)
+
+
+def renamed_option(old: str, new: str, dest: str, **kwargs: Any) -> Callable[[F], F]:
+    """Keep ``old`` working as a hidden, deprecated spelling of the option ``new`` (ADR 0069).
+
+    The value lands in ``dest`` for the command to merge with the new option's; when it is
+    given, one deprecation line goes to stderr. Kept for one release.
+    """
+
+    def warn(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+        if value not in (None, ()):
+            click.echo(f"warning: {old} is deprecated, use {new} instead", err=True)
+        return value
+
+    return click.option(old, dest, hidden=True, callback=warn, expose_value=True, **kwargs)

@@ -47,7 +47,9 @@ def _link(value: str) -> dict[str, Any]:
 )
 @click.argument("agent")
 @click.argument("concept_id", metavar="ID")
-@click.option("--type", "kind", type=click.Choice(CONCEPT_TYPES), required=True, help="Its type.")
+@click.option(
+    "--type", "concept_type", type=click.Choice(CONCEPT_TYPES), required=True, help="Its type."
+)
 @click.option("--label", required=True, help="A short human name.")
 @click.option("--payload", default="{}", help="A JSON object (a snippet, a fact's source...).")
 @click.option("--link", "links", multiple=True, help="TO:REL[:WEIGHT] (repeatable).")
@@ -57,7 +59,7 @@ def _link(value: str) -> dict[str, Any]:
 def upsert(
     agent: str,
     concept_id: str,
-    kind: str,
+    concept_type: str,
     label: str,
     payload: str,
     links: tuple[str, ...],
@@ -74,7 +76,7 @@ def upsert(
     with opened(out.settings(create=True), actor=agent, catch_up=True) as memory:
         position = memory.concepts(agent).upsert(
             concept_id,
-            kind,  # type: ignore[arg-type]
+            concept_type,  # type: ignore[arg-type]
             label,
             payload=data,
             links=[_link(link) for link in links],

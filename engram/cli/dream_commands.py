@@ -10,7 +10,7 @@ from engram.cli.app import cli, examples
 from engram.cli.base import TIME, note, opened, output_format, state
 from engram.cli.jobs_commands import run_by_hand
 from engram.jobs.hygiene import digest, duplicate_groups
-from engram.projections.maintenance import duplicate_memories
+from engram.projections.lexical.memories import duplicate_memories
 from engram.projections.salience import micros
 
 

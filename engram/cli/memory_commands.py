@@ -18,6 +18,7 @@ from engram.cli.base import (
     note,
     opened,
     output_format,
+    renamed_option,
     state,
     sync_vectors,
 )
@@ -39,7 +40,7 @@ RECALL_SCOPES = (*SCOPES, "all")
 @click.argument("text")
 @click.option(
     "--type",
-    "kind",
+    "memory_type",
     type=click.Choice(MEMORY_TYPES),
     default="observation",
     show_default=True,
@@ -72,7 +73,7 @@ RECALL_SCOPES = (*SCOPES, "all")
 def observe(
     agent: str,
     text: str,
-    kind: str,
+    memory_type: str,
     importance: int | None,
     visibility: str,
     source: str | None,
@@ -92,7 +93,7 @@ def observe(
     with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
         position = memory.agent(agent).observe(
             text,
-            type=kind,  # type: ignore[arg-type]
+            type=memory_type,  # type: ignore[arg-type]
             importance=importance,
             visibility=visibility,  # type: ignore[arg-type]
             source=source,
@@ -136,7 +137,7 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
 @as_of_option
 @click.option(
     "--type",
-    "kinds",
+    "memory_types",
     multiple=True,
     type=click.Choice(MEMORY_TYPES),
     help="Only this type of memory (repeatable).",
@@ -162,7 +163,7 @@ def recall(
     query: str,
     k: int,
     as_of: datetime | None,
-    kinds: tuple[str, ...],
+    memory_types: tuple[str, ...],
     min_score: float | None,
     no_record: bool,
     scope: str,
@@ -186,7 +187,7 @@ def recall(
             query,
             k,
             as_of=as_of,
-            types=list(kinds) or None,
+            types=list(memory_types) or None,
             record=not no_record,
             scope=scope,
             min_score=min_score,
@@ -420,22 +421,33 @@ def propagate(
     )
 
 
+#: What ``engram graph top`` ranks: the salience index's items.
+_RANKED = ["neuron", "memory"]
+
+
 @graph.command(
     epilog=examples(
-        "engram graph top -k 5", "engram graph top --kind memory --as-of 2026-05-01T00:00:00Z"
+        "engram graph top -k 5", "engram graph top --item memory --as-of 2026-05-01T00:00:00Z"
     )
 )
 @click.option("-k", type=click.IntRange(min=1), default=10, show_default=True, help="How many.")
 @as_of_option
 @click.option(
-    "--kind",
-    "kinds",
+    "--item",
+    "items",
     multiple=True,
-    type=click.Choice(["neuron", "memory"]),
-    help="Item kind (repeatable; default neuron).",
+    type=click.Choice(_RANKED),
+    help="What to rank: neurons, memories (repeatable; default neuron).",
 )
+@renamed_option("--kind", "--item", "old_items", multiple=True, type=click.Choice(_RANKED))
 @output_format()
-def top(k: int, as_of: datetime | None, kinds: tuple[str, ...], fmt: str) -> None:
+def top(
+    k: int,
+    as_of: datetime | None,
+    items: tuple[str, ...],
+    old_items: tuple[str, ...],
+    fmt: str,
+) -> None:
     """List the most salient items as of a time.
 
     Salience decays lazily, 0.99 per hour by default (the decay_rate setting); it is shown
@@ -443,8 +455,9 @@ def top(k: int, as_of: datetime | None, kinds: tuple[str, ...], fmt: str) -> Non
     """
     out = state()
     with opened(out.settings()) as memory:
-        items = memory.network.top(k, as_of=as_of, kinds=kinds or ("neuron",))
-        events = {e.position: e for e in memory.ledger.get([i.position for i in items])}
+        wanted = (*items, *old_items) or ("neuron",)
+        ranked = memory.network.top(k, as_of=as_of, kinds=wanted)
+        events = {e.position: e for e in memory.ledger.get([i.position for i in ranked])}
     out.render(
         (
             {
@@ -454,7 +467,7 @@ def top(k: int, as_of: datetime | None, kinds: tuple[str, ...], fmt: str) -> Non
                 "stored": round(i.stored / SALIENCE_MAX, 4),
                 "text": _what(events.get(i.position)),
             }
-            for i in items
+            for i in ranked
         ),
         fmt,
         columns=["kind", "id", "salience", "stored", "text"],
@@ -471,5 +484,5 @@ def _what(event: Event | None) -> str:
         return concept
     try:
         return item_text(event)
-    except AttributeError:  # an item kind with no text of its own
+    except AttributeError:  # an item with no text of its own
         return ""

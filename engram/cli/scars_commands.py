@@ -9,10 +9,20 @@ import click
 
 from engram.cli import memory_commands
 from engram.cli.app import cli, examples
-from engram.cli.base import TIME, CliError, as_of_option, opened, output_format, state
+from engram.cli.base import (
+    TIME,
+    CliError,
+    as_of_option,
+    opened,
+    output_format,
+    renamed_option,
+    state,
+)
 from engram.projections import scars
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+#: What a scar records: its outcome (the payload's ``kind`` field, kept for stored events).
+_OUTCOMES = ["failure", "victory"]
 _LIST_TABLE = ["position", "kind", "agent", "importance", "recalls", "recorded", "what", "lesson"]
 _COLUMNS = [
     "position",
@@ -36,9 +46,9 @@ _COLUMNS = [
 @cli.group(
     name="scars",
     epilog=examples(
-        "engram scars record alice --kind failure --what 'the deploy locked the users table'"
+        "engram scars record alice --outcome failure --what 'the deploy locked the users table'"
         " --lesson 'migrations run with a lock timeout'",
-        "engram scars list --kind failure --agent alice",
+        "engram scars list --outcome failure --agent alice",
         "engram scars show 42",
         "engram scars recall alice 'migration lock' --format json",
     ),
@@ -54,16 +64,15 @@ def scars_group() -> None:
 
 @scars_group.command(
     epilog=examples(
-        "engram scars record alice --kind failure --what 'the nightly backup failed silently'"
+        "engram scars record alice --outcome failure --what 'the nightly backup failed silently'"
         " --lesson 'the job now checks exit codes' --importance 8 --task backup --tag ops",
-        "engram scars record bob --kind victory --what 'the canary caught a bad build'"
+        "engram scars record bob --outcome victory --what 'the canary caught a bad build'"
         " --lesson 'ship behind a canary' --not-learnable",
     )
 )
 @click.argument("agent")
-@click.option(
-    "--kind", type=click.Choice(["failure", "victory"]), required=True, help="What it was."
-)
+@click.option("--outcome", type=click.Choice(_OUTCOMES), help="What it was (required).")
+@renamed_option("--kind", "--outcome", "old_outcome", type=click.Choice(_OUTCOMES))
 @click.option("--what", required=True, help="What happened.")
 @click.option("--lesson", required=True, help="What was added to avoid a repeat, or to reproduce.")
 @click.option("--importance", type=click.IntRange(1, 10), help="1..10 (default: scored once).")
@@ -88,7 +97,8 @@ def scars_group() -> None:
 @click.option("--at", type=TIME, default=None, help="Event time: ISO-8601 with zone (default now).")
 def record(
     agent: str,
-    kind: str,
+    outcome: str | None,
+    old_outcome: str | None,
     what: str,
     lesson: str,
     importance: int | None,
@@ -106,6 +116,9 @@ def record(
     One scar.recorded event on AGENT's stream. Without --importance the heuristic scorer rates
     it once; the rating is stored in the event, so a rebuild replays it.
     """
+    kind = outcome or old_outcome
+    if kind is None:
+        raise click.UsageError("Missing option '--outcome' (failure or victory).")
     out = state()
     sources = {"events": list(events), "task": task, "file": path, "agent": source_agent}
     with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
@@ -128,11 +141,12 @@ def record(
     name="list",
     epilog=examples(
         "engram scars list",
-        "engram scars list --kind victory --agent alice --format json",
+        "engram scars list --outcome victory --agent alice --format json",
         "engram scars list --archived --limit 20",
     ),
 )
-@click.option("--kind", type=click.Choice(["failure", "victory"]), help="Only this kind.")
+@click.option("--outcome", type=click.Choice(_OUTCOMES), help="Only failures, or victories.")
+@renamed_option("--kind", "--outcome", "old_outcome", type=click.Choice(_OUTCOMES))
 @click.option("--agent", help="Only this agent's scars.")
 @click.option("--learnable/--not-learnable", default=None, help="Only learnable ones, or not.")
 @click.option("--archived", "which", flag_value="archived", help="Only archived scars.")
@@ -140,7 +154,8 @@ def record(
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many, newest first.")
 @output_format()
 def list_command(
-    kind: str | None,
+    outcome: str | None,
+    old_outcome: str | None,
     agent: str | None,
     learnable: bool | None,
     which: str | None,
@@ -152,7 +167,12 @@ def list_command(
     archived = {"archived": True, "all": None}.get(which or "", False)
     with opened(out.settings()) as memory, memory.engine.read() as conn:
         rows = scars.list_scars(
-            conn, kind=kind, agent=agent, learnable=learnable, archived=archived, limit=limit
+            conn,
+            kind=outcome or old_outcome,
+            agent=agent,
+            learnable=learnable,
+            archived=archived,
+            limit=limit,
         )
     out.render(
         (_record(r) for r in rows),
@@ -228,7 +248,7 @@ def recall_command(
         query=query,
         k=k,
         as_of=as_of,
-        kinds=(),
+        memory_types=(),
         min_score=min_score,
         no_record=no_record,
         scope=scope,

@@ -44,7 +44,7 @@ def tenants(fmt: str) -> None:
         {
             "tenant": t.name,
             "location": f"{redacted(settings.ledger)} {t.location}"
-            if settings.is_postgres
+            if settings.on_server
             else t.location,
         }
         for t in found

@@ -20,7 +20,7 @@ from engram.agents import scopes
 from engram.agents.lessons import DESTINATIONS
 from engram.ledger import Event, Ledger
 from engram.projections import doctrine, memo, reflections, scars, supersession
-from engram.projections.maintenance import memory_agents
+from engram.projections.lexical.memories import memory_authors
 from engram.runtime import Memory
 
 #: Events the ledger page lists at most per request.
@@ -201,7 +201,12 @@ def _line_class(line: str) -> str:
 def agents(memory: Memory) -> list[str]:
     """Return the agents that observed, scarred or reflected, by name."""
     with memory.engine.read() as conn:
-        names = {*memory_agents(conn), *reflections.agents(conn), *scars.agents(conn)}
+        names = {
+            *memory_authors(conn),
+            *reflections.marked_agents(conn),
+            *reflections.agents(conn),
+            *scars.agents(conn),
+        }
     return sorted(name for name in names if name)
 
 

@@ -21,7 +21,7 @@ import msgspec
 from engram.ledger import Event
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError
-from engram.projections.salience import micros
+from engram.projections.timetravel import micros
 
 #: Texts longer than this are indexed up to it (the same cap the embedder applies).
 MAX_TEXT = 16_000

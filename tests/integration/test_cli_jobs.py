@@ -121,7 +121,7 @@ def test_dream_is_a_dry_run_until_apply_and_proposes_once(
             "scars",
             "record",
             agent,
-            "--kind",
+            "--outcome",
             "failure",
             "--what",
             "the nightly backup failed silently",

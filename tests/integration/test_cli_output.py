@@ -44,7 +44,7 @@ LISTINGS = [
     ["recall", "alice", "deploy", "--no-record"],
     ["status"],
     ["rebuild", "salience"],
-    ["graph", "top", "--kind", "memory"],
+    ["graph", "top", "--item", "memory"],
     ["graph", "propagate", "n_perception_001"],
     ["kinds"],
 ]

@@ -41,7 +41,7 @@ def test_record_list_show_recall_archive(db: str, capsys: pytest.CaptureFixture[
         capsys,
         db,
         "alice",
-        "--kind",
+        "--outcome",
         "failure",
         "--what",
         "the nightly backup failed silently",
@@ -56,7 +56,7 @@ def test_record_list_show_recall_archive(db: str, capsys: pytest.CaptureFixture[
         capsys,
         db,
         "bob",
-        "--kind",
+        "--outcome",
         "victory",
         "--what",
         "the canary caught a bad build",
@@ -74,7 +74,7 @@ def test_record_list_show_recall_archive(db: str, capsys: pytest.CaptureFixture[
     assert listed[0]["learnable"] is False
     assert listed[1]["sources"] == {"task": "backup"}
     code, out, _ = run(
-        capsys, "--ledger", db, "scars", "list", "--kind", "failure", "--format", "json"
+        capsys, "--ledger", db, "scars", "list", "--outcome", "failure", "--format", "json"
     )
     assert [r["position"] for r in json.loads(out)] == [failure]
     code, out, _ = run(capsys, "--ledger", db, "scars", "list", "--learnable", "--format", "json")
@@ -116,15 +116,23 @@ def test_errors_are_one_line_and_change_nothing(
     assert code == 1
     assert "no ledger" in err
     assert not Path(db).exists()  # readers never create a ledger
-    scar = _record(capsys, db, "alice", "--kind", "failure", "--what", "w", "--lesson", "l")
+    scar = _record(capsys, db, "alice", "--outcome", "failure", "--what", "w", "--lesson", "l")
     with Ledger.open(db) as ledger:
         head = ledger.head()
     cases = [
         (["scars", "show", "99"], 1, "no scar at '99'"),
         (["scars", "archive", "--agent", "alice", "99"], 1, "position 99 holds no event"),
-        (["scars", "record", "alice", "--kind", "oops", "--what", "w", "--lesson", "l"], 2, "oops"),
-        (["scars", "record", "alice", "--kind", "failure", "--what", "w"], 2, "--lesson"),
-        (["scars", "record", "a", "--kind", "failure", "--what", " ", "--lesson", "l"], 1, "what"),
+        (
+            ["scars", "record", "alice", "--outcome", "oops", "--what", "w", "--lesson", "l"],
+            2,
+            "oops",
+        ),
+        (["scars", "record", "alice", "--outcome", "failure", "--what", "w"], 2, "--lesson"),
+        (
+            ["scars", "record", "a", "--outcome", "failure", "--what", " ", "--lesson", "l"],
+            1,
+            "what",
+        ),
         (["recall", "alice", "w", "--scope", "rule"], 2, "'rule' is not one of"),
         (["recall", "alice", "w", "--scope", "scars", "--type", "plan"], 1, "types filters"),
     ]

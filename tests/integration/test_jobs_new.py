@@ -34,7 +34,7 @@ from engram.jobs.hygiene import digest, duplicate_groups
 from engram.jobs.settings import jobs_from_config
 from engram.projections import scars as scar_table
 from engram.projections import suggestions
-from engram.projections.maintenance import duplicate_memories
+from engram.projections.lexical.memories import duplicate_memories
 from engram.projections.salience import micros
 from engram.runtime import Memory
 

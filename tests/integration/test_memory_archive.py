@@ -16,7 +16,7 @@ from engram.agents.memory import AgentMemory
 from engram.cli import main
 from engram.ledger import NewEvent, PayloadError
 from engram.ledger.catalog import MemoryArchived, SignalSent
-from engram.projections import queries
+from engram.projections import salience
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
 from engram.projections.lexical import LexicalIndex
@@ -85,9 +85,9 @@ def test_an_archived_memory_leaves_the_lexical_and_semantic_paths(memory: Memory
         assert found.fallback is None
         assert [r.event.position for r in found.items] == [other], paths
     with memory.engine.read() as conn:
-        live = queries.top(conn, T0, 10, kinds=["memory"])
+        live = salience.top(conn, T0, 10, kinds=["memory"])
         assert [item.position for item in live] == [other]
-        assert queries.salience_of(conn, "memory", event.id, T0) is None
+        assert salience.salience_of(conn, "memory", event.id, T0) is None
 
 
 def test_an_archived_memory_leaves_the_keyword_fallback(memory: Memory) -> None:

@@ -14,10 +14,10 @@ import engram
 from engram.agents.memory import DEFAULT_MIN_SCORE, AgentMemory
 from engram.agents.network import NeuronNetwork
 from engram.ledger import Ledger
-from engram.projections import lexical, queries
+from engram.projections import lexical, salience, timetravel
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
-from engram.projections.graph import NeuronGraph
+from engram.projections.graph import NeuronGraph, export_graph
 from engram.projections.salience import INITIAL, SalienceIndex
 
 HOUR = timedelta(hours=1)
@@ -209,7 +209,7 @@ def test_recalls_recorded_after_as_of_do_not_bump(memory: Memory) -> None:
     alice.recall("outage", 1)
     memory.engine.catch_up()
     with memory.engine.read() as conn:
-        assert queries.memory_facts(conn, [old])[old].updated_us > queries.check_as_of(as_of)
+        assert salience.memory_facts(conn, [old])[old].updated_us > timetravel.check_as_of(as_of)
     after = {
         r.event.position: r for r in alice.recall("database", 2, as_of=as_of, record=False).items
     }
@@ -286,11 +286,11 @@ def test_reads_as_of_a_time_after_every_event_use_the_live_tables(
     network.create_neuron("a", "apples", at=T0)
     network.engine.catch_up()
     with network.engine.read() as conn:
-        assert not queries.changed_after(conn, T0 + HOUR)
-        assert queries.changed_after(conn, T0 - HOUR)
-        with queries.known_at(conn, network.ledger, T0 + HOUR) as known:
+        assert not timetravel.changed_after(conn, T0 + HOUR)
+        assert timetravel.changed_after(conn, T0 - HOUR)
+        with timetravel.known_at(conn, network.ledger, T0 + HOUR) as known:
             assert known is conn
-        with queries.known_at(conn, network.ledger, T0 - HOUR) as known:
+        with timetravel.known_at(conn, network.ledger, T0 - HOUR) as known:
             assert known is not conn
             assert known.execute("SELECT count(*) FROM neurons").fetchone() == (0,)
 
@@ -304,16 +304,16 @@ def test_known_at_replays_only_what_it_is_asked_for(network: NeuronNetwork) -> N
     network.create_neuron("a", "apples", at=T0 + HOUR)
     network.engine.catch_up()
     with network.engine.read() as conn:
-        assert queries.changed_after(conn, T0)
-        assert not queries.changed_after(conn, T0, projections=())
-        with queries.known_at(conn, network.ledger, T0, projections=("salience",)) as known:
+        assert timetravel.changed_after(conn, T0)
+        assert not timetravel.changed_after(conn, T0, projections=())
+        with timetravel.known_at(conn, network.ledger, T0, projections=("salience",)) as known:
             tables = {r[0] for r in known.execute("SELECT name FROM sqlite_master")}
             assert "salience" in tables
             assert "neurons" not in tables
         for bad in [("lexical",), "salience"]:
             with (
                 pytest.raises(QueryError, match="projections"),
-                queries.known_at(conn, network.ledger, T0, projections=bad),
+                timetravel.known_at(conn, network.ledger, T0, projections=bad),
             ):
                 pass
 
@@ -325,17 +325,15 @@ def test_every_salience_query_reads_as_of_with_the_ledger(network: NeuronNetwork
     network.engine.catch_up()
     as_of, ledger = T0 + HOUR, network.ledger
     with network.engine.read() as conn:
-        assert [(i.id, i.stored) for i in queries.top(conn, as_of, ledger=ledger)] == [
+        assert [(i.id, i.stored) for i in salience.top(conn, as_of, ledger=ledger)] == [
             ("a", INITIAL)
         ]
-        assert queries.salience_of(conn, "neuron", "b", as_of, ledger=ledger) is None
-        item = queries.salience_of(conn, "neuron", "a", as_of, ledger=ledger)
+        assert salience.salience_of(conn, "neuron", "b", as_of, ledger=ledger) is None
+        item = salience.salience_of(conn, "neuron", "a", as_of, ledger=ledger)
         assert item is not None
         assert item.stored == INITIAL
-        assert [i.id for i in queries.above(conn, 0, as_of, ledger=ledger)] == ["a"]
-        assert queries.vitality(conn, as_of, ledger=ledger).items == 1
-        graph = queries.export_graph(conn, as_of, ledger=ledger)
+        assert [i.id for i in salience.above(conn, 0, as_of, ledger=ledger)] == ["a"]
+        graph = export_graph(conn, as_of, ledger=ledger)
         assert [n["id"] for n in graph["neurons"]] == ["a"]
         # Without the ledger the live tables answer: both neurons, a reinforced.
-        assert {i.id for i in queries.top(conn, as_of)} == {"a", "b"}
-        assert queries.vitality(conn, as_of).items == 2
+        assert {i.id for i in salience.top(conn, as_of)} == {"a", "b"}

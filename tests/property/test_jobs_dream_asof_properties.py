@@ -32,8 +32,8 @@ from engram.ledger.catalog import (
 )
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
-from engram.projections.queries import known_at
 from engram.projections.salience import SalienceIndex
+from engram.projections.timetravel import known_at
 
 WORDS = ["run", "tests", "before", "deploy", "lock", "timeout", "pin", "image"]
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

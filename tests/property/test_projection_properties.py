@@ -34,7 +34,7 @@ from strategies import (
 )
 
 from engram.ledger import Ledger, NewEvent
-from engram.projections import queries
+from engram.projections import salience
 from engram.projections.activation import REFRACTORY, TRIGGER_RATIO, GraphSnapshot
 from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
@@ -301,25 +301,25 @@ def test_salience_decays_monotonically_and_reads_never_write(
                 rows = conn.execute(
                     "SELECT item_kind, item_id, salience, updated_us, archived FROM salience"
                 ).fetchall()
-                direct = queries.top(conn, times[-1], k, kinds)
+                direct = salience.top(conn, times[-1], k, kinds)
                 ids = [(kind, item_id) for kind, item_id, *_ in rows]
                 previous: dict[tuple[str, str], int] = {}
                 for as_of in sorted(times):
                     expected = _brute_force(rows, as_of, kinds)
-                    got = queries.top(conn, as_of, k, kinds)
+                    got = salience.top(conn, as_of, k, kinds)
                     assert [(i.kind, i.id, i.salience) for i in got] == expected[:k]
-                    above = queries.above(conn, 1000, as_of, kinds)
+                    above = salience.above(conn, 1000, as_of, kinds)
                     assert [(i.kind, i.id, i.salience) for i in above] == [
                         x for x in expected if x[2] > 1000
                     ]
                     for kind, item_id in ids:
-                        item = queries.salience_of(conn, kind, item_id, as_of)
+                        item = salience.salience_of(conn, kind, item_id, as_of)
                         if item is None:
                             continue
                         assert 0 <= item.salience <= item.stored <= MAX
                         assert item.salience <= previous.get((kind, item_id), MAX)
                         previous[kind, item_id] = item.salience
-                again = queries.top(conn, times[-1], k, kinds)
+                again = salience.top(conn, times[-1], k, kinds)
             assert again == direct  # t1 then t2 equals t2 directly
             assert _digests(engine) == before
 

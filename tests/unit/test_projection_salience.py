@@ -23,10 +23,10 @@ from strategies import (
 )
 
 from engram.ledger import Ledger
-from engram.projections import queries
+from engram.projections import salience
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
-from engram.projections.graph import NeuronGraph
+from engram.projections.graph import EXPORT_FORMAT, NeuronGraph, export_graph
 from engram.projections.salience import (
     INITIAL,
     MAX,
@@ -145,51 +145,45 @@ def test_queries_evaluate_as_of_and_leave_archived_items_out(
     )
     engine.catch_up()
     with engine.read() as conn:
-        top = queries.top(conn, T, 3)
+        top = salience.top(conn, T, 3)
         assert [(i.kind, i.id, i.salience) for i in top] == [
             ("memory", top[0].id, MAX),
             ("neuron", "b", 40959),
             ("neuron", "a", INITIAL),  # ties with c and late are broken by id
         ]
         # 10 hours on: everything decayed by 0.99**10 except 'late', created then.
-        later = queries.top(conn, T + 10 * H, 10, ["neuron"])
+        later = salience.top(conn, T + 10 * H, 10, ["neuron"])
         assert [(i.id, i.salience) for i in later] == [
             ("b", 37042),  # floor(40959 * 0.904382)
             ("late", INITIAL),
             ("a", 29634),
             ("c", 29634),
         ]
-        assert queries.salience_of(conn, "neuron", "late", T) is not None
-        assert queries.salience_of(conn, "neuron", "late", T).salience == INITIAL  # type: ignore[union-attr]
-        assert queries.salience_of(conn, "neuron", "gone", T) is None
-        assert queries.salience_of(conn, "neuron", "nope", T) is None
-        assert [i.id for i in queries.above(conn, INITIAL, T, ["neuron"])] == ["b"]
-        assert [i.id for i in queries.above(conn, 30000, T + 10 * H, "neuron")] == [
+        assert salience.salience_of(conn, "neuron", "late", T) is not None
+        assert salience.salience_of(conn, "neuron", "late", T).salience == INITIAL  # type: ignore[union-attr]
+        assert salience.salience_of(conn, "neuron", "gone", T) is None
+        assert salience.salience_of(conn, "neuron", "nope", T) is None
+        assert [i.id for i in salience.above(conn, INITIAL, T, ["neuron"])] == ["b"]
+        assert [i.id for i in salience.above(conn, 30000, T + 10 * H, "neuron")] == [
             "b",
             "late",
         ]
-        vitality = queries.vitality(conn, T + 10 * H, alive_at=30000)
-        assert vitality.items == 5
-        assert vitality.alive == 3
-        assert vitality.by_kind == {"neuron": 2, "memory": 1}
-        assert vitality.mean_salience == pytest.approx((37042 + 32768 + 29634 * 2 + 59268) / 5)
         # A time in another zone is the same instant.
         east = (T + 10 * H).astimezone(timezone(timedelta(hours=5, minutes=30)))
-        assert queries.top(conn, east, 10, ["neuron"]) == later
+        assert salience.top(conn, east, 10, ["neuron"]) == later
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda c: queries.top(c, datetime(2030, 1, 1)), "as_of must be a timezone-aware"),
-        (lambda c: queries.top(c, "2030-01-01T00:00Z"), "as_of must be a timezone-aware"),
-        (lambda c: queries.top(c, T, 0), "k must be a positive int, got 0"),
-        (lambda c: queries.top(c, T, True), "k must be a positive int, got True"),
-        (lambda c: queries.top(c, T, 3, ["scar"]), "kinds: unknown item kind"),
-        (lambda c: queries.above(c, 70000, T), "threshold must be an int in 0..65535"),
-        (lambda c: queries.above(c, -1, T), "threshold must be an int in 0..65535"),
-        (lambda c: queries.salience_of(c, "thing", "a", T), "unknown item kind"),
-        (lambda c: queries.vitality(c, datetime(2030, 1, 1)), "as_of must be"),
+        (lambda c: salience.top(c, datetime(2030, 1, 1)), "as_of must be a timezone-aware"),
+        (lambda c: salience.top(c, "2030-01-01T00:00Z"), "as_of must be a timezone-aware"),
+        (lambda c: salience.top(c, T, 0), "k must be a positive int, got 0"),
+        (lambda c: salience.top(c, T, True), "k must be a positive int, got True"),
+        (lambda c: salience.top(c, T, 3, ["scar"]), "kinds: unknown item kind"),
+        (lambda c: salience.above(c, 70000, T), "threshold must be an int in 0..65535"),
+        (lambda c: salience.above(c, -1, T), "threshold must be an int in 0..65535"),
+        (lambda c: salience.salience_of(c, "thing", "a", T), "unknown item kind"),
     ],
 )
 def test_queries_refuse_bad_arguments(engine: ProjectionEngine, call: object, message: str) -> None:
@@ -212,7 +206,7 @@ def test_export_graph_has_the_agents_shape(ledger: Ledger, engine: ProjectionEng
     engine.catch_up()
     before = engine.digest("neuron_graph")
     with engine.read() as conn:
-        graph = queries.export_graph(conn, T + 2 * H)
+        graph = export_graph(conn, T + 2 * H)
     json.dumps(graph)  # plain JSON
     assert [n["id"] for n in graph["neurons"]] == ["a", "b"]
     a, b = graph["neurons"]
@@ -226,7 +220,7 @@ def test_export_graph_has_the_agents_shape(ledger: Ledger, engine: ProjectionEng
     }
     assert b["connections"] == [{"target": "a", "weight": 100, "type": "inhibits"}]
     meta = graph["metadata"]
-    assert meta["version"] == queries.EXPORT_FORMAT
+    assert meta["version"] == EXPORT_FORMAT
     assert meta["active_agents"] == ["system"]
     assert meta["ledger_position"] == 7
     assert meta["last_modified"] == (T + H).isoformat(timespec="microseconds")

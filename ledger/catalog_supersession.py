@@ -1,0 +1,78 @@
+"""Supersession's kinds (ADR 0052): a memory replaces earlier ones, proposed and reviewed."""
+
+from __future__ import annotations
+
+from collections import Counter
+from datetime import datetime
+from typing import Annotated, ClassVar, Literal
+
+import msgspec
+
+from engram.ledger.payload import Name, Payload, Position
+
+SupersessionMethod = Literal["explicit", "detected", "reviewed"]
+
+
+def _check_replaces(position: int, replaces: list[int]) -> None:
+    if len(set(replaces)) != len(replaces):
+        repeated = sorted(p for p, n in Counter(replaces).items() if n > 1)
+        raise ValueError(f"replaces must not repeat, got {repeated} more than once")
+    later = sorted(p for p in replaces if p >= position)
+    if later:
+        raise ValueError(f"a memory replaces only earlier ones; {later} are not before {position}")
+
+
+class MemorySuperseded(Payload, frozen=True):
+    """A memory (``position``) replaced earlier ones: they are no longer true from
+    ``valid_from`` (None: from the replacing memory's own time) on."""
+
+    __kind__: ClassVar[str] = "memory.superseded"
+
+    agent: Name
+    position: Position
+    replaces: Annotated[list[Position], msgspec.Meta(min_length=1)]
+    valid_from: datetime | None = None
+    method: SupersessionMethod = "explicit"
+    proposal: Position | None = None  # the supersession.proposed event it applies
+    similarity: float | None = None
+    reason: str = ""  # why detection found it: the rule's evidence or the model's words
+
+    def __post_init__(self) -> None:
+        _check_replaces(self.position, self.replaces)
+
+
+class SupersessionProposed(Payload, frozen=True):
+    """Detection found earlier memories a memory may replace; a review decides."""
+
+    __kind__: ClassVar[str] = "supersession.proposed"
+
+    agent: Name
+    position: Position
+    replaces: Annotated[list[Position], msgspec.Meta(min_length=1)]
+    similarity: float
+    method: Name = "overlap"
+    reason: str = ""  # why: the rule's evidence (subject, attribute, values) or the model's words
+
+    def __post_init__(self) -> None:
+        _check_replaces(self.position, self.replaces)
+
+
+class SupersessionReviewed(Payload, frozen=True):
+    """A person applied or refused a proposed supersession (``proposal``: its position)."""
+
+    __kind__: ClassVar[str] = "supersession.reviewed"
+
+    proposal: Position
+    decision: Literal["applied", "refused"]
+    reviewer: Name
+    note: str = ""
+
+
+class SupersessionReverted(Payload, frozen=True):
+    """A supersession (the ``memory.superseded`` or applying review's position) was undone."""
+
+    __kind__: ClassVar[str] = "supersession.reverted"
+
+    supersession: Position
+    reviewer: Name
+    note: str = ""
