@@ -38,6 +38,7 @@ from engram.projections.activation import (
     SnapshotCache,
 )
 from engram.projections.engine import ProjectionEngine
+from engram.projections.renamed import renamed_keyword
 from engram.projections.salience import DEFAULT_RATE
 from engram.projections.vitality import BrainVitality, WorkingSet
 
@@ -322,12 +323,13 @@ class NeuronNetwork:
             snapshot = GraphSnapshot(conn) if replayed else self._snapshots.get(conn)
         return snapshot.propagate(seeds, when, **options)
 
+    @renamed_keyword("kinds", "items")
     def top(
-        self, k: int = 10, *, as_of: datetime | None = None, kinds: Sequence[str] = ("neuron",)
+        self, k: int = 10, *, as_of: datetime | None = None, items: Sequence[str] = ("neuron",)
     ) -> list[salience.Item]:
-        """Return the ``k`` most salient items as of a time (default: now)."""
+        """Return the ``k`` most salient ``items`` (``neuron``, ``memory``) as of a time."""
         with self._reading(as_of) as (conn, when, _):
-            return salience.top(conn, when, k, kinds, rate=self.rate)
+            return salience.top(conn, when, k, items, rate=self.rate)
 
     def export(self, *, as_of: datetime | None = None) -> dict[str, Any]:
         """Return the graph in the agents' JSON shape, as of a time (default: now)."""

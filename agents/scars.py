@@ -22,6 +22,7 @@ from engram.ledger.catalog import ScarArchived, ScarKind, ScarRecorded, ScarSour
 from engram.projections import scars
 from engram.projections.engine import ProjectionEngine
 from engram.projections.errors import QueryError
+from engram.projections.renamed import renamed_keyword
 
 
 class Scars:
@@ -42,9 +43,10 @@ class Scars:
         self.engine = engine
         self.scorer = scorer or HeuristicScorer()
 
+    @renamed_keyword("kind", "outcome")
     def record(
         self,
-        kind: ScarKind,
+        outcome: ScarKind,
         what: str,
         lesson: str,
         *,
@@ -62,18 +64,18 @@ class Scars:
         from. Without ``importance`` the scorer rates what and lesson once. Bad values are
         refused with an error naming the field; nothing is written.
         """
-        if kind not in ("failure", "victory"):
-            raise QueryError(f"kind must be 'failure' or 'victory', got {kind!r}")
+        if outcome not in ("failure", "victory"):
+            raise QueryError(f"outcome must be 'failure' or 'victory', got {outcome!r}")
         for name, value in (("what", what), ("lesson", lesson)):
             if not isinstance(value, str) or not value.strip():
                 raise QueryError(f"{name} must be a non-empty string, got {value!r}")
         if isinstance(tags, str):
             raise QueryError(f"tags must be a sequence of strings, got the string {tags!r}")
         if importance is None:
-            importance = self.scorer.score(f"{what}\n{lesson}", kind)
+            importance = self.scorer.score(f"{what}\n{lesson}", outcome)
         payload = ScarRecorded(
             agent=self.agent,
-            kind=kind,
+            kind=outcome,
             what=what,
             lesson=lesson,
             importance=importance,

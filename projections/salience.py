@@ -51,6 +51,7 @@ from engram.ledger.catalog import (
 from engram.projections import lexical
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import ProjectionConfigError, QueryError
+from engram.projections.renamed import renamed_keyword
 from engram.projections.store import ProjectionStore
 from engram.projections.timetravel import UNKNOWN, Replayable, check_as_of, known_at, replayable
 
@@ -318,15 +319,15 @@ _READ_COLUMNS = (
 )
 
 
-def _item_kinds(kinds: Sequence[str] | None) -> list[str]:
-    if kinds is None:
+def _item_kinds(items: Sequence[str] | None) -> list[str]:
+    if items is None:
         return list(ITEM_KINDS)
-    if isinstance(kinds, str):
-        kinds = [kinds]
-    unknown = [k for k in kinds if k not in ITEM_KINDS]
+    if isinstance(items, str):
+        items = [items]
+    unknown = [k for k in items if k not in ITEM_KINDS]
     if unknown:
-        raise QueryError(f"kinds: unknown item kind(s) {unknown} (known: {list(ITEM_KINDS)})")
-    return list(dict.fromkeys(kinds))
+        raise QueryError(f"items: unknown item(s) {unknown} (known: {list(ITEM_KINDS)})")
+    return list(dict.fromkeys(items))
 
 
 def _item(row: Sequence[Any], as_of_us: int, rate: float) -> Item:
@@ -371,16 +372,17 @@ def salience_of(
     return None if row is None else _item(row, at, rate)
 
 
+@renamed_keyword("kinds", "items")
 def top(
     conn: sqlite3.Connection,
     as_of: datetime,
     k: int = 10,
-    kinds: Sequence[str] | None = None,
+    items: Sequence[str] | None = None,
     *,
     rate: float = DEFAULT_RATE,
     ledger: Ledger | None = None,
 ) -> list[Item]:
-    """Return the ``k`` most salient live items of the given kinds as of a time.
+    """Return the ``k`` most salient live items (``neuron``, ``memory``) as of a time.
 
     Ties are broken by kind and id, so the answer is deterministic.
 
@@ -388,13 +390,13 @@ def top(
     """
     if ledger is not None:
         with known_at(conn, ledger, as_of, rate=rate) as known:
-            return top(known, as_of, k, kinds, rate=rate)
+            return top(known, as_of, k, items, rate=rate)
 
     at = check_as_of(as_of)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise QueryError(f"k must be a positive int, got {k!r}")
     candidates: list[Item] = []
-    for kind in _item_kinds(kinds):
+    for kind in _item_kinds(items):
         # Items updated after as_of do not decay back in time; take them all (rare).
         rows = conn.execute(
             f"SELECT {_READ_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
@@ -420,11 +422,12 @@ def top(
     return candidates[:k]
 
 
+@renamed_keyword("kinds", "items")
 def above(
     conn: sqlite3.Connection,
     threshold: int,
     as_of: datetime,
-    kinds: Sequence[str] | None = None,
+    items: Sequence[str] | None = None,
     *,
     rate: float = DEFAULT_RATE,
     ledger: Ledger | None = None,
@@ -435,14 +438,14 @@ def above(
     """
     if ledger is not None:
         with known_at(conn, ledger, as_of, rate=rate) as known:
-            return above(known, threshold, as_of, kinds, rate=rate)
+            return above(known, threshold, as_of, items, rate=rate)
 
     at = check_as_of(as_of)
     if not isinstance(threshold, int) or isinstance(threshold, bool) or not 0 <= threshold <= MAX:
         raise QueryError(f"threshold must be an int in 0..65535, got {threshold!r}")
     found: list[Item] = []
     bound = _threshold_rank(threshold + 1, at, rate) if threshold < MAX else math.inf
-    for kind in _item_kinds(kinds):
+    for kind in _item_kinds(items):
         rows = conn.execute(
             f"SELECT {_READ_COLUMNS} FROM salience WHERE item_kind = ? AND archived = 0"
             " AND (updated_us > ? OR rank >= ?)",

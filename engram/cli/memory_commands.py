@@ -456,7 +456,7 @@ def top(
     out = state()
     with opened(out.settings()) as memory:
         wanted = (*items, *old_items) or ("neuron",)
-        ranked = memory.network.top(k, as_of=as_of, kinds=wanted)
+        ranked = memory.network.top(k, as_of=as_of, items=wanted)
         events = {e.position: e for e in memory.ledger.get([i.position for i in ranked])}
     out.render(
         (

@@ -273,7 +273,6 @@ def build_server(worker: Worker) -> MCPServer:
 
     @server.tool(annotations=writes)
     async def record_scar(
-        kind: Annotated[Literal["failure", "victory"], Field(description="What happened.")],
         what: Annotated[str, Field(min_length=1, description="What happened, concretely.")],
         lesson: Annotated[
             str,
@@ -282,13 +281,21 @@ def build_server(worker: Worker) -> MCPServer:
                 description="Failure: what avoids a repeat; victory: what to reproduce.",
             ),
         ],
+        outcome: Annotated[
+            Literal["failure", "victory"] | None,
+            Field(description="What happened: a failure or a victory."),
+        ] = None,
         importance: Annotated[int | None, Field(ge=1, le=10)] = None,
         tags: list[str] = [],  # noqa: B006
         agent: Agent = None,
+        kind: Annotated[
+            Literal["failure", "victory"] | None,
+            Field(description="Deprecated name of outcome (one release)."),
+        ] = None,
     ) -> dict[str, Any]:
         """Record a failure or a victory and its lesson; lessons become suggestions for review."""
         return await worker.run(
-            lambda: tools().record_scar(kind, what, lesson, importance, tags, agent)
+            lambda: tools().record_scar(outcome, what, lesson, importance, tags, agent, kind)
         )
 
     @server.tool(annotations=reads)

@@ -406,17 +406,25 @@ class MemoryTools:
 
     def record_scar(
         self,
-        kind: str,
+        outcome: str | None,
         what: str,
         lesson: str,
         importance: int | None = None,
         tags: Sequence[str] = (),
         agent: str | None = None,
+        kind: str | None = None,
     ) -> dict[str, Any]:
-        """Record a failure or a victory and its lesson as the caller."""
+        """Record a failure or a victory (``outcome``; ``kind`` is its deprecated name) and its
+        lesson as the caller."""
+        if kind is not None:
+            if outcome is not None:
+                raise ToolInputError("give outcome only (kind is its deprecated name)")
+            outcome = kind
+        if outcome is None:
+            raise ToolInputError("outcome is required: 'failure' or 'victory'")
         who = self.caller(agent)
         position = self.memory.scars(who).record(
-            kind,  # type: ignore[arg-type]
+            outcome,  # type: ignore[arg-type]
             what,
             lesson,
             importance=importance,

@@ -141,12 +141,17 @@ def test_every_tool_over_stdio(tmp_path: Path) -> None:
         scar = await call(
             client,
             "record_scar",
-            kind="failure",
+            outcome="failure",
             what="deploy failed",
             lesson="warm the cache before the nightly deploy",
             importance=7,
         )
         assert scar["position"] > saved["position"]
+        # "kind" is outcome's deprecated name for one release (ADR 0069): it still records.
+        old_name = await call(
+            client, "record_scar", kind="victory", what="deploy went fine", lesson="warm first"
+        )
+        assert old_name["position"] > scar["position"]
         assert (await call(client, "list_suggestions"))["suggestions"] == []
         exported = await call(
             client,
@@ -197,7 +202,7 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(tmp_path: Path) -> None
                 concepts=[{"id": "Not An Id", "type": "fact", "label": "x"}],
             ),
             await refused(client, "upsert_memory", observations=[{"text": "x", "importance": 11}]),
-            await refused(client, "record_scar", kind="oops", what="w", lesson="l"),
+            await refused(client, "record_scar", outcome="oops", what="w", lesson="l"),
             await refused(client, "import_pack", path=str(tmp_path / "missing.pack")),
             await refused(client, "import_pack", path=str(db)),
             await refused(
@@ -219,8 +224,15 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(tmp_path: Path) -> None
                 client, "review_suggestion", suggestion="n", decision="applied", destination="bin"
             ),
             await refused(client, "find_doctrine", query="x", kind="rule"),
+            await refused(client, "record_scar", kind="oops", what="w", lesson="l"),
+            await refused(client, "record_scar", what="w", lesson="l"),
+            await refused(
+                client, "record_scar", outcome="failure", kind="failure", what="w", lesson="l"
+            ),
         ]
         assert "no suggestion has it" in messages[13]
+        assert "outcome is required" in messages[-2]
+        assert "give outcome only" in messages[-1]
         assert (await call(client, "find_doctrine", query="first memory"))["items"] == []
         assert (await call(client, "list_skills"))["skills"] == []
         assert "mallory" in messages[1]

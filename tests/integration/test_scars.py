@@ -77,7 +77,7 @@ def test_record_stores_one_row_with_a_scored_importance(memory: Memory) -> None:
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kind": "mistake"}, "kind must be"),
+        ({"outcome": "mistake"}, "outcome must be"),
         ({"what": "  "}, "what must be a non-empty string"),
         ({"lesson": ""}, "lesson must be a non-empty string"),
         ({"tags": "deploy"}, "tags must be a sequence"),
@@ -89,7 +89,7 @@ def test_record_stores_one_row_with_a_scored_importance(memory: Memory) -> None:
 def test_record_refuses_bad_input_and_writes_nothing(
     memory: Memory, kwargs: dict[str, object], message: str
 ) -> None:
-    args: dict[str, object] = {"kind": "failure", "what": "w", "lesson": "l", **kwargs}
+    args: dict[str, object] = {"outcome": "failure", "what": "w", "lesson": "l", **kwargs}
     with pytest.raises(QueryError, match=message):
         memory.scars("alice").record(**args)  # type: ignore[arg-type]
     assert memory.ledger.head() == 0
