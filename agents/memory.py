@@ -280,11 +280,13 @@ class AgentMemory:
         with self.engine.read() as conn:
             return supersession.pending(conn, self.agent)
 
-    def review_supersession(self, proposal: int, decision: str, *, reviewer: str) -> int:
-        """Apply or refuse a pending proposal (``decision``: applied, refused)."""
+    def review_supersession(
+        self, proposal: int, decision: str, *, reviewer: str, note: str = ""
+    ) -> int:
+        """Apply or refuse a pending proposal (``decision``: applied, refused), with a note."""
         from engram.agents import supersession as act
 
-        return act.review(self, proposal, decision, reviewer=reviewer)
+        return act.review(self, proposal, decision, reviewer=reviewer, note=note)
 
     def revert_supersession(self, event: int, *, reviewer: str, note: str = "") -> int:
         """Undo the supersession applied at ``event``: the old memory is current again."""

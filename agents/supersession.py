@@ -416,8 +416,7 @@ def review(
         raise QueryError(f"note must be a string, got {type(note).__name__}")
     if decision not in ("applied", "refused"):
         raise QueryError(f"decision must be 'applied' or 'refused', got {decision!r}")
-    if not isinstance(reviewer, str) or not reviewer.strip():
-        raise QueryError("reviewer must be a non-empty name")
+    _check_reviewer(reviewer)
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         found = supersession.proposal(conn, proposal)
@@ -436,8 +435,7 @@ def review(
 def revert(memory: AgentMemory, event: int, *, reviewer: str, note: str = "") -> int:
     """Undo the supersession applied at ``event``, whoever's memories it joins (appended to
     their agent's stream); return the revert's position."""
-    if not isinstance(reviewer, str) or not reviewer.strip():
-        raise QueryError("reviewer must be a non-empty name")
+    _check_reviewer(reviewer)
     if not isinstance(event, int) or isinstance(event, bool) or event < 1:
         raise QueryError(f"event must be a ledger position, got {event!r}")
     if not isinstance(note, str):
@@ -452,3 +450,14 @@ def revert(memory: AgentMemory, event: int, *, reviewer: str, note: str = "") ->
     return memory.ledger.append(
         NewEvent.of(payload, stream=f"agent:{found.agent}", actor=reviewer)
     )[0]
+
+
+def _check_reviewer(reviewer: object) -> None:
+    """A reviewer is the events' actor: a non-empty name of at most 512 characters."""
+    if not isinstance(reviewer, str) or not reviewer.strip():
+        raise QueryError("reviewer must be a non-empty name")
+    if len(reviewer) > 512 or reviewer != reviewer.strip():
+        raise QueryError(
+            f"reviewer must be a name of at most 512 characters without surrounding spaces, "
+            f"got {len(reviewer)} characters"
+        )

@@ -555,7 +555,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
 
 
 #: The kinds whose payload changed shape: their current schema (every other kind is at 1).
-SCHEMAS: dict[str, int] = {"job.completed": 2}
+SCHEMAS: dict[str, int] = {"job.completed": 2, "memory.superseded": 2, "supersession.proposed": 2}
 
 
 def _job_completed_1(payload: dict[str, object]) -> dict[str, object]:
@@ -585,10 +585,17 @@ class ProjectClosed(Payload, frozen=True):
 KINDS[ProjectClosed.__kind__] = ProjectClosed
 
 
+def _without_reason_1(payload: dict[str, object]) -> dict[str, object]:
+    """Upcast a schema 1 supersession or proposal: why it was found was not recorded."""
+    return {"reason": "", **payload}
+
+
 def default_registry() -> KindRegistry:
     """Return a new registry holding engram's own kinds, ready for user kinds."""
     registry = KindRegistry()
     for name, payload_type in KINDS.items():
         registry.register(name, payload_type, schema=SCHEMAS.get(name, 1))
     registry.register_upcaster("job.completed", 1, _job_completed_1)
+    registry.register_upcaster("memory.superseded", 1, _without_reason_1)
+    registry.register_upcaster("supersession.proposed", 1, _without_reason_1)
     return registry

@@ -25,12 +25,12 @@ import hashlib
 import json
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
-from engram.ledger import Event
+from engram.ledger import Event, chunked
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.lexical import TOKENIZER, match_expression, tokens
@@ -260,7 +260,7 @@ def links(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, list[
     table, entries_table = _table(conn, "links"), _table(conn, "entries")
     wanted = list(dict.fromkeys(positions))
     rows: dict[int, list[tuple[str, str]]] = {p: [] for p in wanted}
-    for chunk in _chunks(wanted):
+    for chunk in chunked(wanted):
         for entry, target, rel in conn.execute(
             f"SELECT entry, target, rel FROM {table} WHERE entry IN ({','.join('?' * len(chunk))})"
             " ORDER BY entry, rel, target",
@@ -287,7 +287,7 @@ def linking(conn: sqlite3.Connection, targets: Sequence[str]) -> dict[str, list[
     """Return, for each target (``scar:<id>``, ``event:<id>``), the entries linked to it."""
     table = _table(conn, "links")
     out: dict[str, list[int]] = {}
-    for chunk in _chunks(list(dict.fromkeys(targets))):
+    for chunk in chunked(list(dict.fromkeys(targets))):
         for target, entry in conn.execute(
             f"SELECT DISTINCT target, entry FROM {table}"
             f" WHERE target IN ({','.join('?' * len(chunk))}) ORDER BY target, entry",
@@ -295,11 +295,6 @@ def linking(conn: sqlite3.Connection, targets: Sequence[str]) -> dict[str, list[
         ):
             out.setdefault(str(target), []).append(int(entry))
     return out
-
-
-def _chunks(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
-    for start in range(0, len(items), 500):
-        yield items[start : start + 500]
 
 
 def _table(conn: sqlite3.Connection, table: str) -> str:

@@ -433,3 +433,10 @@ def renamed_option(old: str, new: str, dest: str, **kwargs: Any) -> Callable[[F]
         return value
 
     return click.option(old, dest, hidden=True, callback=warn, expose_value=True, **kwargs)
+
+
+def one_of_renamed(new_value: Any, old_value: Any, old: str, new: str) -> Any:
+    """Return the value given by ``new`` or by its deprecated spelling ``old``; both is an error."""
+    if new_value not in (None, ()) and old_value not in (None, ()):
+        raise click.UsageError(f"give {new} only ({old} is its deprecated spelling)")
+    return new_value if new_value not in (None, ()) else old_value

@@ -16,6 +16,7 @@ from engram.cli.base import (
     TIME,
     as_of_option,
     note,
+    one_of_renamed,
     opened,
     output_format,
     renamed_option,
@@ -455,7 +456,7 @@ def top(
     """
     out = state()
     with opened(out.settings()) as memory:
-        wanted = (*items, *old_items) or ("neuron",)
+        wanted = one_of_renamed(items, old_items, "--kind", "--item") or ("neuron",)
         ranked = memory.network.top(k, as_of=as_of, items=wanted)
         events = {e.position: e for e in memory.ledger.get([i.position for i in ranked])}
     out.render(

@@ -13,6 +13,7 @@ from engram.cli.base import (
     TIME,
     CliError,
     as_of_option,
+    one_of_renamed,
     opened,
     output_format,
     renamed_option,
@@ -116,7 +117,7 @@ def record(
     One scar.recorded event on AGENT's stream. Without --importance the heuristic scorer rates
     it once; the rating is stored in the event, so a rebuild replays it.
     """
-    kind = outcome or old_outcome
+    kind = one_of_renamed(outcome, old_outcome, "--kind", "--outcome")
     if kind is None:
         raise click.UsageError("Missing option '--outcome' (failure or victory).")
     out = state()
@@ -168,7 +169,7 @@ def list_command(
     with opened(out.settings()) as memory, memory.engine.read() as conn:
         rows = scars.list_scars(
             conn,
-            kind=outcome or old_outcome,
+            kind=one_of_renamed(outcome, old_outcome, "--kind", "--outcome"),
             agent=agent,
             learnable=learnable,
             archived=archived,

@@ -37,7 +37,7 @@ from engram.hub import views
 from engram.hub.live import Broadcaster
 from engram.hub.plots import plot
 from engram.hub.security import Guard, new_token
-from engram.ledger import ConfigError, LedgerError
+from engram.ledger import ConfigError, EventError, LedgerError
 from engram.projections.errors import ProjectionError
 from engram.runtime import Memory, open_parts, open_settings, registry_for
 
@@ -304,6 +304,7 @@ def create_app(config: HubConfig) -> Guard:
             AgentError: refused,
             ProjectionError: refused,
             ConfigError: refused,
+            EventError: refused,  # a form's value the event's envelope or payload refuses
         },
     )
     app.state.hub = hub

@@ -77,3 +77,23 @@ def test_graph_top_takes_item_and_still_takes_kind_with_one_warning(
         assert code == 0, err
         assert [row["kind"] for row in json.loads(out)] == ["memory"]
         assert len(_deprecations(err)) == warned
+
+
+def test_a_flag_and_its_old_spelling_together_are_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "cli.db")
+    _scar(capsys, db, "--outcome", "failure")
+    code, _, err = run(
+        capsys, "--ledger", db, "scars", "record", "alice", "--outcome", "failure",
+        "--kind", "victory", "--what", "w", "--lesson", "l",
+    )  # fmt: skip
+    assert code == 2
+    assert "give --outcome only" in err
+    code, _, err = run(
+        capsys, "--ledger", db, "graph", "top", "--item", "neuron", "--kind", "memory"
+    )
+    assert code == 2
+    assert "give --item only" in err
+    code, out, _ = run(capsys, "--ledger", db, "scars", "list", "--format", "json")
+    assert len(json.loads(out)) == 1  # the refused record wrote nothing

@@ -115,6 +115,7 @@ def test_bad_supersession_forms_are_refused_and_append_nothing(tmp_path: Path) -
         for url, form, needle in (
             (moved, {**good, "decision": "maybe"}, "decision must be"),
             (moved, {**good, "reviewer": "  "}, "reviewer must be a non-empty name"),
+            (moved, {**good, "reviewer": "r" * 600}, "reviewer"),
             (f"/review/supersession/{seeded['paris']}/review", good, "no supersession proposal"),
             (f"/review/supersession/{seeded['moved']}/revert", good, "no supersession"),
             (f"/review/supersession/{seeded['moved']}/delete", good, "reviewed or reverted"),

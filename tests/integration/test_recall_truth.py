@@ -156,7 +156,10 @@ def test_with_the_review_policy_detection_proposes_and_a_review_applies(
         assert served.replaced_by is None  # a proposal changes nothing yet
         with pytest.raises(QueryError, match="decision"):
             ana.review_supersession(proposal.event, "maybe", reviewer="lead")
-        ana.review_supersession(proposal.event, "applied", reviewer="lead")
+        reviewed = ana.review_supersession(
+            proposal.event, "applied", reviewer="lead", note="she moved teams"
+        )
+        assert memory.ledger.get([reviewed])[0].payload.note == "she moved teams"
         assert ana.proposals() == []
         served = ana.recall("Alice Moreau payments team", 3, record=False, min_score=0)
         assert {r.event.position: r.replaced_by for r in served.items}[old] == new
