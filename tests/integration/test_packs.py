@@ -245,8 +245,11 @@ def test_the_example_pack_of_the_repository_imports(tmp_path: Path) -> None:
         assert done.appended == manifest.nodes
         # Whole ADRs are long: their calibrated score sits under the default floor, which
         # was fitted on conversation turns (ADR 0051), so this asks for every candidate.
+        # With hash vectors (the tests' embedder) five ADRs speak of the hash chain and their
+        # order among them is close (ADR 0072's hash fit puts 0005 fourth): the import is
+        # checked by the chain's own ADR being among them.
         hits = target.agent("reader").recall(
-            "tamper detection hash chain", 3, record=False, min_score=0
+            "tamper detection hash chain", 5, record=False, min_score=0
         )
         assert any("0005" in h.event.payload.text for h in hits.items)
         assert target.ledger.verify().ok
