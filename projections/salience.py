@@ -326,7 +326,7 @@ def _item_kinds(items: Sequence[str] | None) -> list[str]:
         items = [items]
     unknown = [k for k in items if k not in ITEM_KINDS]
     if unknown:
-        raise QueryError(f"items: unknown item(s) {unknown} (known: {list(ITEM_KINDS)})")
+        raise QueryError(f"items: unknown item kind(s) {unknown} (known: {list(ITEM_KINDS)})")
     return list(dict.fromkeys(items))
 
 

@@ -85,7 +85,7 @@ def test_an_archived_memory_leaves_the_lexical_and_semantic_paths(memory: Memory
         assert found.fallback is None
         assert [r.event.position for r in found.items] == [other], paths
     with memory.engine.read() as conn:
-        live = salience.top(conn, T0, 10, kinds=["memory"])
+        live = salience.top(conn, T0, 10, items=["memory"])
         assert [item.position for item in live] == [other]
         assert salience.salience_of(conn, "memory", event.id, T0) is None
 

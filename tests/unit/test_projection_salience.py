@@ -180,7 +180,7 @@ def test_queries_evaluate_as_of_and_leave_archived_items_out(
         (lambda c: salience.top(c, "2030-01-01T00:00Z"), "as_of must be a timezone-aware"),
         (lambda c: salience.top(c, T, 0), "k must be a positive int, got 0"),
         (lambda c: salience.top(c, T, True), "k must be a positive int, got True"),
-        (lambda c: salience.top(c, T, 3, ["scar"]), "kinds: unknown item kind"),
+        (lambda c: salience.top(c, T, 3, ["scar"]), "items: unknown item kind"),
         (lambda c: salience.above(c, 70000, T), "threshold must be an int in 0..65535"),
         (lambda c: salience.above(c, -1, T), "threshold must be an int in 0..65535"),
         (lambda c: salience.salience_of(c, "thing", "a", T), "unknown item kind"),
