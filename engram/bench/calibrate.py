@@ -81,7 +81,7 @@ def features(
     ran = [p for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
            if on is not None]  # fmt: skip
     best = sum(memory.fusion[p] for p in ran) / (memory.rrf_k + 1)
-    found = {}
+    found: dict[int, tuple[float, ...]] = {}
     for p, c in ranked.items():
         text = matching.texts.get(p, "")
         weights = matching.share_weights or {}
@@ -182,7 +182,8 @@ def fit(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
 
 def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Return the fitted probabilities of the rows ``x``."""
-    return 1 / (1 + np.exp(-(w[0] + x @ w[1:])))
+    probabilities: np.ndarray = 1 / (1 + np.exp(-(w[0] + x @ w[1:])))
+    return probabilities
 
 
 def held_apart(t: Table, columns: Sequence[int], folds: int) -> np.ndarray:

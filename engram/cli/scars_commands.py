@@ -124,7 +124,7 @@ def record(
     sources = {"events": list(events), "task": task, "file": path, "agent": source_agent}
     with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
         position = memory.scars(agent).record(
-            kind,  # type: ignore[arg-type]
+            kind,
             what,
             lesson,
             importance=importance,
