@@ -246,6 +246,22 @@ def codes(query: str) -> tuple[str, ...]:
     )
 
 
+def _query_terms(
+    weights: Mapping[str, float], quoted: Sequence[str]
+) -> tuple[dict[str, float], list[tuple[str, float]], float]:
+    """Split the query's weights into content words and quoted ids (each one term weighing
+    what its parts weigh); function words are set aside unless nothing else is left."""
+    content = dict(weights)
+    terms: list[tuple[str, float]] = []
+    for code in quoted:
+        parts = lexical.tokens(code)
+        terms.append((code, sum(content.pop(w, 0.0) for w in parts) or 1.0))
+    content = {w: v for w, v in content.items() if w not in STOPWORDS} or (
+        {} if terms else dict(weights)
+    )
+    return content, terms, sum(content.values()) + sum(v for _, v in terms)
+
+
 def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str] = ()) -> float:
     """Return the IDF-weighted share of the query's content words ``text`` holds (0..1).
 
@@ -255,15 +271,7 @@ def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str]
     only by a text holding it verbatim: "HE-855" is not held by "GE-855" and "HE 12"; a text
     holding none of the quoted ids shares nothing with the query (ADR 0051).
     """
-    content = dict(weights)
-    terms: list[tuple[str, float]] = []
-    for code in quoted:
-        parts = lexical.tokens(code)
-        terms.append((code, sum(content.pop(w, 0.0) for w in parts) or 1.0))
-    content = {w: v for w, v in content.items() if w not in STOPWORDS} or (
-        {} if terms else dict(weights)
-    )
-    total = sum(content.values()) + sum(v for _, v in terms)
+    content, terms, total = _query_terms(weights, quoted)
     if not total:
         return 0.0
     lowered = text.casefold()
@@ -288,15 +296,7 @@ def saturated_share(
     query's words by chance alone; this is what keeps it from winning for its length
     (ADR 0072).
     """
-    content = dict(weights)
-    terms: list[tuple[str, float]] = []
-    for code in quoted:
-        parts = lexical.tokens(code)
-        terms.append((code, sum(content.pop(w, 0.0) for w in parts) or 1.0))
-    content = {w: v for w, v in content.items() if w not in STOPWORDS} or (
-        {} if terms else dict(weights)
-    )
-    total = sum(content.values()) + sum(v for _, v in terms)
+    content, terms, total = _query_terms(weights, quoted)
     if not total:
         return 0.0
     lowered = text.casefold()
