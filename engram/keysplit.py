@@ -34,8 +34,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
-import msgspec
-
 from engram.config import (
     TENANT_SEPARATOR,
     TENANTS_SUFFIX,
@@ -45,7 +43,7 @@ from engram.config import (
     ledger_file,
 )
 from engram.ledger import ConfigError, KeyStore, KeyStoreError, Ledger
-from engram.ledger.shred import SEALED_PREFIX, is_sealed
+from engram.ledger.shred import SEALED_PREFIX, is_sealed, personal_fields
 
 __all__ = [
     "SPLIT_MARK",
@@ -155,13 +153,9 @@ def key_store_file(settings: Settings, opener: Opener) -> str:
 def _holds_sealed(ledger: Ledger, settings: Settings) -> bool:
     """Say whether any personal field of ``ledger`` is sealed (read as stored, no keys)."""
     personal = settings.personal()
-    kinds = [k for k in personal if k in ledger.registry]
-    for event in ledger.read(kinds=kinds):
-        payload = event.payload
-        fields = payload if isinstance(payload, dict) else msgspec.structs.asdict(payload)
-        if any(is_sealed(fields.get(name)) for name in personal[event.kind]):
-            return True
-    return False
+    events = ledger.read(kinds=[k for k in personal if k in ledger.registry])
+    found = personal_fields(events, personal)
+    return any(is_sealed(value) for _, fields in found for value in fields.values())
 
 
 def _split(shared: str) -> bool:
@@ -238,14 +232,9 @@ def _key_ids(settings: Settings, opener: Opener) -> set[str]:
     except LedgerNotFoundError:
         return found  # a tenant whose ledger is not created yet uses no key
     with ledger:
-        kinds = [k for k in personal if k in ledger.registry]
-        for event in ledger.read(kinds=kinds):
-            payload = event.payload
-            fields = payload if isinstance(payload, dict) else msgspec.structs.asdict(payload)
-            for name in personal[event.kind]:
-                value = fields.get(name)
-                if isinstance(value, str) and is_sealed(value):
-                    found.add(value[_KEY_ID])
+        events = ledger.read(kinds=[k for k in personal if k in ledger.registry])
+        for _, fields in personal_fields(events, personal):
+            found.update(v[_KEY_ID] for v in fields.values() if isinstance(v, str) and is_sealed(v))
     return found
 
 

@@ -36,7 +36,7 @@ from engram.ledger import (
     Sealer,
     default_registry,
 )
-from engram.ledger.shred import subject_of
+from engram.ledger.shred import personal_fields
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.copies import Copies
@@ -308,11 +308,9 @@ def _personal_texts(ledger: Ledger, subject: str) -> list[str]:
     if sealer is None:
         return []
     texts: list[str] = []
-    for event in ledger.read(kinds=list(sealer.personal)):
-        payload = event.payload
-        if isinstance(payload, dict) or subject_of(event.actor, payload) != subject:
-            continue
-        fields = [getattr(payload, name, None) for name in sealer.personal[event.kind]]
+    events = ledger.read(kinds=list(sealer.personal))
+    for event, personal in personal_fields(events, sealer.personal, subject):
+        fields = list(personal.values())
         if event.kind in TEXT_KINDS:
             text = item_text(event)[0]
             fields += [text, *passages(text)]  # a long text's passages are cached too

@@ -67,12 +67,17 @@ def _runner_parts(settings: Settings, memory: Memory | None = None) -> list[Any]
                 completer=routed_reflector(settings.routing or None),
             )
         )
-        for job in jobs:
-            if isinstance(job, DreamJob | SkillJob):
-                job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
-            if isinstance(job, PostProjectJob):
-                job.completer = routed_lesson_drafter(settings.routing or None)  # ADR 0080
+        _equip(jobs, settings, memory)
         return jobs
+
+
+def _equip(jobs: list[Any], settings: Settings, memory: Memory) -> None:
+    """Give the jobs that need them the memory's embedder and the routed lesson drafter."""
+    for job in jobs:
+        if isinstance(job, DreamJob | SkillJob):
+            job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
+        if isinstance(job, PostProjectJob):
+            job.completer = routed_lesson_drafter(settings.routing or None)  # ADR 0080
 
 
 def _unused(agent: str) -> Any:
@@ -255,11 +260,7 @@ def run_by_hand(name: str, dry_run: bool, fmt: str, *, lines: bool = False) -> R
     settings = out.settings()
     jobs = _runner_parts(settings)
     with opened(settings, actor="job", catch_up=False) as memory, _job_errors():
-        for job in jobs:
-            if isinstance(job, DreamJob | SkillJob):
-                job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
-            if isinstance(job, PostProjectJob):
-                job.completer = routed_lesson_drafter(settings.routing or None)  # ADR 0080
+        _equip(jobs, settings, memory)
         runner = JobRunner(memory.ledger, memory.engine, jobs, rate=settings.decay_rate)
         result = runner.run(name, trigger="hand", dry_run=dry_run)
     if dry_run:

@@ -27,7 +27,7 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
-from engram.ledger.shred import masked, subject_of
+from engram.ledger.shred import masked, personal_fields
 from engram.runtime import registry_for
 
 
@@ -429,15 +429,14 @@ def _opened_fields(ledger: Ledger, subject: str) -> list[tuple[str, str, str]]:
     if sealer is None:
         note("this ledger has no key store here: sealed fields stay [sealed]")
         return []
+    events = ledger.read(kinds=[k for k in sealer.personal if k in ledger.registry])
     found: list[tuple[str, str, str]] = []
-    for event in ledger.read(kinds=[k for k in sealer.personal if k in ledger.registry]):
-        payload = event.payload
-        if isinstance(payload, dict) or subject_of(event.actor, payload) != subject:
-            continue
-        for name in sealer.personal[event.kind]:
-            value = getattr(payload, name, None)
-            if isinstance(value, str) and value != FORGOTTEN:
-                found.append((event.id, name, value))
+    for event, fields in personal_fields(events, sealer.personal, subject):
+        found += [
+            (event.id, name, value)
+            for name, value in fields.items()
+            if isinstance(value, str) and value != FORGOTTEN
+        ]
     return found
 
 
