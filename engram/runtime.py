@@ -24,7 +24,8 @@ from engram.agents.network import NeuronNetwork
 from engram.agents.scars import Scars
 from engram.agents.signals import Mailbox, SharedMemo
 from engram.agents.supersession import routed_judge
-from engram.config import Settings, add_kinds, resolve_settings
+from engram.config import Settings, resolve_settings
+from engram.declared import add_kinds
 from engram.keysplit import default_key_store, key_store_path
 from engram.ledger import (
     FORGOTTEN,
