@@ -87,6 +87,9 @@ class ContextWeights:
     ``influence`` weighs the sway of ``influences`` connections (ADR 0083). Each node type
     keeps its top k (:data:`engram.agents.frames.TOP_K`, ADR 0082): ``top_k`` overrides
     some types (``{"snippet": 20}``), ``per_type`` gives every other type one cap.
+    ``rules_clear`` serves situational rules by the background test of ADR 0092 (those that
+    stand this far clear of the rest, e.g. :data:`engram.agents.guidance.CLEAR`; None: the
+    default serving): fewer rules, more of them apply.
     """
 
     similarity: float = 1.0
@@ -100,11 +103,12 @@ class ContextWeights:
     per_type: int | None = None
     half_life_days: float = 7.0
     top_k: Mapping[str, int] = field(default_factory=dict)
+    rules_clear: float | None = None
 
     def __post_init__(self) -> None:
         for f in fields(self):
             value = getattr(self, f.name)
-            if f.name == "top_k" or (f.name == "per_type" and value is None):
+            if f.name == "top_k" or (f.name in ("per_type", "rules_clear") and value is None):
                 continue
             if f.name in ("hops", "fanout", "per_type"):
                 if not isinstance(value, int) or isinstance(value, bool):
@@ -121,6 +125,8 @@ class ContextWeights:
             raise QueryError(f"weights.per_type must be 1..100, got {self.per_type}")
         if self.half_life_days <= 0:
             raise QueryError(f"weights.half_life_days must be > 0, got {self.half_life_days}")
+        if self.rules_clear is not None and not self.rules_clear <= 1:
+            raise QueryError(f"weights.rules_clear must be 0..1, got {self.rules_clear}")
         if not isinstance(self.top_k, Mapping):
             raise QueryError(f"weights.top_k must map node types to ints, got {self.top_k!r}")
         for node_type, k in self.top_k.items():
@@ -505,7 +511,13 @@ class _Probe:
         evidence = {
             r.suggestion: [t for s in r.scars if s in texts for t in texts[s]] for r in every
         }
-        served = guidance.serve(every, f"{self.query} {self.task}", evidence, self.memory.embedder)
+        served = guidance.serve(
+            every,
+            f"{self.query} {self.task}",
+            evidence,
+            self.memory.embedder,
+            clear=weights.rules_clear,
+        )
         return self._ledger_items(
             [(s.rule.position, s.score, rules.one_line(s.rule.text)) for s in served],
             "rule",

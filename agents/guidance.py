@@ -21,6 +21,15 @@ a clearly weaker one is a side match), and, unless its best is a sure match (:da
 its typical score stands out from the rules in force: :data:`STANDOUT` standard deviations
 above their mean, when there are :data:`POOL` rules or more to compare. At most
 :data:`MAX_SITUATIONAL` are served, the best typical score first.
+
+A stricter test is on offer (ADR 0092, ``serve(..., clear=CLEAR)``): a real match against a
+background. The rules are ranked by their *situation* score — the calibrated mean cosine of
+the task over the rule's text and what happened in each scar it cites (where the mistake was
+made), the lessons left out — and the served ones are the fewest, best first, whose last
+stands :data:`CLEAR` above every rule left out; each still reaches the absolute floor. A
+task that sits as close to several rules as to the one it matched, or to none of them, gets
+none. It raises the share of served rules that apply and serves fewer of them: a trade, so
+it is not the default.
 """
 
 from __future__ import annotations
@@ -41,7 +50,7 @@ from engram.agents.meaning import (
 from engram.projections.embedding import Embedder
 from engram.projections.rules import Rule
 
-__all__ = ["Match", "Served", "cache_for", "scores", "serve"]
+__all__ = ["CLEAR", "Match", "Served", "cache_for", "scores", "serve"]
 
 #: The most situational rules one frame is given (the best first).
 MAX_SITUATIONAL = 2
@@ -55,6 +64,9 @@ SURE = 0.75
 STANDOUT = 1.0
 #: The fewest situational rules in force for the standing-out test to mean anything.
 POOL = 4
+#: Under the background test (ADR 0092), how far (calibrated scale) the served rules'
+#: situation score must stand above the best rule left out.
+CLEAR = 0.15
 _CACHES: dict[str, VectorCache] = {}
 
 
@@ -74,11 +86,14 @@ def cache_for(embedder: Embedder) -> VectorCache:
 
 
 class Match(NamedTuple):
-    """How a rule's evidence meets a task: its ``best`` piece of evidence, and the
-    ``typical`` one (the mean over the rule's text and every scar text it cites)."""
+    """How a rule's evidence meets a task: its ``best`` piece of evidence, the ``typical``
+    one (the mean over the rule's text and every scar text it cites), and the ``situation``
+    (the mean over the rule's text and what happened in each scar, on the calibrated scale
+    but not clipped to 0..1: ADR 0092)."""
 
     best: float
     typical: float
+    situation: float = 0.0
 
 
 def scores(
@@ -89,7 +104,8 @@ def scores(
 ) -> list[Match]:
     """Return how each of ``rules`` meets ``task`` (0..1, in the rules' order), by
     :func:`~engram.agents.meaning.applies_score` of the task against each piece of the rule's
-    evidence (its text and the texts of the scars ``evidence`` maps its suggestion id to).
+    evidence (its text and the texts of the scars ``evidence`` maps its suggestion id to:
+    what happened and the lesson of each, in turn, as ``scar_texts`` gives them).
 
     A model failure falls back to words alone; it never raises.
     """
@@ -112,15 +128,23 @@ def scores(
     for rule in rules:
         pieces = texts[rule.position]
         words = [applies_score(task_words, content_words(t)) for t in pieces]
+        # The rule's text, then what happened in each scar (every other piece after it).
+        where = [0, *range(1, len(pieces), 2)]
         if calibration is None or not cosines:
-            out.append(Match(max(words), float(np.mean(words))))
+            situation = float(np.mean([words[i] for i in where]))
+            out.append(Match(max(words), float(np.mean(words)), situation))
             continue
         found = [cosines[t] for t in pieces]
         best = max(max(words), mapped(max(found), calibration))
         # The mean cosine, then calibrated: a telling far below the floor still counts
         # against the rule (clipping each first would hide it).
         typical = max(float(np.mean(words)), mapped(float(np.mean(found)), calibration))
-        out.append(Match(best, typical))
+        # The cosine alone, one quantity for every rule (a two-word overlap would lift one
+        # rule on another scale); not clipped: the background test reads how far apart the
+        # rules stand, below the floor too (clipped, every weak rule would tie at 0).
+        spread = calibration.paraphrase - calibration.floor
+        situation = (float(np.mean([found[i] for i in where])) - calibration.floor) / spread
+        out.append(Match(best, typical, situation))
     return out
 
 
@@ -132,17 +156,24 @@ def serve(
     *,
     threshold: float = APPLIES,
     limit: int = MAX_SITUATIONAL,
+    clear: float | None = None,
 ) -> list[Served]:
     """Return the always-on rules, then the situational ones that apply to ``task``.
 
     ``evidence`` maps a rule's suggestion id to the texts of the scars it came from
-    (:func:`scores`). A model failure falls back to words alone; it never fails the frame.
+    (:func:`scores`). ``clear`` (e.g. :data:`CLEAR`) asks for the background test of
+    ADR 0092 instead of the margin and the standing-out test. A model failure falls back to
+    words alone; it never fails the frame.
     """
+    if clear is not None and not 0.0 <= clear <= 1.0:
+        raise ValueError(f"clear must be within 0..1 (a calibrated score), got {clear!r}")
     always = [Served(r, 1.0) for r in rules if r.always]
     situational = [r for r in rules if not r.always]
     if not situational or not task.strip():
         return always
     found = scores(situational, task, evidence, embedder)
+    if clear is not None:
+        return always + _clear_of_the_rest(situational, found, threshold, limit, clear)
     typical = [m.typical for m in found]
     pooled = len(found) >= POOL
     mean = float(np.mean(typical))
@@ -158,3 +189,19 @@ def serve(
         chosen.append((rule, match))
     chosen.sort(key=lambda c: (-c[1].typical, -c[1].best, c[0].position))
     return always + [Served(rule, match.best) for rule, match in chosen[:limit]]
+
+
+def _clear_of_the_rest(
+    rules: Sequence[Rule], found: Sequence[Match], threshold: float, limit: int, clear: float
+) -> list[Served]:
+    """The background test (ADR 0092): the fewest rules, best situation first (at most
+    ``limit``), whose last stands ``clear`` above every rule left out (above the floor, 0,
+    when none is left out); those reaching ``threshold`` by their best piece are served."""
+    order = sorted(range(len(rules)), key=lambda i: (-found[i].situation, -found[i].best, i))
+    ranked = [found[i].situation for i in order] + [0.0]
+    for k in range(1, min(limit, len(order)) + 1):
+        if ranked[k - 1] - ranked[k] >= clear:
+            return [
+                Served(rules[i], found[i].best) for i in order[:k] if found[i].best >= threshold
+            ]
+    return []

@@ -25,7 +25,10 @@ ADR 0056/0057, where one exists):
 - **share of served rules that apply**: situational rules served for a task they apply to,
   over all situational rules served (unrelated tasks included);
 - **drafts whose destination works with no config** and is served where its tier says;
-- **refused lesson reaching an agent**: contexts whose frames carry a refused lesson's text.
+- **refused lesson reaching an agent**: contexts whose frames carry a refused lesson's text;
+- **background test** (ADR 0092): the same three serving figures had the rules been served
+  with ``guidance.serve(..., clear=CLEAR)`` (the situational rules that stand clear of the
+  rest), on the frame's own rules and query.
 """
 
 from __future__ import annotations
@@ -156,6 +159,9 @@ _LABELS = {
     "ceiling": "... the right rule is the task's best match",
     "precision": "share of served situational rules that apply",
     "unrelated": "unrelated tasks given a situational rule",
+    "clear_served": "background test: rule served where it applies",
+    "clear_precision": "background test: served rules that apply",
+    "clear_unrelated": "background test: unrelated tasks given a rule",
     "served500": "applied rule served at budget 500",
     "destinations": "drafts whose destination works with no config",
     "refused": "contexts carrying a refused lesson's text",
@@ -433,6 +439,7 @@ def _tasks(
     in_force = [r for r in lessons.rules() if not r.always]
     evidence = _evidence(lessons, in_force)
     best = 0
+    strict = {"served": 0, "right": 0, "given": 0, "unrelated": 0}
     for kind, task in tasks:
         wanted = {p for p, k in rule_kind.items() if k == kind}
         for budget in (2000, 500):
@@ -447,6 +454,7 @@ def _tasks(
                 served_right += sum(rule_kind.get(p) == kind for p in situational)
                 if kind is None and situational:
                     unrelated_given += 1
+                _strict(strict, lessons.rules(), task, evidence, worker, rule_kind, kind)
             if kind is None or not wanted:
                 continue
             if budget == 2000:
@@ -468,6 +476,30 @@ def _tasks(
     outcome.values["ceiling"] = (best, applicable)
     outcome.values["unrelated"] = (unrelated_given, len(workload.unrelated))
     outcome.values["refused"] = (reached, contexts)
+    outcome.values["clear_served"] = (strict["served"], applicable)
+    outcome.values["clear_precision"] = (strict["right"], strict["given"])
+    outcome.values["clear_unrelated"] = (strict["unrelated"], len(workload.unrelated))
+
+
+def _strict(
+    counts: dict[str, int],
+    rules: Sequence[rulebook.Rule],
+    task: str,
+    evidence: dict[str, list[str]],
+    worker: AgentMemory,
+    rule_kind: dict[int, str],
+    kind: str | None,
+) -> None:
+    """Count what the background test (ADR 0092) would serve for ``task``: the frame's own
+    rules and query, ``clear=CLEAR``."""
+    served = guidance.serve(rules, f"{task} ", evidence, worker.embedder, clear=guidance.CLEAR)
+    given = {s.rule.position for s in served}
+    situational = {s.rule.position for s in served if not s.rule.always}
+    counts["given"] += len(situational)
+    counts["right"] += sum(rule_kind.get(p) == kind for p in situational)
+    counts["unrelated"] += kind is None and bool(situational)
+    wanted = {p for p, k in rule_kind.items() if k == kind}
+    counts["served"] += kind is not None and bool(wanted & given)
 
 
 def _evidence(lessons: Lessons, rules: Sequence[rulebook.Rule]) -> dict[str, list[str]]:

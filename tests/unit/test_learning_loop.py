@@ -460,3 +460,73 @@ def test_a_rule_whose_every_telling_meets_the_task_outranks_one_lucky_telling() 
     served = guidance.serve([lucky, steady], task, evidence)
     assert [s.rule.position for s in served] == [2]
     assert served[0].score == second.best
+
+
+# -- ADR 0092: the background test ----------------------------------------------------------
+
+
+def test_the_background_test_serves_the_rule_that_stands_clear_and_none_in_a_tie() -> None:
+    logs = Rule(11, "Rotate the widget logs.", "logs", [], "ana")
+    pins = Rule(12, "Pin the gadget versions.", "pins", [], "ana")
+    evidence = {
+        "logs": ["The widget logs filled the disk volume.", "Cap them."],
+        "pins": ["The gadget build broke overnight.", "Freeze them."],
+    }
+    task = "Turn on the widget logs on the small disk volume."
+    found = guidance.scores([logs, pins], task, evidence)
+    assert found[0].situation - found[1].situation >= guidance.CLEAR
+    served = guidance.serve([logs, pins], task, evidence, clear=guidance.CLEAR)
+    assert [s.rule.position for s in served] == [11]
+    # Six rules the task meets alike: the default serves two, the background test none.
+    alike = [Rule(i, f"Check the widget gadget number {i}.", f"s{i}", [], "ana") for i in range(6)]
+    task = "Repair the widget gadget."
+    assert len(guidance.serve(alike, task, {})) == guidance.MAX_SITUATIONAL
+    assert guidance.serve(alike, task, {}, clear=guidance.CLEAR) == []
+    # Two alike and clear of the rest: both.
+    pair = [*alike[:2], logs, pins]
+    both = guidance.serve(pair, task, evidence, clear=guidance.CLEAR)
+    assert sorted(s.rule.position for s in both) == [0, 1]
+    with pytest.raises(ValueError, match="clear"):
+        guidance.serve(pair, task, evidence, clear=1.5)
+
+
+def test_the_situation_leaves_the_lessons_out() -> None:
+    rule = Rule(1, "Freeze widget gadget.", "s1", [], "ana")
+    task = "Repair the widget gadget."
+    told = {"s1": ["Paint the fence blue.", "Repair the widget gadget sprocket."]}
+    (match,) = guidance.scores([rule], task, told)
+    assert match.best >= guidance.APPLIES  # the lesson fits, and counts for the floor
+    assert match.situation < match.typical  # but not for where the mistake was made
+
+
+def test_a_frame_takes_the_background_test_from_its_weights(
+    memory: Memory, lessons: Lessons
+) -> None:
+    from engram.agents.context import ContextWeights
+    from engram.projections.errors import QueryError
+
+    pins = _rule(
+        memory,
+        lessons,
+        "A new release of a dependency broke the build overnight.",
+        "Pin dependency versions in the lock file.",
+    )
+    _rule(
+        memory,
+        lessons,
+        "The server went down because log files filled the volume.",
+        "Rotate logs and cap their size.",
+    )
+    agent = memory.agent("newcomer")
+
+    def given(task: str, clear: float | None) -> list[str]:
+        weights = ContextWeights(rules_clear=clear)
+        frame = build_context(agent, task, weights=weights, save=False)
+        return [str(e["text"]) for e in frame.frames["constraints"]]  # type: ignore[index, union-attr]
+
+    task = "Bump the dependency versions of the web app."
+    assert given(task, guidance.CLEAR) == given(task, None) == [pins]
+    assert given("Write a poem about the sea in the morning.", guidance.CLEAR) == []
+    for bad in (1.5, -0.1, "x"):
+        with pytest.raises(QueryError, match="rules_clear"):
+            ContextWeights(rules_clear=bad)  # type: ignore[arg-type]
