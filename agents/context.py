@@ -87,9 +87,9 @@ class ContextWeights:
     ``influence`` weighs the sway of ``influences`` connections (ADR 0083). Each node type
     keeps its top k (:data:`engram.agents.frames.TOP_K`, ADR 0082): ``top_k`` overrides
     some types (``{"snippet": 20}``), ``per_type`` gives every other type one cap.
-    ``rules_clear`` serves situational rules by the background test of ADR 0092 (those that
-    stand this far clear of the rest, e.g. :data:`engram.agents.guidance.CLEAR`; None: the
-    default serving): fewer rules, more of them apply.
+    ``rules_clear`` is the background test's gap for situational rules (ADR 0092: those that
+    stand this far clear of the rest are served; :data:`engram.agents.guidance.CLEAR` by
+    default); None serves them by the margin of ADR 0077 instead (more rules, fewer apply).
     """
 
     similarity: float = 1.0
@@ -103,7 +103,7 @@ class ContextWeights:
     per_type: int | None = None
     half_life_days: float = 7.0
     top_k: Mapping[str, int] = field(default_factory=dict)
-    rules_clear: float | None = None
+    rules_clear: float | None = guidance.CLEAR
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -86,7 +86,7 @@ def served(
     pool = _shortlist(conn, every, task, evidence, embedder)
     as_rules = [Rule(e.position, e.text, e.suggestion, e.scars, e.reviewer) for e in pool]
     best: dict[int, tuple[float, str]] = {}
-    for s in guidance.serve(as_rules, task, evidence, embedder, limit=limit):
+    for s in guidance.serve(as_rules, task, evidence, embedder, limit=limit, clear=None):
         best[s.rule.position] = (s.score, "meaning")
     for target, positions in doctrine.linking(conn, list(held or {})).items():
         pull = (held or {})[target] * HOP_DECAY

@@ -14,22 +14,20 @@ rule meets a task twice (ADR 0077, :class:`Match`): by its *best* piece of evide
 its *typical* one — the calibrated mean cosine over all of them (the mean of the shared
 words' scores without an embedder), the rule's prototype, where the tellings vote.
 
-A situational rule is served when its best score reaches the absolute floor
-:data:`~engram.agents.meaning.APPLIES` (one telling at least plainly fits: ADR 0067), its
-typical score is within :data:`MARGIN` of the task's best typical score (the rules compete:
-a clearly weaker one is a side match), and, unless its best is a sure match (:data:`SURE`),
-its typical score stands out from the rules in force: :data:`STANDOUT` standard deviations
-above their mean, when there are :data:`POOL` rules or more to compare. At most
-:data:`MAX_SITUATIONAL` are served, the best typical score first.
-
-A stricter test is on offer (ADR 0092, ``serve(..., clear=CLEAR)``): a real match against a
-background. The rules are ranked by their *situation* score — the calibrated mean cosine of
+A situational rule is served by a real match against a background (ADR 0092, the
+default): the rules are ranked by their *situation* score — the calibrated mean cosine of
 the task over the rule's text and what happened in each scar it cites (where the mistake was
-made), the lessons left out — and the served ones are the fewest, best first, whose last
-stands :data:`CLEAR` above every rule left out; each still reaches the absolute floor. A
-task that sits as close to several rules as to the one it matched, or to none of them, gets
-none. It raises the share of served rules that apply and serves fewer of them: a trade, so
-it is not the default.
+made), the lessons left out — and the served ones are the fewest, best first (at most
+:data:`MAX_SITUATIONAL`), whose last stands :data:`CLEAR` above every rule left out; each
+still reaches the absolute floor :data:`~engram.agents.meaning.APPLIES` by its best piece of
+evidence. A task that sits as close to several rules as to the one it matched, or to none
+of them, gets none: fewer rules are served, and more of them apply.
+
+``serve(..., clear=None)`` serves by the margin instead (ADR 0067, 0077; the doctrine's
+notes are served so): a rule whose best score reaches the floor, whose typical score is
+within :data:`MARGIN` of the task's best typical score and, unless its best is a sure match
+(:data:`SURE`), stands out from the rules in force (:data:`STANDOUT` standard deviations
+above their mean, when there are :data:`POOL` rules or more to compare).
 """
 
 from __future__ import annotations
@@ -156,14 +154,14 @@ def serve(
     *,
     threshold: float = APPLIES,
     limit: int = MAX_SITUATIONAL,
-    clear: float | None = None,
+    clear: float | None = CLEAR,
 ) -> list[Served]:
     """Return the always-on rules, then the situational ones that apply to ``task``.
 
     ``evidence`` maps a rule's suggestion id to the texts of the scars it came from
-    (:func:`scores`). ``clear`` (e.g. :data:`CLEAR`) asks for the background test of
-    ADR 0092 instead of the margin and the standing-out test. A model failure falls back to
-    words alone; it never fails the frame.
+    (:func:`scores`). ``clear`` is the background test's gap (ADR 0092; :data:`CLEAR` by
+    default); None serves by the margin and the standing-out test instead (ADR 0077). A
+    model failure falls back to words alone; it never fails the frame.
     """
     if clear is not None and not 0.0 <= clear <= 1.0:
         raise ValueError(f"clear must be within 0..1 (a calibrated score), got {clear!r}")

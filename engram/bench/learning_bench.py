@@ -26,9 +26,9 @@ ADR 0056/0057, where one exists):
   over all situational rules served (unrelated tasks included);
 - **drafts whose destination works with no config** and is served where its tier says;
 - **refused lesson reaching an agent**: contexts whose frames carry a refused lesson's text;
-- **background test** (ADR 0092): the same three serving figures had the rules been served
-  with ``guidance.serve(..., clear=CLEAR)`` (the situational rules that stand clear of the
-  rest), on the frame's own rules and query.
+- **margin serving** (ADR 0077): the same three serving figures had the rules been served
+  as before the background test became the default (ADR 0092), with
+  ``guidance.serve(..., clear=None)``, on the frame's own rules and query.
 """
 
 from __future__ import annotations
@@ -159,9 +159,9 @@ _LABELS = {
     "ceiling": "... the right rule is the task's best match",
     "precision": "share of served situational rules that apply",
     "unrelated": "unrelated tasks given a situational rule",
-    "clear_served": "background test: rule served where it applies",
-    "clear_precision": "background test: served rules that apply",
-    "clear_unrelated": "background test: unrelated tasks given a rule",
+    "margin_served": "margin serving: rule served where it applies",
+    "margin_precision": "margin serving: served rules that apply",
+    "margin_unrelated": "margin serving: unrelated tasks given a rule",
     "served500": "applied rule served at budget 500",
     "destinations": "drafts whose destination works with no config",
     "refused": "contexts carrying a refused lesson's text",
@@ -439,7 +439,7 @@ def _tasks(
     in_force = [r for r in lessons.rules() if not r.always]
     evidence = _evidence(lessons, in_force)
     best = 0
-    strict = {"served": 0, "right": 0, "given": 0, "unrelated": 0}
+    margin = {"served": 0, "right": 0, "given": 0, "unrelated": 0}
     for kind, task in tasks:
         wanted = {p for p, k in rule_kind.items() if k == kind}
         for budget in (2000, 500):
@@ -454,7 +454,7 @@ def _tasks(
                 served_right += sum(rule_kind.get(p) == kind for p in situational)
                 if kind is None and situational:
                     unrelated_given += 1
-                _strict(strict, lessons.rules(), task, evidence, worker, rule_kind, kind)
+                _margin(margin, lessons.rules(), task, evidence, worker, rule_kind, kind)
             if kind is None or not wanted:
                 continue
             if budget == 2000:
@@ -476,12 +476,12 @@ def _tasks(
     outcome.values["ceiling"] = (best, applicable)
     outcome.values["unrelated"] = (unrelated_given, len(workload.unrelated))
     outcome.values["refused"] = (reached, contexts)
-    outcome.values["clear_served"] = (strict["served"], applicable)
-    outcome.values["clear_precision"] = (strict["right"], strict["given"])
-    outcome.values["clear_unrelated"] = (strict["unrelated"], len(workload.unrelated))
+    outcome.values["margin_served"] = (margin["served"], applicable)
+    outcome.values["margin_precision"] = (margin["right"], margin["given"])
+    outcome.values["margin_unrelated"] = (margin["unrelated"], len(workload.unrelated))
 
 
-def _strict(
+def _margin(
     counts: dict[str, int],
     rules: Sequence[rulebook.Rule],
     task: str,
@@ -490,9 +490,9 @@ def _strict(
     rule_kind: dict[int, str],
     kind: str | None,
 ) -> None:
-    """Count what the background test (ADR 0092) would serve for ``task``: the frame's own
-    rules and query, ``clear=CLEAR``."""
-    served = guidance.serve(rules, f"{task} ", evidence, worker.embedder, clear=guidance.CLEAR)
+    """Count what the margin serving (ADR 0077) would serve for ``task``: the frame's own
+    rules and query, ``clear=None``."""
+    served = guidance.serve(rules, f"{task} ", evidence, worker.embedder, clear=None)
     given = {s.rule.position for s in served}
     situational = {s.rule.position for s in served if not s.rule.always}
     counts["given"] += len(situational)

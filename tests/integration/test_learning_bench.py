@@ -39,13 +39,13 @@ def test_the_learning_suite_measures_the_loop_under_the_hash_embedder(tmp_path: 
     assert "applied rule served" in learning_bench.table([outcome])
     # The embedder's ceiling is measured over the same tasks as the serving.
     assert outcome.values["ceiling"][1] == outcome.values["served"][1] > 0
-    # The background test (ADR 0092) is counted over the same tasks, and serves no rule
-    # more than the tasks allow; no unrelated task gets one under hash.
-    assert outcome.values["clear_served"][1] == outcome.values["served"][1]
-    right, given = outcome.values["clear_precision"]
+    # The margin serving (ADR 0077), the default before the background test (ADR 0092), is
+    # counted over the same tasks beside it.
+    assert outcome.values["margin_served"][1] == outcome.values["served"][1]
+    right, given = outcome.values["margin_precision"]
     assert 0 <= right <= given
-    assert outcome.values["clear_unrelated"] == (0, len(UNRELATED))
-    assert "background test" in learning_bench.table([outcome])
+    assert outcome.values["margin_unrelated"][1] == len(UNRELATED)
+    assert "margin serving" in learning_bench.table([outcome])
 
 
 def test_the_check_workload_shares_no_mistake_and_no_words_with_the_tuned_one() -> None:

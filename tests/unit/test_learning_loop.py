@@ -231,7 +231,7 @@ def test_rules_keep_their_share_of_a_small_budget(memory: Memory, lessons: Lesso
 
 def test_the_serving_ranks_situational_rules_and_caps_them() -> None:
     rules = [Rule(i, f"Check the widget gadget number {i}.", f"s{i}", [], "ana") for i in range(6)]
-    served = guidance.serve(rules, "Repair the widget gadget.", {})
+    served = guidance.serve(rules, "Repair the widget gadget.", {}, clear=None)
     assert len(served) == guidance.MAX_SITUATIONAL
     assert all(s.score >= 0.5 for s in served)
 
@@ -325,8 +325,10 @@ def test_a_clearly_weaker_situational_rule_is_a_side_match_and_not_served() -> N
     strong = Rule(1, "Rotate the widget logs and cap the widget log size.", "s1", [], "ana")
     weak = Rule(2, "Check the widget size, gadget, sprocket, cog, gear, spring.", "s2", [], "ana")
     task = "Cap the size of the widget logs."
-    assert [s.rule.position for s in guidance.serve([weak], task, {})] == [2]  # alone: served
-    served = guidance.serve([strong, weak], task, {})
+    assert [s.rule.position for s in guidance.serve([weak], task, {}, clear=None)] == [
+        2
+    ]  # alone: served
+    served = guidance.serve([strong, weak], task, {}, clear=None)
     assert [s.rule.position for s in served] == [1]
 
 
@@ -395,10 +397,10 @@ def test_a_weak_match_that_does_not_stand_out_from_the_pool_is_not_served() -> N
     task = "Review the ledger totals of the quarter, and the export report."
     scores = [applies_score(content_words(task), content_words(r.text)) for r in rules]
     assert all(guidance.APPLIES <= s < guidance.SURE for s in scores)
-    assert guidance.serve(rules, task, {}) == []
+    assert guidance.serve(rules, task, {}, clear=None) == []
     # One naming the task's own subject stands out, and is served alone.
     task = "Review the invoice ledger totals of the quarter."
-    assert [s.rule.position for s in guidance.serve(rules, task, {})] == [0]
+    assert [s.rule.position for s in guidance.serve(rules, task, {}, clear=None)] == [0]
 
 
 def test_what_happened_in_a_cited_scar_is_evidence_of_its_own() -> None:
@@ -406,8 +408,10 @@ def test_what_happened_in_a_cited_scar_is_evidence_of_its_own() -> None:
     others = [Rule(i, f"Unrelated rule number {i}.", f"o{i}", [], "ana") for i in range(2, 6)]
     evidence = {"s1": ["The schema migration on production lost the orders column.", "Snap."]}
     task = "Run the schema migration on production tonight."
-    assert [s.rule.position for s in guidance.serve([rule, *others], task, evidence)] == [1]
-    assert guidance.serve([rule, *others], task, {}) == []
+    assert [
+        s.rule.position for s in guidance.serve([rule, *others], task, evidence, clear=None)
+    ] == [1]
+    assert guidance.serve([rule, *others], task, {}, clear=None) == []
 
 
 def test_the_hash_embedder_serves_no_rule_for_a_task_that_only_shares_its_topic() -> None:
@@ -418,10 +422,12 @@ def test_the_hash_embedder_serves_no_rule_for_a_task_that_only_shares_its_topic(
     rule = Rule(1, lesson, "s1", [], "ana")
     evidence = {"s1": [what, lesson]}
     topical = "Book a meeting room for the database team's offsite."
-    assert guidance.serve([rule], topical, evidence, HashEmbedder()) == []
+    assert guidance.serve([rule], topical, evidence, HashEmbedder(), clear=None) == []
     # A task that names the situation in the same words is still served.
     task = "Dump the postgres database, then run the schema migrations."
-    assert [s.rule.position for s in guidance.serve([rule], task, evidence, HashEmbedder())] == [1]
+    assert [
+        s.rule.position for s in guidance.serve([rule], task, evidence, HashEmbedder(), clear=None)
+    ] == [1]
 
 
 # -- ADR 0077: the scores behind the serving ------------------------------------------------
@@ -457,7 +463,7 @@ def test_a_rule_whose_every_telling_meets_the_task_outranks_one_lucky_telling() 
     first, second = guidance.scores([lucky, steady], task, evidence)
     assert first.best > second.best >= guidance.APPLIES  # one telling of the first fits best
     assert second.typical > first.typical + guidance.MARGIN  # every telling of the second fits
-    served = guidance.serve([lucky, steady], task, evidence)
+    served = guidance.serve([lucky, steady], task, evidence, clear=None)
     assert [s.rule.position for s in served] == [2]
     assert served[0].score == second.best
 
@@ -480,7 +486,7 @@ def test_the_background_test_serves_the_rule_that_stands_clear_and_none_in_a_tie
     # Six rules the task meets alike: the default serves two, the background test none.
     alike = [Rule(i, f"Check the widget gadget number {i}.", f"s{i}", [], "ana") for i in range(6)]
     task = "Repair the widget gadget."
-    assert len(guidance.serve(alike, task, {})) == guidance.MAX_SITUATIONAL
+    assert len(guidance.serve(alike, task, {}, clear=None)) == guidance.MAX_SITUATIONAL
     assert guidance.serve(alike, task, {}, clear=guidance.CLEAR) == []
     # Two alike and clear of the rest: both.
     pair = [*alike[:2], logs, pins]
