@@ -43,9 +43,11 @@ from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
     Candidate,
     Matching,
+    absent_share,
     calibration_for,
     codes,
     cosines,
+    names,
     work_out,
 )
 from engram.agents.ordering import ceiling, lazily
@@ -402,7 +404,7 @@ class AgentMemory:
         out their ``match`` needs (None: the fallback set it)."""
         found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
-        matching = Matching(conn, self.fusion)
+        matching = Matching(conn, self.fusion, codes=codes(query))
         if "lexical" in paths:
             try:
                 terms = lexical.terms(conn, query, prune=self.prune)
@@ -418,16 +420,23 @@ class AgentMemory:
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
                 matching.weights, matching.average = terms.weights, terms.average
+                matching.absent = absent_share(terms.weights, terms.present, matching.codes)
+                matching.absent_names = absent_share(
+                    terms.weights, terms.present, matching.codes, names(query)
+                )
                 matching.texts = {h.position: h.text for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
-        matching.codes = codes(query)
         if matching.weights is not None:
             matching.share_weights = matching.weights
         else:  # the content share is a feature of relevance whichever paths ran
             try:
                 every = lexical.terms(conn, query, prune=False)
                 matching.share_weights, matching.average = every.weights, every.average
+                matching.absent = absent_share(every.weights, every.present, matching.codes)
+                matching.absent_names = absent_share(
+                    every.weights, every.present, matching.codes, names(query)
+                )
             except (ProjectionError, sqlite3.Error):
                 matching.share_weights = None
         if "semantic" in paths and (self.embedder is None or self.searcher is None):
@@ -614,7 +623,12 @@ class AgentMemory:
                 else:
                     cos = min(max(c.cosine or 0.0, 0.0), 1.0)
                     relevance[p] = calibration.relevance(
-                        c.share, cos, min(c.fused / best, 1.0), c.saturated
+                        c.share,
+                        cos,
+                        min(c.fused / best, 1.0),
+                        c.saturated,
+                        matching.absent,
+                        matching.absent_names,
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
