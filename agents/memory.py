@@ -5,7 +5,8 @@ the two rankings (reciprocal rank fusion, over-fetching), lets the strongest can
 the memories told next to them in their episode (bloom, :mod:`engram.agents.contiguity`,
 ADR 0025), and scores every candidate on an absolute scale (ADR 0051): ``relevance`` is a
 calibrated probability that the item answers the query, from the share of the query's
-content words it holds (a quoted id counts whole), its cosine and its fused rank; ``score``
+content words it holds (a quoted id counts whole), its cosine and its fused rank, and of the
+query's names the share no memory holds (ADR 0090: the same for every item); ``score``
 weighs it by recency (the age since observation, a half-life in days: ADR 0050) and
 importance as a weighted geometric mean, and orders the result. Copies of one memory fold
 into one item, and a memory another one replaced is served below it, labelled (ADR 0052).
@@ -112,8 +113,9 @@ FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "sem
 #: relevant less than one time in twenty, so ten such items (recall's default ``k``) hold
 #: less than half an answer between them, more likely none than one. Chosen by that reading
 #: of the scale, not by a bench's best threshold; held apart by conversation, it tells
-#: LoCoMo and BEAM questions from questions of another conversation 88% of the time with
-#: MiniLM. Pass ``min_score=0`` for every candidate.
+#: LoCoMo and BEAM questions from questions of another conversation 92% and 88% of the time
+#: with MiniLM, a question's names no memory holds lowering its items (ADR 0090). Pass
+#: ``min_score=0`` for every candidate.
 DEFAULT_MIN_SCORE = 0.05
 
 

@@ -1,6 +1,7 @@
 """`engram bench --suite quality`: what recall serves a user, on generated probes.
 
-Four figures, one per family of :mod:`engram.bench.quality_probes`, each beside its goal:
+One figure per family of :mod:`engram.bench.quality_probes` (and of
+:mod:`engram.bench.quality_notes`), each beside its goal:
 
 - updates: the share of cases where the memory true now ranks above the one it replaced
   (the replaced one absent counts as above); the share of served memories the store knows
@@ -246,7 +247,7 @@ def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
 
 
 def quality(config: Config) -> list[Figure]:
-    """Run the probes with the hash embedder and MiniLM (if installed); the four figures each."""
+    """Run the probes with the hash embedder and MiniLM (if installed); each family's figure."""
     embedders: list[tuple[str, Embedder | None]] = [
         ("hash", HashEmbedder()),
         ("minilm", minilm(config.embedding_cache, onnx=True)),
