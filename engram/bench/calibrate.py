@@ -315,7 +315,11 @@ SETS = {
 
 
 #: The query-level terms refitted over a shipped fit's item-level terms (ADR 0090).
-QUERY_SETS = (("absent",), ("absent_names",), ("absent", "absent_names"))
+QUERY_SETS: tuple[tuple[str, ...], ...] = (
+    ("absent",),
+    ("absent_names",),
+    ("absent", "absent_names"),
+)
 
 
 def design(t: Table, names: Sequence[str]) -> np.ndarray:
@@ -358,17 +362,17 @@ def report(t: Table, folds: int, family: str) -> None:
     terms = item_terms(shipped, t)
     absent = [COLUMNS.index("absent"), COLUMNS.index("absent_names")]
     before = shipped._replace(absent=0.0, absent_names=0.0)
-    _print(t, f"{family} as shipped, no absent term", predict(np.array([before.bias]),
+    _print(t, f"{family} shipped, its query-level terms at 0", predict(np.array([before.bias]),
            np.zeros((len(t.y), 0)), terms))  # fmt: skip
-    _print(t, f"{family} with the absent term as shipped",
+    _print(t, f"{family} as shipped",
            predict(np.array([shipped.bias, shipped.absent, shipped.absent_names]), t.x[:, absent],
                    terms))  # fmt: skip
-    for names in QUERY_SETS:
-        columns = [COLUMNS.index(name) for name in names]
-        _print(t, f"{family} refit: {'+'.join(names)}", held_apart(t, columns, folds, terms))
+    for query in QUERY_SETS:
+        columns = [COLUMNS.index(name) for name in query]
+        _print(t, f"{family} refit: {'+'.join(query)}", held_apart(t, columns, folds, terms))
         w = fit(t.x[:, columns], t.y, offset=terms)
         print(f"    whole fit: bias {w[0]:.3f}, " + ", ".join(
-            f"{name} {v:.3f}" for name, v in zip(names, w[1:], strict=True)))  # fmt: skip
+            f"{name} {v:.3f}" for name, v in zip(query, w[1:], strict=True)))  # fmt: skip
     vectors = bool(t.x[:, COLUMNS.index("cosine")].any())
     for name, names in SETS.items():
         if not vectors and "cosine" in names:
