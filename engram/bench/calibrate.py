@@ -9,11 +9,15 @@ recorded (:data:`COLUMNS`) with a label: 1 when the candidate is one of the ques
 evidence turns. A logistic regression (Newton's method, a small ridge) fits P(evidence |
 features).
 
-Every figure printed is out of sample: the conversations are split into folds, the model is
-fitted on the others' candidates and scores the fold's (ADR 0072), so the recall@10 beside
-rank_bm25, the calibration table (predicted against observed) and the floor's separation of
-answerable from unanswerable questions are those of conversations the fit did not see. The
-coefficients printed last are fitted on everything, for :data:`engram.agents.matching.CALIBRATIONS`.
+Every refit's figures are out of sample: the conversations are split into folds, the model
+is fitted on the others' candidates and scores the fold's (ADR 0072), so the recall@10
+beside rank_bm25 and the floors' separation of answerable from unanswerable questions, per
+data set, are those of conversations the fit did not see. The embedder's shipped fit is
+scored first, as it is (in sample where it was fitted on these sets); then its query-level
+terms are refitted over its item-level terms (a fixed offset: the order of every result
+stays, ADR 0090); then each feature set is refitted whole. Each fit's coefficients on
+everything are printed, for :data:`engram.agents.matching.CALIBRATIONS`.
+``--save`` keeps the gathered table and ``--load`` reports on a kept one.
 
 The probes of the quality suite are not used: the calibration is fitted apart from what it
 is judged on.
@@ -31,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engram.agents.matching import saturated_share, work_out
+from engram.agents.matching import CALIBRATIONS, Calibration, saturated_share, work_out
 from engram.agents.memory import AgentMemory
 from engram.bench import beam, locomo
 from engram.bench.common import log
@@ -48,9 +52,10 @@ from engram.projections.embedding import Embedder, HashEmbedder
 
 SEED = 20261126
 #: The features recorded per candidate: the content share (ADR 0051), the length-fair share
-#: (ADR 0072), the clipped cosine, the fused reciprocal rank over the best possible, and the
-#: text's length in words (for the analysis only).
-COLUMNS = ("share", "saturated", "cosine", "rank", "words")
+#: (ADR 0072), the clipped cosine, the fused reciprocal rank over the best possible, the
+#: text's length in words (for the analysis only), and the query's absent shares over every
+#: content word and over its names (ADR 0090: the same for every candidate of a question).
+COLUMNS = ("share", "saturated", "cosine", "rank", "words", "absent", "absent_names")
 
 
 @dataclass
@@ -91,6 +96,8 @@ def features(
             min(max(c.cosine or 0.0, 0.0), 1.0),
             min(c.fused / best, 1.0),
             float(len(lexical.tokens(text))),
+            matching.absent,
+            matching.absent_names,
         )
     return found
 
@@ -165,12 +172,16 @@ def _table(
     )
 
 
-def fit(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
-    """Return logistic regression coefficients (bias first) by Newton's method."""
+def fit(
+    x: np.ndarray, y: np.ndarray, ridge: float = 1e-3, offset: np.ndarray | None = None
+) -> np.ndarray:
+    """Return logistic regression coefficients (bias first) by Newton's method; ``offset``
+    is a fixed part of each row's logit (the item-level terms of a shipped fit, ADR 0090)."""
     a = np.hstack([np.ones((len(x), 1)), x])
+    fixed = np.zeros(len(x)) if offset is None else offset
     w = np.zeros(a.shape[1])
-    for _ in range(50):
-        p = 1 / (1 + np.exp(-(a @ w)))
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-(a @ w + fixed)))
         gradient = a.T @ (p - y) + ridge * w
         hessian = (a * (p * (1 - p))[:, None]).T @ a + ridge * np.eye(len(w))
         step = np.linalg.solve(hessian, gradient)
@@ -180,13 +191,16 @@ def fit(x: np.ndarray, y: np.ndarray, ridge: float = 1e-3) -> np.ndarray:
     return w
 
 
-def predict(w: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Return the fitted probabilities of the rows ``x``."""
-    probabilities: np.ndarray = 1 / (1 + np.exp(-(w[0] + x @ w[1:])))
+def predict(w: np.ndarray, x: np.ndarray, offset: np.ndarray | None = None) -> np.ndarray:
+    """Return the fitted probabilities of the rows ``x`` (``offset``: as :func:`fit`)."""
+    z = w[0] + x @ w[1:] + (0.0 if offset is None else offset)
+    probabilities: np.ndarray = 1 / (1 + np.exp(-z))
     return probabilities
 
 
-def held_apart(t: Table, columns: Sequence[int], folds: int) -> np.ndarray:
+def held_apart(
+    t: Table, columns: Sequence[int], folds: int, offset: np.ndarray | None = None
+) -> np.ndarray:
     """Return each candidate's probability from a model fitted on the other folds'
     conversations (folds assigned by the seeded generator, conversation by conversation)."""
     names = sorted(set(t.group))
@@ -196,8 +210,11 @@ def held_apart(t: Table, columns: Sequence[int], folds: int) -> np.ndarray:
     out = np.zeros(len(t.y))
     for f in range(folds):
         inside = row_fold == f
-        w = fit(t.x[~inside][:, columns], t.y[~inside])
-        out[inside] = predict(w, t.x[inside][:, columns])
+        fixed = None if offset is None else offset[~inside]
+        w = fit(t.x[~inside][:, columns], t.y[~inside], offset=fixed)
+        out[inside] = predict(
+            w, t.x[inside][:, columns], None if offset is None else offset[inside]
+        )
     return out
 
 
@@ -266,9 +283,18 @@ def main() -> None:
     parser.add_argument("--data", choices=("locomo", "beam", "both"), default="both")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--save", default=None, help="keep the table in this .npz file")
+    parser.add_argument("--load", default=None, help="report on a table --save kept")
     parser.add_argument("--embedding-cache", default=os.path.expanduser(
         "~/.cache/engram/bench-embeddings.db"))  # fmt: skip
     args = parser.parse_args()
+    family = "hash" if args.embedder == "hash" else "neural"
+    if args.paths == "lexical":
+        family = "lexical"
+    if args.load:
+        with np.load(args.load) as kept:
+            table = Table(**{name: kept[name] for name in kept.files})
+        report(table, args.folds, family)
+        return
     cache = args.embedding_cache
     embedder = HashEmbedder() if args.embedder == "hash" else minilm(cache, onnx=True)
     if embedder is None:
@@ -276,26 +302,104 @@ def main() -> None:
     paths = frozenset(("lexical", "semantic")) if args.paths == "both" else frozenset([args.paths])
     with tempfile.TemporaryDirectory() as scratch:
         t = collect(load_sets(args.data), embedder, paths, scratch, args.save)
-    report(t, args.folds)
+    report(t, args.folds, family)
 
 
-def report(t: Table, folds: int) -> None:
-    """Print, per feature set, the held-apart recall@10 and floor, then the whole fit."""
+#: The floors whose separation the report prints, beside the best one.
+FLOORS = (0.03, 0.05, 0.08, 0.1)
+#: The feature sets compared, by name: each a tuple of :func:`design`'s features. The first
+#: two per embedder are the shipped fits' (ADR 0051, ADR 0072); ``absent`` is ADR 0090's
+#: query-level term.
+SETS = {
+    "share+cosine+rank": ("share", "cosine", "rank"),
+    "saturated+cosine+rank": ("saturated", "cosine", "rank"),
+    "share+cosine+cosine*rank": ("share", "cosine", "cosine*rank"),
+    "share+cosine+rank+absent": ("share", "cosine", "rank", "absent"),
+    "share+cosine+cosine*rank+absent": ("share", "cosine", "cosine*rank", "absent"),
+}
+
+
+#: The query-level terms refitted over a shipped fit's item-level terms (ADR 0090).
+QUERY_SETS: tuple[tuple[str, ...], ...] = (
+    ("absent",),
+    ("absent_names",),
+    ("absent", "absent_names"),
+)
+
+
+def design(t: Table, names: Sequence[str]) -> np.ndarray:
+    """Return the columns ``names`` of the table: a recorded feature or ``cosine*rank``."""
+    columns = []
+    for name in names:
+        if name == "cosine*rank":
+            columns.append(t.x[:, COLUMNS.index("cosine")] * t.x[:, COLUMNS.index("rank")])
+        else:
+            columns.append(t.x[:, COLUMNS.index(name)])
+    return np.stack(columns, axis=1)
+
+
+def held_apart_design(t: Table, x: np.ndarray, folds: int) -> np.ndarray:
+    """:func:`held_apart` over a design matrix ``x`` (the rows of ``t``)."""
+    return held_apart(Table(x, t.y, t.question, t.group, t.answerable, t.evidence, t.reference),
+                      list(range(x.shape[1])), folds)  # fmt: skip
+
+
+def item_terms(calibration: Calibration, t: Table) -> np.ndarray:
+    """Return each candidate's item-level logit under ``calibration``, its bias left out."""
+    column = {name: t.x[:, COLUMNS.index(name)] for name in ("share", "saturated", "cosine",
+                                                            "rank")}  # fmt: skip
+    terms: np.ndarray = (
+        calibration.share * column["share"]
+        + calibration.saturated * column["saturated"]
+        + calibration.cosine * column["cosine"]
+        + calibration.rank * column["rank"]
+        + calibration.cosine_rank * column["cosine"] * column["rank"]
+    )
+    return terms
+
+
+def report(t: Table, folds: int, family: str) -> None:
+    """Print the shipped fit of ``family`` (:data:`CALIBRATIONS`), its query-level refit
+    (ADR 0090: the bias and the absent share over the shipped item-level terms, which keeps
+    every result's order), then each feature set refitted whole; all held apart."""
     print(f"{len(t.y)} candidates, {int(t.y.sum())} evidence, {len(t.group)} questions")
-    sets = {"share+cosine+rank": [0, 2, 3], "saturated+cosine+rank": [1, 2, 3]}
-    sets = {n: c for n, c in sets.items() if t.x[:, 2].any() or 2 not in c}
-    for name, columns in sets.items():
-        p = held_apart(t, columns, folds)
-        r = recall_at(t, p)
-        top = tops(t, p)
-        for prefix in sorted({g.split(":")[0] for g in t.group}):
-            mine = np.array([g.startswith(prefix) for g in t.group]) & t.answerable
-            ratio = np.nanmean(r[mine]) / t.reference[mine].mean()
-            print(f"  {name} {prefix}: recall@10 {np.nanmean(r[mine]):.3f} ({ratio:.3f}x)")
-        floor, accuracy = best_floor(t, top)
-        print(f"    best top floor {floor:.3f}: {accuracy:.1%}; 0.5: {separation(t, top, 0.5):.1%}")
-        w = fit(t.x[:, columns], t.y)
-        print(f"    whole fit: {', '.join(f'{v:.3f}' for v in w)}")
+    shipped = CALIBRATIONS[family]
+    terms = item_terms(shipped, t)
+    absent = [COLUMNS.index("absent"), COLUMNS.index("absent_names")]
+    before = shipped._replace(absent=0.0, absent_names=0.0)
+    _print(t, f"{family} shipped, its query-level terms at 0", predict(np.array([before.bias]),
+           np.zeros((len(t.y), 0)), terms))  # fmt: skip
+    _print(t, f"{family} as shipped",
+           predict(np.array([shipped.bias, shipped.absent, shipped.absent_names]), t.x[:, absent],
+                   terms))  # fmt: skip
+    for query in QUERY_SETS:
+        columns = [COLUMNS.index(name) for name in query]
+        _print(t, f"{family} refit: {'+'.join(query)}", held_apart(t, columns, folds, terms))
+        w = fit(t.x[:, columns], t.y, offset=terms)
+        print(f"    whole fit: bias {w[0]:.3f}, " + ", ".join(
+            f"{name} {v:.3f}" for name, v in zip(query, w[1:], strict=True)))  # fmt: skip
+    vectors = bool(t.x[:, COLUMNS.index("cosine")].any())
+    for name, names in SETS.items():
+        if not vectors and "cosine" in names:
+            continue
+        x = design(t, names)
+        _print(t, name, held_apart_design(t, x, folds))
+        print(f"    whole fit: {', '.join(f'{v:.3f}' for v in fit(x, t.y))}")
+
+
+def _print(t: Table, name: str, p: np.ndarray) -> None:
+    """Print the recall@10 beside rank_bm25's and the floors' separation, per data set."""
+    r = recall_at(t, p)
+    top = tops(t, p)
+    for prefix in sorted({g.split(":")[0] for g in t.group}):
+        of = np.array([g.startswith(prefix) for g in t.group])
+        mine = of & t.answerable
+        ratio = np.nanmean(r[mine]) / t.reference[mine].mean()
+        right = {f: float(((top[of] >= f) == t.answerable[of]).mean()) for f in FLOORS}
+        floors = "; ".join(f"floor {f:g}: {v:.1%}" for f, v in right.items())
+        print(f"  {name} {prefix}: recall@10 {np.nanmean(r[mine]):.3f} ({ratio:.3f}x); {floors}")
+    floor, accuracy = best_floor(t, top)
+    print(f"    best top floor {floor:.3f}: {accuracy:.1%}")
 
 
 if __name__ == "__main__":

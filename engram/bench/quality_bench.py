@@ -1,6 +1,7 @@
 """`engram bench --suite quality`: what recall serves a user, on generated probes.
 
-Four figures, one per family of :mod:`engram.bench.quality_probes`, each beside its goal:
+One figure per family of :mod:`engram.bench.quality_probes` (and of
+:mod:`engram.bench.quality_notes`), each beside its goal:
 
 - updates: the share of cases where the memory true now ranks above the one it replaced
   (the replaced one absent counts as above); the share of served memories the store knows
@@ -9,7 +10,9 @@ Four figures, one per family of :mod:`engram.bench.quality_probes`, each beside 
 - copies: the distinct facts in a top 10 (copies of one fact count once);
 - unanswerable: how often the documented default floor (``min_score``) tells answerable
   questions from unanswerable ones by whether anything is served, beside the best single
-  threshold on the top score;
+  threshold on the top score; ``unanswerable-notes`` is the same figure on a second family
+  (:mod:`engram.bench.quality_notes`: other topics, other wording, a store of 300 notes),
+  a check of the floor on questions it was not chosen on (ADR 0090);
 - ids: the share of queries quoting an id whose one holder ranks first;
 - detection (:mod:`engram.bench.quality_detection`): precision and recall of supersession
   detection, on the probes' templates and on held-out ones.
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from engram.agents.memory import DEFAULT_MIN_SCORE, AgentMemory
+from engram.bench import quality_notes
 from engram.bench import quality_probes as probes
 from engram.bench.common import Config, Figure, log, remove_tree
 from engram.bench.quality_detection import detection_figures
@@ -47,8 +51,10 @@ __all__ = ["GOALS", "quality", "run_probes"]
 
 AGENT = "user"
 #: The goals: the figure each family must reach.
-GOALS = {"updates": 0.9, "copies": 9.5, "unanswerable": 0.9, "ids": 1.0}
-UNITS = {"updates": "share", "copies": "distinct", "unanswerable": "share", "ids": "share"}
+GOALS = {"updates": 0.9, "copies": 9.5, "unanswerable": 0.9, "unanswerable-notes": 0.9,
+         "ids": 1.0}  # fmt: skip
+UNITS = {"updates": "share", "copies": "distinct", "unanswerable": "share",
+         "unanswerable-notes": "share", "ids": "share"}  # fmt: skip
 
 
 @dataclass
@@ -142,7 +148,9 @@ def _unanswerable(
     every = memory.recall(case.query, 10, record=False, min_score=0.0, as_of=None)
     floored = memory.recall(case.query, 10, record=False, as_of=None)
     top = every.items[0].score if every.items else 0.0
-    return {"answerable": float(case.answerable), "top": top, "served": len(floored.items)}
+    return {"answerable": float(case.answerable), "top": top, "served": len(floored.items),
+            "kind": float(quality_notes.KINDS.index(case.family))
+            if case.family in quality_notes.KINDS else -1.0}  # fmt: skip
 
 
 def _ids(
@@ -178,6 +186,7 @@ def run_probes(embedder: Embedder, seed: int, scratch: str) -> list[Outcome]:
             "updates": (probes.updates(rng, start), _updates),
             "copies": (probes.copies(rng, start), _copies),
             "unanswerable": (probes.unanswerable(rng, start), _unanswerable),
+            "unanswerable-notes": (quality_notes.notes(rng, start), _unanswerable),
             "ids": (probes.ids(rng, start), _ids),
         }
         for family, (stores, judge) in sets.items():
@@ -186,6 +195,11 @@ def run_probes(embedder: Embedder, seed: int, scratch: str) -> list[Outcome]:
     finally:
         remove_tree(directory)
     return outcomes
+
+
+def _right(row: dict[str, float]) -> dict[str, float]:
+    """Return whether the floor classed ``row``'s question right, as a row of one figure."""
+    return {"right": float((row["served"] > 0) == bool(row["answerable"]))}
 
 
 def _mean(rows: list[dict[str, float]], key: str) -> float:
@@ -211,16 +225,21 @@ def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
             f"{_mean(rows, 'served'):.1f} served per query; "
             f"{_mean(rows, 'folded'):.1f} copies folded into them",
         )
-    if family == "unanswerable":
+    if family.startswith("unanswerable"):
         floor = DEFAULT_MIN_SCORE
         right = sum((r["served"] > 0) == bool(r["answerable"]) for r in rows) / len(rows)
         threshold, accuracy = best_threshold(rows)
         empty = [r["served"] for r in rows if not r["answerable"]]
+        kinds = ""
+        for number, kind in enumerate(quality_notes.KINDS):
+            mine = [r for r in rows if r["kind"] == number]
+            if mine:
+                kinds += f"; {kind} right {_mean([_right(r) for r in mine], 'right'):.0%}"
         return Outcome(
             family,
             right,
             f"default floor {floor:g}; best single threshold {threshold:.3f} separates "
-            f"{accuracy:.0%}; unanswerable get {sum(empty) / max(len(empty), 1):.1f} items",
+            f"{accuracy:.0%}; unanswerable get {sum(empty) / max(len(empty), 1):.1f} items" + kinds,
         )
     return Outcome(
         family, _mean(rows, "first"), f"{sum(r['first'] for r in rows):.0f}/{len(rows)} rank 1"
@@ -228,7 +247,7 @@ def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
 
 
 def quality(config: Config) -> list[Figure]:
-    """Run the probes with the hash embedder and MiniLM (if installed); the four figures each."""
+    """Run the probes with the hash embedder and MiniLM (if installed); each family's figure."""
     embedders: list[tuple[str, Embedder | None]] = [
         ("hash", HashEmbedder()),
         ("minilm", minilm(config.embedding_cache, onnx=True)),

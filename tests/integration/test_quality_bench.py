@@ -28,6 +28,28 @@ def test_the_probes_are_generated_from_the_seed_alone() -> None:
         assert holders == [case.target]
 
 
+def test_the_notes_family_asks_half_answerable_questions_of_a_store_of_300() -> None:
+    import random
+    from datetime import UTC, datetime
+
+    from engram.bench import quality_notes
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    (store,) = quality_notes.notes(random.Random(5), start)
+    (again,) = quality_notes.notes(random.Random(5), start)
+    assert store.memories == again.memories
+    assert len(store.memories) == 300
+    kinds = [c.family for c in store.cases]
+    assert kinds.count("answerable") == len(kinds) // 2
+    assert set(kinds) == set(quality_notes.KINDS)
+    held = " ".join(text for text, _ in store.memories)
+    for case in store.cases:
+        assert case.answerable == (case.family == "answerable")
+        if case.family == "absent thing":  # its name is in no note
+            assert not any(n in case.query and n in held for _, ns in quality_notes.THINGS
+                           for n in ns)  # fmt: skip
+
+
 def test_best_threshold_separates_what_can_be_separated() -> None:
     rows = [{"answerable": 1.0, "top": 0.8}, {"answerable": 0.0, "top": 0.1}]
     threshold, accuracy = best_threshold(rows)

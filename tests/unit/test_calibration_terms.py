@@ -32,6 +32,7 @@ def test_the_length_fair_share_moves_relevance_only_when_weighed() -> None:
     [
         Calibration(-6.3, 4.0, -0.1, 0.0, cosine_rank=10.0),
         Calibration(-7.0, 1.0, 3.0, 2.0, saturated=5.0, cosine_rank=-1.0),
+        Calibration(-7.0, 3.0, 4.0, 3.0, absent=-4.0, absent_names=-2.0),
         *CALIBRATIONS.values(),
     ],
 )
@@ -46,7 +47,10 @@ def test_the_ceiling_bounds_relevance_whatever_the_unread_features(
         found = rng.random() < 0.5  # the vector path scored it: its cosine is known
         cosine = rng.random()
         c = Candidate(fused=rng.random() * 0.2, cosine=cosine if found else None)
-        bound = ceiling(calibration, c, Matching(conn, {}, vector=vector), 0.2)
+        absent = rng.random() if rng.random() < 0.5 else 0.0  # the query's: known up front
+        named = absent * rng.random()
+        m = Matching(conn, {}, vector=vector, absent=absent, absent_names=named)
+        bound = ceiling(calibration, c, m, 0.2)
         rank = min(c.fused / 0.2, 1.0)
-        actual = calibration.relevance(rng.random(), cosine, rank, rng.random())
+        actual = calibration.relevance(rng.random(), cosine, rank, rng.random(), absent, named)
         assert actual <= bound
