@@ -27,7 +27,7 @@ import tempfile
 import traceback
 from collections.abc import Callable, Iterable
 
-from engram.bench.common import FULL, QUICK, Config, Figure, log, remove_tree
+from engram.bench.common import FULL, QUICK, Config, Figure, data_home, log, remove_tree
 
 __all__ = ["DEFAULT_PG", "RECALL_PARTS", "SUITES", "default_embedding_cache", "recall_parts", "run"]
 
@@ -260,16 +260,19 @@ def run(
         log(notice)
     figures: list[Figure] = []
     failed = False
+    # Key stores live beside the ledgers (scratch, or the kept stores' cache).
+    keys = os.path.join(config.store_cache or scratch, "engram-data")
     try:
-        for label, step in steps:
-            try:
-                figures += step(config)
-            except Exception as exc:
-                failed = True
-                traceback.print_exc()
-                error = Figure(label, "events/s", "-", None)
-                error.error = f"{type(exc).__name__}: {exc}"
-                figures.append(error)
+        with data_home(keys):
+            for label, step in steps:
+                try:
+                    figures += step(config)
+                except Exception as exc:
+                    failed = True
+                    traceback.print_exc()
+                    error = Figure(label, "events/s", "-", None)
+                    error.error = f"{type(exc).__name__}: {exc}"
+                    figures.append(error)
     except KeyboardInterrupt:
         log("interrupted")
         failed = True

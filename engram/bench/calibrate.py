@@ -38,7 +38,7 @@ import numpy as np
 from engram.agents.matching import CALIBRATIONS, Calibration, saturated_share, work_out
 from engram.agents.memory import AgentMemory
 from engram.bench import beam, locomo
-from engram.bench.common import log
+from engram.bench.common import data_home, log
 from engram.bench.recall_bench import (
     READER,
     _open,
@@ -300,7 +300,7 @@ def main() -> None:
     if embedder is None:
         raise SystemExit("MiniLM needs the 'onnx' or the 'embeddings' extra")
     paths = frozenset(("lexical", "semantic")) if args.paths == "both" else frozenset([args.paths])
-    with tempfile.TemporaryDirectory() as scratch:
+    with tempfile.TemporaryDirectory() as scratch, data_home(scratch):
         t = collect(load_sets(args.data), embedder, paths, scratch, args.save)
     report(t, args.folds, family)
 

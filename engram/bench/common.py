@@ -218,6 +218,22 @@ def scratch_file(directory: str, name: str) -> Iterator[str]:
         remove_db(path)
 
 
+@contextmanager
+def data_home(folder: str) -> Iterator[str]:
+    """Point ``XDG_DATA_HOME`` at ``folder`` for the block (for this process and those it
+    starts), then put it back: the ledgers a bench makes seal by default (ADR 0086), and
+    their key stores belong with them, not in the user's data home."""
+    previous = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = folder
+    try:
+        yield folder
+    finally:
+        if previous is None:
+            os.environ.pop("XDG_DATA_HOME", None)
+        else:
+            os.environ["XDG_DATA_HOME"] = previous
+
+
 def remove_db(path: str) -> None:
     """Remove a SQLite file with its -wal and -shm companions."""
     for suffix in ("", "-wal", "-shm", "-journal"):

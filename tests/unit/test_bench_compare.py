@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -122,3 +123,20 @@ def test_the_ledger_profile_names_every_part(capsys: pytest.CaptureFixture[str])
         assert out.count(part) == 2, part  # the mix and the observations
     assert "ledger.read" in out
     assert "raw scan + msgspec" in out
+
+
+def test_data_home_points_key_stores_at_the_folder_and_puts_the_old_home_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from engram.bench.common import data_home
+    from engram.config import default_key_store_path
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "before"))
+    with data_home(str(tmp_path / "bench")) as folder:
+        assert os.environ["XDG_DATA_HOME"] == folder
+        assert default_key_store_path("x").startswith(folder + os.sep)
+    assert os.environ["XDG_DATA_HOME"] == str(tmp_path / "before")
+    monkeypatch.delenv("XDG_DATA_HOME")
+    with pytest.raises(RuntimeError), data_home(str(tmp_path / "bench")):
+        raise RuntimeError("a step failed")
+    assert "XDG_DATA_HOME" not in os.environ
