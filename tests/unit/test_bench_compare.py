@@ -134,7 +134,7 @@ def test_data_home_points_key_stores_at_the_folder_and_puts_the_old_home_back(
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "before"))
     with data_home(str(tmp_path / "bench")) as folder:
         assert os.environ["XDG_DATA_HOME"] == folder
-        assert default_key_store_path("x").startswith(folder + os.sep)
+        assert default_key_store_path("0" * 32).startswith(folder + os.sep)
     assert os.environ["XDG_DATA_HOME"] == str(tmp_path / "before")
     monkeypatch.delenv("XDG_DATA_HOME")
     with pytest.raises(RuntimeError), data_home(str(tmp_path / "bench")):
