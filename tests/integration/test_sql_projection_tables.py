@@ -44,10 +44,20 @@ def test_the_demo_fills_the_projection_tables(demo_ledger: Path) -> None:
 def test_count_select_and_join_on_every_projection_table(
     demo_ledger: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for view in _views(demo_ledger):
-        (count,) = _sql(demo_ledger, f'SELECT count(*) AS n FROM projections."{view}"', capsys)
-        rows = _sql(demo_ledger, f'SELECT * FROM projections."{view}"', capsys)
-        assert count["n"] == len(rows), view
+    views = _views(demo_ledger)
+    # Every view counted in one query (each CLI call attaches the stores anew), then each
+    # selected whole on its own.
+    counts = _sql(
+        demo_ledger,
+        " UNION ALL ".join(
+            f"SELECT '{view}' AS view, count(*) AS n FROM projections.\"{view}\"" for view in views
+        ),
+        capsys,
+    )
+    assert sorted(c["view"] for c in counts) == sorted(views)
+    for count in counts:
+        rows = _sql(demo_ledger, f'SELECT * FROM projections."{count["view"]}"', capsys)
+        assert count["n"] == len(rows), count["view"]
     joined = _sql(
         demo_ledger,
         "SELECT count(*) AS n FROM projections.neurons AS p"
