@@ -614,6 +614,9 @@ class AgentMemory:
                 value *= REPLACED_WEIGHT
             return float(value * after[p])
 
+        # The query-level terms (ADR 0090): the same for every item of the query.
+        absent = (matching.absent, matching.absent_names) if matching is not None else (0.0, 0.0)
+
         def work(batch: Sequence[int]) -> None:
             """Work out the relevance and the score of ``batch`` (ADR 0051)."""
             if matching is not None:
@@ -629,8 +632,7 @@ class AgentMemory:
                         cos,
                         min(c.fused / best, 1.0),
                         c.saturated,
-                        matching.absent,
-                        matching.absent_names,
+                        *absent,
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
