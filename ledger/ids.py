@@ -17,6 +17,7 @@ _counter = 0
 # os.urandom per id costs a system call. It is reseeded in every forked child, and a
 # program that seeds the global `random` for its own reasons does not repeat our ids.
 _random = random.Random(os.urandom(32))
+_LOW48 = (1 << 48) - 1
 os.register_at_fork(after_in_child=lambda: _random.seed(os.urandom(32)))
 
 
@@ -30,28 +31,41 @@ def new_id() -> str:
 
 
 def new_ids(n: int) -> list[str]:
-    """Return ``n`` new UUIDv7 strings, in increasing order (one clock read for all)."""
+    """Return ``n`` new UUIDv7 strings, in increasing order (one clock read for all).
+
+    Each id is formatted from small integers in one operation, its first two groups
+    (the millisecond) once per millisecond (ADR 0089).
+    """
     global _last_ms, _counter
     out: list[str] = []
+    add = out.append
+    bits = _random.getrandbits
     with _lock:
         ms = time.time_ns() // 1_000_000
         if ms > _last_ms:
             _last_ms = ms
-            _counter = _random.getrandbits(11)  # random start, room to count up
+            _counter = bits(11)  # random start, room to count up
         else:
             ms = _last_ms
+        head = _ms_text(ms)
+        counter = _counter
         for _ in range(n):
-            _counter += 1
-            if _counter > 0xFFF:  # counter exhausted: borrow the next millisecond
+            counter += 1
+            if counter > 0xFFF:  # counter exhausted: borrow the next millisecond
                 _last_ms += 1
-                ms = _last_ms
-                _counter = 0
-            value = (
-                (ms << 80) | (0x7 << 76) | (_counter << 64) | (0b10 << 62) | _random.getrandbits(62)
-            )
-            h = value.to_bytes(16, "big").hex()
-            out.append(f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}")
+                head = _ms_text(_last_ms)
+                counter = 0
+            rand = bits(62)
+            # version 7 over the 12-bit counter, the variant (0b10) over 62 random bits
+            # One %-format: a third cheaper here than an f-string with format specs.
+            add("%s%04x-%04x-%012x" % (head, 0x7000 | counter, 0x8000 | rand >> 48, rand & _LOW48))  # noqa: UP031
+        _counter = counter
     return out
+
+
+def _ms_text(ms: int) -> str:
+    """Return the first two groups of a UUIDv7 of millisecond ``ms`` with their hyphens."""
+    return f"{ms >> 16 & 0xFFFF_FFFF:08x}-{ms & 0xFFFF:04x}-"
 
 
 def normalize_id(value: object, *, field: str = "id", index: int | None = None) -> str:

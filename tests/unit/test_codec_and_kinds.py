@@ -29,7 +29,7 @@ from engram.ledger.catalog import (
     RecalledItem,
 )
 from engram.ledger.codec import canonical, decode_payload, encode_payload, format_at
-from engram.ledger.ids import new_id, normalize_id
+from engram.ledger.ids import new_id, new_ids, normalize_id
 from engram.ledger.kinds import KindSpec
 
 LIMIT = 1 << 20
@@ -62,6 +62,22 @@ def test_new_id_is_strictly_increasing_in_a_tight_loop() -> None:
     assert all(a < b for a, b in itertools.pairwise(ids))
     assert len(set(ids)) == len(ids)
     assert all(uuid.UUID(i).version == 7 for i in ids[::97])
+
+
+def test_new_ids_borrow_the_next_millisecond_when_the_counter_runs_out() -> None:
+    # A batch larger than the 12-bit counter's room crosses into borrowed milliseconds; its
+    # ids stay increasing, canonical, and carry the millisecond they were counted in.
+    ids = new_ids(3 * 4096)
+    assert all(a < b for a, b in itertools.pairwise(ids))
+    parsed = [uuid.UUID(i) for i in ids]
+    assert all(
+        str(p) == i and p.version == 7 and p.variant == uuid.RFC_4122
+        for p, i in zip(parsed, ids, strict=True)
+    )
+    millis = [p.int >> 80 for p in parsed]
+    assert millis[-1] - millis[0] >= 2  # at most 4096 ids a millisecond
+    assert all(b - a in (0, 1) for a, b in itertools.pairwise(millis))
+    assert new_id() > ids[-1]
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
