@@ -33,6 +33,10 @@ class Candidate:
     match: float | None = None  # None until worked out (only for the items that may be kept)
     share: float = 0.0  # the content share of the query's words it holds (ADR 0051)
     saturated: float = 0.0  # the same, fair to the item's length (ADR 0072)
+    #: Each path's own reciprocal rank over its best, ``(k + 1) / (k + rank)`` with the
+    #: fusion's constant (1: the path's top hit; 0: the path did not find it; ADR 0091).
+    lexical_rank: float = 0.0
+    semantic_rank: float = 0.0
 
 
 @dataclass
@@ -343,8 +347,18 @@ class Calibration(NamedTuple):
     rank: float  # its fused reciprocal rank over the best one possible (0..1)
     saturated: float = 0.0  # the length-fair share (:func:`saturated_share`)
     cosine_rank: float = 0.0  # cosine x rank: a top rank counts as far as the item is near
+    lexical_rank: float = 0.0  # the lexical path's own reciprocal rank over its best (ADR 0091)
+    semantic_rank: float = 0.0  # the vector path's own (ADR 0091)
 
-    def relevance(self, share: float, cosine: float, rank: float, saturated: float = 0.0) -> float:
+    def relevance(
+        self,
+        share: float,
+        cosine: float,
+        rank: float,
+        saturated: float = 0.0,
+        lexical_rank: float = 0.0,
+        semantic_rank: float = 0.0,
+    ) -> float:
         """Return the calibrated probability that the item answers the query."""
         z = (
             self.bias
@@ -353,6 +367,8 @@ class Calibration(NamedTuple):
             + self.cosine * cosine
             + self.rank * rank
             + self.cosine_rank * cosine * rank
+            + self.lexical_rank * lexical_rank
+            + self.semantic_rank * semantic_rank
         )
         return 1.0 / (1.0 + math.exp(-z))
 

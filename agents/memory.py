@@ -448,10 +448,11 @@ class AgentMemory:
                 c = fused.setdefault(position, Candidate())
                 c.fused += self.fusion[path] / (self.rrf_k + rank)
                 c.via = (*c.via, path)
+                own = (self.rrf_k + 1) / (self.rrf_k + rank)
                 if path == "lexical":
-                    c.bm25 = raw
+                    c.bm25, c.lexical_rank = raw, own
                 else:
-                    c.cosine = raw
+                    c.cosine, c.semantic_rank = raw, own
         if self.bloom:
             self._bloom(conn, fused, types, cut)
         return fused, None, matching
@@ -614,7 +615,12 @@ class AgentMemory:
                 else:
                     cos = min(max(c.cosine or 0.0, 0.0), 1.0)
                     relevance[p] = calibration.relevance(
-                        c.share, cos, min(c.fused / best, 1.0), c.saturated
+                        c.share,
+                        cos,
+                        min(c.fused / best, 1.0),
+                        c.saturated,
+                        c.lexical_rank,
+                        c.semantic_rank,
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 

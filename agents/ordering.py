@@ -39,7 +39,7 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
     """Return the most ``c``'s relevance can be, from what recall knows before working it out.
 
     The content shares are at most 1 and the cosine, where the vector path did not find
-    ``c``, at most 1; the fused rank is known.
+    ``c``, at most 1; the fused rank and each path's own rank are known.
     """
     share = 1.0 if calibration.share > 0 else 0.0
     saturated = 1.0 if calibration.saturated > 0 else 0.0
@@ -48,7 +48,7 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
         cosine = min(max(c.cosine or 0.0, 0.0), 1.0)
     else:  # relevance is linear in the cosine inside the logistic: its best is an end
         cosine = 1.0 if calibration.cosine + calibration.cosine_rank * rank > 0 else 0.0
-    ceiling = calibration.relevance(share, cosine, rank, saturated)
+    ceiling = calibration.relevance(share, cosine, rank, saturated, c.lexical_rank, c.semantic_rank)
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
 
 

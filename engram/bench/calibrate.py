@@ -31,7 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engram.agents.matching import saturated_share, work_out
+from engram.agents import contiguity
+from engram.agents.matching import content_share, saturated_share, work_out
 from engram.agents.memory import AgentMemory
 from engram.bench import beam, locomo
 from engram.bench.common import log
@@ -43,14 +44,28 @@ from engram.bench.recall_bench import (
     observe_conversation,
 )
 from engram.ledger import Ledger, default_registry
-from engram.projections import lexical
+from engram.projections import lexical, semantic
 from engram.projections.embedding import Embedder, HashEmbedder
 
 SEED = 20261126
 #: The features recorded per candidate: the content share (ADR 0051), the length-fair share
-#: (ADR 0072), the clipped cosine, the fused reciprocal rank over the best possible, and the
-#: text's length in words (for the analysis only).
-COLUMNS = ("share", "saturated", "cosine", "rank", "words")
+#: (ADR 0072), the clipped cosine, the fused reciprocal rank over the best possible, the
+#: text's length in words (for the analysis only), each path's own reciprocal rank over its
+#: best (0: the path did not find it), the best cosine of the text's passages (ADR 0054;
+#: its head's when it has none), and the best cosine and content share of the memories next
+#: to it in its episode (one on each side, as bloom walks them: ADR 0091).
+COLUMNS = (
+    "share",
+    "saturated",
+    "cosine",
+    "rank",
+    "words",
+    "lexical_rank",
+    "semantic_rank",
+    "passage",
+    "neighbour_cosine",
+    "neighbour_share",
+)
 
 
 @dataclass
@@ -67,9 +82,14 @@ class Table:
 
 
 def features(
-    memory: AgentMemory, query: str, paths: frozenset[str], fetch: int = 30
+    memory: AgentMemory,
+    query: str,
+    paths: frozenset[str],
+    fetch: int = 30,
+    passages: dict[int, np.ndarray] | None = None,
 ) -> dict[int, tuple[float, ...]]:
-    """Return each candidate's features (:data:`COLUMNS`) as recall scores them."""
+    """Return each candidate's features (:data:`COLUMNS`) as recall scores them;
+    ``passages`` keeps each text's passage vectors between questions."""
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         ranked, _, matching = memory._candidates(
@@ -78,21 +98,64 @@ def features(
         if matching is None or not ranked:
             return {}
         work_out(ranked, sorted(ranked), matching)
+        around = lexical.neighbours(
+            conn, sorted(ranked), 1, agent=memory.agent, gap_us=contiguity.EPISODE_GAP_US
+        )
+        near = sorted({q for pairs in around.values() for q, _ in pairs} - set(ranked))
+        texts = {**matching.texts, **(lexical.texts(conn, near) if near else {})}
+        stored = semantic.vectors_of(conn, near) if matching.vector is not None else {}
     ran = [p for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
            if on is not None]  # fmt: skip
     best = sum(memory.fusion[p] for p in ran) / (memory.rrf_k + 1)
+    weights = matching.share_weights or {}
+    vector = matching.vector
+    cosine = {p: min(max(c.cosine or 0.0, 0.0), 1.0) for p, c in ranked.items()}
+    if vector is not None:
+        for q, blob in stored.items():
+            cosine[q] = min(max(float(np.frombuffer(blob, dtype=np.float32) @ vector), 0.0), 1.0)
     found: dict[int, tuple[float, ...]] = {}
     for p, c in ranked.items():
-        text = matching.texts.get(p, "")
-        weights = matching.share_weights or {}
+        text = texts.get(p, "")
+        pairs = around.get(p, [])
         found[p] = (
             c.share,
             saturated_share(weights, text, matching.codes, matching.average),
-            min(max(c.cosine or 0.0, 0.0), 1.0),
+            cosine[p],
             min(c.fused / best, 1.0),
             float(len(lexical.tokens(text))),
+            c.lexical_rank,
+            c.semantic_rank,
+            _passage(memory, p, text, cosine[p], vector, passages),
+            max((cosine.get(q, 0.0) for q, _ in pairs), default=0.0),
+            max(
+                (content_share(weights, texts.get(q, ""), matching.codes) for q, _ in pairs),
+                default=0.0,
+            ),
         )
     return found
+
+
+def _passage(
+    memory: AgentMemory,
+    position: int,
+    text: str,
+    head: float,
+    vector: np.ndarray | None,
+    kept: dict[int, np.ndarray] | None,
+) -> float:
+    """Return the best cosine of the text's head and passages (ADR 0054) to the query."""
+    if vector is None or memory.embedder is None:
+        return head
+    kept = {} if kept is None else kept
+    if position not in kept:
+        parts = semantic.passages(text)
+        kept[position] = (
+            np.asarray(memory.embedder.embed(parts), dtype=np.float32)
+            if parts
+            else np.zeros((0, len(vector)), dtype=np.float32)
+        )
+    scored = kept[position] @ vector
+    return max(head, min(max(float(scored.max()), 0.0), 1.0)) if len(scored) else head
 
 
 def collect(
@@ -125,9 +188,10 @@ def collect(
                     memory = AgentMemory(
                         READER, ledger, engine, embedder=embedder, searcher=searcher
                     )
+                    kept: dict[int, np.ndarray] = {}
                     for q in conversation.questions:
                         for asked, which in ((True, q), (False, rng.choice(others))):
-                            for p, f in features(memory, which.text, paths).items():
+                            for p, f in features(memory, which.text, paths, passages=kept).items():
                                 rows.append(f)
                                 labels.append(int(asked and dia[p] in q.evidence))
                                 question.append(len(group))
@@ -266,9 +330,18 @@ def main() -> None:
     parser.add_argument("--data", choices=("locomo", "beam", "both"), default="both")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--save", default=None, help="keep the table in this .npz file")
+    parser.add_argument("--load", default=None, help="report on a table kept by --save")
+    parser.add_argument("--sets", nargs="*", default=list(SETS), help="feature sets, a+b+c")
     parser.add_argument("--embedding-cache", default=os.path.expanduser(
         "~/.cache/engram/bench-embeddings.db"))  # fmt: skip
     args = parser.parse_args()
+    unknown = [c for name in args.sets for c in name.split("+") if c not in COLUMNS]
+    if unknown:
+        raise SystemExit(f"unknown feature(s) {unknown}; known: {', '.join(COLUMNS)}")
+    if args.load:
+        with np.load(args.load) as kept:
+            report(Table(**{name: kept[name] for name in kept.files}), args.folds, args.sets)
+        return
     cache = args.embedding_cache
     embedder = HashEmbedder() if args.embedder == "hash" else minilm(cache, onnx=True)
     if embedder is None:
@@ -276,24 +349,45 @@ def main() -> None:
     paths = frozenset(("lexical", "semantic")) if args.paths == "both" else frozenset([args.paths])
     with tempfile.TemporaryDirectory() as scratch:
         t = collect(load_sets(args.data), embedder, paths, scratch, args.save)
-    report(t, args.folds)
+    report(t, args.folds, args.sets)
 
 
-def report(t: Table, folds: int) -> None:
-    """Print, per feature set, the held-apart recall@10 and floor, then the whole fit."""
+#: The feature sets the report fits and measures held apart, by :data:`COLUMNS` names.
+SETS = (
+    "share+cosine+rank",
+    "saturated+cosine+rank",
+    "share+cosine+rank+semantic_rank+lexical_rank",
+    "share+cosine+rank+neighbour_cosine+neighbour_share",
+    "share+cosine+passage+rank",
+)
+
+
+def report(t: Table, folds: int, sets: Sequence[str] = SETS) -> None:
+    """Print, per feature set, the held-apart recall@10 and floor, then the whole fit; and
+    each path's own order (cosine alone, lexical rank alone) on the same candidates."""
     print(f"{len(t.y)} candidates, {int(t.y.sum())} evidence, {len(t.group)} questions")
-    sets = {"share+cosine+rank": [0, 2, 3], "saturated+cosine+rank": [1, 2, 3]}
-    sets = {n: c for n, c in sets.items() if t.x[:, 2].any() or 2 not in c}
-    for name, columns in sets.items():
-        p = held_apart(t, columns, folds)
+    prefixes = sorted({g.split(":")[0] for g in t.group})
+    mine = {f: np.array([g.startswith(f) for g in t.group]) & t.answerable for f in prefixes}
+
+    def line(name: str, p: np.ndarray) -> None:
         r = recall_at(t, p)
+        figures = [f"{f} {np.nanmean(r[m]):.3f} ({np.nanmean(r[m]) / t.reference[m].mean():.3f}x)"
+                   for f, m in mine.items()]  # fmt: skip
+        print(f"  {name}: recall@10 {', '.join(figures)}")
+
+    for alone in ("cosine", "lexical_rank"):
+        line(f"{alone} alone", t.x[:, COLUMNS.index(alone)])
+    for name in sets:
+        columns = [COLUMNS.index(c) for c in name.split("+")]
+        if not t.x[:, 2].any() and 2 in columns:
+            continue
+        p = held_apart(t, columns, folds)
+        line(name, p)
         top = tops(t, p)
-        for prefix in sorted({g.split(":")[0] for g in t.group}):
-            mine = np.array([g.startswith(prefix) for g in t.group]) & t.answerable
-            ratio = np.nanmean(r[mine]) / t.reference[mine].mean()
-            print(f"  {name} {prefix}: recall@10 {np.nanmean(r[mine]):.3f} ({ratio:.3f}x)")
         floor, accuracy = best_floor(t, top)
-        print(f"    best top floor {floor:.3f}: {accuracy:.1%}; 0.5: {separation(t, top, 0.5):.1%}")
+        print(
+            f"    best top floor {floor:.3f}: {accuracy:.1%}; 0.05: {separation(t, top, 0.05):.1%}"
+        )
         w = fit(t.x[:, columns], t.y)
         print(f"    whole fit: {', '.join(f'{v:.3f}' for v in w)}")
 
