@@ -373,14 +373,15 @@ class Calibration(NamedTuple):
         return 1.0 / (1.0 + math.exp(-z))
 
 
-#: Per embedder family (ADR 0051, ADR 0072; `python -m engram.bench.calibrate`): "neural"
-#: (all-MiniLM-L6-v2) and "lexical" (no vectors: share and rank alone) are ADR 0051's fits on
-#: LoCoMo dev, which a refit on LoCoMo and BEAM dev together did not beat held apart by
-#: conversation; "hash" (feature hashing) is fitted on both (251,518 candidates, 1,317
-#: evidence) over share and cosine x rank: a hash vector's cosine says little alone, and a
-#: top rank among far items says nothing.
+#: Per embedder family (ADR 0051, ADR 0072, ADR 0091; `python -m engram.bench.calibrate`):
+#: "neural" (all-MiniLM-L6-v2) is fitted on LoCoMo and BEAM dev (242,147 candidates, 1,377
+#: evidence) over share, cosine, fused rank and each path's own rank: the fused rank counts
+#: the paths' agreement, each path's own rank what one path alone says (ADR 0091); "lexical"
+#: (no vectors: share and rank alone) is ADR 0051's fit on LoCoMo dev; "hash" (feature
+#: hashing) is fitted on both (251,518 candidates, 1,317 evidence) over share and cosine x
+#: rank: a hash vector's cosine says little alone, and a top rank among far items says nothing.
 CALIBRATIONS: dict[str, Calibration] = {
-    "neural": Calibration(-8.471, 3.288, 4.952, 3.016),
+    "neural": Calibration(-8.548, 2.618, 5.930, 4.696, lexical_rank=-0.745, semantic_rank=-1.640),
     "hash": Calibration(-6.317, 4.029, -0.104, 0.0, cosine_rank=10.014),
     "lexical": Calibration(-7.102, 4.372, 0.0, 3.025),
 }
