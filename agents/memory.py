@@ -41,6 +41,7 @@ from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
+    Calibration,
     Candidate,
     Matching,
     calibration_for,
@@ -180,6 +181,9 @@ class AgentMemory:
         #: Work out relevance only down the final order (ADR 0068); False: for every
         #: candidate, as the reference the property test and the latency bench compare with.
         self.lazy = True
+        #: The calibration of a recall the vectors took part in (None: the embedder
+        #: family's, :data:`engram.agents.matching.CALIBRATIONS`); the benches' ablations set it.
+        self.calibration: Calibration | None = None
 
     def observe(
         self,
@@ -579,6 +583,8 @@ class AgentMemory:
             best = sum(self.fusion[p] for p in ran) / (self.rrf_k + 1) or 1.0
             provider = self.embedder.fingerprint.provider if self.embedder is not None else ""
             calibration = calibration_for(provider, matching.vector is not None)
+            if self.calibration is not None and matching.vector is not None:
+                calibration = self.calibration
             matching.saturate = calibration.saturated != 0
         relevance: dict[int, float] = {}
         recency: dict[int, float] = {}
