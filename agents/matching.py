@@ -33,6 +33,10 @@ class Candidate:
     match: float | None = None  # None until worked out (only for the items that may be kept)
     share: float = 0.0  # the content share of the query's words it holds (ADR 0051)
     saturated: float = 0.0  # the same, fair to the item's length (ADR 0072)
+    #: Each path's own reciprocal rank over its best, ``(k + 1) / (k + rank)`` with the
+    #: fusion's constant (1: the path's top hit; 0: the path did not find it; ADR 0091).
+    lexical_rank: float = 0.0
+    semantic_rank: float = 0.0
 
 
 @dataclass
@@ -402,6 +406,8 @@ class Calibration(NamedTuple):
     absent: float = 0.0
     #: The same share over the words the query writes as names (:func:`names`).
     absent_names: float = 0.0
+    lexical_rank: float = 0.0  # the lexical path's own reciprocal rank over its best (ADR 0091)
+    semantic_rank: float = 0.0  # the vector path's own (ADR 0091)
 
     def relevance(
         self,
@@ -409,6 +415,8 @@ class Calibration(NamedTuple):
         cosine: float,
         rank: float,
         saturated: float = 0.0,
+        lexical_rank: float = 0.0,
+        semantic_rank: float = 0.0,
         absent: float = 0.0,
         absent_names: float = 0.0,
     ) -> float:
@@ -422,20 +430,26 @@ class Calibration(NamedTuple):
             + self.cosine * cosine
             + self.rank * rank
             + self.cosine_rank * cosine * rank
+            + self.lexical_rank * lexical_rank
+            + self.semantic_rank * semantic_rank
         )
         return 1.0 / (1.0 + math.exp(-z))
 
 
-#: Per embedder family (ADR 0051, ADR 0072; `python -m engram.bench.calibrate`): "neural"
-#: (all-MiniLM-L6-v2) and "lexical" (no vectors: share and rank alone) are ADR 0051's fits on
-#: LoCoMo dev, which a refit on LoCoMo and BEAM dev together did not beat held apart by
-#: conversation; "hash" (feature hashing) is fitted on both (251,518 candidates, 1,317
-#: evidence) over share and cosine x rank: a hash vector's cosine says little alone, and a
-#: top rank among far items says nothing. With vectors, the bias and the query-level term
-#: for the names no memory holds (``absent_names``) are refitted on LoCoMo and BEAM dev over
-#: those item-level terms, kept as they were (ADR 0090), so no result's order moves.
+#: Per embedder family (ADR 0051, ADR 0072, ADR 0090, ADR 0091; `python -m
+#: engram.bench.calibrate`): "neural" (all-MiniLM-L6-v2) is fitted on LoCoMo and BEAM dev
+#: (242,147 candidates, 1,377 evidence) over share, cosine, fused rank and each path's own
+#: rank: the fused rank counts the paths' agreement, each path's own rank what one path alone
+#: says (ADR 0091); "lexical" (no vectors: share and rank alone) is ADR 0051's fit on LoCoMo
+#: dev; "hash" (feature hashing) is fitted on both (251,518 candidates, 1,317 evidence) over
+#: share and cosine x rank: a hash vector's cosine says little alone, and a top rank among far
+#: items says nothing. With vectors, the bias and the query-level term for the names no memory
+#: holds (``absent_names``) are then refitted on LoCoMo and BEAM dev over those item-level
+#: terms, kept as they are (ADR 0090), so no result's order moves.
 CALIBRATIONS: dict[str, Calibration] = {
-    "neural": Calibration(-8.322, 3.288, 4.952, 3.016, absent_names=-3.650),
+    "neural": Calibration(
+        -8.399, 2.618, 5.930, 4.696, lexical_rank=-0.745, semantic_rank=-1.640, absent_names=-3.650
+    ),
     "hash": Calibration(-6.063, 4.029, -0.104, 0.0, cosine_rank=10.014, absent_names=-5.481),
     "lexical": Calibration(-7.102, 4.372, 0.0, 3.025),
 }

@@ -42,6 +42,7 @@ from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
+    Calibration,
     Candidate,
     Matching,
     absent_share,
@@ -184,6 +185,9 @@ class AgentMemory:
         #: Work out relevance only down the final order (ADR 0068); False: for every
         #: candidate, as the reference the property test and the latency bench compare with.
         self.lazy = True
+        #: The calibration of a recall the vectors took part in (None: the embedder
+        #: family's, :data:`engram.agents.matching.CALIBRATIONS`); the benches' ablations set it.
+        self.calibration: Calibration | None = None
 
     def observe(
         self,
@@ -459,10 +463,11 @@ class AgentMemory:
                 c = fused.setdefault(position, Candidate())
                 c.fused += self.fusion[path] / (self.rrf_k + rank)
                 c.via = (*c.via, path)
+                own = (self.rrf_k + 1) / (self.rrf_k + rank)
                 if path == "lexical":
-                    c.bm25 = raw
+                    c.bm25, c.lexical_rank = raw, own
                 else:
-                    c.cosine = raw
+                    c.cosine, c.semantic_rank = raw, own
         if self.bloom:
             self._bloom(conn, fused, types, cut)
         return fused, None, matching
@@ -589,6 +594,8 @@ class AgentMemory:
             best = sum(self.fusion[p] for p in ran) / (self.rrf_k + 1) or 1.0
             provider = self.embedder.fingerprint.provider if self.embedder is not None else ""
             calibration = calibration_for(provider, matching.vector is not None)
+            if self.calibration is not None and matching.vector is not None:
+                calibration = self.calibration
             matching.saturate = calibration.saturated != 0
         relevance: dict[int, float] = {}
         recency: dict[int, float] = {}
@@ -632,7 +639,10 @@ class AgentMemory:
                         cos,
                         min(c.fused / best, 1.0),
                         c.saturated,
-                        *absent,
+                        lexical_rank=c.lexical_rank,
+                        semantic_rank=c.semantic_rank,
+                        absent=absent[0],
+                        absent_names=absent[1],
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 

@@ -39,7 +39,8 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
     """Return the most ``c``'s relevance can be, from what recall knows before working it out.
 
     The content shares are at most 1 and the cosine, where the vector path did not find
-    ``c``, at most 1; the fused rank and the query's absent share (ADR 0090) are known.
+    ``c``, at most 1; the fused rank, each path's own rank and the query's absent shares
+    (ADR 0090, ADR 0091) are known.
     """
     share = 1.0 if calibration.share > 0 else 0.0
     saturated = 1.0 if calibration.saturated > 0 else 0.0
@@ -48,7 +49,16 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
         cosine = min(max(c.cosine or 0.0, 0.0), 1.0)
     else:  # relevance is linear in the cosine inside the logistic: its best is an end
         cosine = 1.0 if calibration.cosine + calibration.cosine_rank * rank > 0 else 0.0
-    ceiling = calibration.relevance(share, cosine, rank, saturated, m.absent, m.absent_names)
+    ceiling = calibration.relevance(
+        share,
+        cosine,
+        rank,
+        saturated,
+        lexical_rank=c.lexical_rank,
+        semantic_rank=c.semantic_rank,
+        absent=m.absent,
+        absent_names=m.absent_names,
+    )
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
 
 

@@ -22,6 +22,7 @@ from engram.bench.recall_bench import (
     HEADLINE,
     MODES,
     RELEVANCE_ONLY,
+    WITHOUT_OWN_RANKS,
     Indexing,
     Mode,
     check_modes,
@@ -33,6 +34,13 @@ from engram.bench.recall_bench import (
 
 #: One lever off at a time, beside the mode it changes.
 ABLATIONS = (
+    Mode(
+        "hybrid (minilm), no own ranks",
+        "minilm",
+        BOTH,
+        RELEVANCE_ONLY,
+        calibration=WITHOUT_OWN_RANKS,
+    ),
     Mode("lexical, no pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune=False),
     Mode("hybrid (minilm), no pruning", "minilm", BOTH, RELEVANCE_ONLY, prune=False),
     Mode("lexical, 2% pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune="share"),

@@ -35,7 +35,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from engram.agents.matching import CALIBRATIONS, Calibration, saturated_share, work_out
+from engram.agents import contiguity
+from engram.agents.matching import (
+    CALIBRATIONS,
+    Calibration,
+    content_share,
+    saturated_share,
+    work_out,
+)
 from engram.agents.memory import AgentMemory
 from engram.bench import beam, locomo
 from engram.bench.common import data_home, log
@@ -47,15 +54,32 @@ from engram.bench.recall_bench import (
     observe_conversation,
 )
 from engram.ledger import Ledger, default_registry
-from engram.projections import lexical
+from engram.projections import lexical, semantic
 from engram.projections.embedding import Embedder, HashEmbedder
 
 SEED = 20261126
 #: The features recorded per candidate: the content share (ADR 0051), the length-fair share
 #: (ADR 0072), the clipped cosine, the fused reciprocal rank over the best possible, the
-#: text's length in words (for the analysis only), and the query's absent shares over every
-#: content word and over its names (ADR 0090: the same for every candidate of a question).
-COLUMNS = ("share", "saturated", "cosine", "rank", "words", "absent", "absent_names")
+#: text's length in words (for the analysis only), each path's own reciprocal rank over its
+#: best (0: the path did not find it), the best cosine of the text's passages (ADR 0054;
+#: its head's when it has none), the best cosine and content share of the memories next
+#: to it in its episode (one on each side, as bloom walks them: ADR 0091), and the query's
+#: absent shares over every content word and over its names (ADR 0090: the same for every
+#: candidate of a question).
+COLUMNS = (
+    "share",
+    "saturated",
+    "cosine",
+    "rank",
+    "words",
+    "lexical_rank",
+    "semantic_rank",
+    "passage",
+    "neighbour_cosine",
+    "neighbour_share",
+    "absent",
+    "absent_names",
+)
 
 
 @dataclass
@@ -72,9 +96,14 @@ class Table:
 
 
 def features(
-    memory: AgentMemory, query: str, paths: frozenset[str], fetch: int = 30
+    memory: AgentMemory,
+    query: str,
+    paths: frozenset[str],
+    fetch: int = 30,
+    passages: dict[int, np.ndarray] | None = None,
 ) -> dict[int, tuple[float, ...]]:
-    """Return each candidate's features (:data:`COLUMNS`) as recall scores them."""
+    """Return each candidate's features (:data:`COLUMNS`) as recall scores them;
+    ``passages`` keeps each text's passage vectors between questions."""
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         ranked, _, matching = memory._candidates(
@@ -83,23 +112,66 @@ def features(
         if matching is None or not ranked:
             return {}
         work_out(ranked, sorted(ranked), matching)
+        around = lexical.neighbours(
+            conn, sorted(ranked), 1, agent=memory.agent, gap_us=contiguity.EPISODE_GAP_US
+        )
+        near = sorted({q for pairs in around.values() for q, _ in pairs} - set(ranked))
+        texts = {**matching.texts, **(lexical.texts(conn, near) if near else {})}
+        stored = semantic.vectors_of(conn, near) if matching.vector is not None else {}
     ran = [p for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
            if on is not None]  # fmt: skip
     best = sum(memory.fusion[p] for p in ran) / (memory.rrf_k + 1)
+    weights = matching.share_weights or {}
+    vector = matching.vector
+    cosine = {p: min(max(c.cosine or 0.0, 0.0), 1.0) for p, c in ranked.items()}
+    if vector is not None:
+        for q, blob in stored.items():
+            cosine[q] = min(max(float(np.frombuffer(blob, dtype=np.float32) @ vector), 0.0), 1.0)
     found: dict[int, tuple[float, ...]] = {}
     for p, c in ranked.items():
-        text = matching.texts.get(p, "")
-        weights = matching.share_weights or {}
+        text = texts.get(p, "")
+        pairs = around.get(p, [])
         found[p] = (
             c.share,
             saturated_share(weights, text, matching.codes, matching.average),
-            min(max(c.cosine or 0.0, 0.0), 1.0),
+            cosine[p],
             min(c.fused / best, 1.0),
             float(len(lexical.tokens(text))),
+            c.lexical_rank,
+            c.semantic_rank,
+            _passage(memory, p, text, cosine[p], vector, passages),
+            max((cosine.get(q, 0.0) for q, _ in pairs), default=0.0),
+            max(
+                (content_share(weights, texts.get(q, ""), matching.codes) for q, _ in pairs),
+                default=0.0,
+            ),
             matching.absent,
             matching.absent_names,
         )
     return found
+
+
+def _passage(
+    memory: AgentMemory,
+    position: int,
+    text: str,
+    head: float,
+    vector: np.ndarray | None,
+    kept: dict[int, np.ndarray] | None,
+) -> float:
+    """Return the best cosine of the text's head and passages (ADR 0054) to the query."""
+    if vector is None or memory.embedder is None:
+        return head
+    kept = {} if kept is None else kept
+    if position not in kept:
+        parts = semantic.passages(text)
+        kept[position] = (
+            np.asarray(memory.embedder.embed(parts), dtype=np.float32)
+            if parts
+            else np.zeros((0, len(vector)), dtype=np.float32)
+        )
+    scored = kept[position] @ vector
+    return max(head, min(max(float(scored.max()), 0.0), 1.0)) if len(scored) else head
 
 
 def collect(
@@ -132,9 +204,10 @@ def collect(
                     memory = AgentMemory(
                         READER, ledger, engine, embedder=embedder, searcher=searcher
                     )
+                    kept: dict[int, np.ndarray] = {}
                     for q in conversation.questions:
                         for asked, which in ((True, q), (False, rng.choice(others))):
-                            for p, f in features(memory, which.text, paths).items():
+                            for p, f in features(memory, which.text, paths, passages=kept).items():
                                 rows.append(f)
                                 labels.append(int(asked and dia[p] in q.evidence))
                                 question.append(len(group))
@@ -283,17 +356,23 @@ def main() -> None:
     parser.add_argument("--data", choices=("locomo", "beam", "both"), default="both")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--save", default=None, help="keep the table in this .npz file")
-    parser.add_argument("--load", default=None, help="report on a table --save kept")
+    parser.add_argument("--load", default=None, help="report on a table kept by --save")
+    parser.add_argument("--sets", nargs="*", default=list(SETS), help="feature sets, a+b+c")
     parser.add_argument("--embedding-cache", default=os.path.expanduser(
         "~/.cache/engram/bench-embeddings.db"))  # fmt: skip
     args = parser.parse_args()
+    unknown = [
+        c for name in args.sets for c in name.split("+") if c not in (*COLUMNS, "cosine*rank")
+    ]
+    if unknown:
+        raise SystemExit(f"unknown feature(s) {unknown}; known: {', '.join(COLUMNS)}, cosine*rank")
     family = "hash" if args.embedder == "hash" else "neural"
     if args.paths == "lexical":
         family = "lexical"
     if args.load:
         with np.load(args.load) as kept:
             table = Table(**{name: kept[name] for name in kept.files})
-        report(table, args.folds, family)
+        report(table, args.folds, family, args.sets)
         return
     cache = args.embedding_cache
     embedder = HashEmbedder() if args.embedder == "hash" else minilm(cache, onnx=True)
@@ -302,21 +381,24 @@ def main() -> None:
     paths = frozenset(("lexical", "semantic")) if args.paths == "both" else frozenset([args.paths])
     with tempfile.TemporaryDirectory() as scratch, data_home(scratch):
         t = collect(load_sets(args.data), embedder, paths, scratch, args.save)
-    report(t, args.folds, family)
+    report(t, args.folds, family, args.sets)
 
 
 #: The floors whose separation the report prints, beside the best one.
 FLOORS = (0.03, 0.05, 0.08, 0.1)
-#: The feature sets compared, by name: each a tuple of :func:`design`'s features. The first
-#: two per embedder are the shipped fits' (ADR 0051, ADR 0072); ``absent`` is ADR 0090's
-#: query-level term.
-SETS = {
-    "share+cosine+rank": ("share", "cosine", "rank"),
-    "saturated+cosine+rank": ("saturated", "cosine", "rank"),
-    "share+cosine+cosine*rank": ("share", "cosine", "cosine*rank"),
-    "share+cosine+rank+absent": ("share", "cosine", "rank", "absent"),
-    "share+cosine+cosine*rank+absent": ("share", "cosine", "cosine*rank", "absent"),
-}
+#: The feature sets compared, by :func:`design`'s names joined by "+": ADR 0051's and ADR
+#: 0072's fits, each path's own rank (ADR 0091, shipped for MiniLM), the neighbours and the
+#: passages (ADR 0091, measured), and ADR 0090's query-level term refitted whole.
+SETS = (
+    "share+cosine+rank",
+    "saturated+cosine+rank",
+    "share+cosine+cosine*rank",
+    "share+cosine+rank+semantic_rank+lexical_rank",
+    "share+cosine+rank+neighbour_cosine+neighbour_share",
+    "share+cosine+passage+rank",
+    "share+cosine+rank+absent",
+    "share+cosine+cosine*rank+absent",
+)
 
 
 #: The query-level terms refitted over a shipped fit's item-level terms (ADR 0090).
@@ -346,23 +428,28 @@ def held_apart_design(t: Table, x: np.ndarray, folds: int) -> np.ndarray:
 
 def item_terms(calibration: Calibration, t: Table) -> np.ndarray:
     """Return each candidate's item-level logit under ``calibration``, its bias left out."""
-    column = {name: t.x[:, COLUMNS.index(name)] for name in ("share", "saturated", "cosine",
-                                                            "rank")}  # fmt: skip
+    names = ("share", "saturated", "cosine", "rank", "lexical_rank", "semantic_rank")
+    column = {name: t.x[:, COLUMNS.index(name)] for name in names}
     terms: np.ndarray = (
         calibration.share * column["share"]
         + calibration.saturated * column["saturated"]
         + calibration.cosine * column["cosine"]
         + calibration.rank * column["rank"]
         + calibration.cosine_rank * column["cosine"] * column["rank"]
+        + calibration.lexical_rank * column["lexical_rank"]
+        + calibration.semantic_rank * column["semantic_rank"]
     )
     return terms
 
 
-def report(t: Table, folds: int, family: str) -> None:
-    """Print the shipped fit of ``family`` (:data:`CALIBRATIONS`), its query-level refit
-    (ADR 0090: the bias and the absent share over the shipped item-level terms, which keeps
-    every result's order), then each feature set refitted whole; all held apart."""
+def report(t: Table, folds: int, family: str, sets: Sequence[str] = SETS) -> None:
+    """Print each path's own order, the shipped fit of ``family`` (:data:`CALIBRATIONS`),
+    its query-level refit (ADR 0090: the bias and the absent share over the shipped
+    item-level terms, which keeps every result's order), then each feature set of ``sets``
+    refitted whole; all held apart."""
     print(f"{len(t.y)} candidates, {int(t.y.sum())} evidence, {len(t.group)} questions")
+    for alone in ("cosine", "lexical_rank"):
+        _print(t, f"{alone} alone", t.x[:, COLUMNS.index(alone)])
     shipped = CALIBRATIONS[family]
     terms = item_terms(shipped, t)
     absent = [COLUMNS.index("absent"), COLUMNS.index("absent_names")]
@@ -379,7 +466,8 @@ def report(t: Table, folds: int, family: str) -> None:
         print(f"    whole fit: bias {w[0]:.3f}, " + ", ".join(
             f"{name} {v:.3f}" for name, v in zip(query, w[1:], strict=True)))  # fmt: skip
     vectors = bool(t.x[:, COLUMNS.index("cosine")].any())
-    for name, names in SETS.items():
+    for name in sets:
+        names = name.split("+")
         if not vectors and "cosine" in names:
             continue
         x = design(t, names)

@@ -39,6 +39,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from engram.agents.matching import Calibration
 from engram.agents.memory import DEFAULT_WEIGHTS, RRF_K, AgentMemory
 from engram.bench import locomo
 from engram.bench.common import Config, Figure, Progress, log, remove_tree
@@ -93,6 +94,7 @@ class Mode:
     passages: bool = False  # long memories embedded as passages too (ADR 0054)
     rrf_k: int = RRF_K  # the fusion's rank constant
     tokenizer: str = "porter"  # the lexical index's tokenizer (lexical.TOKENIZERS)
+    calibration: Calibration | None = None  # None: the embedder family's (CALIBRATIONS)
 
 
 MODES = (
@@ -103,8 +105,17 @@ MODES = (
     Mode("hybrid (minilm)", "minilm", BOTH, RELEVANCE_ONLY),
     Mode("full", "minilm", BOTH, DEFAULT_WEIGHTS),
 )
+#: MiniLM's calibration before each path's own rank was a feature (ADR 0051, ADR 0091).
+WITHOUT_OWN_RANKS = Calibration(-8.471, 3.288, 4.952, 3.016)
 #: One lever off at a time, beside the mode it changes (the per-lever ablation).
 ABLATIONS = (
+    Mode(
+        "hybrid (minilm), no own ranks",
+        "minilm",
+        BOTH,
+        RELEVANCE_ONLY,
+        calibration=WITHOUT_OWN_RANKS,
+    ),
     Mode("lexical, no pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune=False),
     Mode("hybrid (minilm), no pruning", "minilm", BOTH, RELEVANCE_ONLY, prune=False),
     Mode("lexical, 2% pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune="share"),
@@ -311,6 +322,8 @@ def _conversation(
                     for mode in active
                     if (mode.embedder, mode.tokenizer, mode.passages) == (kind, tokenizer, whole)
                 ]
+                for mode, memory in memories:
+                    memory.calibration = mode.calibration
                 _ask(conversation, memories, dia, scores, progress)
         finally:
             for engine, _ in opened.values():

@@ -1,14 +1,17 @@
-"""The calibration's length-fair share and cosine x rank terms, and the ceiling over them."""
+"""The calibration's length-fair share, cosine x rank and path-rank terms, and the ceiling."""
 
 from __future__ import annotations
 
 import random
 import sqlite3
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import engram
 from engram.agents.matching import CALIBRATIONS, Calibration, Candidate, Matching
+from engram.agents.memory import PATHS, RRF_K
 from engram.agents.ordering import ceiling
 
 SEED = 20261126
@@ -27,12 +30,22 @@ def test_the_length_fair_share_moves_relevance_only_when_weighed() -> None:
     assert plain.relevance(0.3, 0.5, 1.0, 0.8) == plain.relevance(0.3, 0.5, 1.0, 0.1)
 
 
+def test_each_path_s_own_rank_moves_relevance_by_its_own_weight() -> None:
+    c = Calibration(-7.0, 3.0, 4.0, 2.0, lexical_rank=-1.0, semantic_rank=1.5)
+    assert c.relevance(0.3, 0.5, 0.5, 0.0, 0.0, 1.0) > c.relevance(0.3, 0.5, 0.5, 0.0, 1.0, 0.0)
+    assert c.relevance(0.3, 0.5, 0.5, 0.0, 0.0, 1.0) > c.relevance(0.3, 0.5, 0.5, 0.0, 0.0, 0.5)
+    plain = Calibration(-7.0, 3.0, 4.0, 2.0)
+    assert plain.relevance(0.3, 0.5, 0.5, 0.0, 1.0, 0.0) == plain.relevance(0.3, 0.5, 0.5)
+
+
 @pytest.mark.parametrize(
     "calibration",
     [
         Calibration(-6.3, 4.0, -0.1, 0.0, cosine_rank=10.0),
         Calibration(-7.0, 1.0, 3.0, 2.0, saturated=5.0, cosine_rank=-1.0),
         Calibration(-7.0, 3.0, 4.0, 3.0, absent=-4.0, absent_names=-2.0),
+        Calibration(-7.0, 3.0, 4.0, 2.0, lexical_rank=-1.0, semantic_rank=1.5),
+        Calibration(-7.0, 3.0, 4.0, 2.0, lexical_rank=-1.0, semantic_rank=1.5, absent_names=-2.0),
         *CALIBRATIONS.values(),
     ],
 )
@@ -46,11 +59,50 @@ def test_the_ceiling_bounds_relevance_whatever_the_unread_features(
     for _ in range(500):
         found = rng.random() < 0.5  # the vector path scored it: its cosine is known
         cosine = rng.random()
-        c = Candidate(fused=rng.random() * 0.2, cosine=cosine if found else None)
+        c = Candidate(
+            fused=rng.random() * 0.2,
+            cosine=cosine if found else None,
+            lexical_rank=rng.choice([0.0, rng.random()]),
+            semantic_rank=rng.random() if found else 0.0,
+        )
         absent = rng.random() if rng.random() < 0.5 else 0.0  # the query's: known up front
         named = absent * rng.random()
         m = Matching(conn, {}, vector=vector, absent=absent, absent_names=named)
         bound = ceiling(calibration, c, m, 0.2)
         rank = min(c.fused / 0.2, 1.0)
-        actual = calibration.relevance(rng.random(), cosine, rank, rng.random(), absent, named)
+        actual = calibration.relevance(
+            rng.random(),
+            cosine,
+            rank,
+            rng.random(),
+            lexical_rank=c.lexical_rank,
+            semantic_rank=c.semantic_rank,
+            absent=absent,
+            absent_names=named,
+        )
         assert actual <= bound
+
+
+def test_recall_s_candidates_carry_each_path_s_own_rank(tmp_path: Path) -> None:
+    with engram.open_memory(str(tmp_path / "ranks.db")) as opened:
+        agent = opened.agent("ana")
+        for text in ("the garden party is on friday", "budget review", "garden tools", "lunch"):
+            agent.observe(text)
+        agent.engine.wait_for(agent.ledger.head())
+        with agent.engine.read() as conn:
+            ranked, _, matching = agent._candidates(
+                conn, conn, "garden", 30, None, frozenset(PATHS), None
+            )
+    assert matching is not None
+    lexical = sorted(
+        (c for c in ranked.values() if "lexical" in c.via), key=lambda c: -(c.bm25 or 0)
+    )
+    assert lexical[0].lexical_rank == 1.0
+    assert [c.lexical_rank for c in lexical] == sorted(
+        (c.lexical_rank for c in lexical), reverse=True
+    )
+    assert lexical[1].lexical_rank == pytest.approx((RRF_K + 1) / (RRF_K + 2))
+    semantic = [c for c in ranked.values() if "semantic" in c.via]
+    assert max(c.semantic_rank for c in semantic) == 1.0
+    assert all(c.lexical_rank == 0.0 for c in ranked.values() if "lexical" not in c.via)
+    assert all(c.semantic_rank == 0.0 for c in ranked.values() if "semantic" not in c.via)
