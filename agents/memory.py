@@ -114,7 +114,7 @@ FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "sem
 #: relevant less than one time in twenty, so ten such items (recall's default ``k``) hold
 #: less than half an answer between them, more likely none than one. Chosen by that reading
 #: of the scale, not by a bench's best threshold; held apart by conversation, it tells
-#: LoCoMo and BEAM questions from questions of another conversation 92% and 88% of the time
+#: LoCoMo and BEAM questions from questions of another conversation 92% and 91% of the time
 #: with MiniLM, a question's names no memory holds lowering its items (ADR 0090). Pass
 #: ``min_score=0`` for every candidate.
 DEFAULT_MIN_SCORE = 0.05
