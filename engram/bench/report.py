@@ -19,8 +19,10 @@ def _value(value: float | None, unit: str) -> str:
         return f"{value:.3f} s" if value < 10 else f"{value:.1f} s"
     if unit == "ms":
         return f"{value:.2f} ms"
-    if unit == "recall":
+    if unit in ("recall", "share"):  # fractions: recall@k, a share of cases right
         return f"{value:.3f}"
+    if unit == "distinct":  # distinct items in a result
+        return f"{value:.1f}"
     if unit == "MiB":
         return f"{value:,.1f} MiB"
     if unit == "MB":

@@ -140,3 +140,16 @@ def test_data_home_points_key_stores_at_the_folder_and_puts_the_old_home_back(
     with pytest.raises(RuntimeError), data_home(str(tmp_path / "bench")):
         raise RuntimeError("a step failed")
     assert "XDG_DATA_HOME" not in os.environ
+
+
+def test_the_table_shows_shares_and_counts_of_distinct_items_as_numbers() -> None:
+    from engram.bench.report import table
+
+    share = Figure("quality unanswerable (hash)", "share", "goal", 1.0)
+    share.engram_samples, share.reference_samples = [0.825], [0.9]
+    distinct = Figure("quality copies (hash)", "distinct", "goal", 1.0)
+    distinct.engram_samples, distinct.reference_samples = [10.0], [9.5]
+    shown = table([share, distinct])
+    for value in ("0.825", "0.900", "10.0", "9.5"):
+        assert value in shown
+    assert "/s" not in shown
