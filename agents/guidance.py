@@ -21,7 +21,9 @@ made), the lessons left out — and the served ones are the fewest, best first (
 :data:`MAX_SITUATIONAL`), whose last stands :data:`CLEAR` above every rule left out; each
 still reaches the absolute floor :data:`~engram.agents.meaning.APPLIES` by its best piece of
 evidence. A task that sits as close to several rules as to the one it matched, or to none
-of them, gets none: fewer rules are served, and more of them apply.
+of them, gets none: fewer rules are served, and more of them apply. It needs an embedder
+that sets meanings apart (:func:`stands_apart`): under hash vectors or words alone the
+margin serves.
 
 ``serve(..., clear=None)`` serves by the margin instead (ADR 0067, 0077; the doctrine's
 notes are served so): a rule whose best score reaches the floor, whose typical score is
@@ -160,11 +162,14 @@ def serve(
 
     ``evidence`` maps a rule's suggestion id to the texts of the scars it came from
     (:func:`scores`). ``clear`` is the background test's gap (ADR 0092; :data:`CLEAR` by
-    default); None serves by the margin and the standing-out test instead (ADR 0077). A
-    model failure falls back to words alone; it never fails the frame.
+    default), taken where the embedder sets rules apart (:func:`stands_apart`); None, or
+    hash vectors or no embedder, serve by the margin and the standing-out test instead
+    (ADR 0077). A model failure falls back to words alone; it never fails the frame.
     """
     if clear is not None and not 0.0 <= clear <= 1.0:
         raise ValueError(f"clear must be within 0..1 (a calibrated score), got {clear!r}")
+    if clear is not None and not stands_apart(embedder):
+        clear = None  # no background to stand clear of: the margin serves (ADR 0092)
     always = [Served(r, 1.0) for r in rules if r.always]
     situational = [r for r in rules if not r.always]
     if not situational or not task.strip():
@@ -187,6 +192,14 @@ def serve(
         chosen.append((rule, match))
     chosen.sort(key=lambda c: (-c[1].typical, -c[1].best, c[0].position))
     return always + [Served(rule, match.best) for rule, match in chosen[:limit]]
+
+
+def stands_apart(embedder: Embedder | None) -> bool:
+    """Say whether the background test can serve with ``embedder``: a neural embedder's
+    cosines set the right rule apart from the rest; hash vectors' and the words' scores do
+    not (the right rule, a wrong one and an unrelated task stand out alike: ADR 0092), so
+    without one the margin serves."""
+    return embedder is not None and embedder.fingerprint.provider != "hash"
 
 
 def _clear_of_the_rest(

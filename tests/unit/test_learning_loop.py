@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from engram.agents import guidance, repeats
@@ -29,6 +30,7 @@ from engram.agents.meaning import (
 )
 from engram.jobs.dream import DreamSettings
 from engram.jobs.errors import JobConfigError
+from engram.projections.embedding import Embedder, Fingerprint, HashEmbedder
 from engram.projections.rules import Rule
 from engram.runtime import Memory, open_memory
 
@@ -415,7 +417,6 @@ def test_what_happened_in_a_cited_scar_is_evidence_of_its_own() -> None:
 
 
 def test_the_hash_embedder_serves_no_rule_for_a_task_that_only_shares_its_topic() -> None:
-    from engram.projections.embedding import HashEmbedder
 
     lesson = "Always dump the database prior to running migrations."
     what = "Upgrading the postgres schema wiped invoices because no dump existed to restore from."
@@ -434,7 +435,6 @@ def test_the_hash_embedder_serves_no_rule_for_a_task_that_only_shares_its_topic(
 
 
 def test_scores_are_given_per_rule_in_order_and_a_model_failure_falls_back_to_words() -> None:
-    from engram.projections.embedding import HashEmbedder
 
     class Broken(HashEmbedder):
         def embed(self, texts: object) -> list[list[float]]:  # type: ignore[override]
@@ -471,7 +471,32 @@ def test_a_rule_whose_every_telling_meets_the_task_outranks_one_lucky_telling() 
 # -- ADR 0092: the background test ----------------------------------------------------------
 
 
+class _Words(Embedder):
+    """A deterministic stand-in for a neural embedder: one dimension per word of the
+    tests' vocabulary, so texts that share words are near and others far."""
+
+    VOCABULARY = ("widget", "gadget", "logs", "disk", "volume", "build", "versions", "check")
+
+    @property
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(provider="test-words", model="8", dimension=8, normalization="l2")
+
+    @property
+    def dimension(self) -> int:
+        return 8
+
+    def _embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        out = np.full((len(texts), 8), 1e-3, dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in text.lower().replace(".", " ").split():
+                if word in self.VOCABULARY:
+                    out[i, self.VOCABULARY.index(word)] += 1.0
+            out[i] /= np.linalg.norm(out[i])
+        return out
+
+
 def test_the_background_test_serves_the_rule_that_stands_clear_and_none_in_a_tie() -> None:
+    words = _Words()
     logs = Rule(11, "Rotate the widget logs.", "logs", [], "ana")
     pins = Rule(12, "Pin the gadget versions.", "pins", [], "ana")
     evidence = {
@@ -479,21 +504,35 @@ def test_the_background_test_serves_the_rule_that_stands_clear_and_none_in_a_tie
         "pins": ["The gadget build broke overnight.", "Freeze them."],
     }
     task = "Turn on the widget logs on the small disk volume."
-    found = guidance.scores([logs, pins], task, evidence)
+    found = guidance.scores([logs, pins], task, evidence, words)
     assert found[0].situation - found[1].situation >= guidance.CLEAR
-    served = guidance.serve([logs, pins], task, evidence, clear=guidance.CLEAR)
+    served = guidance.serve([logs, pins], task, evidence, words, clear=guidance.CLEAR)
     assert [s.rule.position for s in served] == [11]
-    # Six rules the task meets alike: the default serves two, the background test none.
+    # Six rules the task meets alike: the margin serves two, the background test none.
     alike = [Rule(i, f"Check the widget gadget number {i}.", f"s{i}", [], "ana") for i in range(6)]
     task = "Repair the widget gadget."
-    assert len(guidance.serve(alike, task, {}, clear=None)) == guidance.MAX_SITUATIONAL
-    assert guidance.serve(alike, task, {}, clear=guidance.CLEAR) == []
+    assert len(guidance.serve(alike, task, {}, words, clear=None)) == guidance.MAX_SITUATIONAL
+    assert guidance.serve(alike, task, {}, words, clear=guidance.CLEAR) == []
     # Two alike and clear of the rest: both.
     pair = [*alike[:2], logs, pins]
-    both = guidance.serve(pair, task, evidence, clear=guidance.CLEAR)
+    both = guidance.serve(pair, task, evidence, words, clear=guidance.CLEAR)
     assert sorted(s.rule.position for s in both) == [0, 1]
     with pytest.raises(ValueError, match="clear"):
-        guidance.serve(pair, task, evidence, clear=1.5)
+        guidance.serve(pair, task, evidence, words, clear=1.5)
+
+
+def test_without_a_neural_embedder_the_margin_serves_whatever_the_gap() -> None:
+    # Hash vectors and words alone set no rule apart from the rest (ADR 0092): the
+    # background test would serve nothing, so the margin serves.
+    alike = [Rule(i, f"Check the widget gadget number {i}.", f"s{i}", [], "ana") for i in range(6)]
+    task = "Repair the widget gadget."
+    assert not guidance.stands_apart(None)
+    assert not guidance.stands_apart(HashEmbedder())
+    assert guidance.stands_apart(_Words())
+    for embedder in (None, HashEmbedder()):
+        clear = guidance.serve(alike, task, {}, embedder, clear=guidance.CLEAR)
+        assert clear == guidance.serve(alike, task, {}, embedder, clear=None)
+    assert len(guidance.serve(alike, task, {}, None)) == guidance.MAX_SITUATIONAL
 
 
 def test_the_situation_leaves_the_lessons_out() -> None:
