@@ -24,7 +24,6 @@ do not apply; ``valid_at=T`` asks what was true at ``T``.
 
 from __future__ import annotations
 
-import math
 import re
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -32,24 +31,19 @@ from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-import numpy as np
-import numpy.typing as npt
-
-from engram.agents import contiguity, scopes
+from engram.agents import scopes
 from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
 from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
+from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
     Calibration,
     Candidate,
     Matching,
-    absent_share,
     calibration_for,
-    codes,
     cosines,
-    names,
     work_out,
 )
 from engram.agents.ordering import ceiling, lazily
@@ -63,12 +57,12 @@ from engram.ledger.catalog import (
     RecalledItem,
     Visibility,
 )
-from engram.projections import lexical, salience, semantic, supersession, timetravel
+from engram.projections import lexical, salience, supersession, timetravel
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
-from engram.projections.errors import ProjectionError, QueryError
+from engram.projections.errors import QueryError
 from engram.projections.salience import DEFAULT_RATE
-from engram.projections.semantic import VectorHit, VectorSearcher
+from engram.projections.semantic import VectorSearcher
 from engram.projections.timetravel import check_as_of
 
 #: Exponents of the score's weighted geometric mean (ADR 0050): ``relevance ** r ×
@@ -101,7 +95,6 @@ DEFAULT_SUPERSEDE = "off"
 #: 10, not the customary 60: on LoCoMo it separates the top ranks more and measured better
 #: at @5, @10 and @20 (ADR 0014).
 RRF_K = 10
-FALLBACK_WINDOW = 5000
 #: The candidate paths recall can use; both by default (hybrid recall).
 PATHS = ("lexical", "semantic")
 #: How much each path's reciprocal rank counts in the fusion. Neural vectors and BM25 are
@@ -120,7 +113,7 @@ FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "sem
 DEFAULT_MIN_SCORE = 0.05
 
 
-class AgentMemory:
+class AgentMemory(Gathering):
     """One agent's memory stream over the shared ledger and the local projections."""
 
     def __init__(
@@ -393,175 +386,6 @@ class AgentMemory:
         return RecallResult(query, when, items, fallback, recorded)
 
     # -- candidates ------------------------------------------------------------------------
-
-    def _candidates(
-        self,
-        conn: sqlite3.Connection,
-        known: sqlite3.Connection,
-        query: str,
-        fetch: int,
-        types: Sequence[str] | None,
-        paths: frozenset[str],
-        cut: int | None,
-    ) -> tuple[dict[int, Candidate], str | None, Matching | None]:
-        """Gather each path's ranked hits and fuse them; ``known`` holds salience as of the cut.
-
-        Returns the candidates, why the fallback served (None: it did not), and what working
-        out their ``match`` needs (None: the fallback set it)."""
-        found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
-        problems: list[str] = []
-        matching = Matching(conn, self.fusion, codes=codes(query))
-        if "lexical" in paths:
-            try:
-                terms = lexical.terms(conn, query, prune=self.prune)
-                hits = lexical.search(
-                    conn,
-                    query,
-                    fetch,
-                    agent=self.agent,
-                    types=types,
-                    as_of_us=cut,
-                    query_terms=terms,
-                    match=False,
-                )
-                found["lexical"] = [(h.position, h.score) for h in hits]
-                matching.weights, matching.average = terms.weights, terms.average
-                matching.absent = absent_share(terms.weights, terms.present, matching.codes)
-                matching.absent_names = absent_share(
-                    terms.weights, terms.present, matching.codes, names(query)
-                )
-                matching.texts = {h.position: h.text for h in hits}
-            except (ProjectionError, sqlite3.Error) as exc:
-                problems.append(f"lexical index unavailable ({exc})")
-        if matching.weights is not None:
-            matching.share_weights = matching.weights
-        else:  # the content share is a feature of relevance whichever paths ran
-            try:
-                every = lexical.terms(conn, query, prune=False)
-                matching.share_weights, matching.average = every.weights, every.average
-                matching.absent = absent_share(every.weights, every.present, matching.codes)
-                matching.absent_names = absent_share(
-                    every.weights, every.present, matching.codes, names(query)
-                )
-            except (ProjectionError, sqlite3.Error):
-                matching.share_weights = None
-        if "semantic" in paths and (self.embedder is None or self.searcher is None):
-            problems.append("no embedder configured")
-        elif "semantic" in paths:
-            try:
-                vector, near = self._semantic(conn, known, query, fetch, types, cut)
-                found["semantic"] = [(h.position, h.score) for h in near]
-                matching.vector = vector
-            except Exception as exc:  # a model or index failure degrades, never fails recall
-                problems.append(f"semantic index unavailable ({type(exc).__name__}: {exc})")
-        if not found:
-            why = "; ".join(problems) + ": keyword overlap on recent items"
-            return self._fallback(query, fetch, types, cut), why, None
-        fused: dict[int, Candidate] = {}
-        for path, ranked in found.items():
-            for rank, (position, raw) in enumerate(ranked, start=1):
-                c = fused.setdefault(position, Candidate())
-                c.fused += self.fusion[path] / (self.rrf_k + rank)
-                c.via = (*c.via, path)
-                own = (self.rrf_k + 1) / (self.rrf_k + rank)
-                if path == "lexical":
-                    c.bm25, c.lexical_rank = raw, own
-                else:
-                    c.cosine, c.semantic_rank = raw, own
-        if self.bloom:
-            self._bloom(conn, fused, types, cut)
-        return fused, None, matching
-
-    def _bloom(
-        self,
-        conn: sqlite3.Connection,
-        fused: dict[int, Candidate],
-        types: Sequence[str] | None,
-        cut: int | None,
-    ) -> None:
-        """Let the strongest candidates cue their episode neighbours (agents.contiguity)."""
-        scores = {p: c.fused for p, c in fused.items()}
-        try:
-            around = lexical.neighbours(
-                conn,
-                contiguity.seeds(scores),
-                contiguity.RADIUS,
-                agent=self.agent,
-                gap_us=contiguity.EPISODE_GAP_US,
-                types=types,
-                as_of_us=cut,
-            )
-        except (ProjectionError, sqlite3.Error):
-            return  # without the lexical index there is no episode to walk: recall as fused
-        for position, score in contiguity.bloom(scores, around).items():
-            c = fused.setdefault(position, Candidate())
-            if not c.via:
-                c.via = ("bloom",)
-            c.fused = score
-
-    def _semantic(
-        self,
-        conn: sqlite3.Connection,
-        known: sqlite3.Connection,
-        query: str,
-        fetch: int,
-        types: Sequence[str] | None,
-        cut: int | None,
-    ) -> tuple[npt.NDArray[np.float32], list[VectorHit]]:
-        """Return the query vector and the nearest vectors; as of a cut, those known then."""
-        embedder, searcher = self.embedder, self.searcher
-        if embedder is None or searcher is None:
-            raise QueryError("no embedder configured")
-        searcher.sync(conn)
-        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype=np.float32)
-        if cut is None or known is conn:  # nothing changed since the cut: the index holds it
-            return vector, searcher.search(vector, fetch, agent=self.agent, types=types)
-        # Memories archived after the cut left the index; score them as the index would.
-        gone = lexical.archived_after(conn, cut, agent=self.agent, types=types)
-        scores = semantic.similarities(embedder, vector, [text for _, text in gone])
-        extra = [VectorHit(p, s) for (p, _), s in zip(gone, scores, strict=True)]
-        want = fetch
-        while True:
-            hits = searcher.search(vector, want, agent=self.agent, types=types)
-            pool = sorted([*hits, *extra], key=lambda h: (-h.score, h.position))
-            facts = salience.memory_facts(known, [h.position for h in pool])
-            live = [h for h in pool if (f := facts.get(h.position)) and not f.archived]
-            if len(live) >= fetch or len(hits) < want:
-                return vector, live[:fetch]
-            want *= 4
-
-    def _fallback(
-        self, query: str, fetch: int, types: Sequence[str] | None, cut: int | None
-    ) -> dict[int, Candidate]:
-        words = set(lexical.tokens(query))
-        head = self.ledger.head()
-        scored: list[tuple[float, int, float]] = []
-        archived: set[int] = set()
-        window = self.ledger.read(
-            max(head - FALLBACK_WINDOW, 0), kinds=["memory.observed", "memory.archived"]
-        )
-        for event in window:
-            if cut is not None and check_as_of(event.at) > cut:
-                continue
-            p = event.payload
-            if event.kind == "memory.archived":
-                # As the projections read it: an archive reaches the observations before it.
-                archived.update(position for position in p.positions if position < event.position)
-                continue
-            if p.visibility != "public" and p.agent != self.agent:
-                continue
-            if types and p.type not in types:
-                continue
-            overlap = len(words & set(lexical.tokens(p.text)))
-            if overlap:
-                share = overlap / (len(words) or 1)
-                scored.append((overlap / math.sqrt(len(words) or 1), event.position, share))
-        scored = [s for s in scored if s[1] not in archived]
-        scored.sort(key=lambda s: (-s[0], -s[1]))
-        return {
-            position: Candidate(fused=score, via=("fallback",), match=share)
-            for score, position, share in scored[:fetch]
-        }
 
     # -- scoring ---------------------------------------------------------------------------
 
