@@ -50,7 +50,7 @@ from engram.agents.meaning import (
 from engram.projections.embedding import Embedder
 from engram.projections.rules import Rule
 
-__all__ = ["CLEAR", "Match", "Served", "cache_for", "scores", "serve"]
+__all__ = ["CLEAR", "Match", "Served", "cache_for", "scores", "serve", "stands_apart"]
 
 #: The most situational rules one frame is given (the best first).
 MAX_SITUATIONAL = 2
