@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.agents import contiguity
-from engram.agents.matching import Candidate, Matching, absent_share, codes, names
+from engram.agents.matching import Candidate, Matching, codes, note_absent
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder
@@ -77,10 +77,7 @@ class Gathering:
                 )
                 found["lexical"] = [(h.position, h.score) for h in hits]
                 matching.weights, matching.average = terms.weights, terms.average
-                matching.absent = absent_share(terms.weights, terms.present, matching.codes)
-                matching.absent_names = absent_share(
-                    terms.weights, terms.present, matching.codes, names(query)
-                )
+                note_absent(matching, terms, query)
                 matching.texts = {h.position: h.text for h in hits}
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
@@ -90,10 +87,7 @@ class Gathering:
             try:
                 every = lexical.terms(conn, query, prune=False)
                 matching.share_weights, matching.average = every.weights, every.average
-                matching.absent = absent_share(every.weights, every.present, matching.codes)
-                matching.absent_names = absent_share(
-                    every.weights, every.present, matching.codes, names(query)
-                )
+                note_absent(matching, every, query)
             except (ProjectionError, sqlite3.Error):
                 matching.share_weights = None
         if "semantic" in paths and (self.embedder is None or self.searcher is None):

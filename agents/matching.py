@@ -367,6 +367,13 @@ def absent_share(
 _RAW_WORD = re.compile(r"\w+", re.UNICODE)
 
 
+def note_absent(m: Matching, terms: lexical.Terms, query: str) -> None:
+    """Set ``m``'s query-level shares (ADR 0090) from the query's ``terms``: of its content
+    words, and of its names, the IDF share no memory holds (:func:`absent_share`)."""
+    m.absent = absent_share(terms.weights, terms.present, m.codes)
+    m.absent_names = absent_share(terms.weights, terms.present, m.codes, names(query))
+
+
 def names(query: str) -> frozenset[str]:
     """Return the words ``query`` writes as names: capitalised, not where a sentence starts
     ("Where does Zoltan Varga live?" -> zoltan, varga), lowercased as the index holds them."""
