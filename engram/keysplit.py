@@ -43,7 +43,8 @@ from engram.config import (
     ledger_file,
 )
 from engram.ledger import ConfigError, KeyStore, KeyStoreError, Ledger
-from engram.ledger.shred import SEALED_PREFIX, is_sealed, personal_fields
+from engram.ledger.personal import personal_fields
+from engram.ledger.shred import SEALED_PREFIX, is_sealed
 
 __all__ = [
     "SPLIT_MARK",

@@ -37,7 +37,7 @@ from engram.ledger import (
     Sealer,
     default_registry,
 )
-from engram.ledger.shred import personal_fields
+from engram.ledger.personal import personal_fields
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.copies import Copies

@@ -24,7 +24,7 @@ import secrets
 import sqlite3
 import stat
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,31 +118,6 @@ def subject_of(actor: str, payload: object) -> str:
     """Return an event's subject: the agent its payload names, else its actor."""
     agent = getattr(payload, "agent", None)
     return agent if isinstance(agent, str) and agent else actor
-
-
-def personal_fields(
-    events: Iterable[Event],
-    personal: Mapping[str, Sequence[str]],
-    subject: str | None = None,
-) -> Iterator[tuple[Event, dict[str, object]]]:
-    """Yield each event of ``events`` with its personal fields' values, by field name.
-
-    ``personal`` names each kind's personal fields; an event of another kind is skipped.
-    With ``subject``, only that subject's events (:func:`subject_of`), typed payloads only:
-    an untyped (dict) payload is an unknown kind's, whose subject cannot be told. Values
-    are as the ledger handed them: sealed text read as stored, opened text read opened.
-    """
-    for event in events:
-        names = personal.get(event.kind)
-        if not names:
-            continue
-        payload = event.payload
-        if isinstance(payload, dict):
-            if subject is None:
-                yield event, {name: payload.get(name) for name in names}
-            continue
-        if subject is None or subject_of(event.actor, payload) == subject:
-            yield event, {name: getattr(payload, name, None) for name in names}
 
 
 class SealingKey(NamedTuple):

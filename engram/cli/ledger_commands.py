@@ -27,7 +27,8 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
-from engram.ledger.shred import masked, personal_fields
+from engram.ledger.personal import personal_fields
+from engram.ledger.shred import masked
 from engram.runtime import registry_for
 
 

@@ -1,0 +1,40 @@
+"""Walking an event stream's personal fields (ADR 0039, ADR 0086).
+
+Which fields of which kinds are personal is the settings' (``Settings.personal()``) or a
+sealer's; this walks them once for every reader that needs them: the key split, an audit
+opened as a subject, forgetting's sweep of the embedding cache.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+
+from engram.ledger.events import Event
+from engram.ledger.shred import subject_of
+
+__all__ = ["personal_fields"]
+
+
+def personal_fields(
+    events: Iterable[Event],
+    personal: Mapping[str, Sequence[str]],
+    subject: str | None = None,
+) -> Iterator[tuple[Event, dict[str, object]]]:
+    """Yield each event of ``events`` with its personal fields' values, by field name.
+
+    ``personal`` names each kind's personal fields; an event of another kind is skipped.
+    With ``subject``, only that subject's events (:func:`subject_of`), typed payloads only:
+    an untyped (dict) payload is an unknown kind's, whose subject cannot be told. Values
+    are as the ledger handed them: sealed text read as stored, opened text read opened.
+    """
+    for event in events:
+        names = personal.get(event.kind)
+        if not names:
+            continue
+        payload = event.payload
+        if isinstance(payload, dict):
+            if subject is None:
+                yield event, {name: payload.get(name) for name in names}
+            continue
+        if subject is None or subject_of(event.actor, payload) == subject:
+            yield event, {name: getattr(payload, name, None) for name in names}
