@@ -50,7 +50,17 @@ from engram.agents.meaning import (
 from engram.projections.embedding import Embedder
 from engram.projections.rules import Rule
 
-__all__ = ["CLEAR", "Match", "Served", "cache_for", "scores", "serve", "stands_apart"]
+__all__ = [
+    "CLEAR",
+    "MAX_SITUATIONAL",
+    "Match",
+    "Served",
+    "cache_for",
+    "clear_of_the_rest",
+    "scores",
+    "serve",
+    "stands_apart",
+]
 
 #: The most situational rules one frame is given (the best first).
 MAX_SITUATIONAL = 2
@@ -176,7 +186,7 @@ def serve(
         return always
     found = scores(situational, task, evidence, embedder)
     if clear is not None:
-        return always + _clear_of_the_rest(situational, found, threshold, limit, clear)
+        return always + clear_of_the_rest(situational, found, threshold, limit, clear)
     typical = [m.typical for m in found]
     pooled = len(found) >= POOL
     mean = float(np.mean(typical))
@@ -202,7 +212,7 @@ def stands_apart(embedder: Embedder | None) -> bool:
     return embedder is not None and embedder.fingerprint.provider != "hash"
 
 
-def _clear_of_the_rest(
+def clear_of_the_rest(
     rules: Sequence[Rule], found: Sequence[Match], threshold: float, limit: int, clear: float
 ) -> list[Served]:
     """The background test (ADR 0092): the fewest rules, best situation first (at most

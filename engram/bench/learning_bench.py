@@ -21,7 +21,8 @@ ADR 0056/0057, where one exists):
 - **rule served for a task it applies to** (budget 2000; reference: the former BM25 match
   over every word) and at budget 500;
 - **the right rule is the task's best match**: the embedder's ceiling, the tasks whose
-  best-ranked situational rule is the right one (or whose right rule is always-on);
+  best-ranked situational rule, in the serving's own order (ADR 0098), is the right one (or
+  whose right rule is always-on);
 - **share of served rules that apply**: situational rules served for a task they apply to,
   over all situational rules served (unrelated tasks included);
 - **drafts whose destination works with no config** and is served where its tier says;
@@ -57,6 +58,7 @@ from engram.bench.recall_bench import minilm
 from engram.jobs import dream
 from engram.ledger import Ledger, default_registry
 from engram.projections import rules as rulebook
+from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.embedding import (
     CachedEmbedder,
@@ -135,7 +137,7 @@ class Outcome:
 def run(config: Config) -> list[Figure]:
     """Run each workload under the hash embedder and MiniLM; return the figures."""
     embedders: list[tuple[str, Embedder]] = [("hash", HashEmbedder())]
-    model = _minilm(config.embedding_cache)
+    model = minilm_or_none(config.embedding_cache)
     if model is None:
         log("  learning: MiniLM skipped (pip install 'engram[onnx]' or 'engram[embeddings]')")
     else:
@@ -190,7 +192,7 @@ def table(outcomes: Sequence[Outcome]) -> str:
     return "\n".join(lines)
 
 
-def _minilm(cache_path: str | None) -> Embedder | None:
+def minilm_or_none(cache_path: str | None) -> Embedder | None:
     """Return MiniLM: sentence-transformers' where installed, else the ONNX runtime's (the
     same vectors and fingerprint, ADR 0061), cached in ``cache_path`` if given; or None."""
     model = minilm(cache_path)
@@ -226,7 +228,30 @@ def _figures(outcomes: Sequence[Outcome]) -> list[Figure]:
 def _measure(config: Config, name: str, embedder: Embedder, workload: Workload) -> Outcome:
     root = os.path.join(config.scratch, f"learning-{name.replace(' ', '-')}")
     outcome = Outcome(name)
-    projections = [
+    projections = projections_for(embedder)
+    try:
+        with (
+            Ledger.open(f"{root}.db", default_registry()) as ledger,
+            ProjectionEngine(ledger, f"{root}.store", projections) as engine,
+        ):
+            searcher = VectorSearcher(
+                f"{root}.store", embedder.dimension, str(embedder.fingerprint)
+            )
+            kinds = record(ledger, engine, embedder, outcome, root, workload)
+            lessons = Lessons(ledger, engine, embedder=embedder, home=f"{root}-home")
+            outcome.references["merged"] = (0, len(workload.mistakes))
+            review(lessons, kinds, outcome, workload)
+            worker = AgentMemory(WORKER, ledger, engine, embedder=embedder, searcher=searcher)
+            _tasks(worker, lessons, kinds, outcome, workload)
+    finally:
+        remove_tree(f"{root}.store")
+    log(f"  learning ({name}): done")
+    return outcome
+
+
+def projections_for(embedder: Embedder) -> list[Projection]:
+    """The projections a learning workload's ledger keeps (one fresh set per ledger)."""
+    return [
         SalienceIndex(),
         LexicalIndex(),
         SemanticIndex(embedder),
@@ -236,27 +261,9 @@ def _measure(config: Config, name: str, embedder: Embedder, workload: Workload) 
         SuggestionQueue(),
         RuleBook(),
     ]
-    try:
-        with (
-            Ledger.open(f"{root}.db", default_registry()) as ledger,
-            ProjectionEngine(ledger, f"{root}.store", projections) as engine,
-        ):
-            searcher = VectorSearcher(
-                f"{root}.store", embedder.dimension, str(embedder.fingerprint)
-            )
-            kinds = _record(ledger, engine, embedder, outcome, root, workload)
-            lessons = Lessons(ledger, engine, embedder=embedder, home=f"{root}-home")
-            outcome.references["merged"] = (0, len(workload.mistakes))
-            _review(lessons, kinds, outcome, workload)
-            worker = AgentMemory(WORKER, ledger, engine, embedder=embedder, searcher=searcher)
-            _tasks(worker, lessons, kinds, outcome, workload)
-    finally:
-        remove_tree(f"{root}.store")
-    log(f"  learning ({name}): done")
-    return outcome
 
 
-def _record(
+def record(
     ledger: Ledger,
     engine: ProjectionEngine,
     embedder: Embedder,
@@ -387,7 +394,7 @@ def _former_dream(candidates: Sequence[dream.Candidate]) -> list[list[dream.Cand
     return leaders
 
 
-def _review(lessons: Lessons, kinds: dict[str, str], outcome: Outcome, workload: Workload) -> None:
+def review(lessons: Lessons, kinds: dict[str, str], outcome: Outcome, workload: Workload) -> None:
     """Review every draft: refuse the refused kinds, mark one rule always-on, apply the rest
     (with no destination configured); count the destinations that worked."""
     worked = 0
@@ -437,7 +444,7 @@ def _tasks(
     tasks: list[tuple[str | None, str]] = [(m.key, t) for m in workload.mistakes for t in m.tasks]
     tasks += [(None, t) for t in workload.unrelated]
     in_force = [r for r in lessons.rules() if not r.always]
-    evidence = _evidence(lessons, in_force)
+    evidence = evidence_of(lessons, in_force)
     best = 0
     margin = {"served": 0, "right": 0, "given": 0, "unrelated": 0}
     for kind, task in tasks:
@@ -502,7 +509,7 @@ def _margin(
     counts["served"] += kind is not None and bool(wanted & given)
 
 
-def _evidence(lessons: Lessons, rules: Sequence[rulebook.Rule]) -> dict[str, list[str]]:
+def evidence_of(lessons: Lessons, rules: Sequence[rulebook.Rule]) -> dict[str, list[str]]:
     """Return each rule's scars' texts by suggestion id, as the context frames read them."""
     from engram.projections.suggestions import scar_texts
 
@@ -519,12 +526,16 @@ def _best_is(
     wanted: set[int],
 ) -> bool:
     """Say whether the situational rule that matches ``task`` best (as the serving ranks
-    them) is a wanted one, or an always-on rule is wanted: the most any threshold on the
-    match could serve."""
+    them: by the situation score under the background test, by the typical one under the
+    margin, ADR 0092) is a wanted one, or an always-on rule is wanted: the most any
+    threshold on the match could serve."""
     if not wanted & {r.position for r in rules}:
         return bool(wanted)
     found = guidance.scores(rules, task, evidence, embedder)
-    top = max(range(len(rules)), key=lambda i: (found[i].typical, found[i].best))
+    if guidance.stands_apart(embedder):
+        top = max(range(len(rules)), key=lambda i: (found[i].situation, found[i].best, -i))
+    else:
+        top = max(range(len(rules)), key=lambda i: (found[i].typical, found[i].best))
     return found[top].best > 0 and rules[top].position in wanted
 
 
@@ -548,4 +559,16 @@ def _former_rules(worker: AgentMemory, task: str) -> set[int]:
         return {r.position for r in rulebook.rules_for_query(conn, task, 32)}
 
 
-__all__ = ["GOALS", "WORKLOADS", "Outcome", "Workload", "run", "table"]
+__all__ = [
+    "GOALS",
+    "WORKLOADS",
+    "Outcome",
+    "Workload",
+    "evidence_of",
+    "minilm_or_none",
+    "projections_for",
+    "record",
+    "review",
+    "run",
+    "table",
+]

@@ -68,7 +68,7 @@ def test_the_check_workload_shares_no_mistake_and_no_words_with_the_tuned_one() 
 
 @pytest.mark.skipif(not (onnx_ready() or st_available()), reason="MiniLM is not installed")
 def test_the_bench_runs_minilm_on_whichever_runtime_is_installed() -> None:
-    model = learning_bench._minilm(None)
+    model = learning_bench.minilm_or_none(None)
     assert model is not None
     assert (
         calibration_for(model)
