@@ -10,8 +10,8 @@ text produced by :func:`engram.ledger.codec.format_at`.
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -115,20 +115,22 @@ class Backend(abc.ABC):
     ) -> list[Row]:
         """Return up to ``limit`` rows with ``after < position <= upto`` in position order."""
 
-    def iter_rows(
+    def scan_rows(
         self,
         after: int,
         upto: int | None,
         kinds: Sequence[str] | None,
         streams: Sequence[str] | None,
         limit: int,
-    ) -> Iterator[Row]:
-        """Yield what :meth:`read_rows` returns, one row at a time, to be consumed at once.
+    ) -> AbstractContextManager[Iterable[Row]]:
+        """Give what :meth:`read_rows` returns as an iterable to consume inside the block.
 
-        A backend may stream from the driver's cursor, so each row is let go as soon as it
-        is used (the store builds an event of it) instead of a page of rows held first.
+        A backend may hand out the driver's cursor itself, so each row is let go as soon as
+        it is used (the store builds an event of it) and no Python frame stands between the
+        cursor and the loop that builds the events; a database error while iterating is
+        translated as :meth:`read_rows` translates it.
         """
-        return iter(self.read_rows(after, upto, kinds, streams, limit))
+        return nullcontext(self.read_rows(after, upto, kinds, streams, limit))
 
     @abc.abstractmethod
     def at_text(self, value: Any) -> str:

@@ -298,8 +298,11 @@ class Ledger:
         remaining = limit
         while remaining is None or remaining > 0:
             page = _PAGE if remaining is None else min(_PAGE, remaining)
-            with collector_paused():
-                events = self._events(self.backend.iter_rows(after, upto, kinds, streams, page))
+            with (
+                collector_paused(),
+                self.backend.scan_rows(after, upto, kinds, streams, page) as rows,
+            ):
+                events = self._events(rows)
             if not events:
                 return
             yield from events

@@ -111,3 +111,29 @@ def test_replay_gives_each_event_its_own_time_when_runs_share_one(tmp_path: Path
         assert events[5].at not in times
         assert events[0].at is events[1].at  # one parse for the run
         assert [e.at for e in ledger.get([5, 3, 1])] == [times[4], times[2], times[0]]
+
+
+def test_a_replay_failing_mid_page_gives_its_cursor_and_connection_back(tmp_path: Path) -> None:
+    # Events are built straight off the driver's cursor (ADR 0099): an error while a page is
+    # built must still end the query and return the pooled connection, and name the row.
+    import sqlite3
+
+    from engram.ledger.errors import KindRegistryError
+
+    path = str(tmp_path / "l.db")
+    with Ledger.open(path, durability="fast") as ledger:
+        ledger.append([_observed(i) for i in range(3)])
+        last = list(ledger.backend.scan())[-1]
+        conn = sqlite3.connect(path)
+        with conn:  # a row from a newer program: a schema this one cannot read
+            conn.execute(
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (4, new_id(), last[2], last[3] + 1, last[4], 99, *last[6:]),
+            )
+        conn.close()
+        backend = ledger.backend
+        assert isinstance(backend, SQLiteBackend)
+        with pytest.raises(KindRegistryError, match="newer than this program"):
+            list(ledger.read())
+        assert backend._reader.pool.checkedout() == 0  # type: ignore[attr-defined]
+        assert [e.position for e in ledger.read(upto=3)] == [1, 2, 3]
