@@ -4,10 +4,12 @@ Run ``python -m engram.bench.calibrate [--embedder hash|minilm] [--folds 5]``. E
 conversation (LoCoMo) and chat (BEAM) is observed into its own ledger; each of its questions
 with evidence is asked (answerable), and so is a question of another conversation of the
 same data set chosen by the seeded generator (unanswerable there: it speaks of other people
-and other events). For every candidate recall gathers, the features recall scores are
-recorded (:data:`COLUMNS`) with a label: 1 when the candidate is one of the question's
-evidence turns. A logistic regression (Newton's method, a small ridge) fits P(evidence |
-features).
+and other events); so is, where it names a speaker, a question of another conversation asked
+of this one's speakers (:func:`_swap`; ADR 0095: a held subject's detail the conversation
+does not give), reported apart and fitted on only where a line says so. For every
+candidate recall gathers, the features recall scores are recorded (:data:`COLUMNS`) with a
+label: 1 when the candidate is one of the question's evidence turns. A logistic regression
+(Newton's method, a small ridge) fits P(evidence | features).
 
 Every refit's figures are out of sample: the conversations are split into folds, the model
 is fitted on the others' candidates and scores the fold's (ADR 0072), so the recall@10
@@ -65,9 +67,11 @@ SEED = 20261126
 #: text's length in words (for the analysis only), each path's own reciprocal rank over its
 #: best (0: the path did not find it), the best cosine of the text's passages (ADR 0054;
 #: its head's when it has none), the best cosine and content share of the memories next
-#: to it in its episode (one on each side, as bloom walks them: ADR 0091), and the query's
+#: to it in its episode (one on each side, as bloom walks them: ADR 0091), the query's
 #: absent shares over every content word and over its names (ADR 0090: the same for every
-#: candidate of a question).
+#: candidate of a question), the cosine of the query without its names (ADR 0095; the
+#: cosine where it writes none), its best over the question's candidates (the query-level
+#: ``detail``) and whether the query writes names.
 COLUMNS = (
     "share",
     "saturated",
@@ -529,6 +533,15 @@ def report(t: Table, folds: int, family: str, sets: Sequence[str] = SETS) -> Non
            predict(np.array([shipped.bias, shipped.absent, shipped.absent_names, shipped.detail]),
                    t.x[:, absent], terms))  # fmt: skip
     moved = swapped_rows(t)
+    first = np.zeros(len(t.group), dtype=int)
+    first[t.question[::-1]] = np.arange(len(t.question))[::-1]
+    detail = t.x[first, COLUMNS.index("detail")]
+    kinds = {"answerable": t.answerable, "another's": ~t.answerable}
+    if t.swapped is not None:
+        kinds = {"answerable": t.answerable, "another's": ~t.answerable & ~t.swapped,
+                 "swapped": t.swapped}  # fmt: skip
+    medians = [f"{kind} {np.median(detail[of]):.3f}" for kind, of in kinds.items() if of.any()]
+    print("  the query's detail, median per question: " + "; ".join(medians))
     for query, swapped in itertools.product(QUERY_SETS, (False, True)):
         if swapped and not moved.any():
             continue
