@@ -425,14 +425,14 @@ def without_names(query: str) -> str | None:
     held = names(query) - STOPWORDS
     if not held:
         return None
-    kept = []
-    for match in _NAMED.finditer(query):
-        if not set(lexical.tokens(match.group(1))) <= held:
-            kept.append(match.group())
-    rest = " ".join(kept)
-    if len(kept) < 1 or all(w.casefold() in STOPWORDS for w in kept):
+    kept = [
+        match.group()
+        for match in _NAMED.finditer(query)
+        if not set(lexical.tokens(match.group(1))) <= held
+    ]
+    if all(w.casefold() in STOPWORDS for w in kept):  # also when nothing is left
         return None
-    return rest + ("?" if query.rstrip().endswith("?") else "")
+    return " ".join(kept) + ("?" if query.rstrip().endswith("?") else "")
 
 
 def _verbatim(code: str, text: str) -> bool:
