@@ -19,7 +19,15 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.agents import contiguity
-from engram.agents.matching import Candidate, Matching, codes, note_absent
+from engram.agents.matching import (
+    Calibration,
+    Candidate,
+    Matching,
+    calibration_for,
+    codes,
+    note_absent,
+    without_names,
+)
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder
@@ -44,6 +52,7 @@ class Gathering:
     rrf_k: int
     bloom: bool
     prune: bool | str
+    calibration: Calibration | None
 
     def _candidates(
         self,
@@ -94,7 +103,7 @@ class Gathering:
             problems.append("no embedder configured")
         elif "semantic" in paths:
             try:
-                vector, near = self._semantic(conn, known, query, fetch, types, cut)
+                vector, near = self._semantic(conn, known, query, fetch, types, cut, matching)
                 found["semantic"] = [(h.position, h.score) for h in near]
                 matching.vector = vector
             except Exception as exc:  # a model or index failure degrades, never fails recall
@@ -152,13 +161,23 @@ class Gathering:
         fetch: int,
         types: Sequence[str] | None,
         cut: int | None,
+        matching: Matching,
     ) -> tuple[npt.NDArray[np.float32], list[VectorHit]]:
-        """Return the query vector and the nearest vectors; as of a cut, those known then."""
+        """Return the query vector and the nearest vectors; as of a cut, those known then.
+
+        Where the calibration weighs the query's detail (ADR 0095) and the query writes
+        names, the query without them is embedded in the same call (``matching.masked``):
+        one batch of two costs about a quarter more than the query alone, two calls double.
+        """
         embedder, searcher = self.embedder, self.searcher
         if embedder is None or searcher is None:
             raise QueryError("no embedder configured")
         searcher.sync(conn)
-        vector = np.ascontiguousarray(embedder.embed([query])[0], dtype=np.float32)
+        rest = without_names(query) if self._calibration().detail else None
+        embedded = embedder.embed([query] if rest is None else [query, rest])
+        vector = np.ascontiguousarray(embedded[0], dtype=np.float32)
+        if rest is not None:
+            matching.masked = np.ascontiguousarray(embedded[1], dtype=np.float32)
         if cut is None or known is conn:  # nothing changed since the cut: the index holds it
             return vector, searcher.search(vector, fetch, agent=self.agent, types=types)
         # Memories archived after the cut left the index; score them as the index would.
@@ -174,6 +193,13 @@ class Gathering:
             if len(live) >= fetch or len(hits) < want:
                 return vector, live[:fetch]
             want *= 4
+
+    def _calibration(self) -> Calibration:
+        """Return the calibration a recall the vectors take part in scores with."""
+        if self.calibration is not None:
+            return self.calibration
+        provider = self.embedder.fingerprint.provider if self.embedder is not None else ""
+        return calibration_for(provider, True)
 
     def _fallback(
         self, query: str, fetch: int, types: Sequence[str] | None, cut: int | None

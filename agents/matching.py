@@ -68,6 +68,13 @@ class Matching:
     absent: float = 0.0
     #: The same share counting only the words the query writes as names (:func:`names`).
     absent_names: float = 0.0
+    #: The best cosine (clipped to 0..1) of the query's detail, the query without its names
+    #: (:func:`without_names`), over the candidates (:func:`note_detail`, ADR 0095): one value
+    #: for the whole query, set only where the calibration weighs it.
+    detail: float = 0.0
+    #: The vector of the query without its names (None: it writes none, or the calibration
+    #: does not weigh the detail; then the query's own vector is its detail's).
+    masked: npt.NDArray[np.float32] | None = None
 
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
@@ -364,6 +371,28 @@ def absent_share(
     return min(missing / total, 1.0)
 
 
+def note_detail(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
+    """Set ``m.detail``: the best cosine, clipped to 0..1, of the query's detail over the
+    candidates ``positions`` (ADR 0095): of ``m.masked``, the query without its names, or
+    where the query writes none, of the query itself.
+
+    A question about a subject the store holds matches that subject's memories by the name
+    alone; what is left of it after the name is what it asks, and no memory may give that.
+    """
+    if m.vector is None or not positions:
+        m.detail = 0.0
+        return
+    if m.masked is None:
+        cosines(fused, positions, m)
+        best = max((fused[p].cosine or 0.0) for p in positions)
+    else:
+        stored = semantic.vectors_of(m.conn, list(positions))
+        masked = m.masked
+        found = [float(np.frombuffer(blob, dtype=np.float32) @ masked) for blob in stored.values()]
+        best = max(found, default=0.0)
+    m.detail = min(max(best, 0.0), 1.0)
+
+
 _RAW_WORD = re.compile(r"\w+", re.UNICODE)
 
 
@@ -384,6 +413,26 @@ def names(query: str) -> frozenset[str]:
         if word[0].isupper() and before and before[-1] not in ".?!":
             found.update(lexical.tokens(word))
     return frozenset(found)
+
+
+_NAMED = re.compile(r"(\w+)(?:['\u2019]s\b)?", re.UNICODE)
+
+
+def without_names(query: str) -> str | None:
+    """Return ``query`` with the words it writes as names taken out (with their "'s"), or
+    None when it writes none or nothing else is left: "What is Hana Sato's blood type?" ->
+    "What is blood type?", the detail the question asks of its subject (ADR 0095)."""
+    held = names(query) - STOPWORDS
+    if not held:
+        return None
+    kept = [
+        match.group()
+        for match in _NAMED.finditer(query)
+        if not set(lexical.tokens(match.group(1))) <= held
+    ]
+    if all(w.casefold() in STOPWORDS for w in kept):  # also when nothing is left
+        return None
+    return " ".join(kept) + ("?" if query.rstrip().endswith("?") else "")
 
 
 def _verbatim(code: str, text: str) -> bool:
@@ -415,6 +464,9 @@ class Calibration(NamedTuple):
     absent_names: float = 0.0
     lexical_rank: float = 0.0  # the lexical path's own reciprocal rank over its best (ADR 0091)
     semantic_rank: float = 0.0  # the vector path's own (ADR 0091)
+    #: The best cosine of the query's detail, its words but its names, over the candidates
+    #: (:func:`note_detail`, ADR 0095): a query-level term, the same logit for every item.
+    detail: float = 0.0
 
     def relevance(
         self,
@@ -426,12 +478,14 @@ class Calibration(NamedTuple):
         semantic_rank: float = 0.0,
         absent: float = 0.0,
         absent_names: float = 0.0,
+        detail: float = 0.0,
     ) -> float:
         """Return the calibrated probability that the item answers the query."""
         z = (
             self.bias
             + self.absent * absent
             + self.absent_names * absent_names
+            + self.detail * detail
             + self.share * share
             + self.saturated * saturated
             + self.cosine * cosine

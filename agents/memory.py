@@ -44,6 +44,7 @@ from engram.agents.matching import (
     Matching,
     calibration_for,
     cosines,
+    note_detail,
     work_out,
 )
 from engram.agents.ordering import ceiling, lazily
@@ -416,11 +417,14 @@ class AgentMemory(Gathering):
             ran = [p for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
                    if on is not None]  # fmt: skip
             best = sum(self.fusion[p] for p in ran) / (self.rrf_k + 1) or 1.0
-            provider = self.embedder.fingerprint.provider if self.embedder is not None else ""
-            calibration = calibration_for(provider, matching.vector is not None)
-            if self.calibration is not None and matching.vector is not None:
-                calibration = self.calibration
+            calibration = (
+                self._calibration()
+                if matching.vector is not None
+                else calibration_for("", semantic=False)
+            )
             matching.saturate = calibration.saturated != 0
+            if calibration.detail and matching.vector is not None:
+                note_detail(ranked, positions, matching)
         relevance: dict[int, float] = {}
         recency: dict[int, float] = {}
         importance: dict[int, float] = {}
@@ -445,8 +449,9 @@ class AgentMemory(Gathering):
                 value *= REPLACED_WEIGHT
             return float(value * after[p])
 
-        # The query-level terms (ADR 0090): the same for every item of the query.
+        # The query-level terms (ADR 0090, ADR 0095): the same for every item of the query.
         absent = (matching.absent, matching.absent_names) if matching is not None else (0.0, 0.0)
+        detail = matching.detail if matching is not None else 0.0
 
         def work(batch: Sequence[int]) -> None:
             """Work out the relevance and the score of ``batch`` (ADR 0051)."""
@@ -467,6 +472,7 @@ class AgentMemory(Gathering):
                         semantic_rank=c.semantic_rank,
                         absent=absent[0],
                         absent_names=absent[1],
+                        detail=detail,
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 

@@ -39,8 +39,8 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
     """Return the most ``c``'s relevance can be, from what recall knows before working it out.
 
     The content shares are at most 1 and the cosine, where the vector path did not find
-    ``c``, at most 1; the fused rank, each path's own rank and the query's absent shares
-    (ADR 0090, ADR 0091) are known.
+    ``c``, at most 1; the fused rank, each path's own rank and the query-level terms
+    (ADR 0090, ADR 0091, ADR 0095) are known.
     """
     share = 1.0 if calibration.share > 0 else 0.0
     saturated = 1.0 if calibration.saturated > 0 else 0.0
@@ -58,6 +58,7 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
         semantic_rank=c.semantic_rank,
         absent=m.absent,
         absent_names=m.absent_names,
+        detail=m.detail,
     )
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
 

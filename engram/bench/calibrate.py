@@ -4,10 +4,12 @@ Run ``python -m engram.bench.calibrate [--embedder hash|minilm] [--folds 5]``. E
 conversation (LoCoMo) and chat (BEAM) is observed into its own ledger; each of its questions
 with evidence is asked (answerable), and so is a question of another conversation of the
 same data set chosen by the seeded generator (unanswerable there: it speaks of other people
-and other events). For every candidate recall gathers, the features recall scores are
-recorded (:data:`COLUMNS`) with a label: 1 when the candidate is one of the question's
-evidence turns. A logistic regression (Newton's method, a small ridge) fits P(evidence |
-features).
+and other events); so is, where it names a speaker, a question of another conversation asked
+of this one's speakers (:func:`_swap`; ADR 0095: a held subject's detail the conversation
+does not give), reported apart and fitted on only where a line says so. For every
+candidate recall gathers, the features recall scores are recorded (:data:`COLUMNS`) with a
+label: 1 when the candidate is one of the question's evidence turns. A logistic regression
+(Newton's method, a small ridge) fits P(evidence | features).
 
 Every refit's figures are out of sample: the conversations are split into folds, the model
 is fitted on the others' candidates and scores the fold's (ADR 0072), so the recall@10
@@ -29,6 +31,7 @@ import argparse
 import itertools
 import os
 import random
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,6 +44,7 @@ from engram.agents.matching import (
     Calibration,
     content_share,
     saturated_share,
+    without_names,
     work_out,
 )
 from engram.agents.memory import AgentMemory
@@ -63,9 +67,11 @@ SEED = 20261126
 #: text's length in words (for the analysis only), each path's own reciprocal rank over its
 #: best (0: the path did not find it), the best cosine of the text's passages (ADR 0054;
 #: its head's when it has none), the best cosine and content share of the memories next
-#: to it in its episode (one on each side, as bloom walks them: ADR 0091), and the query's
+#: to it in its episode (one on each side, as bloom walks them: ADR 0091), the query's
 #: absent shares over every content word and over its names (ADR 0090: the same for every
-#: candidate of a question).
+#: candidate of a question), the cosine of the query without its names (ADR 0095; the
+#: cosine where it writes none), its best over the question's candidates (the query-level
+#: ``detail``) and whether the query writes names.
 COLUMNS = (
     "share",
     "saturated",
@@ -79,6 +85,9 @@ COLUMNS = (
     "neighbour_share",
     "absent",
     "absent_names",
+    "masked_cosine",
+    "detail",
+    "named",
 )
 
 
@@ -93,6 +102,8 @@ class Table:
     answerable: np.ndarray  # per question
     evidence: np.ndarray  # per question: how many evidence turns it cites
     reference: np.ndarray  # per question: rank_bm25's recall@10 (answerable ones)
+    #: per question: another conversation's question asked of this one's speakers (ADR 0095)
+    swapped: np.ndarray | None = None
 
 
 def features(
@@ -118,6 +129,7 @@ def features(
         near = sorted({q for pairs in around.values() for q, _ in pairs} - set(ranked))
         texts = {**matching.texts, **(lexical.texts(conn, near) if near else {})}
         stored = semantic.vectors_of(conn, near) if matching.vector is not None else {}
+        own = semantic.vectors_of(conn, sorted(ranked)) if matching.vector is not None else {}
     ran = [p for p, on in (("lexical", matching.weights), ("semantic", matching.vector))
            if on is not None]  # fmt: skip
     best = sum(memory.fusion[p] for p in ran) / (memory.rrf_k + 1)
@@ -127,6 +139,13 @@ def features(
     if vector is not None:
         for q, blob in stored.items():
             cosine[q] = min(max(float(np.frombuffer(blob, dtype=np.float32) @ vector), 0.0), 1.0)
+    rest = without_names(query)
+    masked = dict(cosine)
+    if vector is not None and rest is not None and memory.embedder is not None:
+        detail = np.asarray(memory.embedder.embed([rest])[0], dtype=np.float32)
+        for p, blob in own.items():
+            masked[p] = min(max(float(np.frombuffer(blob, dtype=np.float32) @ detail), 0.0), 1.0)
+    best_detail = max((masked[p] for p in ranked), default=0.0)
     found: dict[int, tuple[float, ...]] = {}
     for p, c in ranked.items():
         text = texts.get(p, "")
@@ -147,6 +166,9 @@ def features(
             ),
             matching.absent,
             matching.absent_names,
+            masked[p],
+            best_detail,
+            float(rest is not None),
         )
     return found
 
@@ -180,10 +202,12 @@ def collect(
     paths: frozenset[str],
     scratch: str,
     save: str | None = None,
+    swap: bool = True,
 ) -> Table:
     """Ask every question with evidence, and one of another conversation, over ``paths``;
     with ``save``, keep the table gathered so far in that .npz after each conversation."""
     rng = random.Random(SEED)
+    swaps = random.Random(SEED + 1)  # its own draws: the other questions stay as they were
     rows: list[tuple[float, ...]] = []
     labels: list[int] = []
     question: list[int] = []
@@ -191,9 +215,12 @@ def collect(
     answerable: list[bool] = []
     evidence: list[int] = []
     reference: list[float] = []
+    swapped: list[bool] = []
     for name, conversations in sets:
         for conversation in conversations:
             others = [q for c in conversations if c is not conversation for q in c.questions]
+            sources = [(c, q) for c in conversations if c is not conversation
+                       for q in c.questions]  # fmt: skip
             rank = bm25_reference(conversation)
             base = os.path.join(scratch, f"{name}-{conversation.sample_id}")
             with Ledger.open(base + ".db", default_registry(), durability="fast") as ledger:
@@ -206,8 +233,14 @@ def collect(
                     )
                     kept: dict[int, np.ndarray] = {}
                     for q in conversation.questions:
-                        for asked, which in ((True, q), (False, rng.choice(others))):
-                            for p, f in features(memory, which.text, paths, passages=kept).items():
+                        asks = [(True, q.text, False), (False, rng.choice(others).text, False)]
+                        if swap:
+                            source, other = swaps.choice(sources)
+                            text = _swap(other.text, source, conversation)
+                            if text is not None:
+                                asks.append((False, text, True))
+                        for asked, which, moved in asks:
+                            for p, f in features(memory, which, paths, passages=kept).items():
                                 rows.append(f)
                                 labels.append(int(asked and dia[p] in q.evidence))
                                 question.append(len(group))
@@ -216,13 +249,34 @@ def collect(
                             evidence.append(len(q.evidence))
                             found = set(rank(q.text, 10)) if asked else set()
                             reference.append(len(found & q.evidence) / len(q.evidence))
+                            swapped.append(moved)
                 finally:
                     engine.close()
             log(f"  {name} {conversation.sample_id}: {len(group)} questions asked")
             if save:
                 np.savez(save, **_table(rows, labels, question, group, answerable, evidence,
-                                        reference).__dict__)  # fmt: skip
-    return _table(rows, labels, question, group, answerable, evidence, reference)
+                                        reference, swapped).__dict__)  # fmt: skip
+    return _table(rows, labels, question, group, answerable, evidence, reference, swapped)
+
+
+def speakers(conversation: locomo.Conversation) -> list[str]:
+    """Return the conversation's speakers in the order they first speak."""
+    return list(dict.fromkeys(t.speaker for t in conversation.turns))
+
+
+def _swap(text: str, source: locomo.Conversation, target: locomo.Conversation) -> str | None:
+    """Return ``source``'s question ``text`` asked of ``target``'s speakers (the first
+    speaker's name for the first's, the second's for the second's), None when it names
+    neither: a question about a held person's detail the conversation does not give."""
+    original = text
+    pairs = list(zip(speakers(source), speakers(target), strict=False))
+    if not any(re.search(rf"\b{re.escape(a)}\b", text) for a, _ in pairs):
+        return None
+    for i, (a, _) in enumerate(pairs):
+        text = re.sub(rf"\b{re.escape(a)}\b", f"\0{i}\0", text)
+    for i, (_, b) in enumerate(pairs):
+        text = text.replace(f"\0{i}\0", b)
+    return None if text == original else text
 
 
 def _table(
@@ -233,6 +287,7 @@ def _table(
     answerable: list[bool],
     evidence: list[int],
     reference: list[float],
+    swapped: list[bool],
 ) -> Table:
     return Table(
         np.array(rows, dtype=np.float64).reshape(-1, len(COLUMNS)),
@@ -242,6 +297,7 @@ def _table(
         np.array(answerable),
         np.array(evidence),
         np.array(reference),
+        np.array(swapped),
     )
 
 
@@ -271,20 +327,35 @@ def predict(w: np.ndarray, x: np.ndarray, offset: np.ndarray | None = None) -> n
     return probabilities
 
 
+def swapped_rows(t: Table) -> np.ndarray:
+    """Return which candidates answer a swapped question (:func:`_swap`)."""
+    if t.swapped is None:
+        return np.zeros(len(t.y), dtype=bool)
+    moved: np.ndarray = t.swapped[t.question]
+    return moved
+
+
 def held_apart(
-    t: Table, columns: Sequence[int], folds: int, offset: np.ndarray | None = None
+    t: Table,
+    columns: Sequence[int],
+    folds: int,
+    offset: np.ndarray | None = None,
+    with_swapped: bool = False,
 ) -> np.ndarray:
     """Return each candidate's probability from a model fitted on the other folds'
-    conversations (folds assigned by the seeded generator, conversation by conversation)."""
+    conversations (folds assigned by the seeded generator, conversation by conversation);
+    the swapped questions are scored, and fitted on only ``with_swapped``."""
     names = sorted(set(t.group))
     random.Random(SEED).shuffle(names)
     fold_of = {name: i % folds for i, name in enumerate(names)}
     row_fold = np.array([fold_of[g] for g in t.group])[t.question]
+    moved = swapped_rows(t) if not with_swapped else np.zeros(len(t.y), dtype=bool)
     out = np.zeros(len(t.y))
     for f in range(folds):
         inside = row_fold == f
-        fixed = None if offset is None else offset[~inside]
-        w = fit(t.x[~inside][:, columns], t.y[~inside], offset=fixed)
+        train = ~inside & ~moved
+        fixed = None if offset is None else offset[train]
+        w = fit(t.x[train][:, columns], t.y[train], offset=fixed)
         out[inside] = predict(
             w, t.x[inside][:, columns], None if offset is None else offset[inside]
         )
@@ -394,6 +465,7 @@ SETS = (
     "saturated+cosine+rank",
     "share+cosine+cosine*rank",
     "share+cosine+rank+semantic_rank+lexical_rank",
+    "share+cosine+rank+semantic_rank+lexical_rank+masked_cosine",
     "share+cosine+rank+neighbour_cosine+neighbour_share",
     "share+cosine+passage+rank",
     "share+cosine+rank+absent",
@@ -406,6 +478,7 @@ QUERY_SETS: tuple[tuple[str, ...], ...] = (
     ("absent",),
     ("absent_names",),
     ("absent", "absent_names"),
+    ("absent_names", "detail"),
 )
 
 
@@ -422,8 +495,8 @@ def design(t: Table, names: Sequence[str]) -> np.ndarray:
 
 def held_apart_design(t: Table, x: np.ndarray, folds: int) -> np.ndarray:
     """:func:`held_apart` over a design matrix ``x`` (the rows of ``t``)."""
-    return held_apart(Table(x, t.y, t.question, t.group, t.answerable, t.evidence, t.reference),
-                      list(range(x.shape[1])), folds)  # fmt: skip
+    return held_apart(Table(x, t.y, t.question, t.group, t.answerable, t.evidence, t.reference,
+                            t.swapped), list(range(x.shape[1])), folds)  # fmt: skip
 
 
 def item_terms(calibration: Calibration, t: Table) -> np.ndarray:
@@ -452,17 +525,31 @@ def report(t: Table, folds: int, family: str, sets: Sequence[str] = SETS) -> Non
         _print(t, f"{alone} alone", t.x[:, COLUMNS.index(alone)])
     shipped = CALIBRATIONS[family]
     terms = item_terms(shipped, t)
-    absent = [COLUMNS.index("absent"), COLUMNS.index("absent_names")]
-    before = shipped._replace(absent=0.0, absent_names=0.0)
+    absent = [COLUMNS.index("absent"), COLUMNS.index("absent_names"), COLUMNS.index("detail")]
+    before = shipped._replace(absent=0.0, absent_names=0.0, detail=0.0)
     _print(t, f"{family} shipped, its query-level terms at 0", predict(np.array([before.bias]),
            np.zeros((len(t.y), 0)), terms))  # fmt: skip
     _print(t, f"{family} as shipped",
-           predict(np.array([shipped.bias, shipped.absent, shipped.absent_names]), t.x[:, absent],
-                   terms))  # fmt: skip
-    for query in QUERY_SETS:
+           predict(np.array([shipped.bias, shipped.absent, shipped.absent_names, shipped.detail]),
+                   t.x[:, absent], terms))  # fmt: skip
+    moved = swapped_rows(t)
+    first = np.zeros(len(t.group), dtype=int)
+    first[t.question[::-1]] = np.arange(len(t.question))[::-1]
+    detail = t.x[first, COLUMNS.index("detail")]
+    kinds = {"answerable": t.answerable, "another's": ~t.answerable}
+    if t.swapped is not None:
+        kinds = {"answerable": t.answerable, "another's": ~t.answerable & ~t.swapped,
+                 "swapped": t.swapped}  # fmt: skip
+    medians = [f"{kind} {np.median(detail[of]):.3f}" for kind, of in kinds.items() if of.any()]
+    print("  the query's detail, median per question: " + "; ".join(medians))
+    for query, swapped in itertools.product(QUERY_SETS, (False, True)):
+        if swapped and not moved.any():
+            continue
         columns = [COLUMNS.index(name) for name in query]
-        _print(t, f"{family} refit: {'+'.join(query)}", held_apart(t, columns, folds, terms))
-        w = fit(t.x[:, columns], t.y, offset=terms)
+        name = f"{family} refit: {'+'.join(query)}" + (", fitted with the swapped" * swapped)
+        _print(t, name, held_apart(t, columns, folds, terms, with_swapped=swapped))
+        rows = np.ones(len(t.y), dtype=bool) if swapped else ~moved
+        w = fit(t.x[rows][:, columns], t.y[rows], offset=terms[rows])
         print(f"    whole fit: bias {w[0]:.3f}, " + ", ".join(
             f"{name} {v:.3f}" for name, v in zip(query, w[1:], strict=True)))  # fmt: skip
     vectors = bool(t.x[:, COLUMNS.index("cosine")].any())
@@ -472,21 +559,29 @@ def report(t: Table, folds: int, family: str, sets: Sequence[str] = SETS) -> Non
             continue
         x = design(t, names)
         _print(t, name, held_apart_design(t, x, folds))
-        print(f"    whole fit: {', '.join(f'{v:.3f}' for v in fit(x, t.y))}")
+        print(f"    whole fit: {', '.join(f'{v:.3f}' for v in fit(x[~moved], t.y[~moved]))}")
 
 
 def _print(t: Table, name: str, p: np.ndarray) -> None:
-    """Print the recall@10 beside rank_bm25's and the floors' separation, per data set."""
+    """Print the recall@10 beside rank_bm25's and the floors' separation, per data set; the
+    swapped questions (:func:`_swap`) apart, as the share of them each floor leaves empty."""
     r = recall_at(t, p)
     top = tops(t, p)
+    moved = np.zeros(len(t.group), dtype=bool) if t.swapped is None else t.swapped
     for prefix in sorted({g.split(":")[0] for g in t.group}):
-        of = np.array([g.startswith(prefix) for g in t.group])
+        of = np.array([g.startswith(prefix) for g in t.group]) & ~moved
         mine = of & t.answerable
         ratio = np.nanmean(r[mine]) / t.reference[mine].mean()
         right = {f: float(((top[of] >= f) == t.answerable[of]).mean()) for f in FLOORS}
         floors = "; ".join(f"floor {f:g}: {v:.1%}" for f, v in right.items())
         print(f"  {name} {prefix}: recall@10 {np.nanmean(r[mine]):.3f} ({ratio:.3f}x); {floors}")
-    floor, accuracy = best_floor(t, top)
+        if (of_moved := moved & np.array([g.startswith(prefix) for g in t.group])).any():
+            empty = "; ".join(f"floor {f:g}: {float((top[of_moved] < f).mean()):.1%}"
+                              for f in FLOORS)  # fmt: skip
+            print(f"    swapped {prefix} ({int(of_moved.sum())}), left empty: {empty}")
+    kept = Table(t.x, t.y, t.question, t.group[~moved], t.answerable[~moved], t.evidence[~moved],
+                 t.reference[~moved])  # fmt: skip
+    floor, accuracy = best_floor(kept, top[~moved])
     print(f"    best top floor {floor:.3f}: {accuracy:.1%}")
 
 

@@ -46,6 +46,7 @@ def test_each_path_s_own_rank_moves_relevance_by_its_own_weight() -> None:
         Calibration(-7.0, 3.0, 4.0, 3.0, absent=-4.0, absent_names=-2.0),
         Calibration(-7.0, 3.0, 4.0, 2.0, lexical_rank=-1.0, semantic_rank=1.5),
         Calibration(-7.0, 3.0, 4.0, 2.0, lexical_rank=-1.0, semantic_rank=1.5, absent_names=-2.0),
+        Calibration(-9.0, 3.0, 4.0, 2.0, absent_names=-2.0, detail=5.0),
         *CALIBRATIONS.values(),
     ],
 )
@@ -67,7 +68,8 @@ def test_the_ceiling_bounds_relevance_whatever_the_unread_features(
         )
         absent = rng.random() if rng.random() < 0.5 else 0.0  # the query's: known up front
         named = absent * rng.random()
-        m = Matching(conn, {}, vector=vector, absent=absent, absent_names=named)
+        detail = rng.random()  # the query's too: set before any candidate is worked out
+        m = Matching(conn, {}, vector=vector, absent=absent, absent_names=named, detail=detail)
         bound = ceiling(calibration, c, m, 0.2)
         rank = min(c.fused / 0.2, 1.0)
         actual = calibration.relevance(
@@ -79,6 +81,7 @@ def test_the_ceiling_bounds_relevance_whatever_the_unread_features(
             semantic_rank=c.semantic_rank,
             absent=absent,
             absent_names=named,
+            detail=detail,
         )
         assert actual <= bound
 
