@@ -92,9 +92,10 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
         }
     if m.share_weights is not None:
         shares = m.share_weights
+        query = _stemmed_terms(shares, m.codes)  # the query's part, once for the batch
         for p in positions:
             text = texts.get(p)
-            fused[p].share = content_share(shares, text, m.codes) if text else 0.0
+            fused[p].share = _held_share(query, text) if text else 0.0
             if m.saturate and text:
                 fused[p].saturated = saturated_share(shares, text, m.codes, m.average)
     if m.vector is not None:
@@ -283,16 +284,34 @@ def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str]
     only by a text holding it verbatim: "HE-855" is not held by "GE-855" and "HE 12"; a text
     holding none of the quoted ids shares nothing with the query (ADR 0051).
     """
+    return _held_share(_stemmed_terms(weights, quoted), text)
+
+
+class _Stemmed(NamedTuple):
+    """The query's side of :func:`content_share`: its content words' stems with their
+    weights (in the weights' order), its quoted ids with theirs, and their total."""
+
+    content: list[tuple[str, float]]
+    terms: list[tuple[str, float]]
+    total: float
+
+
+def _stemmed_terms(weights: Mapping[str, float], quoted: Sequence[str]) -> _Stemmed:
     content, terms, total = _query_terms(weights, quoted)
-    if not total:
+    return _Stemmed([(stem(w), v) for w, v in content.items()], terms, total)
+
+
+def _held_share(query: _Stemmed, text: str) -> float:
+    """Return :func:`content_share` of ``text`` for the query's side worked out already."""
+    if not query.total:
         return 0.0
     lowered = text.casefold()
-    ids = sum(v for code, v in terms if _verbatim(code, lowered))
-    if terms and not ids:
+    ids = sum(v for code, v in query.terms if _verbatim(code, lowered))
+    if query.terms and not ids:
         return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
     held = {stem(w) for w in lexical.tokens(text)}
-    found = ids + sum(v for w, v in content.items() if stem(w) in held)
-    return min(found / total, 1.0)
+    found = ids + sum(v for s, v in query.content if s in held)
+    return min(found / query.total, 1.0)
 
 
 def saturated_share(
