@@ -13,8 +13,8 @@ import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from engram.agents.matching import STOPWORDS, Matching, stem
-from engram.projections import copies, lexical, supersession
+from engram.agents.matching import Matching, stems_of
+from engram.projections import copies, supersession
 
 __all__ = ["Folder", "copy_rows", "fold", "grouped", "replaced_among"]
 
@@ -129,9 +129,7 @@ def _same(a: frozenset[str], b: frozenset[str]) -> bool:
 
 def _content(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s content words (function and filler words set aside)."""
-    return frozenset(
-        stem(w) for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
-    )
+    return stems_of(text)[1]
 
 
 def grouped(

@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engram.projections import lexical, semantic
+from engram.projections import copies, lexical, semantic
 
 
 @dataclass
@@ -246,6 +246,23 @@ def stem(word: str) -> str:
     return word.rstrip("e") if len(word) > 3 else word
 
 
+@functools.lru_cache(maxsize=512)
+def stems_of(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Return the :func:`stem` of each of ``text``'s words, and of its content words
+    (function and filler words set aside).
+
+    The content share reads the first and folding the second, for the same candidates of
+    one recall: one pass over the text's words serves both (ADR 0096)."""
+    every: set[str] = set()
+    content: set[str] = set()
+    for word in lexical.tokens(text):
+        s = stem(word)
+        every.add(s)
+        if word not in STOPWORDS and word not in copies.FILLERS:
+            content.add(s)
+    return frozenset(every), frozenset(content)
+
+
 #: An id or code: letters and digits joined by - _ . / or :, or one word holding both.
 _CODE = re.compile(
     r"[^\W_]+(?:[-_./:][^\W_]+)+|\b(?=[^\W_]*\d)(?=[^\W_]*[^\W\d_])[^\W_]+\b", re.UNICODE
@@ -309,7 +326,7 @@ def _held_share(query: _Stemmed, text: str) -> float:
     ids = sum(v for code, v in query.terms if _verbatim(code, lowered))
     if query.terms and not ids:
         return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
-    held = {stem(w) for w in lexical.tokens(text)}
+    held = stems_of(text)[0]
     found = ids + sum(v for s, v in query.content if s in held)
     return min(found / query.total, 1.0)
 
