@@ -253,14 +253,12 @@ def stems_of(text: str) -> tuple[frozenset[str], frozenset[str]]:
 
     The content share reads the first and folding the second, for the same candidates of
     one recall: one pass over the text's words serves both (ADR 0096)."""
-    every: set[str] = set()
-    content: set[str] = set()
-    for word in lexical.tokens(text):
-        s = stem(word)
-        every.add(s)
-        if word not in STOPWORDS and word not in copies.FILLERS:
-            content.add(s)
-    return frozenset(every), frozenset(content)
+    distinct = set(lexical.tokens(text))
+    return frozenset(map(stem, distinct)), frozenset(map(stem, distinct - _ASIDE))
+
+
+#: The words folding sets aside: function words and fillers (:func:`stems_of`).
+_ASIDE = STOPWORDS | copies.FILLERS
 
 
 #: An id or code: letters and digits joined by - _ . / or :, or one word holding both.
