@@ -13,8 +13,8 @@ import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from engram.agents.matching import STOPWORDS, Matching, stem
-from engram.projections import copies, lexical, supersession
+from engram.agents.matching import Matching, stems_of
+from engram.projections import copies, supersession
 
 __all__ = ["Folder", "copy_rows", "fold", "grouped", "replaced_among"]
 
@@ -63,7 +63,7 @@ class Folder:
         self.kept: list[int] = []
         self.folded: dict[int, list[int]] = {}
         self.seen: dict[str, int] = {}
-        self.words: list[tuple[int, frozenset[str]]] = []
+        self.words: list[tuple[int, frozenset[str], int]] = []  # (position, words, count)
 
     def add(self, p: int) -> bool:
         """Fold ``p``, the next in the order, into a copy before it; say whether it is kept."""
@@ -78,7 +78,7 @@ class Folder:
         if row:
             self.seen[row.digest] = p
         if mine:
-            self.words.append((p, mine))
+            self.words.append((p, mine, len(mine)))
         return True
 
     def finish(self, rest: Sequence[int]) -> bool:
@@ -103,8 +103,18 @@ class Folder:
 
     def _into(self, row: copies.Copy | None, mine: frozenset[str]) -> int | None:
         into = self.seen.get(row.digest) if row else None
-        if into is None and len(mine) >= 2:
-            into = next((q for q, theirs in self.words if _same(mine, theirs)), None)
+        if into is None and (n := len(mine)) >= 2:
+            # _same, its set comparisons reached only by the sizes that allow them: this
+            # runs for every candidate against every kept one (ADR 0096)
+            for q, theirs, m in self.words:
+                if n == m:
+                    if mine == theirs:
+                        return q
+                elif n < m:
+                    if n >= 3 and n >= 0.75 * m and mine <= theirs:
+                        return q
+                elif m >= 3 and m >= 0.75 * n and theirs <= mine:
+                    return q
         return into
 
 
@@ -119,9 +129,7 @@ def _same(a: frozenset[str], b: frozenset[str]) -> bool:
 
 def _content(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s content words (function and filler words set aside)."""
-    return frozenset(
-        stem(w) for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
-    )
+    return stems_of(text)[1]
 
 
 def grouped(

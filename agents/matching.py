@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from engram.projections import lexical, semantic
+from engram.projections import copies, lexical, semantic
 
 
 @dataclass
@@ -99,9 +99,10 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
         }
     if m.share_weights is not None:
         shares = m.share_weights
+        query = _stemmed_terms(shares, m.codes)  # the query's part, once for the batch
         for p in positions:
             text = texts.get(p)
-            fused[p].share = content_share(shares, text, m.codes) if text else 0.0
+            fused[p].share = _held_share(query, text) if text else 0.0
             if m.saturate and text:
                 fused[p].saturated = saturated_share(shares, text, m.codes, m.average)
     if m.vector is not None:
@@ -252,6 +253,21 @@ def stem(word: str) -> str:
     return word.rstrip("e") if len(word) > 3 else word
 
 
+@functools.lru_cache(maxsize=512)
+def stems_of(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """Return the :func:`stem` of each of ``text``'s words, and of its content words
+    (function and filler words set aside).
+
+    The content share reads the first and folding the second, for the same candidates of
+    one recall: one pass over the text's words serves both (ADR 0096)."""
+    distinct = set(lexical.tokens(text))
+    return frozenset(map(stem, distinct)), frozenset(map(stem, distinct - _ASIDE))
+
+
+#: The words folding sets aside: function words and fillers (:func:`stems_of`).
+_ASIDE = STOPWORDS | copies.FILLERS
+
+
 #: An id or code: letters and digits joined by - _ . / or :, or one word holding both.
 _CODE = re.compile(
     r"[^\W_]+(?:[-_./:][^\W_]+)+|\b(?=[^\W_]*\d)(?=[^\W_]*[^\W\d_])[^\W_]+\b", re.UNICODE
@@ -290,16 +306,34 @@ def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str]
     only by a text holding it verbatim: "HE-855" is not held by "GE-855" and "HE 12"; a text
     holding none of the quoted ids shares nothing with the query (ADR 0051).
     """
+    return _held_share(_stemmed_terms(weights, quoted), text)
+
+
+class _Stemmed(NamedTuple):
+    """The query's side of :func:`content_share`: its content words' stems with their
+    weights (in the weights' order), its quoted ids with theirs, and their total."""
+
+    content: list[tuple[str, float]]
+    terms: list[tuple[str, float]]
+    total: float
+
+
+def _stemmed_terms(weights: Mapping[str, float], quoted: Sequence[str]) -> _Stemmed:
     content, terms, total = _query_terms(weights, quoted)
-    if not total:
+    return _Stemmed([(stem(w), v) for w, v in content.items()], terms, total)
+
+
+def _held_share(query: _Stemmed, text: str) -> float:
+    """Return :func:`content_share` of ``text`` for the query's side worked out already."""
+    if not query.total:
         return 0.0
     lowered = text.casefold()
-    ids = sum(v for code, v in terms if _verbatim(code, lowered))
-    if terms and not ids:
+    ids = sum(v for code, v in query.terms if _verbatim(code, lowered))
+    if query.terms and not ids:
         return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
-    held = {stem(w) for w in lexical.tokens(text)}
-    found = ids + sum(v for w, v in content.items() if stem(w) in held)
-    return min(found / total, 1.0)
+    held = stems_of(text)[0]
+    found = ids + sum(v for s, v in query.content if s in held)
+    return min(found / query.total, 1.0)
 
 
 def saturated_share(

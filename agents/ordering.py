@@ -74,6 +74,12 @@ def lazily(
 ) -> tuple[list[int], dict[int, list[int]]]:
     """Return the ``k`` items served, in order, and what each folded, working out (``work``:
     it fills ``total``) only the candidates the order reaches; ``bound`` ceils ``total``."""
+    if matching.weights is not None or matching.share_weights is not None:
+        # Folding reads every candidate's text in the end (below), worked out or not: one
+        # statement for all of them, not one for each batch and one for the rest.
+        unread = [p for p in positions if p not in matching.texts]
+        if unread:
+            matching.texts.update(lexical.texts(matching.conn, unread))
     pending = sorted(positions, key=lambda p: (-bound[p], -p))
     heap: list[tuple[float, int]] = []  # (-score, -position): the worked-out, not yet placed
     folder = Folder(rows, matching)
@@ -98,10 +104,6 @@ def lazily(
         for p in batch:
             heapq.heappush(heap, (-total[p], -p))
     rest = [p for p in positions if p not in placed]
-    if matching.weights is not None or matching.share_weights is not None:
-        unread = [p for p in rest if p not in matching.texts]
-        if unread:
-            matching.texts.update(lexical.texts(matching.conn, unread))
     if not folder.finish(rest):  # which copy a later one folds into needs the whole order
         work([p for p in rest if p not in total])
         everything = Folder(rows, matching)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +15,7 @@ from engram.ledger import Ledger, NewEvent, default_registry
 from engram.ledger.catalog import MemoryArchived, MemoryObserved
 from engram.projections import lexical
 from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
 from engram.projections.lexical import LexicalIndex
 from engram.projections.salience import micros
 
@@ -147,3 +150,54 @@ def test_neighbours_equal_a_plain_walk_over_every_row(
     for position in asked:
         want = _walk(every, position, radius, agent, gap_us, types, as_of_us)
         assert got.get(position) == want, position
+
+
+def test_many_positions_read_in_chunks_equal_a_plain_walk(tmp_path: Path) -> None:
+    """More positions than one statement reads (ADR 0096), runs of rows the agent may not
+    see longer than the window, and a radius larger than the window's spare row."""
+    rng = random.Random(96)
+    events = []
+    at = T0
+    for i in range(700):
+        author = AGENTS[0] if rng.random() < 0.4 else AGENTS[1]
+        visibility = "private" if rng.random() < 0.5 else "public"
+        kind = TYPES[i % 3]
+        at += timedelta(minutes=rng.choice((1, 2, 40)))
+        payload = MemoryObserved(
+            agent=author,
+            text=f"{author} {kind} {i}",
+            type=kind,  # type: ignore[arg-type]
+            visibility=visibility,  # type: ignore[arg-type]
+        )
+        stream = f"agent:{author}"
+        events.append(NewEvent(stream=stream, kind="memory.observed", payload=payload, at=at))
+    with Ledger.open(str(tmp_path / "ledger.db"), default_registry()) as ledger:
+        positions = ledger.append(events)
+        with ProjectionEngine(ledger, str(tmp_path / "store"), [LexicalIndex()]) as engine:
+            engine.catch_up()
+            with engine.read() as conn:
+                table = lexical.read._table(conn)
+                every = [
+                    (int(p), a, v, t, int(o), None if x is None else int(x))
+                    for p, a, v, t, o, x in conn.execute(
+                        f"SELECT rowid, agent, visibility, type, observed_us, archived_us"
+                        f" FROM {table} ORDER BY rowid"
+                    )
+                ]
+                for radius in (1, 2, 4):
+                    got = lexical.neighbours(
+                        conn, positions, radius, agent=AGENTS[0], gap_us=3_600_000_000
+                    )
+                    for position in positions:
+                        want = _walk(every, position, radius, AGENTS[0], 3_600_000_000, None, None)
+                        assert got.get(position) == want, (radius, position)
+
+
+def test_a_negative_radius_is_refused(tmp_path: Path) -> None:
+    with (
+        Ledger.open(str(tmp_path / "ledger.db"), default_registry()) as ledger,
+        ProjectionEngine(ledger, str(tmp_path / "store"), [LexicalIndex()]) as engine,
+        engine.read() as conn,
+        pytest.raises(QueryError, match="radius"),
+    ):
+        lexical.neighbours(conn, [1], -1, agent="ana", gap_us=1)

@@ -1,0 +1,32 @@
+"""Folding compares content-word sets by their sizes first (ADR 0096): it folds exactly
+what the rule of ADR 0052 (:func:`engram.agents.folding._same`) folds."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from engram.agents.folding import Folder, _same
+
+words = st.frozensets(st.sampled_from("abcdefghij"), max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kept=st.lists(words.filter(bool), max_size=8), mine=words)
+def test_the_first_kept_set_it_folds_into_is_the_rule_s(
+    kept: list[frozenset[str]], mine: frozenset[str]
+) -> None:
+    folder = Folder({}, None)
+    folder.words = [(q, theirs, len(theirs)) for q, theirs in enumerate(kept, start=1)]
+    want = next((q for q, theirs in enumerate(kept, start=1) if _same(mine, theirs)), None)
+    assert folder._into(None, mine) == (want if len(mine) >= 2 else None)
+
+
+def test_the_sizes_that_allow_a_fold() -> None:
+    folder = Folder({}, None)
+    three, four, five = frozenset("abc"), frozenset("abcd"), frozenset("abcde")
+    folder.words = [(1, five, 5), (2, four, 4)]
+    assert folder._into(None, three) == 2  # 3 of 5 is under three quarters; 3 of 4 is not
+    assert folder._into(None, frozenset("ab")) is None  # two words fold only into equals
+    assert folder._into(None, frozenset("abcdef")) == 1  # six hold the kept five: 5 >= 4.5
+    assert folder._into(None, frozenset("abcdefg")) is None  # seven: 5 < 5.25
