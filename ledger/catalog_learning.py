@@ -1,5 +1,5 @@
-"""The learning loop's kinds (ADR 0007, ADR 0080): scars, the suggestions drawn from them,
-their review and writing, and the closing of a project.
+"""The learning loop's kinds: scars (ADR 0027), the suggestions drawn from them, their
+review and writing, and the closing of a project (ADR 0080).
 
 A scar records a failure or a victory; the learning step drafts a suggestion from scars (or
 defers them, or joins them to an earlier suggestion); a person reviews it; an applied one is
