@@ -1,4 +1,5 @@
-"""Shared test configuration: Hypothesis profiles, the random seed, opt-in slow tests, databases."""
+"""Shared test configuration: Hypothesis profiles, the random seed, opt-in slow tests, databases,
+an opened engram."""
 
 from __future__ import annotations
 
