@@ -80,7 +80,7 @@ class AdvisoryLease:
     @contextlib.contextmanager
     def hold(self, job: str) -> Iterator[bool]:
         """Yield True while the advisory lock of ``job`` is held here, False if held elsewhere."""
-        from engram.ledger.postgres import advisory_lock
+        from engram.ledger.postgres_server import advisory_lock
 
         with contextlib.ExitStack() as stack:
             try:

@@ -140,13 +140,13 @@ def _open_postgres(
 
 
 def _postgres_exists(url: str, schema: str) -> bool:
-    from engram.ledger.postgres import ledger_exists
+    from engram.ledger.postgres_server import ledger_exists
 
     return ledger_exists(url, schema)
 
 
 def _postgres_schemas(url: str, prefix: str) -> list[str]:
-    from engram.ledger.postgres import ledger_schemas
+    from engram.ledger.postgres_server import ledger_schemas
 
     return ledger_schemas(url, prefix)
 

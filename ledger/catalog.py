@@ -2,9 +2,10 @@
 
 Payloads are frozen msgspec Structs that refuse unknown fields. Weights and saliences are
 uint16 (0..65535). Each payload Struct declares its kind's stored name as ``__kind__``
-(ADR 0020). Their base and shared field types are in ``payload``; the framework adapters'
-kinds are in ``catalog_adapters`` and supersession's in ``catalog_supersession``, all
-gathered here in :data:`KINDS`. Add a kind only with its schema number; change a kind's
+(ADR 0020). Their base and shared field types are in ``payload``; the learning loop's kinds
+(scars, suggestions, closed projects) are in ``catalog_learning``, the framework adapters'
+in ``catalog_adapters`` and supersession's in ``catalog_supersession``, all gathered here in
+:data:`KINDS`. Add a kind only with its schema number; change a kind's
 shape only by bumping its schema and registering an upcaster.
 """
 
@@ -22,6 +23,20 @@ from engram.ledger.catalog_adapters import SessionItemPopped as SessionItemPoppe
 from engram.ledger.catalog_adapters import SessionItemsAdded as SessionItemsAdded
 from engram.ledger.catalog_adapters import StoreDeleted as StoreDeleted
 from engram.ledger.catalog_adapters import StorePut as StorePut
+from engram.ledger.catalog_learning import Decision as Decision
+from engram.ledger.catalog_learning import Destination as Destination
+from engram.ledger.catalog_learning import FileDiff as FileDiff
+from engram.ledger.catalog_learning import ProjectClosed as ProjectClosed
+from engram.ledger.catalog_learning import ScarArchived as ScarArchived
+from engram.ledger.catalog_learning import ScarKind as ScarKind
+from engram.ledger.catalog_learning import ScarRecorded as ScarRecorded
+from engram.ledger.catalog_learning import ScarSources as ScarSources
+from engram.ledger.catalog_learning import SuggestionDeferred as SuggestionDeferred
+from engram.ledger.catalog_learning import SuggestionJoined as SuggestionJoined
+from engram.ledger.catalog_learning import SuggestionProposed as SuggestionProposed
+from engram.ledger.catalog_learning import SuggestionReviewed as SuggestionReviewed
+from engram.ledger.catalog_learning import SuggestionWritten as SuggestionWritten
+from engram.ledger.catalog_learning import WriteMode as WriteMode
 from engram.ledger.catalog_supersession import MemorySuperseded as MemorySuperseded
 from engram.ledger.catalog_supersession import SupersessionProposed as SupersessionProposed
 from engram.ledger.catalog_supersession import SupersessionReverted as SupersessionReverted
@@ -30,6 +45,7 @@ from engram.ledger.kinds import KindRegistry
 from engram.ledger.payload import EventId, Importance, Payload, Position, Strength, UInt16
 from engram.ledger.payload import Name as Name
 from engram.ledger.payload import Text as Text
+from engram.ledger.payload import Visibility as Visibility
 
 #: The framework adapters' kinds (ADR 0062, ADR 0063), in ``catalog_adapters``.
 ADAPTER_KINDS = (StorePut, StoreDeleted, SessionItemsAdded, SessionItemPopped, SessionCleared)
@@ -44,8 +60,6 @@ SUPERSESSION_KINDS = (
 NeuronType = Literal["core", "contextual", "episodic", "semantic"]
 ConnectionType = Literal["feeds_into", "influences", "inhibits", "recalls", "triggers"]
 MemoryType = Literal["observation", "plan", "thought"]
-Visibility = Literal["public", "private"]
-ScarKind = Literal["failure", "victory"]
 #: A concept's path-like id: dot-separated lowercase segments (``skill.cpp.templates.sfinae``).
 ConceptId = Annotated[
     str, msgspec.Meta(pattern=r"^[a-z0-9_-]+(\.[a-z0-9_-]+)*$", min_length=1, max_length=512)
@@ -53,8 +67,6 @@ ConceptId = Annotated[
 ConceptType = Literal[
     "concept", "skill", "fact", "snippet", "pattern", "episode", "tool", "persona", "task"
 ]
-Destination = Literal["rules", "instructions_file", "settings", "notes_inbox", "skill", "task"]
-Decision = Literal["applied", "refused", "modified"]
 
 
 class NeuronCreated(Payload, frozen=True):
@@ -167,88 +179,6 @@ class SignalSent(Payload, frozen=True):
     body: str = ""
 
 
-class ScarSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """Where a scar came from: ledger events, and the task, file and agent involved."""
-
-    events: list[EventId] = []
-    task: str | None = None
-    file: str | None = None
-    agent: str | None = None
-
-
-class ScarRecorded(Payload, frozen=True):
-    """A failure or a victory became data: what happened and the lesson drawn from it.
-
-    For a failure the lesson says what was added to avoid a repeat; for a victory, the
-    pattern to reproduce. ``importance`` is given, or scored once when recorded and stored
-    here, so a rebuild never asks a model again.
-    """
-
-    __kind__: ClassVar[str] = "scar.recorded"
-
-    agent: Name
-    kind: ScarKind
-    what: Text
-    lesson: Text
-    importance: Importance
-    learnable: bool = True
-    visibility: Visibility = "public"
-    sources: ScarSources = ScarSources()
-    tags: list[Name] = []
-
-
-class ScarArchived(Payload, frozen=True):
-    """Scars (``scar.recorded`` positions) left every index; the ledger keeps them."""
-
-    __kind__: ClassVar[str] = "scar.archived"
-
-    positions: Annotated[list[Position], msgspec.Meta(min_length=1)]
-    reason: str | None = None
-
-    def __post_init__(self) -> None:
-        if len(set(self.positions)) != len(self.positions):
-            repeated = sorted(p for p, n in Counter(self.positions).items() if n > 1)
-            raise ValueError(f"positions must not repeat, got {repeated} more than once")
-
-
-class FileDiff(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """A proposed edit of one file: its path and the text before and after."""
-
-    path: Text
-    before: str
-    after: str
-
-
-class SuggestionProposed(Payload, frozen=True):
-    """A concrete suggestion drawn from scars, waiting for a person to review it."""
-
-    __kind__: ClassVar[str] = "suggestion.proposed"
-
-    scars: Annotated[list[EventId], msgspec.Meta(min_length=1)]
-    destination: Destination
-    text: Text
-    diff: FileDiff | None = None
-    drafter: Name = "offline"
-
-
-class SuggestionReviewed(Payload, frozen=True):
-    """A person applied, refused or modified (and applied) a suggestion.
-
-    ``text`` is the final text: the suggestion's own for ``applied``, the reviewer's edit
-    for ``modified``, absent for ``refused``.
-    """
-
-    __kind__: ClassVar[str] = "suggestion.reviewed"
-
-    suggestion: EventId
-    decision: Decision
-    reviewer: Name
-    note: str = ""
-    text: str | None = None
-    always: bool = False  # a rule the reviewer marks always-on (tier 1), served everywhere
-    destination: Destination | None = None  # where the reviewer sends it, if not as drafted
-
-
 class MemoryReflected(Payload, frozen=True):
     """An agent drew a belief from memories; the evidence names the events it rests on.
 
@@ -325,53 +255,6 @@ class VitalityMeasured(Payload, frozen=True):
     density: Annotated[float, msgspec.Meta(ge=0)]
     inhibition: Annotated[float, msgspec.Meta(ge=0, le=1)]
     growth: Annotated[int, msgspec.Meta(ge=0)]
-
-
-class SuggestionDeferred(Payload, frozen=True):
-    """A learning step could not draft a suggestion for some scars; they stay waiting.
-
-    ``reason`` says why (the model was unreachable, refused, or answered out of shape), so
-    the learning queue shows it; the scars are tried again by a later step.
-    """
-
-    __kind__: ClassVar[str] = "suggestion.deferred"
-
-    scars: Annotated[list[EventId], msgspec.Meta(min_length=1)]
-    reason: Text
-    drafter: Name = "offline"
-
-
-class SuggestionJoined(Payload, frozen=True):
-    """Later scars tell the mistake a suggestion was drafted from again: they join it.
-
-    The suggestion keeps its status and text (a refused one stays refused); the scars are
-    named by it, so they are not drafted again, and a rule drawn from it gains their words.
-    """
-
-    __kind__: ClassVar[str] = "suggestion.joined"
-
-    suggestion: EventId
-    scars: Annotated[list[EventId], msgspec.Meta(min_length=1)]
-    drafter: Name = "offline"
-
-
-WriteMode = Literal["appended", "replaced", "created"]
-
-
-class SuggestionWritten(Payload, frozen=True):
-    """An applied suggestion was written to its destination's file or folder.
-
-    ``sha256`` is the digest of the bytes written (the new file for ``created`` and
-    ``replaced``, the appended text for ``appended``).
-    """
-
-    __kind__: ClassVar[str] = "suggestion.written"
-
-    suggestion: EventId
-    destination: Destination
-    path: Text
-    mode: WriteMode
-    sha256: Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
 
 
 JobName = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_-]{0,63}$")]
@@ -550,6 +433,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         PlanProposed,
         PlanUpdated,
         *SUPERSESSION_KINDS,
+        ProjectClosed,
     )
 }
 
@@ -561,28 +445,6 @@ SCHEMAS: dict[str, int] = {"job.completed": 2, "memory.superseded": 2, "superses
 def _job_completed_1(payload: dict[str, object]) -> dict[str, object]:
     """Upcast a schema 1 ``job.completed``: the node that ran it was not recorded."""
     return {**payload, "host": None, "pid": None}
-
-
-# -- the learning loop's tiers (ADR 0080): a project closes, its lessons are drafted ---------
-
-
-class ProjectClosed(Payload, frozen=True):
-    """A project (or a work session) closed: how it ended, and what it was estimated to take.
-
-    Its scars are those tagged with the project's name or naming it as their task
-    (``sources.task``); the post-project job drafts its lesson from them.
-    """
-
-    __kind__: ClassVar[str] = "project.closed"
-
-    project: Name
-    agent: Name
-    outcome: str = ""
-    estimate_hours: Annotated[float, msgspec.Meta(ge=0.0, le=1e6)] | None = None
-    actual_hours: Annotated[float, msgspec.Meta(ge=0.0, le=1e6)] | None = None
-
-
-KINDS[ProjectClosed.__kind__] = ProjectClosed
 
 
 def _without_reason_1(payload: dict[str, object]) -> dict[str, object]:

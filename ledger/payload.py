@@ -1,13 +1,13 @@
 """The base of every engram payload and the field types the kinds share (ADR 0007).
 
 Payloads are frozen msgspec Structs that refuse unknown fields; :class:`Payload` says so once.
-The catalog (:mod:`engram.ledger.catalog`) and its families (``catalog_adapters``,
-``catalog_supersession``) build on it.
+The catalog (:mod:`engram.ledger.catalog`) and its families (``catalog_learning``,
+``catalog_adapters``, ``catalog_supersession``) build on it.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 
@@ -16,6 +16,8 @@ Name = Annotated[str, msgspec.Meta(min_length=1, max_length=512)]
 Text = Annotated[str, msgspec.Meta(min_length=1)]
 Strength = Annotated[float, msgspec.Meta(ge=0.0, le=1e6)]
 Importance = Annotated[int, msgspec.Meta(ge=1, le=10)]
+#: Who may see an item: everyone, or only the agent that wrote it.
+Visibility = Literal["public", "private"]
 #: A ledger position as SQLite and PostgreSQL store it (a signed 64-bit integer, from 1).
 Position = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
 #: An event's id as the ledger stores it: a lowercase hyphenated UUID.

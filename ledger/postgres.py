@@ -3,7 +3,9 @@
 Every append transaction takes a transaction-scoped advisory lock before it reads the head
 and assigns positions, and holds it to commit: positions are gap-free and commit-ordered,
 so a reader that has seen position p never later finds an event below p (ADR 0004). New
-heads are announced with NOTIFY; followers LISTEN instead of polling.
+heads are announced with NOTIFY; followers LISTEN instead of polling. An append's
+transaction is :mod:`engram.ledger.postgres_write`'s; what speaks to the server outside one
+ledger (session locks, finding ledgers) is :mod:`engram.ledger.postgres_server`'s.
 """
 
 from __future__ import annotations
@@ -13,28 +15,25 @@ import re
 import select
 import threading
 import time
-import urllib.parse
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 
 import psycopg
-import psycopg.errors
 import sqlalchemy as sa
 from sqlalchemy import event as sa_event
-from sqlalchemy.engine import URL, make_url
+from sqlalchemy.engine import make_url
 
 from engram.ledger.backend import (
     AuditTarget,
     Backend,
     InsertConflictError,
     Row,
-    StoredContent,
     WriteTransaction,
     as_utc,
 )
-from engram.ledger.codec import GENESIS_HASH, format_at
+from engram.ledger.codec import format_at
 from engram.ledger.errors import (
     AppendOnlyError,
     ConfigError,
@@ -44,6 +43,13 @@ from engram.ledger.errors import (
     StoreError,
     driver_message,
 )
+
+# Re-exported ("as"): the server's functions are named from the adapter's module too.
+from engram.ledger.postgres_server import advisory_lock as advisory_lock
+from engram.ledger.postgres_server import ledger_exists as ledger_exists
+from engram.ledger.postgres_server import ledger_schemas as ledger_schemas
+from engram.ledger.postgres_server import libpq_uri
+from engram.ledger.postgres_write import PostgresTransaction, head_of, head_sql
 from engram.ledger.schema import (
     APPEND_ONLY_MESSAGE,
     COLUMNS,
@@ -58,18 +64,6 @@ _SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
 _SELECT_COLUMNS = ", ".join(
     f"{c}::text" if c in ("id", "causation_id", "correlation_id") else c for c in COLUMNS
 )
-_INSERT_VALUES = ", ".join(
-    "%s::uuid"
-    if c in ("id", "causation_id", "correlation_id")
-    else "%s::timestamptz"
-    if c == "at"
-    else "%s"
-    for c in COLUMNS
-)
-
-
-def _head_sql(schema: str) -> str:
-    return f"SELECT position, hash FROM {schema}.events ORDER BY position DESC LIMIT 1"
 
 
 @contextmanager
@@ -83,147 +77,6 @@ def _translate(action: str) -> Iterator[None]:
         raise StoreError(f"{action}: {text}") from exc
     except psycopg.Error as exc:
         raise StoreError(f"{action}: {driver_message(exc)}") from exc
-
-
-class _Tx(WriteTransaction):
-    # The hot path speaks to psycopg directly; SQLAlchemy's per-statement result setup
-    # would cost more than these lookups. A transaction costs two round trips (ADR 0059):
-    # the position lock with the head read after it, then the inserts, the notification and
-    # the commit, each pair sent as one pipeline. When this process wrote the last commit it
-    # knows (``own``), it costs one (ADR 0084): the plan starts from that head, and the lock,
-    # a check that the head's row is still the one written, the inserts, the notification and
-    # the commit go as one pipeline. A head that moved meanwhile makes the insert collide
-    # with the row at the next position (positions are gap-free and never removed), and the
-    # store plans the group again carefully, under the lock.
-    def __init__(
-        self,
-        conn: psycopg.Connection[Any],
-        schema: str,
-        head: tuple[int, bytes] | None = None,
-        *,
-        lock_key: int = 0,
-        own: tuple[int, bytes] | None = None,
-    ) -> None:
-        self._conn = conn
-        self._cur = conn.cursor()
-        self._schema = schema
-        self._head = head  # read under the lock in the same pipeline; used once
-        self._lock_key = lock_key
-        self._own = own  # the head as this process committed it; the lock is not held yet
-        self.rows: Sequence[Row] = ()
-        self.last: int | None = None
-
-    def head_after(self) -> tuple[int, bytes] | None:
-        """Return the head this transaction committed, or None when it does not know it."""
-        if self.rows:
-            row = self.rows[-1]
-            return row[Column.POSITION], bytes(row[_HASH])
-        return None
-
-    def _head_sql(self) -> str:
-        return _head_sql(self._schema)
-
-    def _versions_sql(self) -> str:
-        # One indexed max() per stream: a GROUP BY would read every version of the stream.
-        return (
-            f"SELECT s, (SELECT max(version) FROM {self._schema}.events WHERE stream = s) "
-            "FROM unnest(%s::text[]) AS s"
-        )
-
-    def _find_sql(self) -> str:
-        return (
-            "SELECT id::text, position, stream, kind, schema, actor, payload, "
-            f"causation_id::text, correlation_id::text FROM {self._schema}.events "
-            "WHERE id = ANY(%s::uuid[])"
-        )
-
-    @staticmethod
-    def _head_of(row: Any) -> tuple[int, bytes]:
-        if row is None:
-            return 0, GENESIS_HASH
-        position, hash_ = row
-        return position, bytes(hash_)
-
-    @staticmethod
-    def _versions_of(rows: list[Any]) -> dict[str, int]:
-        return {stream: version for stream, version in rows if version is not None}
-
-    @staticmethod
-    def _found_of(rows: list[Any]) -> dict[str, StoredContent]:
-        found = {}
-        for id_, *content in rows:
-            stored = StoredContent._make(content)
-            found[id_] = stored._replace(payload=bytes(stored.payload))
-        return found
-
-    def head(self) -> tuple[int, bytes]:
-        if self._own is not None:
-            return self._own  # checked under the lock when the rows are sent (commit)
-        head, self._head = self._head, None
-        if head is not None:
-            return head
-        return self._head_of(self._cur.execute(self._head_sql()).fetchone())
-
-    def stream_versions(self, streams: Sequence[str]) -> dict[str, int]:
-        return self._versions_of(
-            self._cur.execute(self._versions_sql(), (list(streams),)).fetchall()
-        )
-
-    def find(self, ids: Sequence[str]) -> dict[str, StoredContent]:
-        if self._own is not None:
-            # Asked after a stream looked behind its expectation: versions cached since this
-            # process's last commit may be stale, so the group is planned again under the lock.
-            raise InsertConflictError("a stream's version was not read under the lock")
-        return self._found_of(self._cur.execute(self._find_sql(), (list(ids),)).fetchall())
-
-    def state(
-        self, ids: Sequence[str], streams: Sequence[str]
-    ) -> tuple[int, bytes, dict[str, int], dict[str, StoredContent]]:
-        # Pipelined: the three lookups cost one network round trip.
-        heads, versions, found = (self._conn.cursor() for _ in range(3))
-        with self._conn.pipeline():
-            if self._own is not None:  # the lookups must run under the position lock
-                self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-                self._own = None
-            heads.execute(self._head_sql())
-            versions.execute(self._versions_sql(), (list(streams),))
-            found.execute(self._find_sql(), (list(ids),))
-        head, last = self._head_of(heads.fetchone())
-        return head, last, self._versions_of(versions.fetchall()), self._found_of(found.fetchall())
-
-    def insert(self, rows: Sequence[Row]) -> None:
-        # Sent with the commit (:meth:`commit`): a unique index refusing a row raises
-        # InsertConflictError from there, before anything is committed.
-        self.rows = rows
-        self.last = rows[-1][Column.POSITION] if rows else None
-
-    def commit(self, channel: str) -> None:
-        """Send the inserts, the head's notification and the commit as one pipeline."""
-        conn = self._conn
-        own = self._own
-        try:
-            with conn.pipeline():
-                if own is not None:
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-                    # Fails (division by zero) unless the head's row is the one written.
-                    conn.execute(
-                        f"SELECT 1 / count(*) FROM {self._schema}.events "
-                        "WHERE position = %s AND hash = %s",
-                        own,
-                    )
-                if self.rows:
-                    self._cur.executemany(
-                        f"INSERT INTO {self._schema}.events ({', '.join(COLUMNS)}) "
-                        f"VALUES ({_INSERT_VALUES})",
-                        self.rows,
-                    )
-                if self.last is not None:
-                    conn.execute("SELECT pg_notify(%s, %s)", (channel, str(self.last)))
-                conn.commit()
-        except psycopg.errors.UniqueViolation as exc:
-            raise InsertConflictError(str(exc).strip()) from None
-        except psycopg.errors.DivisionByZero:
-            raise InsertConflictError("the ledger's head is not the one last written") from None
 
 
 class PostgresBackend(Backend):
@@ -254,7 +107,7 @@ class PostgresBackend(Backend):
             raise ConfigError(f"invalid PostgreSQL URL {url!r}: {exc}") from None
         self.schema = schema
         self.parse_at = as_utc
-        self._libpq = _libpq_uri(parsed)
+        self._libpq = libpq_uri(parsed)
         self._display = parsed.render_as_string(hide_password=True)
         self._channel = f"engram_{schema}"
         self._lock_key = int.from_bytes(
@@ -385,10 +238,10 @@ class PostgresBackend(Backend):
             own, self._own_head = self._own_head, None
             if own is None:
                 conn, head = self._locked_writer()
-                tx = _Tx(conn, self.schema, head, lock_key=self._lock_key)
+                tx = PostgresTransaction(conn, self.schema, head, lock_key=self._lock_key)
             else:
                 conn = self._writer_connection()
-                tx = _Tx(conn, self.schema, lock_key=self._lock_key, own=own)
+                tx = PostgresTransaction(conn, self.schema, lock_key=self._lock_key, own=own)
             try:
                 yield tx
                 tx.commit(self._channel)
@@ -426,8 +279,8 @@ class PostgresBackend(Backend):
                 heads = conn.cursor()
                 with conn.pipeline():
                     conn.execute("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
-                    heads.execute(_head_sql(self.schema))
-                return conn, _Tx._head_of(heads.fetchone())
+                    heads.execute(head_sql(self.schema))
+                return conn, head_of(heads.fetchone())
             except psycopg.OperationalError:
                 # A connection the server dropped while idle: nothing was sent yet, retry.
                 self._discard_writer(conn)
@@ -555,86 +408,3 @@ class PostgresBackend(Backend):
                 listener.close()
             self._listeners.clear()
         self._engine.dispose()
-
-
-def _libpq_uri(parsed: URL) -> str:
-    """Return ``parsed`` as a libpq URI, its query percent-encoded.
-
-    SQLAlchemy renders a space in a query value as ``+``, which libpq keeps as is, so
-    ``?options=-c%20role%3Dacme`` (a tenant's role, ADR 0040) would reach the server as
-    ``-c+role=acme``: psycopg's direct connections and DuckDB's scanner use this URI.
-    """
-    bare = parsed.set(drivername="postgresql", query={}).render_as_string(hide_password=False)
-    pairs = [
-        (key, value)
-        for key, values in parsed.query.items()
-        for value in ((values,) if isinstance(values, str) else values)
-    ]
-    if not pairs:
-        return bare
-    return f"{bare}?{urllib.parse.urlencode(pairs, quote_via=urllib.parse.quote)}"
-
-
-@contextmanager
-def advisory_lock(libpq: str, key: int) -> Iterator[bool]:
-    """Yield True while this session holds the advisory lock ``key`` on the ledger's server.
-
-    False when another session holds it. The lock is a session lock on a connection of its
-    own, so it frees when this process dies (the server ends the session).
-
-    Raises:
-        StoreError: the server cannot be reached.
-    """
-    try:
-        conn = psycopg.connect(libpq, autocommit=True, connect_timeout=10)
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot reach the ledger's server: {driver_message(exc)}") from None
-    with conn:
-        row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
-        if not row or not row[0]:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            with suppress(psycopg.Error):
-                conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
-
-
-def ledger_schemas(url: str, prefix: str) -> list[str]:
-    """Return the schemas whose name starts with ``prefix`` and that hold a ledger's events.
-
-    Raises:
-        StoreError: the server cannot be reached.
-    """
-    pattern = prefix.replace("\\", "\\\\").replace("_", "\\_").replace("%", "\\%") + "%"
-    try:
-        with psycopg.connect(_libpq(url), connect_timeout=10) as conn:
-            rows = conn.execute(
-                "SELECT table_schema FROM information_schema.tables"
-                " WHERE table_name = 'events' AND table_schema LIKE %s",
-                (pattern,),
-            ).fetchall()
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot reach the ledger's server: {driver_message(exc)}") from None
-    return [str(schema) for (schema,) in rows]
-
-
-def ledger_exists(url: str, schema: str) -> bool:
-    """Return whether ``schema`` on the server at ``url`` holds a ledger's events table.
-
-    Raises:
-        StoreError: the server cannot be reached.
-    """
-    try:
-        with psycopg.connect(_libpq(url), connect_timeout=10) as conn:
-            row = conn.execute("SELECT to_regclass(%s)", (f"{schema}.events",)).fetchone()
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot reach the ledger's server: {driver_message(exc)}") from None
-    return row is not None and row[0] is not None
-
-
-def _libpq(url: str) -> str:
-    return url.replace("postgresql+psycopg://", "postgresql://", 1).replace(
-        "postgres://", "postgresql://", 1
-    )

@@ -1,4 +1,5 @@
-"""Shared test configuration: Hypothesis profiles, the random seed, opt-in slow tests, databases."""
+"""Shared test configuration: Hypothesis profiles, the random seed, opt-in slow tests, databases,
+an opened engram."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 import pytest
 from hypothesis import settings
 from psycopg import sql
+
+if TYPE_CHECKING:
+    from engram.runtime import Memory
 
 settings.register_profile("default", max_examples=50, deadline=None)
 settings.register_profile("ci", max_examples=100, deadline=None, derandomize=False, print_blob=True)
@@ -143,3 +148,17 @@ def pg_schema(pg_dsn: str) -> Iterator[str]:
 def tmp_ledger_path(tmp_path: Path) -> str:
     """Return the path of a not-yet-created SQLite ledger file in a fresh directory."""
     return str(tmp_path / "ledger.db")
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    """Yield engram opened on a fresh SQLite ledger, no config file, its projections beside it.
+
+    A module that needs another setup declares its own ``memory``, which takes precedence.
+    """
+    import engram  # imported late: the environment above is set before engram reads it
+
+    with engram.open_memory(
+        str(tmp_path / "ledger.db"), config=os.devnull, projections=str(tmp_path / "store")
+    ) as opened:
+        yield opened

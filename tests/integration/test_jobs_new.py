@@ -8,14 +8,12 @@ daemon's timer fires each new job on its own period when the clock is moved by h
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from clocks import Clock
 
-import engram
 from engram.jobs import (
     ArchiveJob,
     ArchiveSettings,
@@ -40,24 +38,6 @@ from engram.runtime import Memory
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
 LESSON = "run database migrations with a lock timeout before every deploy"
-
-
-class Clock:
-    """A scheduler clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with engram.open_memory(
-        str(tmp_path / "ledger.db"), config=os.devnull, projections=str(tmp_path / "store")
-    ) as opened:
-        yield opened
 
 
 def _repeat(

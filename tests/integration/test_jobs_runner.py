@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from clocks import Clock
 
 from engram.jobs import (
     AdvisoryLease,
@@ -42,16 +43,6 @@ from engram.projections.graph import NeuronGraph
 from engram.projections.salience import SalienceIndex
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
-
-
-class Clock:
-    """A scheduler clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def neurons(names: list[str], at: datetime) -> list[NewEvent]:

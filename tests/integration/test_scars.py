@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-import engram
 from engram.agents.errors import MemoryOwnerError, UnknownScarError
 from engram.agents.memory import AgentMemory
 from engram.agents.scopes import SCOPES, band, item_text, rerank_score
@@ -23,15 +20,6 @@ from engram.projections.errors import EmbeddingUnavailableError, QueryError
 from engram.runtime import Memory
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    """An opened engram on a fresh SQLite ledger, with the default (hash) embedder."""
-    with engram.open_memory(
-        str(tmp_path / "ledger.db"), config=os.devnull, projections=str(tmp_path / "store")
-    ) as opened:
-        yield opened
 
 
 def _row(memory: Memory, position: int) -> scars.Scar | None:

@@ -3,14 +3,12 @@ proposals, tier-1 hygiene; and the doctrine served in context frames."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from clocks import Clock
 
-import engram
 from engram.agents.context import build_context
 from engram.agents.errors import SuggestionInputError
 from engram.agents.postproject import close_project
@@ -23,24 +21,6 @@ from engram.ledger.catalog import ContextSaved, MemoryRecalled, RecalledItem, Sc
 from engram.runtime import Memory
 
 T0 = datetime(2026, 5, 1, tzinfo=UTC)
-
-
-class Clock:
-    """A scheduler clock the test moves by hand."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with engram.open_memory(
-        str(tmp_path / "ledger.db"), config=os.devnull, projections=str(tmp_path / "store")
-    ) as opened:
-        yield opened
 
 
 def _scar(memory: Memory, agent: str, kind: str, what: str, lesson: str, **kw: object) -> str:

@@ -15,7 +15,13 @@ from engram.ledger.errors import AuditUnavailableError
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("ledger", "projections", "agents", "jobs", "engram")
 #: The registry, the adapters it opens, and the schema's per-dialect column types.
-_HOMES = {"ledger/backends.py", "ledger/sqlite.py", "ledger/postgres.py", "ledger/schema.py"}
+_HOMES = {
+    "ledger/backends.py",
+    "ledger/sqlite.py",
+    "ledger/postgres.py",
+    "ledger/postgres_server.py",
+    "ledger/schema.py",
+}
 _PREFIX_CALLS = {"startswith", "endswith", "removeprefix", "removesuffix", "replace"}
 
 

@@ -3,27 +3,14 @@ their links, and serving by meaning and by links (ADR 0079)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
-import engram
 from engram.agents import doctrine as serving
 from engram.ledger import NewEvent
 from engram.ledger.catalog import SuggestionJoined
 from engram.projections import doctrine
 from engram.projections.errors import QueryError
 from engram.runtime import Memory
-
-
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
-    with engram.open_memory(
-        str(tmp_path / "ledger.db"), config=os.devnull, projections=str(tmp_path / "store")
-    ) as opened:
-        yield opened
 
 
 def _scar(memory: Memory, what: str, lesson: str) -> str:

@@ -160,9 +160,9 @@ def test_sqlite_tenants_are_listed_from_their_files(tmp_path: Path) -> None:
 def test_the_libpq_uri_keeps_a_role_option_percent_encoded(url: str, expected: str) -> None:
     from sqlalchemy.engine import make_url
 
-    from engram.ledger.postgres import _libpq_uri
+    from engram.ledger.postgres_server import libpq_uri
 
-    assert _libpq_uri(make_url(url)) == expected
+    assert libpq_uri(make_url(url)) == expected
 
 
 def test_spellings_of_one_postgresql_url_share_one_projection_store() -> None:
