@@ -2,15 +2,15 @@
 
 ``python -m engram.bench.learning_levers [check]`` replays the tuned learning workload (and
 the check one, given ``check``) once under MiniLM (:mod:`engram.bench.learning_bench`: the
-scars in two rounds, the learning steps, the reviews), then ranks the situational rules in force for every task by each *lever* below
-and serves them by the background test of ADR 0092 (:data:`~engram.agents.guidance.CLEAR`
-above every rule left out, the floor :data:`~engram.agents.meaning.APPLIES` by the best
-piece of evidence, at most :data:`~engram.agents.guidance.MAX_SITUATIONAL`). It prints, per
-workload and lever, the bench's serving figures: tasks given their rule (always-on rules
-included), the share of served situational rules that apply, unrelated tasks given a rule,
-and the ceiling (the right rule ranked first). The first lever is the shipped one; the rest
-were measured and not adopted (ADR 0098). Tune on the ``tuned`` workload only; the
-``check`` workload confirms.
+scars in two rounds, the learning steps, the reviews), then ranks the situational rules in
+force for every task by each *lever* below and serves them by the background test of ADR
+0092 (:data:`~engram.agents.guidance.CLEAR` above every rule left out, the floor
+:data:`~engram.agents.meaning.APPLIES` by the best piece of evidence, at most
+:data:`~engram.agents.guidance.MAX_SITUATIONAL`). It prints, per workload and lever, the
+bench's serving figures: tasks given their rule (always-on rules included), the share of
+served situational rules that apply, unrelated tasks given a rule, and the ceiling (the
+right rule ranked first). The first lever is the shipped one; the rest were measured and not
+adopted (ADR 0098). Tune on the ``tuned`` workload only; the ``check`` workload confirms.
 
 A lever maps (task, rules, evidence) to one score per rule; only its order and gaps matter
 to the test, so a lever on another scale is read with its own gap (``clear``).
