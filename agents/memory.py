@@ -421,6 +421,8 @@ class AgentMemory(Gathering):
             if self.calibration is not None and matching.vector is not None:
                 calibration = self.calibration
             matching.saturate = calibration.saturated != 0
+            matching.passages = calibration.passage != 0
+            matching.lengths = calibration.share_length != 0
         relevance: dict[int, float] = {}
         recency: dict[int, float] = {}
         importance: dict[int, float] = {}
@@ -467,6 +469,8 @@ class AgentMemory(Gathering):
                         semantic_rank=c.semantic_rank,
                         absent=absent[0],
                         absent_names=absent[1],
+                        passage=cos if c.passage is None else c.passage,
+                        length=c.length,
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
