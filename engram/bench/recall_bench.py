@@ -300,7 +300,7 @@ def _conversation(
             opened[stores[0]][0].catch_up()
             indexing.seconds += time.perf_counter() - started
             indexing.items += len(conversation.turns)
-            indexing.store = "{}, {}, passages {}".format(*stores[0])
+            indexing.store = "{}, {}, passages searched {}".format(*stores[0])
             _score_reference(conversation, scores)
             for (kind, tokenizer, whole), (engine, searcher) in opened.items():
                 engine.catch_up()
