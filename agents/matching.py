@@ -105,11 +105,15 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
         shares = m.share_weights
         for p in positions:
             text = texts.get(p)
-            fused[p].share = content_share(shares, text, m.codes) if text else 0.0
-            if m.saturate and text:
+            if not text:
+                fused[p].share = 0.0
+                continue
+            share, words = _share_and_words(shares, text, m.codes)
+            fused[p].share = share
+            if m.saturate:
                 fused[p].saturated = saturated_share(shares, text, m.codes, m.average)
-            if m.lengths and text:
-                fused[p].length = math.log1p(len(lexical.tokens(text)))
+            if m.lengths:  # counted in the share's own pass (ADR 0097)
+                fused[p].length = math.log1p(len(lexical.tokens(text)) if words is None else words)
     if m.vector is not None:
         cosines(fused, positions, m)
         parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
@@ -304,16 +308,25 @@ def content_share(weights: Mapping[str, float], text: str, quoted: Sequence[str]
     only by a text holding it verbatim: "HE-855" is not held by "GE-855" and "HE 12"; a text
     holding none of the quoted ids shares nothing with the query (ADR 0051).
     """
+    return _share_and_words(weights, text, quoted)[0]
+
+
+def _share_and_words(
+    weights: Mapping[str, float], text: str, quoted: Sequence[str] = ()
+) -> tuple[float, int | None]:
+    """Return :func:`content_share` and the text's words when its pass counted them (None:
+    the share was settled before the text was split)."""
     content, terms, total = _query_terms(weights, quoted)
     if not total:
-        return 0.0
+        return 0.0, None
     lowered = text.casefold()
     ids = sum(v for code, v in terms if _verbatim(code, lowered))
     if terms and not ids:
-        return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
-    held = {stem(w) for w in lexical.tokens(text)}
+        return 0.0, None  # an id names one thing: a text holding none of the quoted ids is not it
+    words = lexical.tokens(text)
+    held = {stem(w) for w in words}
     found = ids + sum(v for w, v in content.items() if stem(w) in held)
-    return min(found / total, 1.0)
+    return min(found / total, 1.0), len(words)
 
 
 def saturated_share(
