@@ -129,7 +129,7 @@ def _same(a: frozenset[str], b: frozenset[str]) -> bool:
 
 def _content(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s content words (function and filler words set aside)."""
-    return stems_of(text)[1]
+    return stems_of(text).content
 
 
 def grouped(

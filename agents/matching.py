@@ -37,6 +37,12 @@ class Candidate:
     #: fusion's constant (1: the path's top hit; 0: the path did not find it; ADR 0091).
     lexical_rank: float = 0.0
     semantic_rank: float = 0.0
+    #: The best cosine of its own vector and its stored passages' (ADR 0054), clipped to
+    #: 0..1: its cosine where it has no passages (ADR 0097). None until worked out.
+    passage: float | None = None
+    #: ln(1 + its words): how much room its text gives the query's words to turn up by
+    #: chance (ADR 0097); 0 until worked out.
+    length: float = 0.0
 
 
 @dataclass
@@ -75,6 +81,11 @@ class Matching:
     #: The vector of the query without its names (None: it writes none, or the calibration
     #: does not weigh the detail; then the query's own vector is its detail's).
     masked: npt.NDArray[np.float32] | None = None
+    #: Read the candidates' passages for their best passage cosine (the calibration weighs
+    #: it, ADR 0097; one batched read with the cosines).
+    passages: bool = False
+    #: Work out each text's length in words too (the calibration weighs the share by it).
+    lengths: bool = False
 
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
@@ -102,9 +113,14 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
         query = _stemmed_terms(shares, m.codes)  # the query's part, once for the batch
         for p in positions:
             text = texts.get(p)
-            fused[p].share = _held_share(query, text) if text else 0.0
-            if m.saturate and text:
+            if not text:
+                fused[p].share = 0.0
+                continue
+            fused[p].share = _held_share(query, text)
+            if m.saturate:
                 fused[p].saturated = saturated_share(shares, text, m.codes, m.average)
+            if m.lengths:  # counted in the share's own pass (ADR 0097, ADR 0096)
+                fused[p].length = math.log1p(stems_of(text).words)
     if m.vector is not None:
         cosines(fused, positions, m)
         parts["semantic"] = {p: min(max(fused[p].cosine or 0.0, 0.0), 1.0) for p in positions}
@@ -116,13 +132,21 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
 
 def cosines(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
     """Set the cosine of the ``positions`` the vector path did not score, from their stored
-    vectors (none where the vector path did not run)."""
+    vectors (none where the vector path did not run); with ``m.passages``, each one's best
+    passage cosine too (:attr:`Candidate.passage`)."""
     if m.vector is None:
         return
     missing = [p for p in positions if fused[p].cosine is None]
     stored = semantic.vectors_of(m.conn, missing) if missing else {}
     for p, blob in stored.items():
         fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ m.vector)
+    if not m.passages:
+        return
+    unread = [p for p in positions if fused[p].passage is None]
+    best = semantic.best_passages(m.conn, unread, m.vector) if unread else {}
+    for p in unread:
+        head = min(max(fused[p].cosine or 0.0, 0.0), 1.0)
+        fused[p].passage = max(head, min(max(best.get(p, 0.0), 0.0), 1.0))
 
 
 # -- absolute relevance (ADR 0051) -----------------------------------------------------------
@@ -253,15 +277,27 @@ def stem(word: str) -> str:
     return word.rstrip("e") if len(word) > 3 else word
 
 
-@functools.lru_cache(maxsize=512)
-def stems_of(text: str) -> tuple[frozenset[str], frozenset[str]]:
-    """Return the :func:`stem` of each of ``text``'s words, and of its content words
-    (function and filler words set aside).
+class Stems(NamedTuple):
+    """What one pass over a text's words gives (:func:`stems_of`)."""
 
-    The content share reads the first and folding the second, for the same candidates of
-    one recall: one pass over the text's words serves both (ADR 0096)."""
-    distinct = set(lexical.tokens(text))
-    return frozenset(map(stem, distinct)), frozenset(map(stem, distinct - _ASIDE))
+    every: frozenset[str]  # the stem of each of its words
+    content: frozenset[str]  # the same, function and filler words set aside
+    words: int  # how many words it holds (repeats counted)
+
+
+@functools.lru_cache(maxsize=512)
+def stems_of(text: str) -> Stems:
+    """Return the :func:`stem` of each of ``text``'s words, of its content words (function
+    and filler words set aside), and its length in words.
+
+    The content share reads the first, folding the second and the share's length term
+    (ADR 0097) the third, for the same candidates of one recall: one pass over the text's
+    words serves them all (ADR 0096)."""
+    words = lexical.tokens(text)
+    distinct = set(words)
+    return Stems(
+        frozenset(map(stem, distinct)), frozenset(map(stem, distinct - _ASIDE)), len(words)
+    )
 
 
 #: The words folding sets aside: function words and fillers (:func:`stems_of`).
@@ -331,7 +367,7 @@ def _held_share(query: _Stemmed, text: str) -> float:
     ids = sum(v for code, v in query.terms if _verbatim(code, lowered))
     if query.terms and not ids:
         return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
-    held = stems_of(text)[0]
+    held = stems_of(text).every
     found = ids + sum(v for s, v in query.content if s in held)
     return min(found / query.total, 1.0)
 
@@ -501,6 +537,12 @@ class Calibration(NamedTuple):
     #: The best cosine of the query's detail, its words but its names, over the candidates
     #: (:func:`note_detail`, ADR 0095): a query-level term, the same logit for every item.
     detail: float = 0.0
+    #: The best cosine of its own vector and its passages' (:attr:`Candidate.passage`,
+    #: ADR 0097): the cosine itself for a memory of one passage.
+    passage: float = 0.0
+    #: The content share times ln(1 + the text's words) (:attr:`Candidate.length`, ADR 0097):
+    #: a long text holds the query's words by chance, so its share says less.
+    share_length: float = 0.0
 
     def relevance(
         self,
@@ -513,6 +555,8 @@ class Calibration(NamedTuple):
         absent: float = 0.0,
         absent_names: float = 0.0,
         detail: float = 0.0,
+        passage: float = 0.0,
+        length: float = 0.0,
     ) -> float:
         """Return the calibrated probability that the item answers the query."""
         z = (
@@ -527,26 +571,39 @@ class Calibration(NamedTuple):
             + self.cosine_rank * cosine * rank
             + self.lexical_rank * lexical_rank
             + self.semantic_rank * semantic_rank
+            + self.passage * passage
+            + self.share_length * share * length
         )
         return 1.0 / (1.0 + math.exp(-z))
 
 
-#: Per embedder family (ADR 0051, ADR 0072, ADR 0090, ADR 0091; `python -m
+#: Per embedder family (ADR 0051, ADR 0072, ADR 0090, ADR 0091, ADR 0097; `python -m
 #: engram.bench.calibrate`): "neural" (all-MiniLM-L6-v2) is fitted on LoCoMo and BEAM dev
-#: (242,147 candidates, 1,377 evidence) over share, cosine, fused rank and each path's own
-#: rank: the fused rank counts the paths' agreement, each path's own rank what one path alone
-#: says (ADR 0091); "lexical" (no vectors: share and rank alone) is ADR 0051's fit on LoCoMo
-#: dev; "hash" (feature hashing) is fitted on both (251,518 candidates, 1,317 evidence) over
-#: share and cosine x rank: a hash vector's cosine says little alone, and a top rank among far
-#: items says nothing. With vectors, the bias and the query-level term for the names no memory
-#: holds (``absent_names``) are then refitted on LoCoMo and BEAM dev over those item-level
-#: terms, kept as they are (ADR 0090), so no result's order moves.
+#: (242,147 candidates, 1,377 evidence) over share, cosine, fused rank, each path's own rank
+#: (the fused rank counts the paths' agreement, each path's own rank what one path alone
+#: says: ADR 0091), the best passage cosine and the share times ln(1 + words) (ADR 0097: a
+#: long memory's best passage and its share are high by chance, so both weigh negative);
+#: "lexical" (no vectors) is fitted on both over share, fused rank, the lexical path's own
+#: rank (bloom's neighbours apart from the path's hits) and the share times ln(1 + words)
+#: (ADR 0097); "hash" (feature hashing) is fitted on both (251,518 candidates, 1,317
+#: evidence) over share and cosine x rank: a hash vector's cosine says little alone, and a top
+#: rank among far items says nothing. With vectors, the bias and the query-level term for the
+#: names no memory holds (``absent_names``) are then refitted on LoCoMo and BEAM dev over
+#: those item-level terms, kept as they are (ADR 0090), so no result's order moves.
 CALIBRATIONS: dict[str, Calibration] = {
     "neural": Calibration(
-        -8.412, 2.618, 5.930, 4.696, lexical_rank=-0.745, semantic_rank=-1.640, absent_names=-3.774
+        -8.340,
+        3.245,
+        10.967,
+        4.778,
+        lexical_rank=-0.793,
+        semantic_rank=-1.688,
+        absent_names=-3.907,
+        passage=-5.174,
+        share_length=-0.137,
     ),
     "hash": Calibration(-6.063, 4.029, -0.104, 0.0, cosine_rank=10.014, absent_names=-5.481),
-    "lexical": Calibration(-7.102, 4.372, 0.0, 3.025),
+    "lexical": Calibration(-7.240, 6.130, 0.0, 5.692, lexical_rank=-2.922, share_length=-0.488),
 }
 
 

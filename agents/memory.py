@@ -423,6 +423,8 @@ class AgentMemory(Gathering):
                 else calibration_for("", semantic=False)
             )
             matching.saturate = calibration.saturated != 0
+            matching.passages = calibration.passage != 0
+            matching.lengths = calibration.share_length != 0
             if calibration.detail and matching.vector is not None:
                 note_detail(ranked, positions, matching)
         relevance: dict[int, float] = {}
@@ -473,6 +475,8 @@ class AgentMemory(Gathering):
                         absent=absent[0],
                         absent_names=absent[1],
                         detail=detail,
+                        passage=cos if c.passage is None else c.passage,
+                        length=c.length,
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 

@@ -12,6 +12,7 @@ folding of copies equal those of working out every candidate (a property test ch
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -25,6 +26,9 @@ __all__ = ["BATCH", "ceiling", "lazily"]
 BATCH = 10
 #: A ceiling is raised by this share so rounding can never put it under the score it bounds.
 _SLACK = 1e-9
+#: ln(1 + the most words a text can hold): the lexical index keeps a text's first
+#: ``MAX_TEXT`` characters, at most half of them words.
+LONGEST = math.log1p(lexical.MAX_TEXT / 2)
 
 
 class _Ask(Protocol):
@@ -40,26 +44,41 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
 
     The content shares are at most 1 and the cosine, where the vector path did not find
     ``c``, at most 1; the fused rank, each path's own rank and the query-level terms
-    (ADR 0090, ADR 0091, ADR 0095) are known.
+    (ADR 0090, ADR 0091, ADR 0095) are known, and so is the best passage cosine once read
+    with the cosines (ADR 0097).
     """
-    share = 1.0 if calibration.share > 0 else 0.0
+    # A text's share and length are unread: the share is up to 1 and its length up to the
+    # longest text the index holds (ADR 0097), whichever end raises the relevance.
+    length = LONGEST if calibration.share_length > 0 else 0.0
+    share = 1.0 if calibration.share + calibration.share_length * length > 0 else 0.0
     saturated = 1.0 if calibration.saturated > 0 else 0.0
     rank = min(c.fused / best, 1.0)
     if c.cosine is not None or m.vector is None:
         cosine = min(max(c.cosine or 0.0, 0.0), 1.0)
-    else:  # relevance is linear in the cosine inside the logistic: its best is an end
-        cosine = 1.0 if calibration.cosine + calibration.cosine_rank * rank > 0 else 0.0
-    ceiling = calibration.relevance(
-        share,
-        cosine,
-        rank,
-        saturated,
-        lexical_rank=c.lexical_rank,
-        semantic_rank=c.semantic_rank,
-        absent=m.absent,
-        absent_names=m.absent_names,
-        detail=m.detail,
-    )
+        # The best passage cosine is read with the cosines; unread, it is up to 1.
+        corners = [(cosine, c.passage if c.passage is not None else cosine)]
+        if c.passage is None and calibration.passage > 0 and m.vector is not None:
+            corners = [(cosine, 1.0)]
+    else:  # relevance is linear in both inside the logistic: its best is a corner
+        corners = [(0.0, 0.0), (0.0, 1.0), (1.0, 1.0)]  # the passage cosine is no lower
+    ceiling = 0.0
+    for cosine, passage in corners:
+        ceiling = max(
+            ceiling,
+            calibration.relevance(
+                share,
+                cosine,
+                rank,
+                saturated,
+                lexical_rank=c.lexical_rank,
+                semantic_rank=c.semantic_rank,
+                absent=m.absent,
+                absent_names=m.absent_names,
+                passage=passage,
+                length=length,
+                detail=m.detail,
+            ),
+        )
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
 
 

@@ -170,7 +170,7 @@ def default_projections(settings: Settings, embedder: Embedder) -> list[Projecti
         NeuronGraph(),
         SalienceIndex(settings.decay_rate),
         LexicalIndex(),
-        SemanticIndex(embedder),
+        SemanticIndex(embedder, passages=True),  # read as a feature, not searched (ADR 0097)
         Inbox(),
         Memo(),
         Concepts(),
@@ -331,7 +331,10 @@ def open_parts(
             stack.callback(embedder.cache.close)
         engine = stack.enter_context(open_engine(led, settings, embedder))
         searcher = VectorSearcher(
-            settings.projection_store, embedder.dimension, str(embedder.fingerprint)
+            settings.projection_store,
+            embedder.dimension,
+            str(embedder.fingerprint),
+            passages=False,  # the items' own vectors; their passages are a feature (ADR 0097)
         )
         yield Memory(
             settings,

@@ -312,7 +312,8 @@ class VectorSearcher:
     It serves the positions in ``_meta``; an HNSW index may also hold removed vectors
     (tombstones), which searches skip. A long item's passages (``semantic_passages``) sit
     in it under the item's position beside its own vector, so a search finds the item by
-    its best vector and serves it once.
+    its best vector and serves it once; with ``passages=False`` it holds the items' own
+    vectors only.
     """
 
     def __init__(
@@ -324,7 +325,11 @@ class VectorSearcher:
         exact_limit: int = DEFAULT_EXACT_LIMIT,
         hnsw_m: int = 32,
         ef_search: int = 128,
+        passages: bool = True,
     ) -> None:
+        """``passages``: search the passages the table holds beside the items' own vectors
+        (max pooling, ADR 0054); False: the items' own vectors only, the passages left for
+        recall to read as a feature of the candidates it scores (ADR 0097)."""
         import faiss
 
         faiss.omp_set_num_threads(1)  # single queries are faster on one thread here
@@ -335,6 +340,7 @@ class VectorSearcher:
         self.exact_limit = exact_limit
         self.hnsw_m = hnsw_m
         self.ef_search = ef_search
+        self.passages = passages
         self._lock = threading.Lock()
         self._index: Any = None
         self._generation = -1
@@ -379,7 +385,7 @@ class VectorSearcher:
             dimension=self.dimension,
             vectors=self._table,
             removed=self._removed,
-            passages=self._passages,
+            passages=self._passages if self.passages else None,
         )
         if isinstance(loaded, str):
             if path.exists() or loaded != "missing":
@@ -414,11 +420,15 @@ class VectorSearcher:
         if not rows:
             return
         last = int(rows[-1][0])
-        extra = conn.execute(
-            f"SELECT position, vector FROM {self._passages} WHERE position > ? AND position <= ?"
-            " ORDER BY position, passage",
-            (after, last),
-        ).fetchall()
+        extra = (
+            conn.execute(
+                f"SELECT position, vector FROM {self._passages}"
+                " WHERE position > ? AND position <= ? ORDER BY position, passage",
+                (after, last),
+            ).fetchall()
+            if self.passages
+            else []
+        )
         blobs = [r[4] for r in rows] + [r[1] for r in extra]
         vectors = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(
             len(blobs), self.dimension
@@ -577,6 +587,33 @@ def vectors_of(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, 
             list(chunk),
         ):
             found[position] = vector
+    return found
+
+
+def best_passages(
+    conn: sqlite3.Connection, positions: Sequence[int], query: npt.NDArray[np.float32]
+) -> dict[int, float]:
+    """Return the best cosine of ``query`` to the stored passages of each item at
+    ``positions`` that has any (ADR 0054: a long text beyond its head; ADR 0097).
+
+    One batched read; an item without passages (a text of at most :data:`PASSAGE_WORDS`
+    words, or a store that keeps none) is left out.
+    """
+    found: dict[int, float] = {}
+    vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1)
+    for chunk in chunked(sorted(set(positions))):
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT position, vector FROM semantic_passages WHERE position IN ({marks})",
+            list(chunk),
+        ).fetchall()
+        if not rows:
+            continue
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+        scores = matrix.reshape(len(rows), -1) @ vector
+        for (position, _), score in zip(rows, scores.tolist(), strict=True):
+            if score > found.get(position, -2.0):
+                found[position] = score
     return found
 
 

@@ -91,9 +91,10 @@ def load(
     dimension: int,
     vectors: str,
     removed: str,
-    passages: str,
+    passages: str | None,
 ) -> Loaded | str:
-    """Read and check the index file against the tables; return it, or what is wrong."""
+    """Read and check the index file against the tables; return it, or what is wrong
+    (``passages``: the passages table whose vectors the index holds too; None: none)."""
     meta_path = path.with_suffix(".json")
     if not path.exists() or not meta_path.exists():
         return "missing"
@@ -114,11 +115,15 @@ def load(
     rows = conn.execute(
         f"SELECT position, agent, visibility, type FROM {vectors} WHERE position <= ?", (last,)
     ).fetchall()
-    extra_vectors = dict(
-        conn.execute(
-            f"SELECT position, count(*) FROM {passages} WHERE position <= ? GROUP BY position",
-            (last,),
-        ).fetchall()
+    extra_vectors: dict[int, int] = (
+        dict(
+            conn.execute(
+                f"SELECT position, count(*) FROM {passages} WHERE position <= ? GROUP BY position",
+                (last,),
+            ).fetchall()
+        )
+        if passages is not None
+        else {}
     )
     missing = sum(1 for row in rows if held[row[0]] != 1 + extra_vectors.get(row[0], 0))
     if missing:

@@ -432,11 +432,9 @@ def main() -> None:
     parser.add_argument("--embedding-cache", default=os.path.expanduser(
         "~/.cache/engram/bench-embeddings.db"))  # fmt: skip
     args = parser.parse_args()
-    unknown = [
-        c for name in args.sets for c in name.split("+") if c not in (*COLUMNS, "cosine*rank")
-    ]
+    unknown = [c for name in args.sets for c in name.split("+") if c not in (*COLUMNS, *DERIVED)]
     if unknown:
-        raise SystemExit(f"unknown feature(s) {unknown}; known: {', '.join(COLUMNS)}, cosine*rank")
+        raise SystemExit(f"unknown feature(s) {unknown}; known: {', '.join((*COLUMNS, *DERIVED))}")
     family = "hash" if args.embedder == "hash" else "neural"
     if args.paths == "lexical":
         family = "lexical"
@@ -482,12 +480,21 @@ QUERY_SETS: tuple[tuple[str, ...], ...] = (
 )
 
 
+#: Features derived from the recorded ones: cosine x rank (ADR 0072) and the content share
+#: times ln(1 + the text's words) (ADR 0097: what recall's ``share_length`` weighs).
+DERIVED = ("cosine*rank", "share*length")
+
+
 def design(t: Table, names: Sequence[str]) -> np.ndarray:
-    """Return the columns ``names`` of the table: a recorded feature or ``cosine*rank``."""
+    """Return the columns ``names`` of the table: a recorded feature or a derived one
+    (:data:`DERIVED`)."""
     columns = []
     for name in names:
         if name == "cosine*rank":
             columns.append(t.x[:, COLUMNS.index("cosine")] * t.x[:, COLUMNS.index("rank")])
+        elif name == "share*length":
+            length = np.log1p(t.x[:, COLUMNS.index("words")])
+            columns.append(t.x[:, COLUMNS.index("share")] * length)
         else:
             columns.append(t.x[:, COLUMNS.index(name)])
     return np.stack(columns, axis=1)
@@ -501,8 +508,9 @@ def held_apart_design(t: Table, x: np.ndarray, folds: int) -> np.ndarray:
 
 def item_terms(calibration: Calibration, t: Table) -> np.ndarray:
     """Return each candidate's item-level logit under ``calibration``, its bias left out."""
-    names = ("share", "saturated", "cosine", "rank", "lexical_rank", "semantic_rank")
+    names = ("share", "saturated", "cosine", "rank", "lexical_rank", "semantic_rank", "passage")
     column = {name: t.x[:, COLUMNS.index(name)] for name in names}
+    length = np.log1p(t.x[:, COLUMNS.index("words")])
     terms: np.ndarray = (
         calibration.share * column["share"]
         + calibration.saturated * column["saturated"]
@@ -511,6 +519,8 @@ def item_terms(calibration: Calibration, t: Table) -> np.ndarray:
         + calibration.cosine_rank * column["cosine"] * column["rank"]
         + calibration.lexical_rank * column["lexical_rank"]
         + calibration.semantic_rank * column["semantic_rank"]
+        + calibration.passage * column["passage"]
+        + calibration.share_length * column["share"] * length
     )
     return terms
 

@@ -91,7 +91,7 @@ class Mode:
     fusion: Mapping[str, float] | None = None  # None: the default for the embedder
     bloom: bool = True  # the strongest candidates cue their episode neighbours
     prune: bool | str = True  # the postings budget; "share": ADR 0026's rule; False: none
-    passages: bool = False  # long memories embedded as passages too (ADR 0054)
+    passages: bool = False  # long memories searched by their passages too (ADR 0054)
     rrf_k: int = RRF_K  # the fusion's rank constant
     tokenizer: str = "porter"  # the lexical index's tokenizer (lexical.TOKENIZERS)
     calibration: Calibration | None = None  # None: the embedder family's (CALIBRATIONS)
@@ -300,7 +300,7 @@ def _conversation(
             opened[stores[0]][0].catch_up()
             indexing.seconds += time.perf_counter() - started
             indexing.items += len(conversation.turns)
-            indexing.store = "{}, {}, passages {}".format(*stores[0])
+            indexing.store = "{}, {}, passages searched {}".format(*stores[0])
             _score_reference(conversation, scores)
             for (kind, tokenizer, whole), (engine, searcher) in opened.items():
                 engine.catch_up()
@@ -373,13 +373,18 @@ def _open(
     passages: bool = True,
 ) -> tuple[ProjectionEngine, VectorSearcher]:
     assert embedder is not None
+    # Long texts' passages are stored as engram stores them (ADR 0097) and searched only
+    # with ``passages`` (ADR 0054's max pooling); else recall reads them as a feature.
     projections = [
         SalienceIndex(),
         LexicalIndex(tokenizer=tokenizer),
-        SemanticIndex(embedder, passages=passages),
+        SemanticIndex(embedder, passages=True),
     ]
     engine = ProjectionEngine(ledger, store, projections)
-    return engine, VectorSearcher(store, embedder.dimension, str(embedder.fingerprint))
+    searcher = VectorSearcher(
+        store, embedder.dimension, str(embedder.fingerprint), passages=passages
+    )
+    return engine, searcher
 
 
 def _score(

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+import engram
+from engram.agents.matching import Calibration, work_out
 from engram.ledger import Ledger, NewEvent, default_registry
 from engram.ledger.catalog import MemoryArchived, MemoryObserved
 from engram.projections import semantic
@@ -180,3 +182,87 @@ def test_passages_rebuild_equals_catch_up_in_any_batch_size(tmp_path: Path) -> N
                 passages(_filler(300, "ipsum"))
             )
     assert len(set(digests)) == 1
+
+
+def test_a_heads_only_searcher_leaves_the_passages_to_be_read_as_a_feature(
+    tmp_path: Path,
+) -> None:
+    embedder = HashEmbedder()
+    with (
+        _ledger(tmp_path / "ledger.db") as ledger,
+        ProjectionEngine(
+            ledger, str(tmp_path / "store"), [SemanticIndex(embedder, passages=True)]
+        ) as engine,
+    ):
+        engine.catch_up()
+        heads = VectorSearcher(
+            tmp_path / "store", embedder.dimension, str(embedder.fingerprint), passages=False
+        )
+        query = embedder.embed(["the volcano erupted over the harbour at dawn"])[0]
+        with engine.read() as conn:
+            heads.sync(conn)
+            best = semantic.best_passages(conn, [1, 2, 3, 4, 99], query)
+        assert heads.index.ntotal == 4  # the items' own vectors, no passage
+        hits = {h.position: h.score for h in heads.search(query, 4, agent="bob")}
+        head = float(embedder.embed([LONG])[0] @ query)
+        assert hits[2] == pytest.approx(head, abs=1e-5)  # its head's cosine, not its tail's
+        tails = embedder.embed(passages(LONG)) @ query
+        assert set(best) == {2, 3}  # only the long memories have passages
+        assert best[2] == pytest.approx(float(tails.max()), abs=1e-5)
+        assert best[2] > head
+        assert heads.save()
+        # A file of heads only is trusted by a heads-only searcher and refused by one that
+        # searches the passages (which rebuilds it from the tables, with a warning).
+        again = VectorSearcher(
+            tmp_path / "store", embedder.dimension, str(embedder.fingerprint), passages=False
+        )
+        with warnings.catch_warnings(), engine.read() as conn:
+            warnings.simplefilter("error")
+            again.sync(conn)
+        assert again.index.ntotal == 4
+        both = VectorSearcher(tmp_path / "store", embedder.dimension, str(embedder.fingerprint))
+        with pytest.warns(semantic.IndexFileWarning, match="lacks"), engine.read() as conn:
+            both.sync(conn)
+        assert both.index.ntotal == 4 + len(passages(LONG)) + len(passages(_filler(300, "ipsum")))
+
+
+def test_recall_weighs_a_long_memory_s_best_passage_and_searches_its_head(
+    tmp_path: Path,
+) -> None:
+    with engram.open_memory(str(tmp_path / "recall.db")) as opened:
+        agent = opened.agent("ana")
+        for text in (SHORT, LONG, _filler(300, "ipsum"), "the volcano at the harbour"):
+            agent.observe(text)
+        agent.engine.wait_for(agent.ledger.head())
+        with agent.engine.read() as conn:  # engram stores passages by default (ADR 0097)
+            held = conn.execute("SELECT DISTINCT position FROM semantic_passages").fetchall()
+        assert len(held) == 2  # the two long memories
+        query = "the volcano erupted over the harbour at dawn"
+        served = {}
+        for weight in (0.0, 4.0):
+            agent.calibration = Calibration(-7.0, 3.0, 4.0, 2.0, passage=weight)
+            lazy = agent.recall(query, k=4, record=False, min_score=0.0)
+            agent.lazy = False
+            eager = agent.recall(query, k=4, record=False, min_score=0.0)
+            agent.lazy = True
+            assert [(i.event.position, i.relevance) for i in lazy.items] == [
+                (i.event.position, i.relevance) for i in eager.items
+            ]
+            served[weight] = {i.event.position: i for i in lazy.items}
+        long = next(p for p, i in served[0.0].items() if i.event.payload.text == LONG)
+        # The search scored the head alone; the weighed passage lifts the memory's relevance.
+        assert served[4.0][long].cosine == served[0.0][long].cosine
+        assert served[4.0][long].relevance > served[0.0][long].relevance
+        with agent.engine.read() as conn:
+            ranked, _, matching = agent._candidates(
+                conn, conn, query, 30, None, frozenset(("lexical", "semantic")), None
+            )
+            assert matching is not None
+            matching.passages = True
+            work_out(ranked, sorted(ranked), matching)
+        c = ranked[long]
+        assert c.passage is not None
+        assert c.cosine is not None
+        assert c.passage > c.cosine
+        short = next(p for p, i in served[0.0].items() if i.event.payload.text == SHORT)
+        assert ranked[short].passage == pytest.approx(min(max(ranked[short].cosine or 0, 0), 1))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 import engram
 from engram.agents.matching import CALIBRATIONS, Calibration, Candidate, Matching
 from engram.agents.memory import PATHS, RRF_K
-from engram.agents.ordering import ceiling
+from engram.agents.ordering import LONGEST, ceiling
 
 SEED = 20261126
 
@@ -28,6 +29,28 @@ def test_the_length_fair_share_moves_relevance_only_when_weighed() -> None:
     assert weighed.relevance(0.0, 0.5, 1.0, 0.8) > weighed.relevance(0.0, 0.5, 1.0, 0.1)
     plain = CALIBRATIONS["neural"]
     assert plain.relevance(0.3, 0.5, 1.0, 0.8) == plain.relevance(0.3, 0.5, 1.0, 0.1)
+
+
+def test_the_best_passage_cosine_moves_relevance_only_when_weighed() -> None:
+    weighed = Calibration(-7.0, 3.0, 4.0, 2.0, passage=2.0)
+    assert weighed.relevance(0.3, 0.4, 0.5, passage=0.8) > weighed.relevance(
+        0.3, 0.4, 0.5, passage=0.4
+    )
+    plain = Calibration(-7.0, 3.0, 4.0, 2.0)
+    assert plain.relevance(0.3, 0.4, 0.5, passage=0.8) == plain.relevance(
+        0.3, 0.4, 0.5, passage=0.4
+    )
+
+
+def test_the_share_counts_less_in_a_longer_text_when_weighed() -> None:
+    weighed = Calibration(-7.0, 5.0, 4.0, 2.0, share_length=-0.4)
+    short, long = math.log1p(12), math.log1p(800)
+    assert weighed.relevance(0.5, 0.4, 0.5, length=short) > weighed.relevance(
+        0.5, 0.4, 0.5, length=long
+    )
+    assert weighed.relevance(0.0, 0.4, 0.5, length=short) == weighed.relevance(
+        0.0, 0.4, 0.5, length=long
+    )  # no share, nothing to discount
 
 
 def test_each_path_s_own_rank_moves_relevance_by_its_own_weight() -> None:
@@ -47,6 +70,12 @@ def test_each_path_s_own_rank_moves_relevance_by_its_own_weight() -> None:
         Calibration(-7.0, 3.0, 4.0, 2.0, lexical_rank=-1.0, semantic_rank=1.5),
         Calibration(-7.0, 3.0, 4.0, 2.0, lexical_rank=-1.0, semantic_rank=1.5, absent_names=-2.0),
         Calibration(-9.0, 3.0, 4.0, 2.0, absent_names=-2.0, detail=5.0),
+        Calibration(-7.0, 3.0, 2.0, 2.0, semantic_rank=-1.0, passage=3.0),
+        Calibration(-7.0, 3.0, 4.0, 2.0, passage=-1.5),
+        Calibration(-7.0, 3.0, 1.0, 2.0, passage=-4.0),
+        Calibration(-7.0, 3.0, 4.0, 2.0, share_length=-0.4, passage=1.0),
+        Calibration(-7.0, 0.5, 4.0, 2.0, share_length=0.3),
+        Calibration(-7.0, -1.0, 4.0, 2.0, share_length=0.3),
         *CALIBRATIONS.values(),
     ],
 )
@@ -60,11 +89,14 @@ def test_the_ceiling_bounds_relevance_whatever_the_unread_features(
     for _ in range(500):
         found = rng.random() < 0.5  # the vector path scored it: its cosine is known
         cosine = rng.random()
+        passage = max(cosine, rng.random()) if rng.random() < 0.5 else cosine  # no lower
+        read = found and rng.random() < 0.5  # its passages read with the cosines
         c = Candidate(
             fused=rng.random() * 0.2,
             cosine=cosine if found else None,
             lexical_rank=rng.choice([0.0, rng.random()]),
             semantic_rank=rng.random() if found else 0.0,
+            passage=passage if read else None,
         )
         absent = rng.random() if rng.random() < 0.5 else 0.0  # the query's: known up front
         named = absent * rng.random()
@@ -82,6 +114,8 @@ def test_the_ceiling_bounds_relevance_whatever_the_unread_features(
             absent=absent,
             absent_names=named,
             detail=detail,
+            passage=passage,
+            length=rng.random() * LONGEST,
         )
         assert actual <= bound
 
