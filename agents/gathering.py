@@ -19,15 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.agents import contiguity
-from engram.agents.matching import (
-    Calibration,
-    Candidate,
-    Matching,
-    calibration_for,
-    codes,
-    note_absent,
-    without_names,
-)
+from engram.agents.calibration import Calibration, calibration_for
+from engram.agents.matching import Candidate, Matching, codes, note_absent, without_names
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder

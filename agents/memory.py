@@ -33,20 +33,13 @@ from typing import NamedTuple
 
 from engram.agents import scopes
 from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
+from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
-from engram.agents.matching import (
-    Calibration,
-    Candidate,
-    Matching,
-    calibration_for,
-    cosines,
-    note_detail,
-    work_out,
-)
+from engram.agents.matching import Candidate, Matching, cosines, note_detail, work_out
 from engram.agents.ordering import ceiling, lazily
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Ledger, NewEvent
@@ -180,7 +173,7 @@ class AgentMemory(Gathering):
         #: candidate, as the reference the property test and the latency bench compare with.
         self.lazy = True
         #: The calibration of a recall the vectors took part in (None: the embedder
-        #: family's, :data:`engram.agents.matching.CALIBRATIONS`); the benches' ablations set it.
+        #: family's, :data:`engram.agents.calibration.CALIBRATIONS`); the benches' ablations set it.
         self.calibration: Calibration | None = None
 
     def observe(

@@ -16,8 +16,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from engram.agents.calibration import Calibration
 from engram.agents.folding import Folder
-from engram.agents.matching import Calibration, Candidate, Matching
+from engram.agents.matching import Candidate, Matching
 from engram.projections import copies, lexical
 
 __all__ = ["BATCH", "ceiling", "lazily"]

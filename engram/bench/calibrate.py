@@ -18,7 +18,7 @@ data set, are those of conversations the fit did not see. The embedder's shipped
 scored first, as it is (in sample where it was fitted on these sets); then its query-level
 terms are refitted over its item-level terms (a fixed offset: the order of every result
 stays, ADR 0090); then each feature set is refitted whole. Each fit's coefficients on
-everything are printed, for :data:`engram.agents.matching.CALIBRATIONS`.
+everything are printed, for :data:`engram.agents.calibration.CALIBRATIONS`.
 ``--save`` keeps the gathered table and ``--load`` reports on a kept one.
 
 The probes of the quality suite are not used: the calibration is fitted apart from what it
@@ -39,14 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from engram.agents import contiguity
-from engram.agents.matching import (
-    CALIBRATIONS,
-    Calibration,
-    content_share,
-    saturated_share,
-    without_names,
-    work_out,
-)
+from engram.agents.calibration import CALIBRATIONS, Calibration
+from engram.agents.matching import content_share, saturated_share, without_names, work_out
 from engram.agents.memory import AgentMemory
 from engram.bench import beam, locomo
 from engram.bench.common import data_home, log

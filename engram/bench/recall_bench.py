@@ -39,7 +39,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from engram.agents.matching import Calibration
+from engram.agents.calibration import Calibration
 from engram.agents.memory import DEFAULT_WEIGHTS, RRF_K, AgentMemory
 from engram.bench import locomo
 from engram.bench.common import Config, Figure, Progress, log, remove_tree
