@@ -11,6 +11,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,7 @@ from hypothesis import settings
 from psycopg import sql
 
 if TYPE_CHECKING:
+    from engram.agents.memory import AgentMemory
     from engram.runtime import Memory
 
 settings.register_profile("default", max_examples=50, deadline=None)
@@ -162,3 +164,28 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
         str(tmp_path / "ledger.db"), config=os.devnull, projections=str(tmp_path / "store")
     ) as opened:
         yield opened
+
+
+#: The ``people`` fixture's store: named people, four facts each, all observed at ``PEOPLE_AT``.
+PEOPLE = ("Alice Moreau", "Bilal Haddad", "Chen Wei", "Dmitri Volkov", "Eva Lindqvist")
+PEOPLE_FACTS = (
+    "{n} lives in Lisbon.",
+    "{n} works at Northwind Bank.",
+    "{n} plays the cello every evening.",
+    "{n} drives an old red Volvo.",
+)
+PEOPLE_AT = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
+
+
+@pytest.fixture
+def people(tmp_path: Path) -> Iterator[AgentMemory]:
+    """Yield an agent's memory of :data:`PEOPLE`, each with every one of :data:`PEOPLE_FACTS`
+    (the questions about names and details no memory holds ask it, ADR 0090, ADR 0095)."""
+    import engram  # imported late: the environment above is set before engram reads it
+
+    with engram.open_memory(str(tmp_path / "people.db")) as opened:
+        agent = opened.agent("ana")
+        for person in PEOPLE:
+            for fact in PEOPLE_FACTS:
+                agent.observe(fact.format(n=person), at=PEOPLE_AT)
+        yield agent

@@ -20,9 +20,9 @@ from engram.bench.common import Config, Figure, log
 from engram.bench.recall_bench import (
     BOTH,
     HEADLINE,
+    LEVERS,
     MODES,
     RELEVANCE_ONLY,
-    WITHOUT_OWN_RANKS,
     Indexing,
     Mode,
     check_modes,
@@ -32,24 +32,14 @@ from engram.bench.recall_bench import (
     report,
 )
 
-#: One lever off at a time, beside the mode it changes.
+#: One lever off at a time, beside the mode it changes: the recall bench's levers, then
+#: those long memories add.
 ABLATIONS = (
-    Mode(
-        "hybrid (minilm), no own ranks",
-        "minilm",
-        BOTH,
-        RELEVANCE_ONLY,
-        calibration=WITHOUT_OWN_RANKS,
-    ),
-    Mode("lexical, no pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune=False),
-    Mode("hybrid (minilm), no pruning", "minilm", BOTH, RELEVANCE_ONLY, prune=False),
-    Mode("lexical, 2% pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune="share"),
-    Mode("hybrid (minilm), 2% pruning", "minilm", BOTH, RELEVANCE_ONLY, prune="share"),
+    *LEVERS,
     Mode("minilm, passages", "minilm", ("semantic",), RELEVANCE_ONLY, passages=True),
     Mode("hybrid (minilm), passages", "minilm", BOTH, RELEVANCE_ONLY, passages=True),
     Mode("full, passages", "minilm", BOTH, DEFAULT_WEIGHTS, passages=True),
     Mode("full, 2% pruning", "minilm", BOTH, DEFAULT_WEIGHTS, prune="share"),
-    Mode("hybrid (minilm), no bloom", "minilm", BOTH, RELEVANCE_ONLY, bloom=False),
 )
 #: The issue's goals on the development chats: recall@10 over rank_bm25's.
 TARGETS = {HEADLINE: 1.5, "full": 1.5, "lexical": 1.0}

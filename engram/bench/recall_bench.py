@@ -107,8 +107,9 @@ MODES = (
 )
 #: MiniLM's calibration before each path's own rank was a feature (ADR 0051, ADR 0091).
 WITHOUT_OWN_RANKS = Calibration(-8.471, 3.288, 4.952, 3.016)
-#: One lever off at a time, beside the mode it changes (the per-lever ablation).
-ABLATIONS = (
+#: The levers every recall bench (LoCoMo and BEAM) turns off one at a time, beside the mode
+#: each changes.
+LEVERS = (
     Mode(
         "hybrid (minilm), no own ranks",
         "minilm",
@@ -121,6 +122,10 @@ ABLATIONS = (
     Mode("lexical, 2% pruning", "hash", ("lexical",), RELEVANCE_ONLY, prune="share"),
     Mode("hybrid (minilm), 2% pruning", "minilm", BOTH, RELEVANCE_ONLY, prune="share"),
     Mode("hybrid (minilm), no bloom", "minilm", BOTH, RELEVANCE_ONLY, bloom=False),
+)
+#: One lever off at a time, beside the mode it changes (the per-lever ablation).
+ABLATIONS = (
+    *LEVERS,
     Mode("lexical, unicode61", "hash", ("lexical",), RELEVANCE_ONLY, tokenizer="unicode61"),
     Mode("hybrid (minilm), unicode61", "minilm", BOTH, RELEVANCE_ONLY, tokenizer="unicode61"),
     Mode(

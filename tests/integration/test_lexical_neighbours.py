@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import sqlite3
 import tempfile
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +35,18 @@ rows = st.lists(
     min_size=1,
     max_size=40,
 )
+
+
+def _every_row(conn: sqlite3.Connection) -> list[tuple[int, str, str, str, int, int | None]]:
+    """Return every row the index holds, in position order, as :func:`_walk` reads them."""
+    table = lexical.read._table(conn)
+    return [
+        (int(p), a, v, t, int(o), None if x is None else int(x))
+        for p, a, v, t, o, x in conn.execute(
+            f"SELECT rowid, agent, visibility, type, observed_us, archived_us"
+            f" FROM {table} ORDER BY rowid"
+        )
+    ]
 
 
 def _walk(
@@ -129,14 +142,7 @@ def test_neighbours_equal_a_plain_walk_over_every_row(
                 )
                 gap_us = gap_minutes * 60_000_000
                 with engine.read() as conn:
-                    table = lexical.read._table(conn)
-                    every = [
-                        (int(p), a, v, t, int(o), None if x is None else int(x))
-                        for p, a, v, t, o, x in conn.execute(
-                            f"SELECT rowid, agent, visibility, type, observed_us, archived_us"
-                            f" FROM {table} ORDER BY rowid"
-                        )
-                    ]
+                    every = _every_row(conn)
                     asked = [*positions, 0, positions[-1] + 100]  # two the index does not hold
                     got = lexical.neighbours(
                         conn,
@@ -176,14 +182,7 @@ def test_many_positions_read_in_chunks_equal_a_plain_walk(tmp_path: Path) -> Non
         with ProjectionEngine(ledger, str(tmp_path / "store"), [LexicalIndex()]) as engine:
             engine.catch_up()
             with engine.read() as conn:
-                table = lexical.read._table(conn)
-                every = [
-                    (int(p), a, v, t, int(o), None if x is None else int(x))
-                    for p, a, v, t, o, x in conn.execute(
-                        f"SELECT rowid, agent, visibility, type, observed_us, archived_us"
-                        f" FROM {table} ORDER BY rowid"
-                    )
-                ]
+                every = _every_row(conn)
                 for radius in (1, 2, 4):
                     got = lexical.neighbours(
                         conn, positions, radius, agent=AGENTS[0], gap_us=3_600_000_000

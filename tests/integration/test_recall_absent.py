@@ -2,34 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
-
 import pytest
 
-import engram
 from engram.agents import matching
 from engram.agents.memory import AgentMemory
-
-T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
-PEOPLE = ("Alice Moreau", "Bilal Haddad", "Chen Wei", "Dmitri Volkov", "Eva Lindqvist")
-FACTS = (
-    "{n} lives in Lisbon.",
-    "{n} works at Northwind Bank.",
-    "{n} plays the cello every evening.",
-    "{n} drives an old red Volvo.",
-)
-
-
-@pytest.fixture
-def people(tmp_path: Path) -> Iterator[AgentMemory]:
-    with engram.open_memory(str(tmp_path / "people.db")) as opened:
-        agent = opened.agent("ana")
-        for person in PEOPLE:
-            for fact in FACTS:
-                agent.observe(fact.format(n=person), at=T0)
-        yield agent
 
 
 def test_every_shipped_fit_with_vectors_weighs_absent_names_down() -> None:

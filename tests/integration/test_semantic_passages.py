@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -77,8 +79,10 @@ def _passage_rows(engine: ProjectionEngine) -> list[tuple[int, int]]:
         ).fetchall()
 
 
-def test_passages_are_stored_searched_and_served_once_as_their_memory(tmp_path: Path) -> None:
-    embedder = HashEmbedder()
+@contextmanager
+def _indexed(tmp_path: Path, embedder: HashEmbedder) -> Iterator[tuple[Ledger, ProjectionEngine]]:
+    """Yield the four memories' ledger and an engine caught up into a semantic index that
+    stores passages."""
     with (
         _ledger(tmp_path / "ledger.db") as ledger,
         ProjectionEngine(
@@ -86,6 +90,12 @@ def test_passages_are_stored_searched_and_served_once_as_their_memory(tmp_path: 
         ) as engine,
     ):
         engine.catch_up()
+        yield ledger, engine
+
+
+def test_passages_are_stored_searched_and_served_once_as_their_memory(tmp_path: Path) -> None:
+    embedder = HashEmbedder()
+    with _indexed(tmp_path, embedder) as (_, engine):
         rows = _passage_rows(engine)
         assert {p for p, _ in rows} == {2, 3}
         assert [n for p, n in rows if p == 2] == list(range(1, len(passages(LONG)) + 1))
@@ -117,13 +127,7 @@ def test_archiving_a_long_memory_removes_its_passages_from_table_and_index(
     tmp_path: Path,
 ) -> None:
     embedder = HashEmbedder()
-    with (
-        _ledger(tmp_path / "ledger.db") as ledger,
-        ProjectionEngine(
-            ledger, str(tmp_path / "store"), [SemanticIndex(embedder, passages=True)]
-        ) as engine,
-    ):
-        engine.catch_up()
+    with _indexed(tmp_path, embedder) as (ledger, engine):
         searcher = VectorSearcher(tmp_path / "store", embedder.dimension, str(embedder.fingerprint))
         with engine.read() as conn:
             searcher.sync(conn)
@@ -188,13 +192,7 @@ def test_a_heads_only_searcher_leaves_the_passages_to_be_read_as_a_feature(
     tmp_path: Path,
 ) -> None:
     embedder = HashEmbedder()
-    with (
-        _ledger(tmp_path / "ledger.db") as ledger,
-        ProjectionEngine(
-            ledger, str(tmp_path / "store"), [SemanticIndex(embedder, passages=True)]
-        ) as engine,
-    ):
-        engine.catch_up()
+    with _indexed(tmp_path, embedder) as (_, engine):
         heads = VectorSearcher(
             tmp_path / "store", embedder.dimension, str(embedder.fingerprint), passages=False
         )
