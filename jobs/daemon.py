@@ -100,6 +100,9 @@ class Daemon:
         self.started = datetime.now(UTC)
         self.checkpoint = 0
         self.actions_since_sleep = 0
+        # The follower adds the activations it reads; a finished sleep takes off those it
+        # consolidated; an early fire starts the count again: three threads, one count.
+        self._actions = threading.Lock()
         self._lock_fd: int | None = None
         self._last_saturation = 0.0
         self._early = threading.Lock()
@@ -121,6 +124,7 @@ class Daemon:
         A timer fire that finds the lease taken is retried with a bounded backoff (ADR 0048).
         """
         at = self.runner.clock()
+        counted = self.actions_since_sleep  # what a sleep starting now consolidates
         try:
             result = self.runner.run(name, trigger=trigger)
         except Exception as exc:  # a failed window is retried at the next fire
@@ -135,7 +139,10 @@ class Daemon:
             "events": len(result.positions),
         }
         if name == SLEEP and result.outcome in ("ok", "done"):
-            self.actions_since_sleep = 0
+            # Activations read while the sleep ran came after its window: they count toward
+            # the next early sleep, not nowhere.
+            with self._actions:
+                self.actions_since_sleep = max(0, self.actions_since_sleep - counted)
         if result.outcome == "leased" and trigger == "timer":
             self._retry(name)
         elif trigger == "timer":
@@ -254,9 +261,9 @@ class Daemon:
             head = ledger.head()
             if head > seen:
                 if SLEEP in self.runner.jobs:
-                    self.actions_since_sleep += sum(
-                        1 for _ in ledger.read(seen, kinds=["neuron.activated"], upto=head)
-                    )
+                    read = sum(1 for _ in ledger.read(seen, kinds=["neuron.activated"], upto=head))
+                    with self._actions:
+                        self.actions_since_sleep += read
                 seen = head
             if head != caught:
                 try:
@@ -276,10 +283,14 @@ class Daemon:
         if not isinstance(job, SleepJob):
             return
         settings = job.settings
-        if settings.after_actions and self.actions_since_sleep >= settings.after_actions:
-            if self.scheduler.running:
-                self._submit(SLEEP, "actions")
-            self.actions_since_sleep = 0
+        with self._actions:
+            early = bool(settings.after_actions) and (
+                self.actions_since_sleep >= settings.after_actions
+            )
+            if early:
+                self.actions_since_sleep = 0
+        if early and self.scheduler.running:
+            self._submit(SLEEP, "actions")
         if settings.saturation and _monotonic() - self._last_saturation >= SATURATION_EVERY:
             self._last_saturation = _monotonic()
             now = self.runner.clock()

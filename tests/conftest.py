@@ -21,6 +21,8 @@ from hypothesis import settings
 from psycopg import sql
 
 if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
     from engram.agents.memory import AgentMemory
     from engram.runtime import Memory
 
@@ -67,9 +69,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    seed = int(os.environ.get("ENGRAM_TEST_SEED") or time.time_ns() % 2**32)
+    worker = getattr(config, "workerinput", None)
+    if worker is not None:  # a worker of pytest-xdist runs on the seed its controller drew
+        seed = int(worker["engram_seed"])
+    else:
+        seed = int(os.environ.get("ENGRAM_TEST_SEED") or time.time_ns() % 2**32)
     config.stash[_SEED] = seed
     random.seed(seed)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: WorkerController) -> None:
+    """Hand every pytest-xdist worker the controller's seed, so the header's seed reruns any
+    worker's tests."""
+    node.workerinput["engram_seed"] = node.config.stash[_SEED]
+
+
+#: The most workers ``-n auto`` starts (the suite's default, pyproject.toml): past a few,
+#: the tests' own processes and the one PostgreSQL server contend more than they gain.
+MAX_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Return how many workers ``-n auto`` starts: ``ENGRAM_TEST_WORKERS`` when set, else
+    one per CPU this process may run on, at most :data:`MAX_WORKERS`."""
+    wanted = os.environ.get("ENGRAM_TEST_WORKERS", "").strip()
+    if wanted:
+        if not wanted.isdigit():
+            raise pytest.UsageError(f"ENGRAM_TEST_WORKERS must be a whole number, not {wanted!r}")
+        return int(wanted)
+    affinity = getattr(os, "sched_getaffinity", None)
+    cpus = len(affinity(0)) if affinity is not None else (os.cpu_count() or 1)
+    return max(1, min(cpus, MAX_WORKERS))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

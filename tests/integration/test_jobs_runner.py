@@ -27,6 +27,7 @@ from engram.jobs import (
     FileLease,
     JobConfigError,
     JobRunner,
+    RunResult,
     SleepJob,
     SleepSettings,
     Window,
@@ -313,6 +314,30 @@ def test_the_daemon_sleeps_early_after_n_actions(
     assert triggers == ["timer", "actions"]
     # a and b fired together after the timer window: their connection grew in the early sleep.
     assert [(s, w) for _, s, w in reweights(ledger)] == [("a", 1512)]
+
+
+def test_activations_read_while_a_sleep_runs_count_toward_the_next_early_sleep(
+    parts: tuple[Ledger, ProjectionEngine, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger, engine, root = parts
+    now = datetime.now(UTC)
+    names = ["a", "b", "c"]
+    ledger.append(neurons(names, now) + ring(names, now))
+    runner = JobRunner(ledger, engine, [SleepJob(SleepSettings(after_actions=6, threshold=40000))])
+    daemon = Daemon(runner, root / "store", beat=0.2, poll=0.05)
+    daemon.actions_since_sleep = 2  # read before the sleep began: it consolidates them
+    run = runner.run
+
+    def run_while_the_follower_reads(name: str, trigger: str = "timer") -> RunResult:
+        result = run(name, trigger=trigger)
+        daemon.actions_since_sleep += 4  # the follower's thread reads four more meanwhile
+        return result
+
+    monkeypatch.setattr(runner, "run", run_while_the_follower_reads)
+    result = daemon.fire("sleep")
+    assert result is not None
+    assert result.outcome in ("ok", "done")
+    assert daemon.actions_since_sleep == 4
 
 
 def test_the_daemon_sleeps_early_when_too_many_neurons_are_active(
