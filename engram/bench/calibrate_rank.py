@@ -10,9 +10,12 @@ that order alone, over the answerable questions with at least one evidence candi
 
 - **listwise** (a conditional logit): the sum over each question's evidence candidates of
   log softmax(w . x) among that question's candidates; a bias cancels, so there is none.
-  ``ridge`` shrinks the weights of the standardised features towards 0 (a flatter order).
+  ``ridge`` shrinks the weights of the standardised features towards 0 (a flatter order);
+  ``balanced`` weighs a question's evidence by one over its count, so every question counts
+  once, as recall@k's mean over questions does.
 - **pairwise** (RankNet): a logistic loss on w . (x_i - x_j) for every evidence candidate i
-  and other candidate j of the same question.
+  and other candidate j of the same question (``balanced``: a question's pairs weigh one
+  over their count).
 
 Then the score is calibrated: the bias, a scale on that logit and the query-level terms
 (:data:`QUERY_TERMS`, as shipped) are fitted pointwise with the order fixed (a positive
@@ -20,7 +23,11 @@ scale keeps it), so ``score`` stays an absolute P(relevant) and recall's floor k
 meaning. Every figure is held apart by conversation, on the folds of
 :func:`engram.bench.calibrate.held_apart`; a paired bootstrap over questions, and the count of
 conversations on which a fit's recall@10 is above, equal to or below the pointwise one's, say
-whether a difference is beyond noise.
+whether a difference is beyond noise. ``--drop`` leaves a feature of the family out and
+``--extra`` puts a recorded one in (``words``, for instance).
+
+Measured (ADR 0100) and not shipped: the neural listwise fit's BEAM gain is a prior against
+long memories, learned through the passage and share x length terms.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ import argparse
 import itertools
 import random
 from collections.abc import Callable, Sequence
+from typing import Literal, overload
 
 import numpy as np
 
@@ -132,16 +140,24 @@ def _newton(
 
 
 def fit_listwise(
-    x: np.ndarray, y: np.ndarray, question: np.ndarray, ridge: float = 1e-3
+    x: np.ndarray,
+    y: np.ndarray,
+    question: np.ndarray,
+    ridge: float = 1e-3,
+    balanced: bool = False,
 ) -> np.ndarray:
     """Return the weights (no bias) maximising, over the questions with evidence among their
     candidates, the sum over evidence candidates of log softmax(w . x) within the question;
-    ``ridge`` is on the standardised features' weights."""
+    ``ridge`` is on the standardised features' weights; ``balanced`` weighs each question's
+    evidence by one over its count, so every question counts once, as recall@k's mean does."""
     keep, q = _groups(question, y)
     z, spread = _standardise(x[keep])
     y = y[keep]
     m, d = int(q.max()) + 1, z.shape[1]
     positives = np.bincount(q, weights=y, minlength=m)
+    if balanced:
+        y = y / positives[q]
+        positives = np.ones(m)
     observed = z.T @ y
 
     def loss(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
@@ -163,38 +179,57 @@ def fit_listwise(
     return weights
 
 
-def pairs(x: np.ndarray, y: np.ndarray, question: np.ndarray) -> np.ndarray:
-    """Return x_i - x_j for every evidence candidate i and other candidate j of a question."""
+@overload
+def pairs(x: np.ndarray, y: np.ndarray, question: np.ndarray) -> np.ndarray: ...
+@overload
+def pairs(
+    x: np.ndarray, y: np.ndarray, question: np.ndarray, owners: Literal[True]
+) -> tuple[np.ndarray, np.ndarray]: ...
+def pairs(
+    x: np.ndarray, y: np.ndarray, question: np.ndarray, owners: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Return x_i - x_j for every evidence candidate i and other candidate j of a question
+    (``owners``: and each pair's question, renumbered 0..m-1)."""
     keep, q = _groups(question, y)
     x, y = x[keep], y[keep]
     order = np.argsort(q, kind="stable")
     bounds = np.searchsorted(q[order], np.arange(int(q.max()) + 2))
     out = []
+    owner = []
     for start, end in itertools.pairwise(bounds):
         rows = order[start:end]
         good = rows[y[rows] > 0]
         bad = rows[y[rows] == 0]
         if len(good) and len(bad):
             out.append((x[good][:, None, :] - x[bad][None, :, :]).reshape(-1, x.shape[1]))
+            owner.append(np.full(len(good) * len(bad), len(owner)))
     if not out:
         raise FitError("no question has both an evidence candidate and another: no pair")
-    return np.concatenate(out)
+    differences = np.concatenate(out)
+    return (differences, np.concatenate(owner)) if owners else differences
 
 
 def fit_pairwise(
-    x: np.ndarray, y: np.ndarray, question: np.ndarray, ridge: float = 1e-3
+    x: np.ndarray,
+    y: np.ndarray,
+    question: np.ndarray,
+    ridge: float = 1e-3,
+    balanced: bool = False,
 ) -> np.ndarray:
     """Return the weights (no bias) of a logistic loss on w . (x_i - x_j) over :func:`pairs`;
-    ``ridge`` is on the standardised features' weights."""
+    ``ridge`` is on the standardised features' weights; ``balanced`` weighs a question's
+    pairs by one over their count, so every question counts once."""
     _, spread = _standardise(x[_groups(question, y)[0]])
-    d = pairs(x / spread, y, question)
+    d, of = pairs(x / spread, y, question, owners=True)
+    counts = np.bincount(of)
+    weight = 1 / counts[of] if balanced else np.ones(len(d))
 
     def loss(w: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         margin = d @ w
         p = 1 / (1 + np.exp(margin))  # the chance the pair is put the wrong way round
-        value = float(np.logaddexp(0, -margin).sum()) + ridge * (w @ w) / 2
-        gradient = -(d.T @ p) + ridge * w
-        hessian = (d * (p * (1 - p))[:, None]).T @ d + ridge * np.eye(d.shape[1])
+        value = float(weight @ np.logaddexp(0, -margin)) + ridge * (w @ w) / 2
+        gradient = -(d.T @ (weight * p)) + ridge * w
+        hessian = (d * (weight * p * (1 - p))[:, None]).T @ d + ridge * np.eye(d.shape[1])
         return value, gradient, hessian
 
     weights: np.ndarray = _newton(loss, d.shape[1]) / spread
@@ -222,15 +257,27 @@ def pointwise(x: np.ndarray, y: np.ndarray, question: np.ndarray) -> np.ndarray:
     return fit(x, y)[1:]
 
 
+def pointwise_found(x: np.ndarray, y: np.ndarray, question: np.ndarray) -> np.ndarray:
+    """Return :func:`pointwise` over the questions with evidence among their candidates
+    only: what is left of the pointwise fit's between-question part without the
+    unanswerable questions."""
+    keep, _ = _groups(question, y)
+    return pointwise(x[keep], y[keep], question[keep])
+
+
 def variants() -> dict[str, Ranker]:
-    """Return the fits compared: the pointwise one, the listwise one with a tiny and two
-    small ridges, and the pairwise one."""
+    """Return the fits compared: the pointwise one (over every question, and over those with
+    evidence found), the listwise one with a tiny and two small ridges and with each
+    question counted once, and the pairwise one, plain and with each question once."""
     return {
         "pointwise": pointwise,
+        "pointwise, questions with evidence": pointwise_found,
         "listwise": lambda x, y, q: fit_listwise(x, y, q, 1e-3),
         "listwise, ridge 1": lambda x, y, q: fit_listwise(x, y, q, 1.0),
         "listwise, ridge 10": lambda x, y, q: fit_listwise(x, y, q, 10.0),
+        "listwise, each question once": lambda x, y, q: fit_listwise(x, y, q, balanced=True),
         "pairwise": lambda x, y, q: fit_pairwise(x, y, q, 1e-3),
+        "pairwise, each question once": lambda x, y, q: fit_pairwise(x, y, q, balanced=True),
     }
 
 
@@ -319,11 +366,20 @@ def recall_line(t: Table, p: np.ndarray, of: np.ndarray) -> str:
     return ", ".join(f"@{k} {np.nanmean(recall_at(t, p, k)[of]):.3f}" for k in (5, 10, 20))
 
 
-def report(t: Table, family: str, folds: int = 5, extra: Sequence[str] = ()) -> None:
+def report(
+    t: Table,
+    family: str,
+    folds: int = 5,
+    extra: Sequence[str] = (),
+    drop: Sequence[str] = (),
+) -> None:
     """Print, held apart, each path's own order, the shipped fit, the pointwise refit and
     each ranking fit, with its recall@5/10/20, floors and a paired comparison to the
     pointwise refit; then each fit on everything, as a :class:`Calibration`."""
-    features = (*FEATURES[family], *extra)
+    missing = [name for name in drop if name not in FEATURES[family]]
+    if missing:
+        raise FitError(f"{missing} not among the {family} features {FEATURES[family]}")
+    features = (*(f for f in FEATURES[family] if f not in drop), *extra)
     vectors = bool(t.x[:, COLUMNS.index("cosine")].any())
     if not vectors and any("cosine" in name for name in features):
         raise FitError(f"the {family} features {features} need vectors; the table has none")
@@ -357,6 +413,10 @@ def report(t: Table, family: str, folds: int = 5, extra: Sequence[str] = ()) -> 
         if name in fits:
             scales = ", ".join(f"{f[1]:.2f}" for f in fits[name])
             print(f"    the folds' scales: {scales}")
+            for f in fits[name]:
+                items = f[2 + query.shape[1] :] * f[1]
+                print("      fold's item weights: " + ", ".join(
+                    f"{n} {v:.2f}" for n, v in zip(features, items, strict=True)))  # fmt: skip
         if name != "pointwise" and "pointwise" in scored:
             for prefix, of in sets.items():
                 mean, low, high = bootstrap(t, p, scored["pointwise"], of)
@@ -380,6 +440,7 @@ def main() -> None:
     parser.add_argument("--family", choices=tuple(FEATURES), required=True)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--extra", nargs="*", default=[], help="more item-level features")
+    parser.add_argument("--drop", nargs="*", default=[], help="features of the family left out")
     args = parser.parse_args()
     unknown = [c for c in args.extra if c not in (*COLUMNS, *DERIVED)]
     if unknown:
@@ -387,7 +448,7 @@ def main() -> None:
     with np.load(args.load) as kept:
         table = Table(**{name: kept[name] for name in kept.files})
     try:
-        report(table, args.family, args.folds, args.extra)
+        report(table, args.family, args.folds, args.extra, args.drop)
     except FitError as error:
         raise SystemExit(str(error)) from error
 

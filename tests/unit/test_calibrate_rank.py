@@ -190,3 +190,29 @@ def test_a_fit_becomes_the_calibration_recall_scores_with() -> None:
     expected = predict(c, np.array([[x[row] @ w, query[row, 0]]]))[0]
     got = shipped.relevance(x[row, 0], x[row, 1], 0.0, absent_names=query[row, 0])
     assert got == pytest.approx(expected, abs=2e-3)  # the weights are rounded to 3 places
+
+
+def test_each_question_once_changes_nothing_where_every_question_has_one_evidence() -> None:
+    x, y, question = _softmax_table(np.array([1.0, -0.5]), questions=200)
+    np.testing.assert_allclose(
+        fit_listwise(x, y, question, balanced=True), fit_listwise(x, y, question), atol=1e-6
+    )
+
+
+def test_each_question_once_stops_a_question_of_many_evidence_from_outweighing_the_rest() -> None:
+    x, y, question = _softmax_table(np.array([2.0, 0.0]), questions=200)
+    # One more question whose ten evidence candidates say the opposite: feature 1, not 0.
+    rng = np.random.default_rng(SEED + 2)
+    extra = rng.normal(size=(20, 2))
+    label = np.zeros(20)
+    label[np.argsort(-extra[:, 1])[:10]] = 1.0
+    x = np.vstack([x, extra])
+    y = np.concatenate([y, label])
+    question = np.concatenate([question, np.full(20, 200)])
+    plain = fit_listwise(x, y, question)
+    once = fit_listwise(x, y, question, balanced=True)
+    assert abs(once[1]) < abs(plain[1])
+    assert abs(once[1]) < 0.1
+    plain_pairs = fit_pairwise(x, y, question)
+    once_pairs = fit_pairwise(x, y, question, balanced=True)
+    assert abs(once_pairs[1] / once_pairs[0]) < abs(plain_pairs[1] / plain_pairs[0])
