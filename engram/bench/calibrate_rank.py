@@ -54,6 +54,7 @@ from engram.bench.calibrate import (
     recall_at,
     swapped_rows,
 )
+from engram.errors import InterfaceError
 
 #: The item-level features of each family's shipped fit (ADR 0091, ADR 0097, ADR 0072).
 FEATURES: dict[str, tuple[str, ...]] = {
@@ -93,7 +94,7 @@ FIELDS = {
 }
 
 
-class FitError(ValueError):
+class FitError(InterfaceError, ValueError):
     """The table cannot be fitted as asked (no evidence to order, rows that do not agree)."""
 
 
