@@ -26,8 +26,9 @@ conversations on which a fit's recall@10 is above, equal to or below the pointwi
 whether a difference is beyond noise. ``--drop`` leaves a feature of the family out and
 ``--extra`` puts a recorded one in (``words``, for instance).
 
-Measured (ADR 0100) and not shipped: the neural listwise fit's BEAM gain is a prior against
-long memories, learned through the passage and share x length terms.
+The neural family's shipped item-level weights are this module's listwise fit with each
+question counted once (ADR 0100); its BEAM gain comes mostly through the passage contrast,
+a prior against long memories. The hash and lexical families keep their pointwise fits.
 """
 
 from __future__ import annotations
