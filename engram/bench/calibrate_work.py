@@ -6,7 +6,11 @@ passages stored as engram stores them); every question is recalled (k=10) lazily
 under ADR 0097's pointwise fit and under the shipped one, alternating, and the report gives
 the share of the candidates the lazy pass worked out (the eager pass works out all of them)
 and the lazy recalls' CPU time. A fit whose ceilings sit further above its scores makes the
-lazy pass work out more before it can place the top ``k``.
+lazy pass work out more before it can place the top ``k``: ``--load T.npz`` (a table kept by
+``python -m engram.bench.calibrate --save``) prints, per fit and data set, how far the
+ceiling of a candidate the vector path found sits above its score on average (its share
+unread, at the end that raises the score) and how widely the scores inside a question
+spread.
 """
 
 from __future__ import annotations
@@ -17,11 +21,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 
+import numpy as np
+
 from engram.agents import calibration
 from engram.agents import memory as memory_module
 from engram.agents.calibration import Calibration
 from engram.agents.memory import AgentMemory
-from engram.bench.calibrate import load_sets
+from engram.bench.calibrate import COLUMNS, Table, load_sets
 from engram.bench.common import data_home
 from engram.bench.recall_bench import READER, _open, minilm, observe_conversation
 from engram.ledger import Ledger, default_registry
@@ -103,14 +109,54 @@ def _ask(
     memory.lazy = True
 
 
+def slack(t: Table, fit: Calibration) -> dict[str, tuple[float, float]]:
+    """Return per data set the mean of (ceiling - score) in logits over the answerable
+    questions' candidates the vector path found (the share unread, the rest known), and the
+    mean standard deviation of the scores inside a question."""
+    column = {name: t.x[:, COLUMNS.index(name)] for name in COLUMNS}
+    length = np.log1p(column["words"])
+
+    def logit(share: np.ndarray | float, words: np.ndarray | float) -> np.ndarray:
+        known: np.ndarray = (
+            fit.cosine * column["cosine"]
+            + fit.rank * column["rank"]
+            + fit.lexical_rank * column["lexical_rank"]
+            + fit.semantic_rank * column["semantic_rank"]
+            + fit.passage * column["passage"]
+        )
+        return known + fit.share * share + fit.share_length * share * words
+
+    score = logit(column["share"], length)
+    best = 1.0 if fit.share > 0 else 0.0  # the length at 0: every shipped weight on it < 0
+    gap = logit(best, 0.0) - score
+    found = column["semantic_rank"] > 0
+    out = {}
+    for prefix in sorted({g.split(":")[0] for g in t.group}):
+        asked = np.array([g.startswith(prefix) for g in t.group]) & t.answerable
+        rows = asked[t.question]
+        spread = [float(score[t.question == q].std()) for q in np.flatnonzero(asked)]
+        out[prefix] = (float(gap[rows & found].mean()), float(np.mean(spread)))
+    return out
+
+
 def main() -> None:
     """Count and print the share each fit's lazy pass works out."""
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--data", choices=("locomo", "beam"), default="locomo")
     parser.add_argument("--conversations", type=int, default=2)
+    parser.add_argument("--load", default=None, help="a kept table: print the ceilings' slack")
     parser.add_argument("--embedding-cache", default=os.path.expanduser(
         "~/.cache/engram/bench-embeddings.db"))  # fmt: skip
     args = parser.parse_args()
+    if args.load:
+        with np.load(args.load) as kept:
+            table = Table(**{name: kept[name] for name in kept.files})
+        fits = {"pointwise (ADR 0097)": POINTWISE, "shipped": calibration.CALIBRATIONS["neural"]}
+        for fit, calibrated in fits.items():
+            for prefix, (gap, spread) in slack(table, calibrated).items():
+                print(f"{prefix} {fit}: a found candidate's ceiling {gap:.2f} logits above its "
+                      f"score; scores inside a question spread {spread:.2f}")  # fmt: skip
+        return
     if args.conversations < 1:
         raise SystemExit(f"--conversations must be at least 1, not {args.conversations}")
     for fit, (lazy, every, cpu) in count(
