@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engram.bench.calibrate import Table, predict
+from engram.agents.calibration import Calibration
+from engram.bench.calibrate import COLUMNS, Table, predict
 from engram.bench.calibrate_rank import (
     FitError,
     as_calibration,
@@ -17,6 +18,7 @@ from engram.bench.calibrate_rank import (
     pairs,
     pointwise,
 )
+from engram.bench.calibrate_work import slack
 
 SEED = 20261127
 
@@ -216,3 +218,18 @@ def test_each_question_once_stops_a_question_of_many_evidence_from_outweighing_t
     plain_pairs = fit_pairwise(x, y, question)
     once_pairs = fit_pairwise(x, y, question, balanced=True)
     assert abs(once_pairs[1] / once_pairs[0]) < abs(plain_pairs[1] / plain_pairs[0])
+
+
+def test_the_ceiling_s_slack_is_the_unread_share_s_weight_and_the_length_s() -> None:
+    rows = np.zeros((4, len(COLUMNS)))
+    rows[:, COLUMNS.index("semantic_rank")] = [1.0, 1.0, 1.0, 0.0]  # the last: not found
+    rows[:, COLUMNS.index("share")] = [1.0, 0.0, 0.5, 0.0]
+    rows[:, COLUMNS.index("words")] = [0.0, 0.0, np.e - 1, 0.0]  # ln(1 + words) = 1
+    rows[:, COLUMNS.index("cosine")] = [0.2, 0.4, 0.6, 0.0]
+    t = _table(rows, np.array([1.0, 0.0, 0.0, 0.0]), np.zeros(4, dtype=int), conversations=1)
+    fit = Calibration(-7.0, 3.0, 5.0, 0.0, share_length=-0.5)
+    gap, spread = slack(t, fit)["set"]
+    # share 1: nothing unread above; share 0: 3; share 0.5 at length 1: 1.5 + 0.25
+    assert gap == pytest.approx((0.0 + 3.0 + 1.75) / 3)
+    scores = np.array([3.0 + 1.0, 2.0, 1.5 + 3.0 - 0.25, 0.0])
+    assert spread == pytest.approx(scores.std())
