@@ -1,9 +1,10 @@
 """Recall's calibration: a logistic model of P(relevant) over a candidate's features, and
 the fits shipped per embedder family (ADR 0051, ADR 0072, ADR 0090, ADR 0091, ADR 0095,
-ADR 0097).
+ADR 0097, ADR 0100).
 
 An item's ``score`` is this probability, comparable across queries; the features are worked
-out by :mod:`engram.agents.matching`, the fits by ``python -m engram.bench.calibrate``.
+out by :mod:`engram.agents.matching`, the fits by ``python -m engram.bench.calibrate`` (and
+the neural item-level weights by ``python -m engram.bench.calibrate_rank``, ADR 0100).
 """
 
 from __future__ import annotations
@@ -71,12 +72,18 @@ class Calibration(NamedTuple):
         return 1.0 / (1.0 + math.exp(-z))
 
 
-#: Per embedder family (ADR 0051, ADR 0072, ADR 0090, ADR 0091, ADR 0097; `python -m
+#: Per embedder family (ADR 0051, ADR 0072, ADR 0090, ADR 0091, ADR 0097, ADR 0100; `python -m
 #: engram.bench.calibrate`): "neural" (all-MiniLM-L6-v2) is fitted on LoCoMo and BEAM dev
 #: (242,147 candidates, 1,377 evidence) over share, cosine, fused rank, each path's own rank
 #: (the fused rank counts the paths' agreement, each path's own rank what one path alone
 #: says: ADR 0091), the best passage cosine and the share times ln(1 + words) (ADR 0097: a
 #: long memory's best passage and its share are high by chance, so both weigh negative);
+#: since ADR 0100 the "neural" item-level weights are fitted for the order inside a result
+#: (`python -m engram.bench.calibrate_rank`: a listwise fit over the answerable questions,
+#: each counted once, on 346,478 candidates with the swapped questions left out), then the
+#: bias, a scale and ``absent_names`` pointwise over that order; the cosine + passage sum (a
+#: memory of one passage) stays near the pointwise fit's, the contrast is three times
+#: stronger: at the same head cosine a long memory whose best passage is nearer weighs less;
 #: "lexical" (no vectors) is fitted on both over share, fused rank, the lexical path's own
 #: rank (bloom's neighbours apart from the path's hits) and the share times ln(1 + words)
 #: (ADR 0097); "hash" (feature hashing) is fitted on both (251,518 candidates, 1,317
@@ -86,15 +93,15 @@ class Calibration(NamedTuple):
 #: those item-level terms, kept as they are (ADR 0090), so no result's order moves.
 CALIBRATIONS: dict[str, Calibration] = {
     "neural": Calibration(
-        -8.340,
-        3.245,
-        10.967,
-        4.778,
-        lexical_rank=-0.793,
-        semantic_rank=-1.688,
-        absent_names=-3.907,
-        passage=-5.174,
-        share_length=-0.137,
+        -7.853,
+        3.643,
+        22.173,
+        5.122,
+        lexical_rank=-1.427,
+        semantic_rank=-2.185,
+        absent_names=-4.367,
+        passage=-16.942,
+        share_length=-0.151,
     ),
     "hash": Calibration(-6.063, 4.029, -0.104, 0.0, cosine_rank=10.014, absent_names=-5.481),
     "lexical": Calibration(-7.240, 6.130, 0.0, 5.692, lexical_rank=-2.922, share_length=-0.488),

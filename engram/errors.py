@@ -37,7 +37,8 @@ module draws its own subtree in full; this is the map of the whole.
         ├── CliError                a command failed (exit 1); NoLedgerError
         ├── ToolInputError          an MCP tool got arguments it cannot use
         ├── BadRequestError         the hub refuses a request (status 400)
-        └── LocomoError             a benchmark data file is missing or malformed
+        ├── LocomoError             a benchmark data file is missing or malformed
+        └── FitError                a calibration table cannot be fitted as asked
 """
 
 from __future__ import annotations
