@@ -146,9 +146,9 @@ def cosines(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) 
     if m.vector is None:
         return
     missing = [p for p in positions if fused[p].cosine is None]
-    stored = semantic.vectors_of(m.conn, missing) if missing else {}
-    for p, blob in stored.items():
-        fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ m.vector)
+    found = semantic.stored_cosines(m.conn, missing, m.vector) if missing else {}
+    for p, cosine in found.items():
+        fused[p].cosine = cosine
     if not m.passages:
         return
     unread = [p for p in positions if fused[p].passage is None]
@@ -495,10 +495,8 @@ def note_detail(fused: dict[int, Candidate], positions: Sequence[int], m: Matchi
         cosines(fused, positions, m)
         best = max((fused[p].cosine or 0.0) for p in positions)
     else:
-        stored = semantic.vectors_of(m.conn, list(positions))
-        masked = m.masked
-        found = [float(np.frombuffer(blob, dtype=np.float32) @ masked) for blob in stored.values()]
-        best = max(found, default=0.0)
+        found = semantic.stored_cosines(m.conn, list(positions), m.masked)
+        best = max(found.values(), default=0.0)
     m.detail = min(max(best, 0.0), 1.0)
 
 
