@@ -280,7 +280,11 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
         if found:
             norm = k1 * (1 - b + b * lengths.get(row[0], 0) / average)
             for weight, parts in terms:
-                tf = min(found.get(s, 0) for s in parts)
+                # most words are one term: their count without a generator (ADR 0101)
+                if len(parts) == 1:
+                    tf = found.get(parts[0], 0)
+                else:
+                    tf = min(found.get(s, 0) for s in parts)
                 if tf:
                     score += weight * tf * boost / (tf + norm)
         scored.append((row[0], score, *row[2:]))
@@ -293,7 +297,11 @@ def _lengths(conn: sqlite3.Connection, table: str, rowids: Sequence[int]) -> dic
     docsize = table[:-1] + '_docsize"'
     marks = ",".join("?" * len(rowids))
     rows = conn.execute(f"SELECT id, sz FROM {docsize} WHERE id IN ({marks})", list(rowids))
-    return {int(i): varint(size, 0)[0] if size else 0 for i, size in rows}
+    # a length under 128 is its varint's one byte, read without the decoder's call
+    return {
+        int(i): (size[0] if size[0] < 0x80 else varint(size, 0)[0]) if size else 0
+        for i, size in rows
+    }
 
 
 def share(weights: dict[str, float], text: str) -> float:
