@@ -109,8 +109,13 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
     texts = m.texts
     if m.weights is not None:
         weights = m.weights
+        total = sum(weights.values())
+        # lexical.share, from the words of the pass the content share makes (ADR 0101)
         parts["lexical"] = {
-            p: lexical.share(weights, texts[p]) if p in texts else 0.0 for p in positions
+            p: lexical.share_of(weights, stems_of(texts[p]).lowered, total)
+            if total and p in texts
+            else 0.0
+            for p in positions
         }
     if m.share_weights is not None:
         shares = m.share_weights
@@ -141,9 +146,9 @@ def cosines(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) 
     if m.vector is None:
         return
     missing = [p for p in positions if fused[p].cosine is None]
-    stored = semantic.vectors_of(m.conn, missing) if missing else {}
-    for p, blob in stored.items():
-        fused[p].cosine = float(np.frombuffer(blob, dtype=np.float32) @ m.vector)
+    found = semantic.stored_cosines(m.conn, missing, m.vector) if missing else {}
+    for p, cosine in found.items():
+        fused[p].cosine = cosine
     if not m.passages:
         return
     unread = [p for p in positions if fused[p].passage is None]
@@ -287,21 +292,49 @@ class Stems(NamedTuple):
     every: frozenset[str]  # the stem of each of its words
     content: frozenset[str]  # the same, function and filler words set aside
     words: int  # how many words it holds (repeats counted)
+    lowered: frozenset[str]  # its distinct words as lexical.share reads them (share_words)
 
 
 @functools.lru_cache(maxsize=512)
 def stems_of(text: str) -> Stems:
     """Return the :func:`stem` of each of ``text``'s words, of its content words (function
-    and filler words set aside), and its length in words.
+    and filler words set aside), its length in words, and its words as
+    :func:`engram.projections.lexical.share` reads them.
 
-    The content share reads the first, folding the second and the share's length term
-    (ADR 0097) the third, for the same candidates of one recall: one pass over the text's
-    words serves them all (ADR 0096)."""
-    words = lexical.tokens(text)
-    distinct = set(words)
+    The content share reads the first, folding the second, the share's length term
+    (ADR 0097) the third and the lexical part of ``match`` the fourth, for the same
+    candidates of one recall: one pass over the text's words serves them all (ADR 0096).
+    An ASCII text lowercased whole splits into the words :func:`lexical.tokens` gives, so
+    one split serves both readings; another text is split both ways (ADR 0101)."""
+    if text.isascii():
+        words = lexical.lowered_words(text)
+        distinct = lowered = frozenset(words)
+    else:  # lowercasing may change a word's letters: "İ" is "i" and a combining dot
+        words = lexical.tokens(text)
+        distinct, lowered = frozenset(words), lexical.share_words(text)
+    stems = _STEMS.__getitem__
     return Stems(
-        frozenset(map(stem, distinct)), frozenset(map(stem, distinct - _ASIDE)), len(words)
+        frozenset(map(stems, distinct)),
+        frozenset(map(stems, distinct - _ASIDE)),
+        len(words),
+        lowered,
     )
+
+
+class _StemMemo(dict[str, str]):
+    """Each word seen and its :func:`stem`: a plain dict's lookup, the cheapest per word
+    (:func:`stems_of` looks up every word of every candidate), filled on a miss."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= _STEMMED_WORDS:
+            self.clear()
+        found = self[word] = stem(word)
+        return found
+
+
+#: Words :data:`_STEMS` holds at most: a store's vocabulary, past which it starts again.
+_STEMMED_WORDS = 1 << 16
+_STEMS = _StemMemo()
 
 
 #: The words folding sets aside: function words and fillers (:func:`stems_of`).
@@ -367,10 +400,12 @@ def _held_share(query: _Stemmed, text: str) -> float:
     """Return :func:`content_share` of ``text`` for the query's side worked out already."""
     if not query.total:
         return 0.0
-    lowered = text.casefold()
-    ids = sum(v for code, v in query.terms if _verbatim(code, lowered))
-    if query.terms and not ids:
-        return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
+    ids: float = 0  # as the empty sum was: an int 0
+    if query.terms:
+        lowered = text.casefold()
+        ids = sum(v for code, v in query.terms if _verbatim(code, lowered))
+        if not ids:
+            return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
     held = stems_of(text).every
     found = ids + sum(v for s, v in query.content if s in held)
     return min(found / query.total, 1.0)
@@ -460,10 +495,8 @@ def note_detail(fused: dict[int, Candidate], positions: Sequence[int], m: Matchi
         cosines(fused, positions, m)
         best = max((fused[p].cosine or 0.0) for p in positions)
     else:
-        stored = semantic.vectors_of(m.conn, list(positions))
-        masked = m.masked
-        found = [float(np.frombuffer(blob, dtype=np.float32) @ masked) for blob in stored.values()]
-        best = max(found, default=0.0)
+        found = semantic.stored_cosines(m.conn, list(positions), m.masked)
+        best = max(found.values(), default=0.0)
     m.detail = min(max(best, 0.0), 1.0)
 
 

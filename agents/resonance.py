@@ -311,12 +311,9 @@ class Probe:
         if self.vector is None or not positions:
             return {}
         try:
-            stored = semantic.vectors_of(self.conn, positions)
+            return semantic.stored_cosines(self.conn, positions, self.vector)
         except sqlite3.Error:
             return {}
-        return {
-            p: float(np.frombuffer(b, dtype=np.float32) @ self.vector) for p, b in stored.items()
-        }
 
     def _usage(self, positions: list[int]) -> dict[int, int]:
         try:

@@ -295,6 +295,25 @@ def vectors_of(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, 
     return found
 
 
+def stored_cosines(
+    conn: sqlite3.Connection, positions: Sequence[int], query: npt.NDArray[np.float32]
+) -> dict[int, float]:
+    """Return the inner product of ``query`` with the stored vector of each live item at
+    ``positions`` (its cosine: vectors are stored normalised); items without one left out.
+
+    One product over all of them, each the float ``np.frombuffer(vector) @ query`` gives to
+    the bit: a stack of 1 x d by d x 1 products, which numpy works out one vector dot each,
+    the kernel of a single ``@`` (a matrix-vector product is another kernel, whose sums may
+    differ in the last bit: ADR 0096); a unit test holds numpy to it (ADR 0101)."""
+    stored = vectors_of(conn, positions)
+    if not stored:
+        return {}
+    vector = np.ascontiguousarray(query, dtype=np.float32).reshape(-1, 1)
+    matrix = np.frombuffer(b"".join(stored.values()), dtype=np.float32)
+    products = matrix.reshape(len(stored), 1, -1) @ vector
+    return dict(zip(stored, products.reshape(-1).tolist(), strict=True))
+
+
 def best_passages(
     conn: sqlite3.Connection, positions: Sequence[int], query: npt.NDArray[np.float32]
 ) -> dict[int, float]:

@@ -295,6 +295,8 @@ class VectorSearcher:
                     if wanted is not None and kind not in wanted:
                         continue
                     hits.append(VectorHit(position, score))
+                    if len(hits) == k:  # the rest would be cut below: not built
+                        return hits
                 if len(hits) >= k or fetch >= total:
                     return hits[:k]
                 fetch = min(fetch * 4, total)

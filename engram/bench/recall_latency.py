@@ -2,9 +2,10 @@
 
 The store holds ``recall_memories`` synthetic memories built from LoCoMo sentences (eight
 authors, one in ten items private, the three memory types), embedded with all-MiniLM-L6-v2
-when the ``embeddings`` extra is installed (hash vectors otherwise, said in the notes). The
-vectors go through the engine's own embedding cache; with ``--embedding-cache`` that cache
-outlives the run, so the 100k texts are embedded by the model once per machine. With
+when the ``embeddings`` extra is installed (hash vectors otherwise, or with
+``ENGRAM_EMBEDDER=hash``; the notes say which). The vectors go through the engine's own
+embedding cache; with ``--embedding-cache`` that cache outlives the run, so the 100k texts
+are embedded by the model once per machine. With
 ``--scale 1m`` a second store of a million memories with hash vectors (384 dimensions) is
 built and measured the same way.
 
@@ -41,6 +42,7 @@ from engram.projections.embedding import (
     FloatArray,
     HashEmbedder,
 )
+from engram.projections.embedding.routing import DEFAULT_ENV
 from engram.projections.embedding.st import MINILM, available, bundled_model_path
 from engram.projections.engine import ProjectionEngine
 from engram.projections.semantic import (
@@ -79,13 +81,21 @@ class Precomputed(Embedder):
 
 
 def _embedder(config: Config) -> tuple[CachedEmbedder, str]:
-    """Return MiniLM (or hash vectors) behind a cache, and what it is, for the notes."""
-    model = minilm(config.embedding_cache)
+    """Return MiniLM (or hash vectors) behind a cache, and what it is, for the notes.
+
+    ``ENGRAM_EMBEDDER=hash`` (the variable :func:`engram.open` reads) asks for hash vectors
+    even where MiniLM is installed: a store of them is built in minutes, where MiniLM embeds
+    100,000 texts in half an hour or more, and recall's work above its raw calls is the same
+    code either way (ADR 0101)."""
+    if os.environ.get(DEFAULT_ENV, "").strip().lower() == "hash":
+        model, why = None, f"{DEFAULT_ENV}=hash"
+    else:
+        model, why = minilm(config.embedding_cache), "the 'embeddings' extra is absent"
     if isinstance(model, CachedEmbedder):
         return model, "all-MiniLM-L6-v2"
     fallback: Embedder = model or HashEmbedder()
     cache = EmbeddingCache(os.path.join(config.scratch, "latency-embeddings.db"))
-    what = "all-MiniLM-L6-v2" if model else "hash vectors (the 'embeddings' extra is absent)"
+    what = "all-MiniLM-L6-v2" if model else f"hash vectors ({why})"
     return CachedEmbedder(fallback, cache), what
 
 

@@ -38,6 +38,24 @@ def tokens(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
+#: Each ASCII byte that is not a word character (``\w``) turned into a space; the others kept.
+_ASCII_SPACED = bytes(
+    c if c >= 128 or chr(c).isalnum() or c == ord("_") else ord(" ") for c in range(256)
+)
+
+
+def lowered_words(text: str) -> list[str]:
+    r"""Return the words of ``text`` lowercased whole: ``re.findall(r"\w+", text.lower())``.
+
+    For an ASCII text that is also :func:`tokens`, and it is split without the regex: its
+    bytes lowercased, each byte that is no word character made a space, then split on the
+    spaces, the same words at about half the cost (ADR 0101). A text of other characters
+    goes through the regex (lowercasing may change a word's letters there)."""
+    if text.isascii():
+        return text.encode().lower().translate(_ASCII_SPACED).decode().split()
+    return _WORD.findall(text.lower())
+
+
 #: The item types each kind of event is indexed under (the ``type`` column): a memory's own
 #: type, a scar's kind, ``reflection``. Searches filter on them; memory recall asks for
 #: :data:`MEMORY_TYPES` only, so scars and reflections never enter it unasked.

@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.lexical.index import (
-    _WORD,
+    lowered_words,
     tokens,
 )
 from engram.projections.lexical.vocabulary import (
@@ -252,7 +253,7 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
         return sorted(rows, key=lambda r: (-r[1], r[0]))
     # Each row's words (lowercased as share() does), and which of all the pool's words
     # count for a left-out word: those the index's tokenizer turns into one of its terms.
-    lists = [_WORD.findall(row[5].lower()) for row in rows]
+    lists = [lowered_words(row[5]) for row in rows]
     sets = [set(words) for words in lists]
     seen: set[str] = set().union(*sets)
     known = known_terms(conn, table, seen)
@@ -279,7 +280,11 @@ def _rescored(conn: sqlite3.Connection, table: str, query: Terms, rows: list[_Ro
         if found:
             norm = k1 * (1 - b + b * lengths.get(row[0], 0) / average)
             for weight, parts in terms:
-                tf = min(found.get(s, 0) for s in parts)
+                # most words are one term: their count without a generator (ADR 0101)
+                if len(parts) == 1:
+                    tf = found.get(parts[0], 0)
+                else:
+                    tf = min(found.get(s, 0) for s in parts)
                 if tf:
                     score += weight * tf * boost / (tf + norm)
         scored.append((row[0], score, *row[2:]))
@@ -292,7 +297,11 @@ def _lengths(conn: sqlite3.Connection, table: str, rowids: Sequence[int]) -> dic
     docsize = table[:-1] + '_docsize"'
     marks = ",".join("?" * len(rowids))
     rows = conn.execute(f"SELECT id, sz FROM {docsize} WHERE id IN ({marks})", list(rowids))
-    return {int(i): varint(size, 0)[0] if size else 0 for i, size in rows}
+    # a length under 128 is its varint's one byte, read without the decoder's call
+    return {
+        int(i): (size[0] if size[0] < 0x80 else varint(size, 0)[0]) if size else 0
+        for i, size in rows
+    }
 
 
 def share(weights: dict[str, float], text: str) -> float:
@@ -301,8 +310,18 @@ def share(weights: dict[str, float], text: str) -> float:
     total = sum(weights.values())
     if not total:
         return 0.0
-    # Lowercasing the whole text first is tokens() without a list per word.
-    present = set(_WORD.findall(text.lower()))
+    return share_of(weights, share_words(text), total)
+
+
+def share_words(text: str) -> frozenset[str]:
+    """Return the words :func:`share` looks the query's words up in: ``text``'s distinct
+    words, lowercased (the whole text first: :func:`lowered_words`)."""
+    return frozenset(lowered_words(text))
+
+
+def share_of(weights: Mapping[str, float], present: AbstractSet[str], total: float) -> float:
+    """Return :func:`share` of a text whose :func:`share_words` are ``present``; ``total``
+    is ``sum(weights.values())``, not 0 (worked out once for many texts)."""
     return min(sum(w for word, w in weights.items() if word in present) / total, 1.0)
 
 

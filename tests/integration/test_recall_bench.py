@@ -62,6 +62,8 @@ def locomo_file(tmp_path: Path) -> Path:
 def config(tmp_path: Path, locomo_file: Path, monkeypatch: pytest.MonkeyPatch) -> Config:
     monkeypatch.setattr(recall_bench, "minilm", lambda _cache, **_: None)
     monkeypatch.setattr(recall_latency, "minilm", lambda _cache, **_: None)
+    # The extra's absence, not the variable, says why the latency store takes hash vectors.
+    monkeypatch.delenv("ENGRAM_EMBEDDER", raising=False)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     sizes = dataclasses.replace(QUICK, recall_memories=300, rebuild_texts=20)
