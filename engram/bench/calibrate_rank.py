@@ -156,7 +156,7 @@ def fit_listwise(
     z, spread = _standardise(x[keep])
     y = y[keep]
     m, d = int(q.max()) + 1, z.shape[1]
-    positives = np.bincount(q, weights=y, minlength=m)
+    positives: np.ndarray = np.bincount(q, weights=y, minlength=m)
     if balanced:
         y = y / positives[q]
         positives = np.ones(m)
@@ -197,7 +197,7 @@ def pairs(
     order = np.argsort(q, kind="stable")
     bounds = np.searchsorted(q[order], np.arange(int(q.max()) + 2))
     out = []
-    owner = []
+    owner: list[np.ndarray] = []
     for start, end in itertools.pairwise(bounds):
         rows = order[start:end]
         good = rows[y[rows] > 0]

@@ -26,6 +26,7 @@ import numpy as np
 from engram.agents import calibration
 from engram.agents import memory as memory_module
 from engram.agents.calibration import Calibration
+from engram.agents.matching import work_out
 from engram.agents.memory import AgentMemory
 from engram.bench.calibrate import COLUMNS, Table, load_sets
 from engram.bench.common import data_home
@@ -54,13 +55,13 @@ def count(data: str, conversations: int, cache: str) -> dict[str, list[float]]:
     fits = {"pointwise (ADR 0097)": POINTWISE, "shipped": calibration.CALIBRATIONS["neural"]}
     totals = {name: [0.0, 0.0, 0.0] for name in fits}
     counted: list[int] = []
-    real = memory_module.work_out
+    real = work_out
 
     def counting(fused, positions, m):  # type: ignore[no-untyped-def]
         counted.append(len(positions))
         return real(fused, positions, m)
 
-    memory_module.work_out = counting  # type: ignore[assignment]
+    vars(memory_module)["work_out"] = counting  # recall calls it by its module's name
     try:
         with tempfile.TemporaryDirectory() as scratch, data_home(scratch):
             for name, convs in load_sets(data):
@@ -82,7 +83,7 @@ def count(data: str, conversations: int, cache: str) -> dict[str, list[float]]:
                         finally:
                             engine.close()
     finally:
-        memory_module.work_out = real  # type: ignore[assignment]
+        vars(memory_module)["work_out"] = real
         calibration.CALIBRATIONS["neural"] = fits["shipped"]
     return totals
 
