@@ -96,6 +96,27 @@ def _not_a_ledger(path: str, exc: BaseException) -> NotALedgerError | None:
     return NotALedgerError(f"{path} is not an engram ledger: {exc}")
 
 
+def into_wal(conn: Any, timeout: float) -> None:
+    """Put the SQLite database of ``conn`` in WAL mode, waiting up to ``timeout`` seconds.
+
+    Processes that open a new database at the same moment each switch it to WAL: the switch
+    upgrades a shared lock to an exclusive one, and where another connection holds the lock
+    SQLite answers "database is locked" at once, without its busy handler (waiting there
+    could deadlock). The loser tries again, with a growing pause, until the winner is done."""
+    deadline = time.monotonic() + timeout
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            code = getattr(exc, "sqlite_errorcode", sqlite3.SQLITE_BUSY) & 0xFF
+            if code != sqlite3.SQLITE_BUSY or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+
 def readable_uri(path: str, timeout: float = 30.0) -> str:
     """Return a URI that opens the SQLite file at ``path`` for reading without writing.
 
@@ -262,7 +283,7 @@ class SQLiteBackend(Backend):
         def on_connect(dbapi_conn: Any, _record: Any) -> None:
             dbapi_conn.isolation_level = None  # transactions are begun explicitly
             dbapi_conn.execute(f"PRAGMA busy_timeout = {busy_ms}")
-            dbapi_conn.execute("PRAGMA journal_mode = WAL")
+            into_wal(dbapi_conn, busy_timeout)
             dbapi_conn.execute(f"PRAGMA synchronous = {synchronous}")
 
         def engine(pool_size: int) -> sa.Engine:

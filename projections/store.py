@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from engram.ledger.sqlite import into_wal
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import ProjectionConfigError, ProjectionStoreError
 
@@ -128,7 +129,11 @@ class ProjectionStore:
                     check_same_thread=False,
                     timeout=self.busy_timeout,
                 )
-                conn.execute("PRAGMA journal_mode=WAL")
+                try:  # several processes may open a new store at once (into_wal says why)
+                    into_wal(conn, self.busy_timeout)
+                except sqlite3.DatabaseError:
+                    conn.close()
+                    raise
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.execute("PRAGMA cache_size=-65536")
         except sqlite3.DatabaseError as exc:
