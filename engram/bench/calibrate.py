@@ -329,6 +329,15 @@ def swapped_rows(t: Table) -> np.ndarray:
     return moved
 
 
+def question_folds(t: Table, folds: int) -> np.ndarray:
+    """Return each question's fold: conversations shuffled by the seeded generator, dealt
+    round the folds, so a conversation's questions stay in one fold."""
+    names = sorted(set(t.group))
+    random.Random(SEED).shuffle(names)
+    fold_of = {name: i % folds for i, name in enumerate(names)}
+    return np.array([fold_of[g] for g in t.group])
+
+
 def held_apart(
     t: Table,
     columns: Sequence[int],
@@ -339,10 +348,7 @@ def held_apart(
     """Return each candidate's probability from a model fitted on the other folds'
     conversations (folds assigned by the seeded generator, conversation by conversation);
     the swapped questions are scored, and fitted on only ``with_swapped``."""
-    names = sorted(set(t.group))
-    random.Random(SEED).shuffle(names)
-    fold_of = {name: i % folds for i, name in enumerate(names)}
-    row_fold = np.array([fold_of[g] for g in t.group])[t.question]
+    row_fold = question_folds(t, folds)[t.question]
     moved = swapped_rows(t) if not with_swapped else np.zeros(len(t.y), dtype=bool)
     out = np.zeros(len(t.y))
     for f in range(folds):

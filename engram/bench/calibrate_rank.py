@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import random
 from collections.abc import Callable, Sequence
 from typing import Literal, overload
 
@@ -52,6 +51,7 @@ from engram.bench.calibrate import (
     fit,
     item_terms,
     predict,
+    question_folds,
     recall_at,
     swapped_rows,
 )
@@ -287,10 +287,7 @@ def folds_of(t: Table, folds: int) -> np.ndarray:
     """Return each question's fold, as :func:`engram.bench.calibrate.held_apart` assigns them."""
     if folds < 2:
         raise FitError(f"held apart needs at least 2 folds, not {folds}")
-    names = sorted(set(t.group))
-    random.Random(SEED).shuffle(names)
-    fold_of = {name: i % folds for i, name in enumerate(names)}
-    return np.array([fold_of[g] for g in t.group])
+    return question_folds(t, folds)
 
 
 def held_apart(

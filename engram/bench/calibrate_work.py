@@ -28,7 +28,7 @@ from engram.agents import memory as memory_module
 from engram.agents.calibration import Calibration
 from engram.agents.matching import work_out
 from engram.agents.memory import AgentMemory
-from engram.bench.calibrate import COLUMNS, Table, load_sets
+from engram.bench.calibrate import COLUMNS, Table, item_terms, load_sets
 from engram.bench.common import data_home
 from engram.bench.recall_bench import READER, _open, minilm, observe_conversation
 from engram.ledger import Ledger, default_registry
@@ -114,23 +114,14 @@ def slack(t: Table, fit: Calibration) -> dict[str, tuple[float, float]]:
     """Return per data set the mean of (ceiling - score) in logits over the answerable
     questions' candidates the vector path found (the share unread, the rest known), and the
     mean standard deviation of the scores inside a question."""
-    column = {name: t.x[:, COLUMNS.index(name)] for name in COLUMNS}
-    length = np.log1p(column["words"])
-
-    def logit(share: np.ndarray | float, words: np.ndarray | float) -> np.ndarray:
-        known: np.ndarray = (
-            fit.cosine * column["cosine"]
-            + fit.rank * column["rank"]
-            + fit.lexical_rank * column["lexical_rank"]
-            + fit.semantic_rank * column["semantic_rank"]
-            + fit.passage * column["passage"]
-        )
-        return known + fit.share * share + fit.share_length * share * words
-
-    score = logit(column["share"], length)
-    best = 1.0 if fit.share > 0 else 0.0  # the length at 0: every shipped weight on it < 0
-    gap = logit(best, 0.0) - score
-    found = column["semantic_rank"] > 0
+    share = t.x[:, COLUMNS.index("share")]
+    score = item_terms(fit, t)
+    # the ceiling: the share at the end that raises the score, the length at 0 (every shipped
+    # weight on it is negative), the other features as read
+    best = 1.0 if fit.share > 0 else 0.0
+    unread = fit.share * share + fit.share_length * share * np.log1p(t.x[:, COLUMNS.index("words")])
+    gap = fit.share * best - unread
+    found = t.x[:, COLUMNS.index("semantic_rank")] > 0
     out = {}
     for prefix in sorted({g.split(":")[0] for g in t.group}):
         asked = np.array([g.startswith(prefix) for g in t.group]) & t.answerable
