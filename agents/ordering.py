@@ -21,7 +21,7 @@ from engram.agents.folding import Folder
 from engram.agents.matching import Candidate, Matching
 from engram.projections import copies, lexical
 
-__all__ = ["BATCH", "ceiling", "lazily"]
+__all__ = ["BATCH", "ceiling", "ceilings", "lazily"]
 
 #: Candidates worked out at a time (recall asks for ``k`` items, 10 by default).
 BATCH = 10
@@ -81,6 +81,67 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
             ),
         )
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
+
+
+def ceilings(
+    calibration: Calibration,
+    fused: Mapping[int, Candidate],
+    positions: Sequence[int],
+    m: Matching,
+    best: float,
+) -> dict[int, float]:
+    """Return :func:`ceiling` of each of ``positions``, to the bit, at a fraction of its cost.
+
+    Recall bounds every candidate (about 170 at 100k memories): what is the same for all of
+    them (the unread share and length, the query-level terms) is worked out once, and the
+    logit is :meth:`Calibration.relevance`'s sum term for term, its first terms added once
+    (a float sum is added left to right, so the same head gives the same bits; a unit test
+    holds this to :func:`ceiling`).
+    """
+    length = LONGEST if calibration.share_length > 0 else 0.0
+    share = 1.0 if calibration.share + calibration.share_length * length > 0 else 0.0
+    saturated = 1.0 if calibration.saturated > 0 else 0.0
+    cal = calibration
+    head = (
+        cal.bias
+        + cal.absent * m.absent
+        + cal.absent_names * m.absent_names
+        + cal.detail * m.detail
+        + cal.share * share
+        + cal.saturated * saturated
+    )
+    tail = cal.share_length * share * length
+    unread = 1.0 if cal.passage > 0 and m.vector is not None else None
+    no_vector = m.vector is None
+    cosine_w, rank_w, cosine_rank_w = cal.cosine, cal.rank, cal.cosine_rank
+    lexical_w, semantic_w, passage_w = cal.lexical_rank, cal.semantic_rank, cal.passage
+    exp = math.exp
+    found: dict[int, float] = {}
+    for p in positions:
+        c = fused[p]
+        rank = min(c.fused / best, 1.0)
+        ranks = lexical_w * c.lexical_rank, semantic_w * c.semantic_rank
+        if c.cosine is not None or no_vector:
+            cosine = min(max(c.cosine or 0.0, 0.0), 1.0)
+            passage = c.passage if c.passage is not None else (unread or cosine)
+            corners: tuple[tuple[float, float], ...] = ((cosine, passage),)
+        else:
+            corners = ((0.0, 0.0), (0.0, 1.0), (1.0, 1.0))
+        top = 0.0
+        for cosine, passage in corners:
+            z = (
+                head
+                + cosine_w * cosine
+                + rank_w * rank
+                + cosine_rank_w * cosine * rank
+                + ranks[0]
+                + ranks[1]
+                + passage_w * passage
+                + tail
+            )
+            top = max(top, 1.0 / (1.0 + exp(-z)))
+        found[p] = min(top * (1 + _SLACK), 1.0) if top < 1.0 else 1.0
+    return found
 
 
 def lazily(
