@@ -39,7 +39,14 @@ from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
-from engram.agents.matching import Candidate, Matching, cosines, note_detail, work_out
+from engram.agents.matching import (
+    Candidate,
+    Matching,
+    cosines,
+    note_detail,
+    share_ceilings,
+    work_out,
+)
 from engram.agents.ordering import ceilings, lazily
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Ledger, NewEvent
@@ -480,7 +487,8 @@ class AgentMemory(Gathering):
             order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
         else:
             cosines(ranked, positions, matching)  # one batched read: the ceiling's tightest
-            tops = ceilings(calibration, ranked, positions, matching, best)
+            most = share_ceilings(positions, matching)  # the texts read, not split
+            tops = ceilings(calibration, ranked, positions, matching, best, most)
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, ask, rows, matching)
         groups = grouped(conn, order, rows, folded, self.agent, ask.cut)

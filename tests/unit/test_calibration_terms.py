@@ -158,6 +158,9 @@ def test_every_candidate_s_ceiling_at_once_is_each_one_s_to_the_bit(
             )
         many = ceilings(calibration, fused, list(fused), m, 0.2)
         assert many == {p: ceiling(calibration, c, m, 0.2) for p, c in fused.items()}
+        most = {p: rng.choice([0.0, 1.0, rng.random()]) for p in fused}
+        many = ceilings(calibration, fused, list(fused), m, 0.2, most)
+        assert many == {p: ceiling(calibration, c, m, 0.2, most[p]) for p, c in fused.items()}
 
 
 def test_recall_s_candidates_carry_each_path_s_own_rank(tmp_path: Path) -> None:
