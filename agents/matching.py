@@ -412,8 +412,9 @@ def _held_share(query: _Stemmed, text: str) -> float:
 
 
 def share_ceilings(positions: Sequence[int], m: Matching) -> dict[int, float] | None:
-    """Return the most the content share of each of ``positions`` can be, its text read but
-    not split (None: the share is not worked out; the texts not read yet are read).
+    """Return the most the content share of each of ``positions`` can be, from its text read
+    (the texts not read yet are, in one statement) but not split; None where no share is
+    worked out (the lexical index is unreadable).
 
     Each stem of an ASCII text is the start of one of its lowercased words, so a query word
     whose stem the lowercased text does not hold is not held; the weights of the others (and

@@ -3,10 +3,11 @@
 Relevance (ADR 0051) needs each candidate's text and vector: the content share of the query's
 words it holds and its cosine. Recall works them out only as far down the final order as it
 must: every candidate gets a ceiling of its score from what recall knows already (its fused
-rank, its cosine, recency and importance, and the most its share can be from its text
-unsplit: ADR 0103) with the rest at its most favourable; candidates are worked out a batch at a time, highest ceiling first,
-and one is placed once its score beats every ceiling left. The order, the scores and the
-folding of copies equal those of working out every candidate (a property test checks it).
+rank, its cosine, recency and importance, and the most its share can be by its text
+unsplit: ADR 0103) with the rest at its most favourable; candidates are worked out a batch
+at a time, highest ceiling first, and one is placed once its score beats every ceiling
+left. The order, the scores and the folding of copies equal those of working out every
+candidate (a property test checks it).
 """
 
 from __future__ import annotations
