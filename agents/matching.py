@@ -411,6 +411,41 @@ def _held_share(query: _Stemmed, text: str) -> float:
     return min(found / query.total, 1.0)
 
 
+def share_ceilings(positions: Sequence[int], m: Matching) -> dict[int, float] | None:
+    """Return the most the content share of each of ``positions`` can be, from its text read
+    (the texts not read yet are, in one statement) but not split; None where no share is
+    worked out (the lexical index is unreadable).
+
+    Each stem of an ASCII text is the start of one of its lowercased words, so a query word
+    whose stem the lowercased text does not hold is not held; the weights of the others (and
+    of every quoted id) are the share's at most: the same sum, in the same order, of as many
+    terms or more, each at least 0, which rounds no lower. A text of other characters may
+    hold anything (1); a missing or empty one holds nothing, as :func:`work_out` says.
+    Recall bounds each candidate's score with it before working any out (ADR 0103).
+    """
+    if m.share_weights is None:
+        return None
+    unread = [p for p in positions if p not in m.texts]
+    if unread:
+        m.texts.update(lexical.texts(m.conn, unread))
+    query = _stemmed_terms(m.share_weights, m.codes)
+    if not query.total:
+        return dict.fromkeys(positions, 0.0)
+    ids: float = sum(v for _, v in query.terms) if query.terms else 0
+    most: dict[int, float] = {}
+    for p in positions:
+        text = m.texts.get(p)
+        if not text:
+            most[p] = 0.0
+        elif not text.isascii():
+            most[p] = 1.0
+        else:
+            lowered = text.lower()
+            found = ids + sum(v for s, v in query.content if s in lowered)
+            most[p] = min(found / query.total, 1.0)
+    return most
+
+
 def saturated_share(
     weights: Mapping[str, float], text: str, quoted: Sequence[str] = (), average: float = 0.0
 ) -> float:

@@ -39,8 +39,15 @@ from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
 from engram.agents.folding import copy_rows, fold, grouped, replaced_among
 from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
-from engram.agents.matching import Candidate, Matching, cosines, note_detail, work_out
-from engram.agents.ordering import ceiling, lazily
+from engram.agents.matching import (
+    Candidate,
+    Matching,
+    cosines,
+    note_detail,
+    share_ceilings,
+    work_out,
+)
+from engram.agents.ordering import ceilings, lazily
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (
@@ -480,10 +487,9 @@ class AgentMemory(Gathering):
             order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
         else:
             cosines(ranked, positions, matching)  # one batched read: the ceiling's tightest
-            bound = {
-                p: scored(ceiling(calibration, ranked[p], matching, best) ** w["relevance"], p)
-                for p in positions
-            }
+            most = share_ceilings(positions, matching)  # the texts read, not split
+            tops = ceilings(calibration, ranked, positions, matching, best, most)
+            bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, ask, rows, matching)
         groups = grouped(conn, order, rows, folded, self.agent, ask.cut)
         events = self.ledger.get(order) if order else []

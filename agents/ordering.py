@@ -3,10 +3,11 @@
 Relevance (ADR 0051) needs each candidate's text and vector: the content share of the query's
 words it holds and its cosine. Recall works them out only as far down the final order as it
 must: every candidate gets a ceiling of its score from what recall knows already (its fused
-rank, the cosine of the items the vector path found, recency and importance) with the rest
-at its most favourable; candidates are worked out a batch at a time, highest ceiling first,
-and one is placed once its score beats every ceiling left. The order, the scores and the
-folding of copies equal those of working out every candidate (a property test checks it).
+rank, its cosine, recency and importance, and the most its share can be by its text
+unsplit: ADR 0103) with the rest at its most favourable; candidates are worked out a batch
+at a time, highest ceiling first, and one is placed once its score beats every ceiling
+left. The order, the scores and the folding of copies equal those of working out every
+candidate (a property test checks it).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from engram.agents.folding import Folder
 from engram.agents.matching import Candidate, Matching
 from engram.projections import copies, lexical
 
-__all__ = ["BATCH", "ceiling", "lazily"]
+__all__ = ["BATCH", "ceiling", "ceilings", "lazily"]
 
 #: Candidates worked out at a time (recall asks for ``k`` items, 10 by default).
 BATCH = 10
@@ -40,18 +41,20 @@ class _Ask(Protocol):
     def min_score(self) -> float: ...
 
 
-def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) -> float:
+def ceiling(
+    calibration: Calibration, c: Candidate, m: Matching, best: float, most: float = 1.0
+) -> float:
     """Return the most ``c``'s relevance can be, from what recall knows before working it out.
 
-    The content shares are at most 1 and the cosine, where the vector path did not find
-    ``c``, at most 1; the fused rank, each path's own rank and the query-level terms
-    (ADR 0090, ADR 0091, ADR 0095) are known, and so is the best passage cosine once read
-    with the cosines (ADR 0097).
+    The content shares are at most ``most`` (1, or what :func:`share_ceilings` found) and
+    the cosine, where the vector path did not find ``c``, at most 1; the fused rank, each
+    path's own rank and the query-level terms (ADR 0090, ADR 0091, ADR 0095) are known, and
+    so is the best passage cosine once read with the cosines (ADR 0097).
     """
-    # A text's share and length are unread: the share is up to 1 and its length up to the
-    # longest text the index holds (ADR 0097), whichever end raises the relevance.
+    # A text's share and length are unread: the share is up to ``most`` and its length up to
+    # the longest text the index holds (ADR 0097), whichever end raises the relevance.
     length = LONGEST if calibration.share_length > 0 else 0.0
-    share = 1.0 if calibration.share + calibration.share_length * length > 0 else 0.0
+    share = most if calibration.share + calibration.share_length * length > 0 else 0.0
     saturated = 1.0 if calibration.saturated > 0 else 0.0
     rank = min(c.fused / best, 1.0)
     if c.cosine is not None or m.vector is None:
@@ -81,6 +84,69 @@ def ceiling(calibration: Calibration, c: Candidate, m: Matching, best: float) ->
             ),
         )
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
+
+
+def ceilings(
+    calibration: Calibration,
+    fused: Mapping[int, Candidate],
+    positions: Sequence[int],
+    m: Matching,
+    best: float,
+    most: Mapping[int, float] | None = None,
+) -> dict[int, float]:
+    """Return :func:`ceiling` of each of ``positions`` (``most``: each one's share ceiling,
+    :func:`share_ceilings`; None: 1), to the bit, at a fraction of its cost.
+
+    Recall bounds every candidate (about 170 at 100k memories): what is the same for all of
+    them (the unread length, the query-level terms) is worked out once, and the logit is
+    :meth:`Calibration.relevance`'s sum term for term, its first terms added once (a float
+    sum is added left to right, so the same head gives the same bits; a unit test holds this
+    to :func:`ceiling`).
+    """
+    cal = calibration
+    length = LONGEST if cal.share_length > 0 else 0.0
+    raises = cal.share + cal.share_length * length > 0  # the share's end that raises it
+    saturated = 1.0 if cal.saturated > 0 else 0.0
+    head = (
+        cal.bias + cal.absent * m.absent + cal.absent_names * m.absent_names + cal.detail * m.detail
+    )
+    rest = cal.saturated * saturated
+    share_w, length_w = cal.share, cal.share_length
+    unread = 1.0 if cal.passage > 0 and m.vector is not None else None
+    no_vector = m.vector is None
+    cosine_w, rank_w, cosine_rank_w = cal.cosine, cal.rank, cal.cosine_rank
+    lexical_w, semantic_w, passage_w = cal.lexical_rank, cal.semantic_rank, cal.passage
+    exp = math.exp
+    found: dict[int, float] = {}
+    for p in positions:
+        c = fused[p]
+        share = (1.0 if most is None else most[p]) if raises else 0.0
+        top_share, tail = share_w * share, length_w * share * length
+        rank = min(c.fused / best, 1.0)
+        ranks = lexical_w * c.lexical_rank, semantic_w * c.semantic_rank
+        if c.cosine is not None or no_vector:
+            cosine = min(max(c.cosine or 0.0, 0.0), 1.0)
+            passage = c.passage if c.passage is not None else (unread or cosine)
+            corners: tuple[tuple[float, float], ...] = ((cosine, passage),)
+        else:
+            corners = ((0.0, 0.0), (0.0, 1.0), (1.0, 1.0))
+        top = 0.0
+        for cosine, passage in corners:
+            z = (
+                head
+                + top_share
+                + rest
+                + cosine_w * cosine
+                + rank_w * rank
+                + cosine_rank_w * cosine * rank
+                + ranks[0]
+                + ranks[1]
+                + passage_w * passage
+                + tail
+            )
+            top = max(top, 1.0 / (1.0 + exp(-z)))
+        found[p] = min(top * (1 + _SLACK), 1.0) if top < 1.0 else 1.0
+    return found
 
 
 def lazily(

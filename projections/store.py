@@ -7,7 +7,8 @@ query stable views (``neurons``) that point at the live generation; a swap re-po
 views and drops the old tables in one transaction (ADR 0011).
 
 Projections are caches of the ledger, so the file runs with ``synchronous=NORMAL``: a power
-loss may lose the last batches, but never splits a batch from its checkpoint.
+loss may lose the last batches, but never splits a batch from its checkpoint. Readers and the
+writer each keep a page cache of :data:`CACHE_KIB` (ADR 0103).
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from engram.projections.base import Projection, Tables
 from engram.projections.errors import ProjectionConfigError, ProjectionStoreError
 
 STORE_FILE = "projections.db"
+#: The page cache of each connection to the store, in KiB. A recall reads a few hundred rows
+#: scattered over the salience, copies and vector tables and the FTS5 index of a large store:
+#: SQLite's default 2 MB cache holds too few of their pages to keep them between recalls, a
+#: 64 MB one keeps them (about 0.6 ms of a recall at 100k memories, ADR 0103). It is a
+#: ceiling, filled only as pages are read. Memory mapping, which saves reads too, is left
+#: off: it turns a file truncated under a reader into a SIGBUS, where a read is an error.
+CACHE_KIB = 65_536
 
 _CATALOG = """
 CREATE TABLE IF NOT EXISTS engram_generations (
@@ -135,7 +143,7 @@ class ProjectionStore:
                     conn.close()
                     raise
                 conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA cache_size=-65536")
+            conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         except sqlite3.DatabaseError as exc:
             raise ProjectionStoreError(f"cannot open projection store {self.path}: {exc}") from exc
         return conn

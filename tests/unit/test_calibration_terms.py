@@ -13,7 +13,7 @@ import pytest
 import engram
 from engram.agents.matching import CALIBRATIONS, Calibration, Candidate, Matching
 from engram.agents.memory import PATHS, RRF_K
-from engram.agents.ordering import LONGEST, ceiling
+from engram.agents.ordering import LONGEST, ceiling, ceilings
 
 SEED = 20261126
 
@@ -118,6 +118,49 @@ def test_the_ceiling_bounds_relevance_whatever_the_unread_features(
             length=rng.random() * LONGEST,
         )
         assert actual <= bound
+
+
+@pytest.mark.parametrize(
+    "calibration",
+    [
+        Calibration(-7.0, 3.0, 4.0, 2.0, passage=-3.0, share_length=0.4, saturated=1.5),
+        Calibration(-5.0, 2.0, -1.0, 1.0, cosine_rank=3.0, absent=-2.0, detail=1.5),
+        Calibration(-7.0, 3.0, 2.0, 2.0, semantic_rank=-1.0, passage=3.0),
+        *CALIBRATIONS.values(),
+    ],
+)
+def test_every_candidate_s_ceiling_at_once_is_each_one_s_to_the_bit(
+    calibration: Calibration,
+) -> None:
+    """Recall bounds its candidates in one pass (ADR 0103): the same floats as
+    :func:`ceiling` of each, with and without the query's vector."""
+    rng = random.Random(SEED)
+    conn = sqlite3.connect(":memory:")
+    for vector in (np.ones(4, dtype=np.float32), None):
+        m = Matching(
+            conn,
+            {},
+            vector=vector,
+            absent=rng.random(),
+            absent_names=rng.random(),
+            detail=rng.random(),
+        )
+        fused = {}
+        for p in range(1, 300):
+            found = rng.random() < 0.5
+            cosine = rng.uniform(-0.2, 1.1)
+            fused[p] = Candidate(
+                fused=rng.random() * 0.3,
+                cosine=cosine if found else None,
+                lexical_rank=rng.choice([0.0, rng.random()]),
+                semantic_rank=rng.random() if found else 0.0,
+                passage=rng.choice([None, max(cosine, rng.random())]),
+            )
+        many = ceilings(calibration, fused, list(fused), m, 0.2)
+        assert many == {p: ceiling(calibration, c, m, 0.2) for p, c in fused.items()}
+        most = {p: rng.choice([0.0, 1.0, rng.random()]) for p in fused}
+        many = ceilings(calibration, fused, list(fused), m, 0.2, most)
+        assert many == {p: ceiling(calibration, c, m, 0.2, most[p]) for p, c in fused.items()}
 
 
 def test_recall_s_candidates_carry_each_path_s_own_rank(tmp_path: Path) -> None:

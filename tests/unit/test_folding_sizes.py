@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.agents.folding import Folder, _same
+from engram.agents.folding import Folder, _content, _same
 
 words = st.frozensets(st.sampled_from("abcdefghij"), max_size=8)
 
@@ -30,3 +30,29 @@ def test_the_sizes_that_allow_a_fold() -> None:
     assert folder._into(None, frozenset("ab")) is None  # two words fold only into equals
     assert folder._into(None, frozenset("abcdef")) == 1  # six hold the kept five: 5 >= 4.5
     assert folder._into(None, frozenset("abcdefg")) is None  # seven: 5 < 5.25
+
+
+# Words whose stems are prefixes of one another and of other words, in both cases, with
+# function words, fillers and a non-ASCII word: what the test of a text before its split
+# must never mistake.
+_WORDS = st.sampled_from(
+    ["live", "lives", "living", "lived", "liver", "Cat", "cats", "catalog", "the", "note",
+     "Berlin", "berl", "run", "runs", "rune", "e", "ee", "İstanbul", "café", "go", "goes"]
+)  # fmt: skip
+_TEXTS = st.lists(_WORDS, max_size=9).map(" ".join)
+
+
+@settings(max_examples=500, deadline=None)
+@given(kept=st.lists(_TEXTS, max_size=6), later=st.lists(_TEXTS, min_size=1, max_size=6))
+def test_a_later_candidate_folds_where_its_split_text_would(
+    kept: list[str], later: list[str]
+) -> None:
+    """``finish`` splits a text only where a fold by content is possible (ADR 0103): each
+    later candidate folds into what its content words, split, fold it into."""
+    texts = dict(enumerate([*kept, *later], start=1))
+    folder = Folder({}, None)
+    folder.texts = texts
+    for p in range(1, len(kept) + 1):
+        folder.add(p)
+    for p in range(len(kept) + 1, len(texts) + 1):
+        assert folder._later(p) == folder._into(None, _content(texts[p])), texts[p]

@@ -27,6 +27,7 @@ from engram.projections.errors import (
 )
 from engram.projections.graph import NeuronGraph
 from engram.projections.salience import SalienceIndex
+from engram.projections.store import CACHE_KIB
 
 
 class Unnamed(msgspec.Struct, frozen=True):
@@ -409,6 +410,17 @@ def test_status_can_be_read_inside_a_read_snapshot(ledger: Ledger, tmp_path: Pat
         with engine.read() as conn:
             assert conn.execute("SELECT count(*) FROM neurons").fetchone() == (2,)
             assert engine.status()[0].checkpoint == 3
+
+
+def test_readers_keep_the_writer_s_page_cache(ledger: Ledger, tmp_path: Path) -> None:
+    """A recall's scattered reads stay cached between recalls (ADR 0103): a reader's page
+    cache is the writer's, not SQLite's default 2 MB."""
+    with ProjectionEngine(ledger, tmp_path / "store", [NeuronGraph()]) as engine:
+        with engine.read() as conn:
+            assert conn.execute("PRAGMA cache_size").fetchone() == (-CACHE_KIB,)
+            assert conn.execute("PRAGMA mmap_size").fetchone() == (0,)
+        with engine.store.transaction() as conn:
+            assert conn.execute("PRAGMA cache_size").fetchone() == (-CACHE_KIB,)
 
 
 # -- the store belongs to one ledger --------------------------------------------------------
