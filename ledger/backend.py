@@ -95,6 +95,9 @@ class Backend(abc.ABC):
     #: Turn a stored ``at`` as read (a row's cell) into an aware UTC datetime; an attribute,
     #: not a method, so the read loop calls the parser itself.
     parse_at: Callable[[Any], datetime]
+    #: Rows per query of a replay (``Ledger.read``). A page's events are all built before
+    #: the first is handed out, so the page is also what a replay holds in memory at once.
+    page_rows: int = 5000
 
     @abc.abstractmethod
     def create(self) -> None:

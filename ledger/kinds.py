@@ -112,6 +112,7 @@ class KindRegistry:
 
     def __init__(self) -> None:
         self._specs: dict[str, KindSpec] = {}
+        self._readers: tuple[dict[str, int], dict[str, Callable[[bytes], Any]]] | None = None
 
     def register(self, name: str, payload_type: type[msgspec.Struct], *, schema: int = 1) -> None:
         """Register ``payload_type`` as the payload of kind ``name`` at ``schema``.
@@ -147,6 +148,7 @@ class KindRegistry:
                 f"at schema {existing.schema}"
             )
         self._specs[name] = KindSpec(name, payload_type, schema)
+        self._readers = None
         if not assigned and declared is None:
             setattr(payload_type, KIND_ATTRIBUTE, name)
             _assigned.add(payload_type)
@@ -189,6 +191,22 @@ class KindRegistry:
     def get(self, name: str) -> KindSpec | None:
         """Return the spec of ``name``, or None when it is not registered."""
         return self._specs.get(name)
+
+    def readers(self) -> tuple[dict[str, int], dict[str, Callable[[bytes], Any]]]:
+        """Return each kind's current schema and its decoder's ``decode``, by kind name.
+
+        The read loop's tables (ADR 0104): built once and kept until another kind is
+        registered, where every page of a replay used to sort and walk the specs for them
+        (15 µs a page). Shared: the caller reads them and never changes them.
+        """
+        readers = self._readers
+        if readers is None:
+            specs = self._specs.values()
+            readers = self._readers = (
+                {spec.name: spec.schema for spec in specs},
+                {spec.name: spec.decoder.decode for spec in specs},
+            )
+        return readers
 
     def _require(self, name: str) -> KindSpec:
         spec = self._specs.get(name)

@@ -253,6 +253,10 @@ class SQLiteBackend(Backend):
     """The ledger in one SQLite file."""
 
     name = "sqlite"
+    #: A replay page whose events (about 1 KB each) stay in a core's own cache while they
+    #: are built, handed out and freed, and whose memory the next page reuses; its query's
+    #: setup is about 25 µs, 0.05 µs an event (ADR 0104).
+    page_rows = 500
 
     def __init__(
         self,
@@ -451,8 +455,12 @@ class SQLiteBackend(Backend):
         # The replay's path (ADR 0059, ADR 0099): the driver's cursor itself, rows freed
         # once their events are built and no generator step between the cursor and the loop.
         sql, params = self._rows_query(after, upto, kinds, streams, limit)
-        with _translate("read"), self._reader.connect() as conn:
-            yield conn.connection.driver_connection.execute(sql, params)  # type: ignore[union-attr]
+        with _translate("read"):
+            conn = self._reader.raw_connection()  # the pool's connection, no Connection around it
+            try:
+                yield conn.driver_connection.execute(sql, params)  # type: ignore[union-attr]
+            finally:
+                conn.close()
 
     def read_positions(self, positions: Sequence[int]) -> list[Row]:
         marks = ", ".join("?" * len(positions))

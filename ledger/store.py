@@ -35,8 +35,9 @@ from engram.ledger.schema import Column
 from engram.ledger.shred import Sealer
 
 DEFAULT_MAX_PAYLOAD = 1 << 20
-#: Rows per read query. Larger pages cost memory and save little once a query's setup is
-#: spread over a few thousand rows.
+#: Rows per query of ``read_stream``. Larger pages cost memory and save little once a
+#: query's setup is spread over a few thousand rows; ``read`` pages by the backend's
+#: ``page_rows``.
 _PAGE = 5000
 _POSITION = Column.POSITION.value
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
@@ -296,8 +297,9 @@ class Ledger:
         kinds = _names(kinds, "kinds")
         streams = _names(streams, "streams")
         remaining = limit
+        size = self.backend.page_rows
         while remaining is None or remaining > 0:
-            page = _PAGE if remaining is None else min(_PAGE, remaining)
+            page = size if remaining is None else min(size, remaining)
             with (
                 collector_paused(),
                 self.backend.scan_rows(after, upto, kinds, streams, page) as rows,
@@ -306,10 +308,13 @@ class Ledger:
             if not events:
                 return
             yield from events
-            after = events[-1].position
+            after, got = events[-1].position, len(events)
+            # The page is let go before the next is built, which then reuses its memory while
+            # that is still in the core's cache (ADR 0104).
+            del events
             if remaining is not None:
-                remaining -= len(events)
-            if len(events) < page:
+                remaining -= got
+            if got < page:
                 return
 
     def get(self, positions: Sequence[int]) -> list[Event]:
@@ -409,8 +414,7 @@ class Ledger:
         kind's decoder directly when it was written at the current schema.
         """
         registry = self.registry
-        schemas = {spec.name: spec.schema for spec in registry}
-        decoders = {spec.name: spec.decoder.decode for spec in registry}
+        schemas, decoders = registry.readers()
         current = schemas.get
         parse = self.backend.parse_at
         make = Event

@@ -19,6 +19,7 @@ import sqlite3
 import statistics
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -135,11 +136,20 @@ def _replay_line(ledger: Ledger, path: str, n: int, label: str) -> str:
         assert sum(1 for _ in ledger.read()) == n
 
     def fetch() -> None:
-        rows.clear()
-        after = 0
-        while page := ledger.backend.read_rows(after, None, None, None, 5000):
-            rows.extend(page)
-            after = page[-1][0]
+        # The store's own pages, each row let go once read as the replay lets it go: a fetch
+        # that kept every row measured the cache misses of the list, not the query (ADR 0104).
+        backend, after = ledger.backend, 0
+        while True:
+            with backend.scan_rows(after, None, None, None, backend.page_rows) as cursor:
+                tail = deque(cursor, maxlen=1)
+            if not tail:
+                return
+            after = tail[0][0]
+
+    after = 0
+    while page := ledger.backend.read_rows(after, None, None, None, 5000):
+        rows.extend(page)
+        after = page[-1][0]
 
     def decode() -> None:
         for row in rows:

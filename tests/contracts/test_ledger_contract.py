@@ -721,7 +721,7 @@ class LedgerContract:
             eight.versions([""])
 
     def test_reads_page_through_more_events_than_one_page(self, ledger: Ledger) -> None:
-        n = 10_100  # more than two of the store's 5000-row pages
+        n = 10_100  # more than two pages of either backend (500 rows, 5000 rows)
         ledger.append([signal("agent:many" if i % 2 else "agent:other", f"t{i}") for i in range(n)])
         assert positions(ledger.read()) == list(range(1, n + 1))
         assert positions(ledger.read(after=10, limit=10_050)) == list(range(11, 10_061))

@@ -412,6 +412,22 @@ def test_default_registry_holds_the_catalog_and_is_independent_per_call() -> Non
     assert "test.greeted" not in default_registry()
 
 
+def test_the_read_tables_follow_the_kinds_registered_since_they_were_built() -> None:
+    # The read loop keeps them between pages (ADR 0104); a kind registered later is in them.
+    registry = KindRegistry()
+    registry.register("test.greeted", Greeted)
+    schemas, decoders = registry.readers()
+    assert registry.readers()[0] is schemas
+    assert schemas == {"test.greeted": 1}
+    assert decoders["test.greeted"](b'{"name":"Ada"}') == Greeted(name="Ada")
+    registry.register("test.greeted", Greeted)  # a no-op keeps them
+    assert registry.readers()[0] is schemas
+    registry.register("test.regreeted", GreetedV2, schema=2)
+    schemas, decoders = registry.readers()
+    assert schemas == {"test.greeted": 1, "test.regreeted": 2}
+    assert decoders["test.regreeted"](b'{"first":"A","last":"L"}') == GreetedV2("A", "L")
+
+
 @pytest.mark.parametrize(
     "name",
     [

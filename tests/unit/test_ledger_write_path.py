@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -95,6 +96,32 @@ def test_replay_streams_pages_and_returns_its_connections(tmp_path: Path) -> Non
         next(reader)
         reader.close()
         assert backend._reader.pool.checkedout() == 0  # type: ignore[attr-defined]
+
+
+def test_a_replay_lets_each_page_go_before_it_builds_the_next(tmp_path: Path) -> None:
+    # ADR 0104: the next page is built in the memory the last one freed, still in the cache.
+    import weakref
+
+    class Page(list[Any]):
+        pass
+
+    with Ledger.open(str(tmp_path / "l.db"), durability="fast") as ledger:
+        ledger.append([_observed(i) for i in range(8)])
+        ledger.backend.page_rows = 3
+        build = ledger._events
+        pages: list[weakref.ref[Page]] = []
+        alive_at_build: list[int] = []
+
+        def spy(rows: Any) -> Page:
+            alive_at_build.append(sum(ref() is not None for ref in pages))
+            page = Page(build(rows))
+            pages.append(weakref.ref(page))
+            return page
+
+        ledger._events = spy  # type: ignore[method-assign]
+        assert [e.position for e in ledger.read()] == list(range(1, 9))
+        assert [e.position for e in ledger.read(2, limit=4)] == [3, 4, 5, 6]
+        assert alive_at_build == [0, 0, 0, 0, 0]
 
 
 def test_replay_gives_each_event_its_own_time_when_runs_share_one(tmp_path: Path) -> None:
