@@ -95,8 +95,10 @@ COMPARED = 5
 JUDGED = 3
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
 _RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*")
-#: A number right after a word labels an occurrence of it: "round 26", "shard 4".
-_LABEL = re.compile(r"\b([A-Za-z][\w'-]*) #?(\d+)\b")
+#: A number right after a word labels an occurrence of it: "round 26", "shard 4". The word
+#: is at most 64 characters: a word may start at every hyphen of a long hyphenated run, and
+#: an unbounded one scanned the rest of the run from each (time quadratic in its length).
+_LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) #?(\d+)\b")
 _CANDIDATES = 20
 #: The IDF from which a capitalised word names something: ln(4), held by at most about a
 #: fifth of the memories ("Deploy" opening every other report is a topic, not a name). A

@@ -86,7 +86,9 @@ _ALIAS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _PASSWORD = re.compile(r"(://[^/@:]*:)[^/@]*@")
 _SCALARS: tuple[tuple[object, str], ...] = ((bool, "BOOLEAN"), (int, "BIGINT"), (float, "DOUBLE"))
 _SCALARS += ((str, "VARCHAR"), (dt.datetime, "TIMESTAMPTZ"), (uuid.UUID, "VARCHAR"))
-_GAP = r"(?:\s+|--[^\n]*|/\*.*?\*/)*"
+# One blank a step: ``(?:\s+|...)*`` could split a run of n blanks 2**n ways, each tried
+# again when what follows fails to match (40 blanks took minutes).
+_GAP = r"(?:\s|--[^\n]*|/\*.*?\*/)*"
 _EXPLAIN = re.compile(
     rf"\A{_GAP}EXPLAIN\b{_GAP}(?:ANALY[SZ]E\b|\((?:[^()'\"]|'[^']*')*\))?", re.I | re.S
 )
