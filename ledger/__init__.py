@@ -42,7 +42,8 @@ from engram.ledger.events import ANY, NO_STREAM, Event, Expect, Expectation, New
 from engram.ledger.ids import new_id
 from engram.ledger.kinds import KindRegistry, KindSpec, kind_name
 from engram.ledger.shred import FORGOTTEN, KeyStore, Sealer
-from engram.ledger.store import DEFAULT_MAX_PAYLOAD, Ledger, VerifyReport
+from engram.ledger.store import DEFAULT_MAX_PAYLOAD, Ledger
+from engram.ledger.verify import VerifyReport
 
 __all__ = [
     "ANY",

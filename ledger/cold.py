@@ -22,7 +22,8 @@ import duckdb
 from engram.ledger.audit import export_parquet
 from engram.ledger.codec import GENESIS_HASH, canonical, chain, format_at
 from engram.ledger.errors import AuditError, ConfigError
-from engram.ledger.store import Ledger, VerifyReport
+from engram.ledger.store import Ledger
+from engram.ledger.verify import VerifyReport
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 

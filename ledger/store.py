@@ -8,17 +8,15 @@ every caller still gets its own positions or its own error (ADR 0006).
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from engram.ledger import backends
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
 from engram.ledger.chunks import chunked
-from engram.ledger.codec import GENESIS_HASH, canonical, chain, decode_payload
+from engram.ledger.codec import decode_payload
 from engram.ledger.collector import collector_paused
 from engram.ledger.errors import (
     ConfigError,
@@ -31,42 +29,14 @@ from engram.ledger.events import ANY, Event, Expectation, NewEvent
 from engram.ledger.groupcommit import GroupCommitter
 from engram.ledger.kinds import KindRegistry
 from engram.ledger.planning import GroupPlan, Request, VersionCache, prepare
-from engram.ledger.schema import Column
 from engram.ledger.shred import Sealer
+from engram.ledger.verify import VerifyReport, verify_chain
 
 DEFAULT_MAX_PAYLOAD = 1 << 20
 #: Rows per query of ``read_stream``. Larger pages cost memory and save little once a
 #: query's setup is spread over a few thousand rows; ``read`` pages by the backend's
 #: ``page_rows``.
 _PAGE = 5000
-_POSITION = Column.POSITION.value
-_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """The result of :meth:`Ledger.verify`."""
-
-    ok: bool
-    checked: int
-    head: int
-    head_hash: str
-    first_bad: int | None = None
-    reason: str | None = None
-
-    def __str__(self) -> str:
-        if self.ok:
-            return f"ok: {self.checked} events, head {self.head}, hash {self.head_hash}"
-        if self.first_bad is not None and self.checked >= self.first_bad:
-            # The chain holds; what failed is a head recorded elsewhere.
-            return (
-                f"FAILED at position {self.first_bad}: {self.reason} "
-                f"(the chain itself verifies through {self.checked})"
-            )
-        return (
-            f"FAILED at position {self.first_bad}: {self.reason} "
-            f"({self.checked} verified before it)"
-        )
 
 
 def _backend_for(
@@ -476,74 +446,9 @@ class Ledger:
         self._check_open()
         if expect_head is not None:
             _check_position(expect_head, "expect_head")
-        elif expect_hash is not None:
-            raise ConfigError("expect_hash needs expect_head: the position that hash belongs to")
-        if expect_hash is not None and not (
-            isinstance(expect_hash, str) and _SHA256_HEX.fullmatch(expect_hash)
-        ):
-            raise ConfigError(
-                f"expect_hash must be a sha256 hash as 64 hex digits, got {expect_hash!r}"
-            )
-        expected, previous, anchor = 1, GENESIS_HASH, None
-        for row in self.backend.scan():
-            pos = row[_POSITION]
-            if pos != expected:
-                reason = (
-                    f"position {expected} is missing (the next stored position is {pos})"
-                    if pos > expected
-                    else f"position {pos} appears out of order after {expected - 1}"
-                )
-                return _failed(expected - 1, pos, previous, expected, reason)
-            try:
-                computed = chain(previous, self._canonical_row(row))
-            except Exception as exc:  # a tampered cell may not even parse
-                return _failed(expected - 1, pos, previous, pos, f"unreadable row: {exc}")
-            if computed != row[Column.HASH]:
-                return _failed(
-                    expected - 1,
-                    pos,
-                    previous,
-                    pos,
-                    f"hash mismatch: the content or order of event {row[Column.ID]} "
-                    f"({row[Column.KIND]} on {row[Column.STREAM]}) was changed",
-                )
-            previous = computed
-            if pos == expect_head:
-                anchor = computed.hex()
-            if progress is not None and pos % 10_000 == 0:
-                progress(pos)
-            expected += 1
-        head = expected - 1
-        if expect_head is not None and anchor is None:
-            return _failed(
-                head,
-                head,
-                previous,
-                head + 1,
-                f"the ledger ends at {head}, but position {expect_head} was expected: "
-                "events were removed from the tail",
-            )
-        if expect_hash is not None and anchor != expect_hash.lower():
-            return _failed(
-                head,
-                head,
-                previous,
-                expect_head,
-                f"position {expect_head} has hash {anchor}, not {expect_hash} as recorded: "
-                f"the events up to {expect_head} were rewritten (their chain recomputed) "
-                "since that hash was recorded, or it was recorded for another ledger",
-            )
-        return VerifyReport(ok=True, checked=head, head=head, head_hash=previous.hex())
-
-    def _canonical_row(self, row: Row) -> bytes:
-        at = self.backend.at_text(row[Column.AT])
-        fields = (
-            *row[: Column.AT],
-            at,
-            bytes(row[Column.PAYLOAD]),
-            *row[Column.CAUSATION_ID : Column.HASH],
+        return verify_chain(
+            self.backend, expect_head=expect_head, expect_hash=expect_hash, progress=progress
         )
-        return canonical(fields)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -570,19 +475,6 @@ class Ledger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _failed(
-    checked: int, head: int, head_hash: bytes, first_bad: int | None, reason: str
-) -> VerifyReport:
-    return VerifyReport(
-        ok=False,
-        checked=checked,
-        head=head,
-        head_hash=head_hash.hex(),
-        first_bad=first_bad,
-        reason=reason,
-    )
 
 
 def _check_position(value: object, name: str) -> None:
