@@ -22,6 +22,7 @@ from pydantic import Field
 from engram.agents import doctrine as served_doctrine
 from engram.agents.lessons import DECISIONS, DESTINATIONS
 from engram.ledger.catalog import Destination
+from engram.mcp.fields import Agent, Flag, Whole
 from engram.mcp.tools import MemoryTools, ToolInputError
 from engram.projections import doctrine
 from engram.projections.doctrine import ENTRY_KINDS, Entry
@@ -30,11 +31,6 @@ if TYPE_CHECKING:
     from engram.mcp.server import Worker
 
 __all__ = ["LessonTools", "register"]
-
-Agent = Annotated[
-    str | None,
-    Field(description="Act as this agent (one the server was started for); default: its first."),
-]
 
 
 def _entry(e: Entry, score: float | None = None, via: str | None = None) -> dict[str, Any]:
@@ -140,7 +136,7 @@ def register(
             Field(description="Send it here instead of where it was drafted (not refused)."),
         ] = None,
         text: Annotated[str | None, Field(description="The final text, with modified.")] = None,
-        always: Annotated[bool, Field(description="Mark an applied rule always-on.")] = False,
+        always: Annotated[Flag, Field(description="Mark an applied rule always-on.")] = False,
         note: str = "",
         agent: Agent = None,
     ) -> dict[str, Any]:
@@ -164,7 +160,7 @@ def register(
         kind: Annotated[
             Literal["note", "skill"] | None, Field(description="Only notes, or only skills.")
         ] = None,
-        limit: Annotated[int, Field(ge=1, le=20)] = 3,
+        limit: Annotated[Whole, Field(ge=1, le=20)] = 3,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Find the reviewed notes and skills (the doctrine) that apply to a task."""

@@ -24,6 +24,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from engram.mcp.fields import Agent, Number, Whole
 from engram.mcp.tools import ToolInputError
 
 if TYPE_CHECKING:
@@ -35,11 +36,6 @@ NodeType = Literal[
     "concept", "skill", "fact", "snippet", "pattern", "episode", "tool", "persona", "task",
     "observation", "plan", "thought", "reflection", "failure", "victory", "rule",
 ]  # fmt: skip
-
-Agent = Annotated[
-    str | None,
-    Field(description="Act as this agent (one the server was started for); default: its first."),
-]
 
 
 def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None:
@@ -55,7 +51,7 @@ def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None
         ] = None,
         frames: Annotated[dict[str, Any] | None, Field(description="Same as context.")] = None,
         query: str = "",
-        budget: Annotated[int, Field(ge=1, le=100_000)] = 2000,
+        budget: Annotated[Whole, Field(ge=1, le=100_000)] = 2000,
         items: list[str] = [],  # noqa: B006 - pydantic copies defaults
         agent: Agent = None,
     ) -> dict[str, Any]:
@@ -84,8 +80,8 @@ def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None
                 ge=1, le=100, description="Items of each node type at most; none: each type's own."
             ),
         ] = None,
-        budget: Annotated[int, Field(ge=128, le=100_000)] = 2000,
-        min_score: Annotated[float, Field(ge=0.0, le=1.0)] = 0.0,
+        budget: Annotated[Whole, Field(ge=128, le=100_000)] = 2000,
+        min_score: Annotated[Number, Field(ge=0.0, le=1.0)] = 0.0,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Give back the context saved for this session/task, else build it for the query."""

@@ -32,6 +32,7 @@ from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
 from engram.mcp import lesson_tools, seed, supersession_tools
+from engram.mcp.fields import Agent, Number, Whole
 from engram.mcp.tools import KEY_ENV, MemoryTools, ToolInputError
 from engram.projections.errors import ProjectionError
 from engram.runtime import open_parts
@@ -44,13 +45,9 @@ Search it before you act (search_memory), write down what you learn (upsert_memo
 failures and victories with their lesson (record_scar). Everything you write is kept and
 attributed to you; private items are seen only by you."""
 
-Agent = Annotated[
-    str | None,
-    Field(description="Act as this agent (one the server was started for); default: its first."),
-]
 MemoryKind = Literal["observation", "plan", "thought"]
 MinScore = Annotated[
-    float | None,
+    Number | None,
     Field(ge=0.0, le=1.0, description="Leave out items scoring under this; omitted: the default."),
 ]
 ConceptKind = Literal[
@@ -64,7 +61,7 @@ class Observation(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = Field(min_length=1, description="The memory, in one or a few sentences.")
     type: MemoryKind = "observation"
-    importance: int | None = Field(
+    importance: Whole | None = Field(
         None, ge=1, le=10, description="1 (mundane) .. 10 (crucial); omitted: scored for you."
     )
     tags: list[str] = Field(default_factory=list, description="Short labels to find it by.")
@@ -77,7 +74,7 @@ class Link(BaseModel):
     model_config = ConfigDict(extra="forbid")
     to: str = Field(description="The target concept's id, e.g. skill.python.asyncio.")
     rel: str = Field(description="The relation, e.g. uses, extends, contradicts.")
-    weight: float = Field(0.5, ge=0.0, le=1.0)
+    weight: Number = Field(0.5, ge=0.0, le=1.0)
 
 
 class Concept(BaseModel):
@@ -138,7 +135,7 @@ def build_server(worker: Worker) -> MCPServer:
     @server.tool(annotations=reads)
     async def search_memory(
         query: Annotated[str, Field(min_length=1, description="What you are looking for.")],
-        k: Annotated[int, Field(ge=1, le=100, description="How many items at most.")] = 10,
+        k: Annotated[Whole, Field(ge=1, le=100, description="How many items at most.")] = 10,
         types: Annotated[
             list[MemoryKind] | None, Field(description="Only these memory types (memories scope).")
         ] = None,
@@ -221,7 +218,7 @@ def build_server(worker: Worker) -> MCPServer:
         ],
         query: str = "",
         task: str = "",
-        budget: Annotated[int, Field(ge=1, le=MAX_BUDGET)] = 2000,
+        budget: Annotated[Whole, Field(ge=1, le=MAX_BUDGET)] = 2000,
         items: Annotated[list[str], Field(description="Ids of the events behind the frames.")] = [],  # noqa: B006
         agent: Agent = None,
         session: Annotated[str, Field(description="The work session it is saved for.")] = "",
@@ -251,7 +248,7 @@ def build_server(worker: Worker) -> MCPServer:
         ] = None,
         from_agent: Annotated[str | None, Field(description="Pack this agent's memories.")] = None,
         domain: list[str] = [],  # noqa: B006
-        limit: Annotated[int, Field(ge=1, le=100_000)] = 1000,
+        limit: Annotated[Whole, Field(ge=1, le=100_000)] = 1000,
         key_env: Annotated[str, Field(description="Env var holding the key.")] = KEY_ENV,
         agent: Agent = None,
     ) -> dict[str, Any]:
@@ -285,7 +282,7 @@ def build_server(worker: Worker) -> MCPServer:
             Literal["failure", "victory"] | None,
             Field(description="What happened: a failure or a victory."),
         ] = None,
-        importance: Annotated[int | None, Field(ge=1, le=10)] = None,
+        importance: Annotated[Whole | None, Field(ge=1, le=10)] = None,
         tags: list[str] = [],  # noqa: B006
         agent: Agent = None,
         kind: Annotated[
@@ -304,7 +301,7 @@ def build_server(worker: Worker) -> MCPServer:
             list[Literal["pending", "applied", "refused", "modified"]],
             Field(description="Only these statuses; empty: all."),
         ] = [],  # noqa: B006
-        limit: Annotated[int, Field(ge=1, le=1000)] = 20,
+        limit: Annotated[Whole, Field(ge=1, le=1000)] = 20,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """List the lessons loop's suggestions (drafted from scars, reviewed by people)."""

@@ -20,6 +20,7 @@ from pydantic import Field
 
 from engram.agents import scopes
 from engram.agents import supersession as acts
+from engram.mcp.fields import Agent, Whole
 from engram.mcp.tools import MemoryTools, ToolInputError
 from engram.projections import supersession
 from engram.projections.salience import micros
@@ -34,11 +35,7 @@ STATUSES = ("pending", "applied")
 #: Characters of each memory's text a listing quotes.
 QUOTE = 500
 
-Agent = Annotated[
-    str | None,
-    Field(description="Act as this agent (one the server was started for); default: its first."),
-]
-Position = Annotated[int, Field(ge=1, description="A ledger position.")]
+Position = Annotated[Whole, Field(ge=1, description="A ledger position.")]
 
 
 class SupersessionTools:
@@ -185,7 +182,7 @@ def register(
 
     @server.tool(annotations=writes)
     async def supersede_memory(
-        position: Annotated[int, Field(ge=1, description="Your newer memory's position.")],
+        position: Annotated[Whole, Field(ge=1, description="Your newer memory's position.")],
         replaces: Annotated[
             list[Position],
             Field(min_length=1, description="Your earlier memories it replaces (positions)."),
@@ -213,7 +210,7 @@ def register(
             Literal["pending", "applied"],
             Field(description="pending: proposals waiting for your review; applied: in force."),
         ] = "pending",
-        limit: Annotated[int, Field(ge=1, le=1000)] = 20,
+        limit: Annotated[Whole, Field(ge=1, le=1000)] = 20,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """List replacements of your memories: proposed by detection, or in force.
@@ -223,7 +220,7 @@ def register(
 
     @server.tool(annotations=writes)
     async def review_supersession(
-        proposal: Annotated[int, Field(ge=1, description="The proposal's event position.")],
+        proposal: Annotated[Whole, Field(ge=1, description="The proposal's event position.")],
         decision: Literal["applied", "refused"],
         note: Annotated[str, Field(max_length=2000)] = "",
         agent: Agent = None,
@@ -235,7 +232,7 @@ def register(
 
     @server.tool(annotations=writes)
     async def revert_supersession(
-        event: Annotated[int, Field(ge=1, description="The supersession's event position.")],
+        event: Annotated[Whole, Field(ge=1, description="The supersession's event position.")],
         note: Annotated[str, Field(max_length=2000)] = "",
         agent: Agent = None,
     ) -> dict[str, Any]:

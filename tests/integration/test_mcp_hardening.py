@@ -155,6 +155,35 @@ def test_the_schema_carries_the_budget_the_tool_accepts(tmp_path: Path) -> None:
     assert "budget" in over
 
 
+def test_numbers_and_flags_are_taken_as_their_json_type_only(tmp_path: Path) -> None:
+    """JSON ``true`` is not the integer 1, nor ``1`` a yes: such arguments are refused by name,
+    the same as the Python API refuses them, and a well-typed call still answers."""
+
+    async def body(client: Client) -> tuple[list[str], dict[str, Any], dict[str, Any]]:
+        await call(client, "upsert_memory", observations=[{"text": "the build uses uv"}])
+        refusals = [
+            await refused(client, "search_memory", query="build", k=True),
+            await refused(client, "search_memory", query="build", k=2.5),
+            await refused(client, "search_memory", query="build", min_score=True),
+            await refused(client, "recall_context", query="build", budget=False),
+            await refused(client, "list_suggestions", limit=True),
+            await refused(
+                client, "upsert_memory", observations=[{"text": "x", "importance": True}]
+            ),
+        ]
+        fine = await call(client, "search_memory", query="build", k=1, min_score=0)
+        fraction = await call(client, "search_memory", query="build", min_score=0.0)
+        return refusals, fine, fraction
+
+    refusals, fine, fraction = serve(tmp_path / "ledger.db", body)
+    for message, name in zip(
+        refusals, ["k", "k", "min_score", "budget", "limit", "importance"], strict=True
+    ):
+        assert name in message, message
+    assert [i["text"] for i in fine["items"]] == ["the build uses uv"]
+    assert fraction["items"]
+
+
 SECRET = "alice keeps her spare key under the blue flowerpot"
 
 
