@@ -47,7 +47,7 @@ from engram.agents.matching import (
     share_ceilings,
     work_out,
 )
-from engram.agents.ordering import ceilings, lazily
+from engram.agents.ordering import below_replacements, ceilings, lazily
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (
@@ -491,6 +491,8 @@ class AgentMemory(Gathering):
             tops = ceilings(calibration, ranked, positions, matching, best, most)
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, ask, rows, matching)
+        if replaced:
+            order = below_replacements(order, total, replaced, ask.min_score)
         groups = grouped(conn, order, rows, folded, self.agent, ask.cut)
         events = self.ledger.get(order) if order else []
         items = []

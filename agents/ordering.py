@@ -22,7 +22,7 @@ from engram.agents.folding import Folder
 from engram.agents.matching import Candidate, Matching
 from engram.projections import copies, lexical
 
-__all__ = ["BATCH", "ceiling", "ceilings", "lazily"]
+__all__ = ["BATCH", "below_replacements", "ceiling", "ceilings", "lazily"]
 
 #: Candidates worked out at a time (recall asks for ``k`` items, 10 by default).
 BATCH = 10
@@ -197,3 +197,32 @@ def lazily(
             everything.add(p)
         return order, everything.folded
     return order, folder.folded
+
+
+def below_replacements(
+    order: Sequence[int], total: dict[int, float], replaced: Mapping[int, int], floor: float
+) -> list[int]:
+    """Return ``order`` with each replaced memory served below the memory that replaced it,
+    where both are served (ADR 0106).
+
+    A replaced memory's score is already weighed down (``REPLACED_WEIGHT``), but a stale fact
+    that says the query's words ("the nightly backup runs at 02:00") can still outscore the
+    change that replaced it ("backups were rescheduled to 04:30"). Where both are served, the
+    replaced one's score in ``total`` is set just under its replacement's, and the order and
+    the floor are taken again; a chain of replacements is followed to its end.
+    """
+    served = set(order)
+    changed = False
+    for _ in range(len(order)):  # a chain of n replacements settles in n passes
+        moved = False
+        for p in order:
+            newer = replaced.get(p)
+            if newer is not None and newer in served and total[p] >= total[newer]:
+                total[p] = total[newer] * (1.0 - 1e-6)
+                moved = True
+        if not moved:
+            break
+        changed = True
+    if not changed:
+        return list(order)
+    return [p for p in sorted(order, key=lambda p: (-total[p], -p)) if total[p] >= floor]

@@ -87,8 +87,17 @@ CHANGE_WORDS = frozenset(
         "now", "new", "moved", "relocated", "switched", "changed", "instead", "longer",
         "anymore", "became", "replaced", "transferred", "joined", "left", "started", "quit",
         "nowadays", "currently",
+        # A state's value set anew (ADR 0106): what an agent's notes about things say.
+        "upgraded", "downgraded", "rescheduled", "postponed", "renamed", "updated", "rotated",
+        "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
     )
 )  # fmt: skip
+#: The most words a memory may hold to replace or be replaced by detection: a statement of
+#: a fact or two. A long memory (a message, a tool's output, a design note) says many
+#: things, and one of them changing does not make the rest untrue; its cosine with a short
+#: fact does not say whether they speak of one thing. Over BEAM's long chats, detection
+#: replaced about a third of the messages without this bound (ADR 0106).
+STATEMENT_WORDS = 50
 #: How many candidates, most similar first, are compared without the name.
 COMPARED = 5
 #: How many candidates, most similar first, a routed model judges in one request.
@@ -171,26 +180,34 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
     vectors) are compared again with the subject's name taken out of both texts, since the
     name alone makes any two sentences about one person alike (ADR 0075).
     """
-    if memory.embedder is None:
+    if memory.embedder is None or not _statement(text):
         return []
     memory.engine.wait_for(position)
     mine = _content(text)
+    change = announces(text)
+    ids, labels = set(codes(text)), _labels(text)
     with memory.engine.read() as conn:
         try:
             subject = _subject(conn, text)
-            if subject is None:
+            if subject is None or (subject == "" and not change):
                 return []
             hits = lexical.search(
-                conn, subject, _CANDIDATES, agent=memory.agent, types=lexical.MEMORY_TYPES
-            )
+                conn, subject or text, _CANDIDATES, agent=memory.agent,
+                types=lexical.MEMORY_TYPES,
+            )  # fmt: skip
         except (ProjectionError, sqlite3.Error):
             return []
-        ids, labels = set(codes(text)), _labels(text)
         held = [
             h for h in hits
-            if h.agent == memory.agent and h.position < position
-            and _differs(mine, _content(h.text)) and set(codes(h.text)) == ids
-            and _labels(h.text) == labels
+            if h.agent == memory.agent and h.position < position and _statement(h.text)
+            and _differs(mine, _content(h.text), change)
+            and _same_occurrences(ids, labels, h.text, change)
+        ]  # fmt: skip
+        # Unnamed, what both speak of is the longest run of words they share (ADR 0106).
+        phrases = {} if subject else {h.position: _shared_phrase(text, h.text) for h in held}
+        held = [
+            h for h in held
+            if subject or (phrases[h.position] and not _other_things(text, h.text))
         ]  # fmt: skip
         if not held:
             return []
@@ -211,19 +228,28 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
     )[:COMPARED]
     if not near:
         return []
-    name = _name(text, subject)
-    said = np.asarray(
-        memory.embedder.embed([_without(text, name, subject)]
-                              + [_without(t, name, subject) for _, _, t in near]),
-        dtype=np.float32,
-    )  # fmt: skip
+    if subject:
+        name = _name(text, subject)
+        said = np.asarray(
+            memory.embedder.embed([_without(text, name, subject)]
+                                  + [_without(t, name, subject) for _, _, t in near]),
+            dtype=np.float32,
+        )  # fmt: skip
+        cosines = [float(said[0] @ said[i + 1]) for i in range(len(near))]
+    else:
+        pairs = [
+            side for _, old, old_text in near
+            for side in (_dropped(text, phrases[old]), _dropped(old_text, phrases[old]))
+        ]  # fmt: skip
+        said = np.asarray(memory.embedder.embed(pairs), dtype=np.float32)
+        cosines = [float(said[2 * i] @ said[2 * i + 1]) for i in range(len(near))]
     names = _names(text)
     found = []
     for i, (similarity, old, old_text) in enumerate(near):
         theirs = _content(old_text)
         found.append(
             Candidate(
-                old, old_text, similarity, float(said[0] @ said[i + 1]),
+                old, old_text, similarity, cosines[i],
                 (mine & theirs) - names - _names(old_text), (theirs - mine, mine - theirs),
             )
         )  # fmt: skip
@@ -323,24 +349,26 @@ def routed_judge(routing: str | os.PathLike[str] | None) -> Completer | None:
 
 def _subject(conn: sqlite3.Connection, text: str) -> str | None:
     """Return the word naming what ``text`` speaks of: the first word of its first run of
-    capitalised words (function words aside), or None.
+    capitalised words (function words aside); "" when no capitalised word could name
+    anything ("the session store was migrated"); None when the first is a common word
+    capitalised by its sentence.
 
     A run of two or more capitalised words ("Keiko Tanaka"), or one inside a sentence, is a
     name; one word opening a sentence is only capitalised there, so it names something only
     when few memories hold it (an IDF of at least :data:`RARE`): "Deploy" opening every
-    other report is a topic, not a name.
+    other report is a topic, not a name. A capitalised word after a number is its unit
+    ("05:15 UTC", "40 GB"), not a name (ADR 0106).
     """
     for run in _RUN.finditer(text):
         words = run.group().split()
         named = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
-        if not named:
+        if not named or _before(text, run.start()).isdigit():
             continue
-        opening = not text[: run.start()].rstrip() or text[: run.start()].rstrip()[-1] in ".!?"
-        if len(words) > 1 or not opening:
+        if len(words) > 1 or not _opens(text, run.start()):
             return named[0]
         weights = lexical.terms(conn, named[0], prune=False).weights
         return named[0] if weights.get(named[0], 0.0) >= RARE else None
-    return None
+    return ""
 
 
 def _name(text: str, subject: str) -> str:
@@ -359,6 +387,65 @@ def _without(text: str, name: str, subject: str) -> str:
     return " ".join(text.split()) or text
 
 
+def _content_stems(text: str) -> list[str]:
+    """Return ``text``'s words stemmed, "" in place of each word that is not content (a
+    function word, a filler, or not letters): the breaks between runs of content words."""
+    return [
+        stem(w) if w.isalpha() and w not in STOPWORDS and w not in copies.FILLERS else ""
+        for w in lexical.tokens(text)
+    ]
+
+
+def _shared_phrase(text: str, other: str) -> tuple[str, ...]:
+    """Return the longest run of two or more consecutive content words both texts hold
+    ("session store", "payments gateway"): what two unnamed memories both speak of; ()
+    when they share none (ADR 0106). Longest common run by dynamic programming: time
+    proportional to the product of the two lengths."""
+    mine, theirs = _content_stems(text), _content_stems(other)
+    best, end = 1, 0
+    previous = [0] * (len(theirs) + 1)
+    for i, word in enumerate(mine, 1):
+        current = [0] * (len(theirs) + 1)
+        for j, their in enumerate(theirs, 1):
+            if word and word == their:
+                current[j] = previous[j - 1] + 1
+                if current[j] > best:
+                    best, end = current[j], i
+        previous = current
+    return tuple(mine[end - best : end]) if end else ()
+
+
+def _other_things(text: str, other: str) -> bool:
+    """Say whether each text names a thing the other does not: a run of two or more content
+    words sharing no word with the other text ("the billing exporter" beside "the report
+    builder": the rate limits of two things, not one limit changed; ADR 0106)."""
+
+    def own(a: list[str], b: list[str]) -> bool:
+        held, run = set(b), 0
+        for word in [*a, ""]:
+            if word and word not in held:
+                run += 1
+                continue
+            if run >= 2:
+                return True
+            run = 0
+        return False
+
+    mine, theirs = _content_stems(text), _content_stems(other)
+    return own(mine, theirs) and own(theirs, mine)
+
+
+def _dropped(text: str, phrase: tuple[str, ...]) -> str:
+    """Return ``text``'s words without the first run of them that spells ``phrase``."""
+    words = lexical.tokens(text)
+    stems = [stem(w) for w in words]
+    n = len(phrase)
+    for i in range(len(words) - n + 1):
+        if tuple(stems[i : i + n]) == phrase:
+            return " ".join(words[:i] + words[i + n :]) or text
+    return " ".join(words) or text
+
+
 def _names(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s capitalised words: the names, never an attribute."""
     return frozenset(stem(w) for m in _NAME.findall(text) for w in lexical.tokens(m))
@@ -375,15 +462,63 @@ def _labels(text: str) -> frozenset[str]:
     each names one thing, an event more often than a state ("fixed the parser in round 2"
     and "in round 26" both stay true)."""
     return frozenset(
-        f"{stem(word)} {number}"
-        for word, number in _LABEL.findall(text)
-        if word[0].islower() and word not in STOPWORDS  # "Model 3" names a thing: a value
+        f"{stem(word.lower())} {number}"
+        for word, number, opening in (
+            (m[1], m[2], _opens(text, m.start())) for m in _LABEL.finditer(text)
+        )
+        # "Model 3" names a thing, a value; "Incident 20" opening a sentence is capitalised
+        # by the sentence alone (ADR 0106).
+        if (word[0].islower() or opening) and word.lower() not in STOPWORDS
     )
 
 
-def _differs(new: frozenset[str], old: frozenset[str]) -> bool:
-    """Say whether two memories say different things: each holds content the other lacks."""
-    return bool(new - old) and bool(old - new)
+def _same_occurrences(ids: set[str], labels: frozenset[str], old_text: str, change: bool) -> bool:
+    """Say whether an earlier memory may be replaced as far as ids and numbered occurrences
+    go: it quotes the same ones as the new memory (an id or "round 26" names one thing: two
+    incidents, two rounds, both stay true). When the new memory announces a change, they
+    may be the values it changes ("moved the gateway to port 9090" of "listens on port
+    8080", "rescheduled to 04:30" of "runs at 02:00"): then both quote ids or neither, and
+    both number the same words (ADR 0106). An event numbered by a word the new memory does
+    not number ("ran the migration on shard 25") stays out."""
+    theirs, their_labels = set(codes(old_text)), _labels(old_text)
+    if theirs == ids and their_labels == labels:
+        return True
+    return (
+        change
+        and bool(theirs) == bool(ids)
+        and {lab.rsplit(" ", 1)[0] for lab in their_labels}
+        == {lab.rsplit(" ", 1)[0] for lab in labels}
+    )
+
+
+def _before(text: str, start: int) -> str:
+    """Return the character before ``text[start:]``, blanks skipped ("" at the start)."""
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return text[i] if i >= 0 else ""
+
+
+def _opens(text: str, start: int) -> bool:
+    """Say whether ``text[start:]`` opens a sentence of ``text``."""
+    before = _before(text, start)
+    return not before or before in ".!?"
+
+
+def _statement(text: str) -> bool:
+    """Say whether ``text`` states a thing detection can weigh: short enough to state one
+    fact or two (:data:`STATEMENT_WORDS`), and not a question (a question states nothing
+    that could stop being true: "do I need to update my Dockerfile?"; ADR 0106)."""
+    if text.rstrip().endswith("?"):
+        return False
+    return len(lexical.tokens(text[: STATEMENT_WORDS * 40])) <= STATEMENT_WORDS
+
+
+def _differs(new: frozenset[str], old: frozenset[str], change: bool = False) -> bool:
+    """Say whether two memories say different things: each holds content the other lacks,
+    or, when the new one announces a change, it adds to the old ("is no longer allergic to
+    peanuts" of "is allergic to peanuts"; ADR 0106)."""
+    return bool(new - old) and (change or bool(old - new))
 
 
 def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | None:

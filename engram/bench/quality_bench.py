@@ -14,8 +14,10 @@ One figure per family of :mod:`engram.bench.quality_probes` (and of
   (:mod:`engram.bench.quality_notes`: other topics, other wording, a store of 300 notes),
   a check of the floor on questions it was not chosen on (ADR 0090);
 - ids: the share of queries quoting an id whose one holder ranks first;
+- updates-things: the updates figure on notes about things, not people
+  (:mod:`engram.bench.quality_things`: held out, ADR 0106);
 - detection (:mod:`engram.bench.quality_detection`): precision and recall of supersession
-  detection, on the probes' templates and on held-out ones.
+  detection, on the probes' templates and on held-out ones (people, and things).
 
 Each runs with the hash embedder and, with the ``embeddings`` extra, all-MiniLM-L6-v2.
 Recall runs with its defaults (the point is what a user gets without tuning), unrecorded.
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from engram.agents.memory import DEFAULT_MIN_SCORE, AgentMemory
-from engram.bench import quality_notes
+from engram.bench import quality_notes, quality_things
 from engram.bench import quality_probes as probes
 from engram.bench.common import Config, Figure, log, remove_tree
 from engram.bench.quality_detection import detection_figures
@@ -52,9 +54,9 @@ __all__ = ["GOALS", "quality", "run_probes"]
 AGENT = "user"
 #: The goals: the figure each family must reach.
 GOALS = {"updates": 0.9, "copies": 9.5, "unanswerable": 0.9, "unanswerable-notes": 0.9,
-         "ids": 1.0}  # fmt: skip
+         "ids": 1.0, "updates-things": 0.9}  # fmt: skip
 UNITS = {"updates": "share", "copies": "distinct", "unanswerable": "share",
-         "unanswerable-notes": "share", "ids": "share"}  # fmt: skip
+         "unanswerable-notes": "share", "ids": "share", "updates-things": "share"}  # fmt: skip
 
 
 @dataclass
@@ -188,6 +190,11 @@ def run_probes(embedder: Embedder, seed: int, scratch: str) -> list[Outcome]:
             "unanswerable": (probes.unanswerable(rng, start), _unanswerable),
             "unanswerable-notes": (quality_notes.notes(rng, start), _unanswerable),
             "ids": (probes.ids(rng, start), _ids),
+            # Its own generator, so the families above keep their draws (ADR 0106).
+            "updates-things": (
+                quality_things.thing_updates(random.Random(f"{seed}:things"), start),
+                _updates,
+            ),
         }
         for family, (stores, judge) in sets.items():
             rows = _ask(os.path.join(directory, family), embedder, stores, judge, now)
@@ -207,7 +214,7 @@ def _mean(rows: list[dict[str, float]], key: str) -> float:
 
 
 def _outcome(family: str, rows: list[dict[str, float]]) -> Outcome:
-    if family == "updates":
+    if family.startswith("updates"):
         stale = [r for r in rows if r["stale_served"]]
         replaced = [r for r in stale if r["known"]]
         labelled = _mean(replaced, "labelled") if replaced else 1.0

@@ -8,17 +8,23 @@ appended are read back from the ledger:
 
 - precision: the share of detections that name a real change as replacing its fact;
 - recall: the share of real changes detected so.
+
+Three families: the people of the probes' templates, held-out people's templates, and the
+things of :mod:`engram.bench.quality_things` (held out too).
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import tempfile
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from engram.agents.memory import AgentMemory
 from engram.bench import detection_probes as probes
+from engram.bench import quality_things
 from engram.bench.common import Figure, log, remove_tree
 from engram.ledger import Ledger, default_registry
 from engram.projections.copies import Copies
@@ -33,14 +39,23 @@ __all__ = ["GOALS", "detection_figures", "measure"]
 
 #: What a default of ``apply`` needs: few wrong supersessions, most changes found.
 GOALS = {"precision": 0.95, "recall": 0.8}
-FAMILIES = {"detection": False, "detection-heldout": True}
+#: Each family: how its store is generated, and its generator's seed suffix.
+FAMILIES: dict[str, tuple[Callable[[random.Random, datetime], list[probes.Detection]], str]] = {
+    "detection": (probes.detection, "tuned"),
+    "detection-heldout": (functools.partial(probes.detection, heldout=True), "heldout"),
+    "detection-things": (quality_things.thing_detection, "things"),
+}
 
 
-def measure(embedder: Embedder, seed: int, scratch: str, *, heldout: bool) -> dict[str, float]:
-    """Observe one generated family with detection applying; return its counts and figures."""
+def measure(
+    embedder: Embedder, seed: int, scratch: str, *, heldout: bool = False, family: str = ""
+) -> dict[str, float]:
+    """Observe one generated family (``family``, else the tuned or ``heldout`` people's) with
+    detection applying; return its counts and figures."""
     now = datetime.now(UTC).replace(microsecond=0)
-    rng = random.Random(f"{seed}:{'heldout' if heldout else 'tuned'}")
-    (store,) = probes.detection(rng, now - timedelta(days=400), heldout=heldout)
+    generate, suffix = FAMILIES[family or ("detection-heldout" if heldout else "detection")]
+    rng = random.Random(f"{seed}:{suffix}")
+    (store,) = generate(rng, now - timedelta(days=400))
     directory = tempfile.mkdtemp(prefix="detection-", dir=scratch)
     try:
         ledger = Ledger.open(
@@ -81,8 +96,8 @@ def measure(embedder: Embedder, seed: int, scratch: str, *, heldout: bool) -> di
 def detection_figures(name: str, embedder: Embedder, seed: int, scratch: str) -> list[Figure]:
     """Return precision and recall of detection on both families under ``embedder``."""
     figures = []
-    for family, heldout in FAMILIES.items():
-        got = measure(embedder, seed, scratch, heldout=heldout)
+    for family in FAMILIES:
+        got = measure(embedder, seed, scratch, family=family)
         note = (
             f"{got['right']:.0f} right of {got['detected']:.0f} detected;"
             f" {got['changes']:.0f} real changes"

@@ -83,8 +83,29 @@ def test_the_detection_probes_hold_one_change_per_person() -> None:
             assert person in new_text
 
 
+def test_the_things_probes_hold_one_change_per_thing_and_swap_their_dates() -> None:
+    import random
+    from datetime import UTC, datetime
+
+    from engram.bench import quality_things
+
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    (store,) = quality_things.thing_detection(random.Random(3), start)
+    assert store.changes == len(store.truth) == len(quality_things.THINGS)
+    for new, old in store.truth:
+        (new_text, new_at), (old_text, old_at) = store.memories[new], store.memories[old]
+        assert old_at < new_at
+        thing = next(t for t in quality_things.THINGS if t in old_text)
+        assert thing in new_text
+    plain, swapped = quality_things.thing_updates(random.Random(3), start)
+    for a, b in zip(plain.cases, swapped.cases, strict=True):
+        assert a.query == b.query
+        assert plain.memories[a.current][0] == swapped.memories[b.stale][0]
+        assert plain.memories[a.current][1] == swapped.memories[b.current][1]
+
+
 @pytest.mark.slow
-def test_detection_is_measured_on_both_families(tmp_path: Path) -> None:
+def test_detection_is_measured_on_every_family(tmp_path: Path) -> None:
     from engram.bench.quality_detection import detection_figures, measure
 
     tuned = measure(HashEmbedder(), 1, str(tmp_path), heldout=False)
@@ -99,4 +120,9 @@ def test_detection_is_measured_on_both_families(tmp_path: Path) -> None:
         "quality detection recall (hash)",
         "quality detection-heldout precision (hash)",
         "quality detection-heldout recall (hash)",
+        "quality detection-things precision (hash)",
+        "quality detection-things recall (hash)",
     ]
+    things = measure(HashEmbedder(), 1, str(tmp_path), family="detection-things")
+    assert things["changes"] == 12
+    assert things["right"] <= things["detected"]

@@ -79,6 +79,26 @@ def test_an_explicit_supersession_serves_the_current_fact_first_and_labels_the_o
     assert tuple(row) == (old, new, "explicit")
 
 
+def test_a_replaced_fact_that_says_the_query_s_words_is_still_served_below_its_change(
+    memory: Memory,
+) -> None:
+    # ADR 0106: the stale fact holds every word of the question, the change none of its
+    # verbs; the replaced weight alone left the stale one first. Both served: the change
+    # ranks above it, and each score says so.
+    ana = _filled(memory)
+    old = ana.observe("The nightly backup runs at 02:00 UTC.", at=NOW - 60 * DAY)
+    new = ana.observe("Backups were rescheduled to 04:30 UTC.", at=NOW - 40 * DAY, supersedes=[old])
+    query = "What time does the nightly backup run?"
+    result = ana.recall(query, 5, record=False, min_score=0)
+    items = {r.event.position: r for r in result.items}
+    order = [r.event.position for r in result.items]
+    assert order.index(new) < order.index(old)
+    assert items[old].score < items[new].score
+    assert items[old].replaced_by == new
+    scores = [r.score for r in result.items]
+    assert scores == sorted(scores, reverse=True)
+
+
 def test_a_supersession_is_reverted_by_an_event(memory: Memory) -> None:
     ana = _filled(memory)
     old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)

@@ -95,3 +95,81 @@ def test_a_numbered_product_is_a_value_and_a_full_name_a_subject_in_a_young_stor
         old = ana.observe("Keiko Tanaka drives a white Tesla Model 3.", at=NOW - 60 * DAY)
         new = ana.observe("Keiko Tanaka now drives a black Ford Ranger.", at=NOW - 30 * DAY)
         assert _superseded(memory) == [(new, [old])]
+
+
+def test_a_change_may_give_a_numbered_value_anew(memory: Memory) -> None:
+    # ADR 0106: "port 9090" of "port 8080" is the value a change gives, not another
+    # occurrence; the port's rule holds only when the new memory announces the change.
+    ana = memory.agent("ana")
+    old = ana.observe("The API gateway listens on port 8080.", at=NOW - 60 * DAY)
+    ana.observe("The API gateway keeps access logs for 30 days.", at=NOW - 50 * DAY)
+    new = ana.observe("We moved the API gateway to port 9090.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == [(new, [old])]
+
+
+def test_a_quoted_value_changed_without_a_word_of_change_stays_two_facts(
+    memory: Memory,
+) -> None:
+    ana = memory.agent("ana")
+    ana.observe("The API gateway listens on port 8080.", at=NOW - 60 * DAY)
+    ana.observe("The API gateway listens on port 8443 for TLS.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_an_event_numbered_by_a_word_the_change_does_not_number_stays_true(
+    memory: Memory,
+) -> None:
+    # "Incident 20" opens its sentence: capitalised by the sentence, still a numbered
+    # occurrence; a change that numbers nothing never replaces it.
+    ana = memory.agent("ana")
+    ana.observe("Incident 20 hit the Kestrel queue this morning.", at=NOW - 60 * DAY)
+    ana.observe("Incident 25 hit the Kestrel queue this morning.", at=NOW - 50 * DAY)
+    ana.observe("Alice Moreau ran the migration on shard 25.", at=NOW - 40 * DAY)
+    ana.observe("Alice Moreau joined the infrastructure team this month.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_a_unit_after_a_number_names_nothing(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    ana.observe("The Atlas report job is scheduled for 05:15 UTC.", at=NOW - 60 * DAY)
+    ana.observe("The audit shipper job runs at 05:15 UTC.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_a_change_may_say_no_more_than_the_old_fact_and_its_negation(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    old = ana.observe("Sara Lindgren is allergic to peanuts.", at=NOW - 60 * DAY)
+    ana.observe("Sara Lindgren runs marathons.", at=NOW - 50 * DAY)
+    new = ana.observe("Sara Lindgren is no longer allergic to peanuts.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == [(new, [old])]
+
+
+def test_a_long_memory_or_a_question_neither_replaces_nor_is_replaced(memory: Memory) -> None:
+    # ADR 0106: a message of many statements is not untrue because one of them changed, and
+    # a question states nothing; detection weighs statements of a fact or two.
+    ana = memory.agent("ana")
+    detail = " ".join(f"It also covers topic {w} in some depth." for w in "abcdefgh")
+    ana.observe(f"Alice Moreau lives in Paris. {detail}", at=NOW - 60 * DAY)
+    ana.observe("Alice Moreau moved to Berlin.", at=NOW - 50 * DAY)
+    ana.observe("Bruno Sala lives in Lyon.", at=NOW - 40 * DAY)
+    ana.observe("Has Bruno Sala moved to Turin now?", at=NOW - 30 * DAY)
+    ana.observe(f"Bruno Sala moved to Turin. {detail}", at=NOW - 20 * DAY)
+    assert supersession.STATEMENT_WORDS < len(detail.split()) < 2 * supersession.STATEMENT_WORDS
+    assert _superseded(memory) == []
+
+
+def test_an_unnamed_thing_changed_is_found_by_the_words_both_name_it_by(
+    memory: Memory,
+) -> None:
+    # ADR 0106: no capitalised word names "the session store"; the longest run of words both
+    # memories hold does, when the new one announces a change.
+    ana = memory.agent("ana")
+    old = ana.observe("The session store is hosted in us-west-2.", at=NOW - 60 * DAY)
+    ana.observe("The session store keeps thirty days of data.", at=NOW - 50 * DAY)
+    ana.observe("The rate limit on the billing exporter is 100 a minute.", at=NOW - 45 * DAY)
+    new = ana.observe("The session store was migrated to us-east-2.", at=NOW - 30 * DAY)
+    ana.observe(
+        "The rate limit on the report builder was raised to 200 a minute.", at=NOW - 20 * DAY
+    )
+    ana.observe("The session store holds tokens for the web app.", at=NOW - 10 * DAY)
+    assert _superseded(memory) == [(new, [old])]
