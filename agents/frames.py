@@ -80,6 +80,7 @@ class Candidate:
     components: dict[str, float]
     hop: int
     text: str
+    replaced_by: int | None = None  # the memory that replaced this one (ADR 0052, 0106)
 
     @property
     def node_type(self) -> str:
@@ -346,7 +347,8 @@ def _quotes(entry: object) -> bool:
 
 def _by_position(entry: object) -> object:
     if isinstance(entry, Mapping) and type(entry.get("pos")) is int and "text" in entry:
-        return {k: v for k, v in entry.items() if k not in ("text", "details")}
+        # What replaced it is the supersessions' to say again, as its text is the ledger's.
+        return {k: v for k, v in entry.items() if k not in ("text", "details", "replaced_by")}
     return entry
 
 
@@ -391,6 +393,8 @@ def _entry(c: Candidate, details: str | None = None) -> dict[str, Any]:
     if c.frame == "episodic":
         entry["agent"] = getattr(c.event.payload, "agent", c.event.actor)  # a note: its reviewer
         entry["at"] = c.event.at.isoformat(timespec="seconds")
+    if c.replaced_by is not None:
+        entry["replaced_by"] = c.replaced_by
     return entry
 
 

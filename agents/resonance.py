@@ -14,14 +14,16 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 
 import numpy as np
 
 from engram.agents import doctrine, guidance
+from engram.agents.folding import replaced_among
 from engram.agents.frames import Candidate, frame_of, top_k
-from engram.agents.memory import AgentMemory
+from engram.agents.memory import REPLACED_WEIGHT, AgentMemory
+from engram.agents.ordering import below_replacements
 from engram.ledger import Event
 from engram.projections import (
     activation,
@@ -281,10 +283,43 @@ class Probe:
             kind = _item_type(event)
             score = _resonance(components, weights)
             out.append(Candidate(event, kind, frame_of(kind), score, components, node.hop, text))
+        out = self._below_replacements(out, at_us)
         for source in self.sources:
             out += source(weights, at_us)
         out += self._doctrine(events, found, weights, at_us)
         return out
+
+    def _below_replacements(self, out: list[Candidate], at_us: int) -> list[Candidate]:
+        """Return ``out`` with each replaced memory labelled with what replaced it and served
+        below it (ADR 0052, 0106).
+
+        A replacement that is a candidate too takes at least the resonance of what it
+        replaced: it answers now what the replaced one answered ("rescheduled to 04:30" for
+        a question about when the backup runs). The replaced one is weighed down as recall
+        weighs it and scores just under its replacement.
+        """
+        replaced = replaced_among(self.conn, [c.event.position for c in out], self.cut, at_us)
+        if not replaced:
+            return out
+        scores = {c.event.position: c.score for c in out}
+        for _ in range(len(replaced)):  # a chain of n replacements settles in n passes
+            raised = False
+            for old, newer in replaced.items():
+                if old in scores and newer in scores and scores[newer] < scores[old]:
+                    scores[newer], raised = scores[old], True
+            if not raised:
+                break
+        for old in replaced:
+            if old in scores:
+                scores[old] *= REPLACED_WEIGHT
+        below_replacements(list(scores), scores, replaced, 0.0)
+        return [
+            replace(c, score=scores[p], replaced_by=replaced.get(p))
+            if scores[p] != c.score or p in replaced
+            else c
+            for c in out
+            for p in (c.event.position,)
+        ]
 
     def _doctrine(
         self, events: dict[int, Event], found: dict[int, _Node], weights: ContextWeights, at_us: int

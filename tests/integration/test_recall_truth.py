@@ -99,6 +99,34 @@ def test_a_replaced_fact_that_says_the_query_s_words_is_still_served_below_its_c
     assert scores == sorted(scores, reverse=True)
 
 
+def test_a_context_frame_labels_a_replaced_fact_and_ranks_it_below_its_change(
+    memory: Memory,
+) -> None:
+    # ADR 0106: a replaced memory is labelled wherever it is served, frames included; the
+    # label is the supersessions' to say, so a saved frame keeps the position alone.
+    ana = _filled(memory)
+    old = ana.observe("The nightly backup runs at 02:00 UTC.", at=NOW - 60 * DAY)
+    new = ana.observe("Backups were rescheduled to 04:30 UTC.", at=NOW - 40 * DAY, supersedes=[old])
+    context = build_context(ana, "What time does the nightly backup run?", budget=600)
+    entries = {e["pos"]: e for e in context.frames["episodic"]}
+    assert entries[old]["replaced_by"] == new
+    assert "replaced_by" not in entries[new]
+    ranked = [i.position for i in context.items]
+    assert ranked.index(new) < ranked.index(old)
+    (saved,) = memory.ledger.read(0, kinds=["context.saved"])
+    quoted = saved.payload.frames["episodic"]
+    assert {"pos": old, "type": "observation"}.items() <= next(
+        q for q in quoted if q["pos"] == old
+    ).items()
+    assert all("replaced_by" not in q for q in quoted)
+    # Before the supersession was recorded, nothing was replaced.
+    then = build_context(
+        ana, "What time does the nightly backup run?", budget=600, as_of=NOW - 50 * DAY,
+        save=False,
+    )  # fmt: skip
+    assert all("replaced_by" not in e for e in then.frames["episodic"])
+
+
 def test_a_supersession_is_reverted_by_an_event(memory: Memory) -> None:
     ana = _filled(memory)
     old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
