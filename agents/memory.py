@@ -47,7 +47,7 @@ from engram.agents.matching import (
     share_ceilings,
     work_out,
 )
-from engram.agents.ordering import below_replacements, ceilings, lazily
+from engram.agents.ordering import below_replacements, ceilings, lazily, with_replacements
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (
@@ -492,7 +492,12 @@ class AgentMemory(Gathering):
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, ask, rows, matching)
         if replaced:
+            order = with_replacements(order, ranked, replaced, folded, relevance, work)
+            for p in order:  # a replacement brought in: its score with the relevance it took
+                total[p] = scored(relevance[p] ** w["relevance"], p)
+            order = sorted(order, key=lambda p: (-total[p], -p))
             order = below_replacements(order, total, replaced, ask.min_score)
+            order = [p for p in order if total[p] >= ask.min_score][: ask.k]
         groups = grouped(conn, order, rows, folded, self.agent, ask.cut)
         events = self.ledger.get(order) if order else []
         items = []

@@ -22,7 +22,7 @@ from engram.agents.folding import Folder
 from engram.agents.matching import Candidate, Matching
 from engram.projections import copies, lexical
 
-__all__ = ["BATCH", "below_replacements", "ceiling", "ceilings", "lazily"]
+__all__ = ["BATCH", "below_replacements", "ceiling", "ceilings", "lazily", "with_replacements"]
 
 #: Candidates worked out at a time (recall asks for ``k`` items, 10 by default).
 BATCH = 10
@@ -226,3 +226,38 @@ def below_replacements(
     if not changed:
         return list(order)
     return [p for p in sorted(order, key=lambda p: (-total[p], -p)) if total[p] >= floor]
+
+
+def with_replacements(
+    order: list[int],
+    ranked: dict[int, Candidate],
+    replaced: Mapping[int, int],
+    folded: Mapping[int, list[int]],
+    relevance: dict[int, float],
+    work: Callable[[Sequence[int]], None],
+) -> list[int]:
+    """Return ``order`` with the replacement of each served replaced memory served too
+    (ADR 0106): what replaced a memory answers now what it answered, so it takes at
+    least its relevance. Only a candidate of this recall is brought in (it passed the
+    same visibility, type and time filters), and not one folded as a copy of a served
+    item; a chain is followed to its end."""
+    served = set(order)
+    copies_served = {c for p in order for c in folded.get(p, ())}
+    added = list(order)
+    for _ in range(len(replaced)):  # a chain of n replacements settles in n passes
+        grew = False
+        for p in list(added):
+            newer = replaced.get(p)
+            if newer is None or newer not in ranked or newer in copies_served:
+                continue
+            if newer not in relevance:
+                work([newer])
+            if relevance[newer] < relevance[p]:
+                relevance[newer], grew = relevance[p], True
+            if newer not in served:
+                served.add(newer)
+                added.append(newer)
+                grew = True
+        if not grew:
+            break
+    return added

@@ -97,6 +97,14 @@ def test_a_replaced_fact_that_says_the_query_s_words_is_still_served_below_its_c
     assert items[old].replaced_by == new
     scores = [r.score for r in result.items]
     assert scores == sorted(scores, reverse=True)
+    # Under the default floor the change, sharing one word with the question, would not be
+    # served on its own; the stale fact served brings it, with at least its relevance.
+    alone = ana.recall("Backups", 5, record=False)
+    floored = ana.recall(query, 5, record=False)
+    first, second = floored.items[:2]
+    assert (first.event.position, second.event.position) == (new, old)
+    assert first.relevance >= second.relevance and second.replaced_by == new
+    assert new in [r.event.position for r in alone.items]  # a plain candidate otherwise
 
 
 def test_a_context_frame_labels_a_replaced_fact_and_ranks_it_below_its_change(

@@ -30,3 +30,27 @@ def test_a_replacement_not_served_or_already_above_moves_nothing() -> None:
     total = {1: 0.9, 2: 0.5, 3: 0.95}
     assert below_replacements([1, 2], dict(total), {1: 7}, 0.0) == [1, 2]
     assert below_replacements([3, 1], dict(total), {1: 3}, 0.0) == [3, 1]
+
+
+def test_a_served_replaced_memory_brings_its_replacement_with_its_relevance() -> None:
+    from engram.agents.matching import Candidate
+    from engram.agents.ordering import with_replacements
+
+    ranked = {p: Candidate(0.0) for p in (1, 2, 3, 4, 5)}
+    relevance = {1: 0.8, 2: 0.1}
+    worked: list[int] = []
+
+    def work(batch: list[int]) -> None:  # what recall does: work the candidate out
+        worked.extend(batch)
+        relevance.update({p: 0.05 for p in batch})
+
+    # 1 replaced by 3 (not served yet, not worked out), 3 by 4: the chain to its end.
+    order = with_replacements([1, 2], ranked, {1: 3, 3: 4}, {}, relevance, work)
+    assert order == [1, 2, 3, 4]
+    assert relevance[3] == relevance[4] == 0.8
+    assert worked == [3, 4]
+    # Not a candidate of this recall (not visible, another type), or folded as a copy of
+    # a served item: not brought in.
+    relevance = {1: 0.8}
+    assert with_replacements([1], ranked, {1: 9}, {}, relevance, work) == [1]
+    assert with_replacements([1], ranked, {1: 5}, {1: [5]}, relevance, work) == [1]
