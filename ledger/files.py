@@ -19,9 +19,9 @@ __all__ = ["read_small_file"]
 def read_small_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     """Return the bytes of the regular file at ``path``, which must hold at most ``max_bytes``.
 
-    Opened without blocking (a FIFO would wait for a writer) and checked on the open file,
-    so what is read is what was checked; a file that grows past the bound while it is read
-    is refused too.
+    The null device (``/dev/null``) reads as an empty file. Opened without blocking (a FIFO
+    would wait for a writer) and checked on the open file, so what is read is what was
+    checked; a file that grows past the bound while it is read is refused too.
 
     Raises:
         OSError: the file cannot be opened or read, is not a regular file (``EINVAL``), or is
@@ -30,6 +30,8 @@ def read_small_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb", buffering=0) as file:
         info = os.fstat(fd)
+        if _is_null_device(info):
+            return b""  # ``--config /dev/null``: an empty file, said the usual way
         if not stat.S_ISREG(info.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
         chunks: list[bytes] = []
@@ -40,3 +42,13 @@ def read_small_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
             if size > max_bytes:
                 raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", os.fspath(path))
     return b"".join(chunks)
+
+
+def _is_null_device(info: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return (
+        stat.S_ISCHR(info.st_mode) and stat.S_ISCHR(null.st_mode) and info.st_rdev == null.st_rdev
+    )
