@@ -1,0 +1,88 @@
+"""Command-line arguments no command can use: one usage error naming the argument, no trace.
+
+Bytes of the command line that are not UTF-8 reach Python as lone surrogates ("\\udcff" for
+the byte 0xff); every read that handed one to SQLite, DuckDB or an index ended in a
+``UnicodeEncodeError`` (or DuckDB's ``TypeError``) traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engram.cli import main
+from engram.ledger import Ledger
+
+#: What Python makes of the byte 0xff in a command line (PEP 383).
+BYTE_FF = os.fsdecode(b"\xff")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue(), capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = str(tmp_path_factory.mktemp("args") / "args.db")
+    assert main(["--ledger", path, "-q", "observe", "alice", "the deploy failed"]) == 0
+    return path
+
+
+def head(db: str) -> int:
+    with Ledger.open(db, readonly=True) as ledger:
+        return ledger.head()
+
+
+@pytest.mark.parametrize(
+    ("argv", "name"),
+    [
+        (["recall", BYTE_FF, "deploy"], "AGENT"),
+        (["recall", "alice", f"deploy{BYTE_FF}"], "QUERY"),
+        (["log", "--kind", BYTE_FF], "--kind"),
+        (["log", "--stream", BYTE_FF], "--stream"),
+        (["sql", f"SELECT 1 {BYTE_FF}"], "QUERY"),
+        (["memo", "read", BYTE_FF], "SESSION"),
+        (["signals", "list", BYTE_FF], "AGENT"),
+        (["scars", "list", "--agent", BYTE_FF], "--agent"),
+        (["scars", "show", BYTE_FF], "POSITION|ID"),
+        (["suggestions", "show", BYTE_FF], "SUGGESTION"),
+        (["concepts", "tree", BYTE_FF], "AGENT"),
+        (["context", "deploy", "--agent", BYTE_FF], "--agent"),
+        (["reflections", "show", BYTE_FF], "ID|POSITION"),
+        (["supersessions", "list", "--agent", BYTE_FF], "--agent"),
+        (["forget", BYTE_FF, "--yes"], "SUBJECT"),
+        (["observe", "alice", f"caf{BYTE_FF}"], "TEXT"),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else v,
+)
+def test_a_text_argument_that_is_not_utf8_is_a_usage_error_naming_it(
+    db: str, capsys: pytest.CaptureFixture[str], argv: list[str], name: str
+) -> None:
+    before = head(db)
+    code, out, err = run(capsys, "--ledger", db, *argv)
+    assert (code, out) == (2, ""), err
+    assert err.splitlines()[-1] == f"Error: Invalid value for '{name}': not valid UTF-8 (byte 0xff)"
+    assert head(db) == before
+
+
+def test_a_real_process_given_bytes_that_are_not_utf8_says_which_argument(db: str) -> None:
+    exe = Path(sys.executable).with_name("engram")
+    proc = subprocess.run(
+        [os.fsencode(exe), b"--ledger", os.fsencode(db), b"recall", b"alice", b"d\xc3ploy"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert b"Traceback" not in proc.stderr
+    assert (
+        proc.stderr.splitlines()[-1]
+        == b"Error: Invalid value for 'QUERY': not valid UTF-8 (byte 0xc3)"
+    )
