@@ -480,6 +480,12 @@ class Ledger:
 def _check_position(value: object, name: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
+    if value > _POSITION_MAX:  # the driver would raise OverflowError binding it
+        raise ConfigError(f"{name} must be at most {_POSITION_MAX} (a 64-bit int), got {value}")
+
+
+#: The largest position either database binds or stores.
+_POSITION_MAX = 2**63 - 1
 
 
 def _names(values: Sequence[str] | None, what: str) -> list[str] | None:

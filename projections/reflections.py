@@ -37,6 +37,7 @@ from typing import NamedTuple
 from engram.ledger import FORGOTTEN, Event
 from engram.ledger.catalog import MemoryObserved, MemoryReflected, SubjectForgotten
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import check_count
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.salience import micros
 from engram.projections.store import ProjectionStore
@@ -258,8 +259,7 @@ def by_agent(
         params.append(agent)
     sql += " ORDER BY position DESC"
     if limit is not None:
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise QueryError(f"limit must be a positive int, got {limit!r}")
+        check_count(limit, "limit")
         sql += " LIMIT ?"
         params.append(limit)
     return [Reflection(*row) for row in conn.execute(sql, params)]
@@ -276,8 +276,7 @@ def by_id(conn: sqlite3.Connection, id: str) -> Reflection | None:
 def by_position(conn: sqlite3.Connection, position: int) -> Reflection | None:
     """Return the reflection appended at ledger ``position``, or None."""
     _check(conn)
-    if not isinstance(position, int) or isinstance(position, bool) or position < 1:
-        raise QueryError(f"position must be a ledger position (an int >= 1), got {position!r}")
+    check_count(position, "position", "a ledger position (an int >= 1)")
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM reflections WHERE position = ?", (position,)
     ).fetchone()

@@ -86,3 +86,42 @@ def test_a_real_process_given_bytes_that_are_not_utf8_says_which_argument(db: st
         proc.stderr.splitlines()[-1]
         == b"Error: Invalid value for 'QUERY': not valid UTF-8 (byte 0xc3)"
     )
+
+
+#: One past the largest integer SQLite binds: the driver raised OverflowError on each.
+PAST_INT64 = str(2**63)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["log", "--after", PAST_INT64], f"Error: after must be at most {2**63 - 1}"),
+        (["log", "--limit", PAST_INT64], f"Error: limit must be at most {2**63 - 1}"),
+        (["graph", "top", "-k", PAST_INT64], "engram graph top: error: k must be at most"),
+        (["scars", "list", "--limit", PAST_INT64], "engram scars list: error: limit must be"),
+        (["signals", "list", "bob", "--limit", PAST_INT64], "engram signals list: error: limit"),
+        (["suggestions", "list", "--limit", PAST_INT64], "engram suggestions list: error: limit"),
+        (["reflections", "-n", PAST_INT64], "engram reflections: error: limit must be at most"),
+        (["reflections", "show", "9" * 23], "engram reflections show: error: position must be"),
+        (["scars", "show", "9" * 23], f"engram scars show: error: no scar at '{'9' * 23}'"),
+        (
+            ["supersessions", "apply", PAST_INT64, "--reviewer", "ana"],
+            "engram supersessions apply: error: proposal must be at most",
+        ),
+        (
+            ["supersessions", "revert", PAST_INT64, "--reviewer", "ana"],
+            "engram supersessions revert: error: event must be at most",
+        ),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+)
+def test_a_number_past_64_bits_is_refused_with_one_line(
+    db: str, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    before = head(db)
+    code, out, err = run(capsys, "--ledger", db, *argv)
+    assert code in (1, 2), err
+    assert out == ""
+    assert err.splitlines()[-1].startswith(message), err
+    assert "Traceback" not in err
+    assert head(db) == before
