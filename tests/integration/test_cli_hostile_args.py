@@ -125,3 +125,30 @@ def test_a_number_past_64_bits_is_refused_with_one_line(
     assert err.splitlines()[-1].startswith(message), err
     assert "Traceback" not in err
     assert head(db) == before
+
+
+@pytest.mark.parametrize(
+    ("window", "reason"),
+    [
+        ("nan", "nan is not a number of hours"),  # ValueError traceback before
+        ("inf", "inf is not in the range 0<x<=1000000.0."),  # OverflowError traceback
+        ("1e308", "1e+308 is not in the range 0<x<=1000000.0."),
+    ],
+)
+def test_vitality_refuses_a_window_no_time_span_holds(
+    db: str, capsys: pytest.CaptureFixture[str], window: str, reason: str
+) -> None:
+    code, out, err = run(capsys, "--ledger", db, "vitality", "--window", window)
+    assert (code, out) == (2, ""), err
+    assert err.splitlines()[-1] == f"Error: Invalid value for '--window': {reason}"
+
+
+def test_vitality_as_of_the_first_day_counts_growth_from_the_beginning(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A day before 0001-01-01 is no date: the window's start raised OverflowError.
+    at = "0001-01-01T00:00:00+00:00"
+    code, out, err = run(capsys, "--ledger", db, "vitality", "--as-of", at, "--format", "json")
+    assert code == 0, err
+    assert f'"at": "{at}"' in out
+    assert '"growth": 0' in out
