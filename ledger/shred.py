@@ -62,8 +62,12 @@ DEFAULT_PERSONAL: Mapping[str, tuple[str, ...]] = {
     "memory.observed": ("text",),
     "memory.recalled": ("query",),
     "scar.recorded": ("what", "lesson"),
-    "memory.reflected": ("text",),
+    # A reflection's focal question names what its memories speak of (ADR 0039).
+    "memory.reflected": ("text", "question"),
     "context.saved": ("query", "task", "notes"),
+    # Detection's reason quotes the values that changed ("0101 -> 0199"), a model's its words.
+    "memory.superseded": ("reason",),
+    "supersession.proposed": ("reason",),
 }
 _FORMAT = "engram-keys/1"
 _NONCE = 12
