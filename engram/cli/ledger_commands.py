@@ -27,8 +27,7 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
-from engram.ledger.personal import personal_fields
-from engram.ledger.shred import masked
+from engram.ledger.personal import masked, personal_fields
 from engram.runtime import registry_for
 
 
