@@ -48,6 +48,7 @@ from engram.ledger.catalog import (
     SupersessionReviewed,
 )
 from engram.projections import copies, lexical, semantic, supersession
+from engram.projections.counts import check_count
 from engram.projections.errors import ProjectionError, QueryError
 
 if TYPE_CHECKING:
@@ -549,6 +550,7 @@ def review(
     memory: AgentMemory, proposal: int, decision: str, *, reviewer: str, note: str = ""
 ) -> int:
     """Apply or refuse the pending proposal at ``proposal``; return the review's position."""
+    check_count(proposal, "proposal", "a ledger position")
     if not isinstance(note, str):
         raise QueryError(f"note must be a string, got {type(note).__name__}")
     if decision not in ("applied", "refused"):
@@ -573,8 +575,7 @@ def revert(memory: AgentMemory, event: int, *, reviewer: str, note: str = "") ->
     """Undo the supersession applied at ``event``, whoever's memories it joins (appended to
     their agent's stream); return the revert's position."""
     _check_reviewer(reviewer)
-    if not isinstance(event, int) or isinstance(event, bool) or event < 1:
-        raise QueryError(f"event must be a ledger position, got {event!r}")
+    check_count(event, "event", "a ledger position")
     if not isinstance(note, str):
         raise QueryError(f"note must be a string, got {type(note).__name__}")
     memory.engine.wait_for(memory.ledger.head())

@@ -149,6 +149,7 @@ def open_settings(
             raise
         if default is not None:
             ledger.sealer = Sealer(default, settings.personal())
+            ledger.finish_forgets()
     return ledger
 
 

@@ -40,11 +40,14 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from engram.ledger.errors import CheckpointError
+from engram.ledger.files import read_small_file
 from engram.ledger.store import Ledger
 
 FORMAT: Literal["engram-checkpoint/1"] = "engram-checkpoint/1"
 _HEX64 = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
 _FILE = re.compile(r"^checkpoint-(\d{12})\.json$")
+#: The most a key or a checkpoint file may hold: each is a few hundred bytes.
+MAX_FILE_BYTES = 64 << 10
 
 
 class Checkpoint(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -292,7 +295,7 @@ def _hashes(ledger: Ledger, positions: list[int]) -> list[str]:
 
 def _read(path: Path, what: str) -> bytes:
     try:
-        return path.read_bytes()
+        return read_small_file(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         raise CheckpointError(f"no {what} at {path}") from None
     except OSError as exc:

@@ -1,18 +1,21 @@
-"""Walking an event stream's personal fields (ADR 0039, ADR 0086).
+"""Walking an event stream's personal fields (ADR 0039, ADR 0086), and hiding them.
 
 Which fields of which kinds are personal is the settings' (``Settings.personal()``) or a
 sealer's; this walks them once for every reader that needs them: the key split, an audit
-opened as a subject, forgetting's sweep of the embedding cache.
+opened as a subject, forgetting's sweep of the embedding cache. :func:`masked` hides another
+subject's private ones where an event is shown (``engram log``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-from engram.ledger.events import Event
-from engram.ledger.shred import subject_of
+import msgspec
 
-__all__ = ["personal_fields"]
+from engram.ledger.events import Event
+from engram.ledger.shred import DEFAULT_PERSONAL, FORGOTTEN, PRIVATE, subject_of
+
+__all__ = ["masked", "personal_fields"]
 
 
 def personal_fields(
@@ -38,3 +41,28 @@ def personal_fields(
             continue
         if subject is None or subject_of(event.actor, payload) == subject:
             yield event, {name: getattr(payload, name, None) for name in names}
+
+
+def masked(
+    event: Event, viewer: str | None, personal: Mapping[str, Sequence[str]] = DEFAULT_PERSONAL
+) -> Event:
+    """Return ``event`` as ``viewer`` may see it: another subject's private fields hidden.
+
+    A recall's query is private to the recalling agent; an item's personal fields are
+    private when its ``visibility`` is ``private``. Hidden fields read :data:`PRIVATE`.
+    """
+    fields = personal.get(event.kind)
+    payload = event.payload
+    if not fields or isinstance(payload, dict):
+        return event
+    private = event.kind == "memory.recalled" or getattr(payload, "visibility", None) == "private"
+    if not private or subject_of(event.actor, payload) == viewer:
+        return event
+    hidden = {
+        name: PRIVATE
+        for name in fields
+        if isinstance(getattr(payload, name, None), str) and getattr(payload, name) != FORGOTTEN
+    }
+    if not hidden:
+        return event
+    return msgspec.structs.replace(event, payload=msgspec.structs.replace(payload, **hidden))

@@ -36,7 +36,6 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from engram.ledger.chunks import chunked
 from engram.ledger.errors import KeyStoreError
-from engram.ledger.events import Event
 
 __all__ = [
     "DEFAULT_PERSONAL",
@@ -48,7 +47,6 @@ __all__ = [
     "SealingKey",
     "SubjectKeys",
     "is_sealed",
-    "masked",
     "subject_of",
 ]
 
@@ -62,10 +60,16 @@ DEFAULT_PERSONAL: Mapping[str, tuple[str, ...]] = {
     "memory.observed": ("text",),
     "memory.recalled": ("query",),
     "scar.recorded": ("what", "lesson"),
-    "memory.reflected": ("text",),
+    # A reflection's focal question names what its memories speak of (ADR 0039).
+    "memory.reflected": ("text", "question"),
     "context.saved": ("query", "task", "notes"),
+    # Detection's reason quotes the values that changed ("0101 -> 0199"), a model's its words.
+    "memory.superseded": ("reason",),
+    "supersession.proposed": ("reason",),
 }
 _FORMAT = "engram-keys/1"
+#: The ``keystore_meta`` key prefix of a subject's unfinished forgetting.
+_UNFINISHED = "forgetting:"
 _NONCE = 12
 _KEY_ID_CHARS = 16
 _PREFIX_LEN = len(SEALED_PREFIX)
@@ -87,31 +91,6 @@ def _where(event_id: str, kind: str, field: str) -> str:
 def is_sealed(value: object) -> bool:
     """Say whether ``value`` is a sealed personal field as the ledger stores it."""
     return type(value) is str and value.startswith(SEALED_PREFIX)
-
-
-def masked(
-    event: Event, viewer: str | None, personal: Mapping[str, Sequence[str]] = DEFAULT_PERSONAL
-) -> Event:
-    """Return ``event`` as ``viewer`` may see it: another subject's private fields hidden.
-
-    A recall's query is private to the recalling agent; an item's personal fields are
-    private when its ``visibility`` is ``private``. Hidden fields read :data:`PRIVATE`.
-    """
-    fields = personal.get(event.kind)
-    payload = event.payload
-    if not fields or isinstance(payload, dict):
-        return event
-    private = event.kind == "memory.recalled" or getattr(payload, "visibility", None) == "private"
-    if not private or subject_of(event.actor, payload) == viewer:
-        return event
-    hidden = {
-        name: PRIVATE
-        for name in fields
-        if isinstance(getattr(payload, name, None), str) and getattr(payload, name) != FORGOTTEN
-    }
-    if not hidden:
-        return event
-    return msgspec.structs.replace(event, payload=msgspec.structs.replace(payload, **hidden))
 
 
 def subject_of(actor: str, payload: object) -> str:
@@ -331,27 +310,52 @@ class KeyStore:
         self._keys[key_id] = key
         self._owners[key_id] = subject
 
-    def forget(self, subject: str) -> int:
+    def forget(self, subject: str, *, unfinished: str | None = None) -> int:
         """Destroy every key of ``subject``; return how many were live (0: none, or already).
 
         The rows stay as tombstones (key id, subject, when) so a read tells a destroyed key
         from a key store that never held it. SQLite's secure_delete overwrites the key bytes,
         and the write-ahead log is checkpointed and truncated before returning.
+
+        With ``unfinished``, the store keeps it, in the transaction that destroys the keys,
+        until :meth:`forgetting_done` (what a ledger needs to finish after a crash).
         """
         if not isinstance(subject, str) or not subject:
             raise KeyStoreError(f"subject must be a non-empty string, got {subject!r}")
         with self._lock:
             try:
-                count = self._conn.execute(
-                    "UPDATE subject_keys SET key = NULL, forgotten = ?"
-                    " WHERE subject = ? AND key IS NOT NULL",
-                    (datetime.now(UTC).isoformat(), subject),
-                ).rowcount
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    count = self._conn.execute(
+                        "UPDATE subject_keys SET key = NULL, forgotten = ?"
+                        " WHERE subject = ? AND key IS NOT NULL",
+                        (datetime.now(UTC).isoformat(), subject),
+                    ).rowcount
+                    if unfinished is not None:
+                        self._conn.execute(
+                            "INSERT OR REPLACE INTO keystore_meta (key, value) VALUES (?, ?)",
+                            (_UNFINISHED + subject, unfinished),
+                        )
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
                 self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             except sqlite3.Error as exc:
                 raise KeyStoreError(f"key store {self.path}: {exc}") from None
             self.evict(subject)
         return count
+
+    def unfinished_forgets(self) -> dict[str, str]:
+        """Return each subject whose forgetting is unfinished, with what :meth:`forget` kept."""
+        sql = "SELECT substr(key, 12), value FROM keystore_meta WHERE key LIKE 'forgetting:%'"
+        with self._lock:
+            return {str(s): str(v) for s, v in self._conn.execute(sql).fetchall()}
+
+    def forgetting_done(self, subject: str) -> None:
+        """Drop ``subject``'s unfinished forgetting: its ``subject.forgotten`` is appended."""
+        with self._lock:
+            self._conn.execute("DELETE FROM keystore_meta WHERE key = ?", (_UNFINISHED + subject,))
 
     def _data_version(self) -> int:
         row = self._conn.execute("PRAGMA data_version").fetchone()

@@ -11,7 +11,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
+
+import msgspec
 
 from engram.ledger import backends
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
@@ -27,6 +30,7 @@ from engram.ledger.errors import (
 )
 from engram.ledger.events import ANY, Event, Expectation, NewEvent
 from engram.ledger.groupcommit import GroupCommitter
+from engram.ledger.ids import new_id
 from engram.ledger.kinds import KindRegistry
 from engram.ledger.planning import GroupPlan, Request, VersionCache, prepare
 from engram.ledger.shred import Sealer
@@ -85,6 +89,7 @@ class Ledger:
         self._versions = VersionCache()
         self._closed = False
         backend.create()
+        self.finish_forgets()
 
     @classmethod
     def open(
@@ -216,13 +221,31 @@ class Ledger:
             raise ConfigError(f"actor must be a name of 1..512 characters, got {actor!r}")
         if self.backend.readonly:
             raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
-        self.sealer.keys.forget(subject)
+        # The event is made first and kept with the keys' destruction, so a process killed
+        # before it is appended leaves it to the next writer (:meth:`finish_forgets`).
         event = NewEvent.of(
             SubjectForgotten(subject=subject, reason=reason),
             stream="subjects",  # one stream: a 512-character subject fits no longer name
             actor=actor,
+            id=new_id(),
+            at=datetime.now(UTC),
         )
-        return self.append(event)[0]
+        self.sealer.keys.forget(subject, unfinished=_unfinished(event))
+        position = self.append(event)[0]
+        self.sealer.keys.forgetting_done(subject)
+        return position
+
+    def finish_forgets(self) -> None:
+        """Append the ``subject.forgotten`` of each forgetting whose process died after it
+        destroyed the keys: the event it made (its id), so one it appended is not again.
+
+        A writer opened with a sealer does this; call it after setting :attr:`sealer`.
+        """
+        if self.sealer is None or self.backend.readonly:
+            return
+        for subject, kept in self.sealer.keys.unfinished_forgets().items():
+            self.append(_finished(kept))
+            self.sealer.keys.forgetting_done(subject)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -480,6 +503,12 @@ class Ledger:
 def _check_position(value: object, name: str) -> None:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
+    if value > _POSITION_MAX:  # the driver would raise OverflowError binding it
+        raise ConfigError(f"{name} must be at most {_POSITION_MAX} (a 64-bit int), got {value}")
+
+
+#: The largest position either database binds or stores.
+_POSITION_MAX = 2**63 - 1
 
 
 def _names(values: Sequence[str] | None, what: str) -> list[str] | None:
@@ -491,3 +520,25 @@ def _names(values: Sequence[str] | None, what: str) -> list[str] | None:
     if not out or not all(isinstance(v, str) for v in out):
         raise ConfigError(f"{what} must be a non-empty list of strings, got {values!r}")
     return out
+
+
+def _unfinished(event: NewEvent) -> str:
+    """Return what the key store keeps of a ``subject.forgotten`` not appended yet."""
+    payload = msgspec.to_builtins(event.payload)
+    at = event.at.isoformat() if event.at is not None else None
+    kept = {"id": event.id, "at": at, "actor": event.actor, "payload": payload}
+    return msgspec.json.encode(kept).decode()
+
+
+def _finished(kept: str) -> NewEvent:
+    """Return the ``subject.forgotten`` event :func:`_unfinished` kept."""
+    from engram.ledger.catalog import SubjectForgotten
+
+    data = msgspec.json.decode(kept)
+    return NewEvent.of(
+        msgspec.convert(data["payload"], SubjectForgotten),
+        stream="subjects",
+        actor=data["actor"],
+        id=data["id"],
+        at=datetime.fromisoformat(data["at"]),
+    )

@@ -20,6 +20,7 @@ import msgspec
 from engram.ledger import Event
 from engram.ledger.catalog import ConceptUpserted
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import check_count
 from engram.projections.errors import QueryError
 from engram.projections.salience import micros
 
@@ -135,8 +136,7 @@ def under(
     _check_agent(agent)
     if not isinstance(prefix, str):
         raise QueryError(f"prefix must be a string, got {prefix!r}")
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise QueryError(f"limit must be a positive int, got {limit!r}")
+    check_count(limit, "limit")
     prefix = prefix.strip(".")
     if prefix:
         # '/' follows '.' in code-point order: [prefix., prefix/) is exactly the subtree.

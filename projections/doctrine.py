@@ -32,6 +32,7 @@ import msgspec
 
 from engram.ledger import Event, chunked
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import check_count
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.lexical import TOKENIZER, match_expression, tokens
 from engram.projections.salience import micros
@@ -233,8 +234,7 @@ def search(conn: sqlite3.Connection, query: str, k: int, kind: str | None = None
     match (0..1)."""
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise QueryError(f"k must be a positive int, got {k!r}")
+    check_count(k, "k")
     kinds = _kinds(kind)
     expression = match_expression(query)
     if expression is None:

@@ -21,6 +21,7 @@ from typing import NamedTuple
 from engram.ledger import Event
 from engram.ledger.catalog import SignalAcked, SignalSent
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import check_count
 from engram.projections.errors import QueryError
 from engram.projections.salience import micros
 
@@ -118,8 +119,7 @@ _COLUMNS = "position, id, sender, recipient, topic, body, sent_us, correlation_i
 def pending(conn: sqlite3.Connection, agent: str, *, limit: int = 100) -> list[Signal]:
     """Return ``agent``'s unacknowledged signals, oldest first (at most ``limit``)."""
     _check_agent(agent)
-    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-        raise QueryError(f"limit must be a positive int, got {limit!r}")
+    check_count(limit, "limit")
     rows = conn.execute(
         f"SELECT {_COLUMNS} FROM inbox_signals s"
         " WHERE (recipient = ? OR (recipient = ? AND sender != ?))"

@@ -7,7 +7,8 @@ kinds this projection consumes): its position and depth (0 for an observation, t
 depth for a reflection), or NULL for an id that names no earlier event of those kinds. So
 "does every belief rest on real events, and is its depth 1 + the deepest of them" is a
 question of this projection's rows (:func:`unsupported`). ``subject.forgotten`` turns the
-text of the subject's earlier reflections into ``[forgotten]``, as a rebuild reads it (ADR 0039).
+text and the focal question of the subject's earlier reflections into ``[forgotten]``, as a
+rebuild reads them (ADR 0039).
 
 The trigger state, per agent, is what happened since the agent's last reflection (the latest
 ``memory.reflected`` whose ``agent`` it is, by position; the start of the ledger when there
@@ -37,6 +38,7 @@ from typing import NamedTuple
 from engram.ledger import FORGOTTEN, Event
 from engram.ledger.catalog import MemoryObserved, MemoryReflected, SubjectForgotten
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import check_count
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.salience import micros
 from engram.projections.store import ProjectionStore
@@ -88,7 +90,7 @@ class Reflections(Projection):
     """Reflections with their evidence; per-agent counters since the last reflection."""
 
     name = "reflections"
-    version = 1
+    version = 2  # 2: a forgotten subject's focal questions go with its texts
     kinds = (MemoryObserved, MemoryReflected, SubjectForgotten)
     tables = (
         "reflections",
@@ -179,8 +181,9 @@ class Reflections(Projection):
                 self._item(db, e.id, e.position, 0)
             elif e.kind == "subject.forgotten":  # ADR 0039: text goes, provenance stays
                 db.conn.execute(
-                    f"UPDATE {db['reflections']} SET text = ? WHERE agent = ? AND position < ?",
-                    (FORGOTTEN, p.subject, e.position),
+                    f"UPDATE {db['reflections']} SET text = ?, question = ?"
+                    " WHERE agent = ? AND position < ?",
+                    (FORGOTTEN, FORGOTTEN, p.subject, e.position),
                 )
             else:
                 self._reflection(db, e, counters(PUBLIC), counters(p.agent))
@@ -258,8 +261,7 @@ def by_agent(
         params.append(agent)
     sql += " ORDER BY position DESC"
     if limit is not None:
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise QueryError(f"limit must be a positive int, got {limit!r}")
+        check_count(limit, "limit")
         sql += " LIMIT ?"
         params.append(limit)
     return [Reflection(*row) for row in conn.execute(sql, params)]
@@ -276,8 +278,7 @@ def by_id(conn: sqlite3.Connection, id: str) -> Reflection | None:
 def by_position(conn: sqlite3.Connection, position: int) -> Reflection | None:
     """Return the reflection appended at ledger ``position``, or None."""
     _check(conn)
-    if not isinstance(position, int) or isinstance(position, bool) or position < 1:
-        raise QueryError(f"position must be a ledger position (an int >= 1), got {position!r}")
+    check_count(position, "position", "a ledger position (an int >= 1)")
     row = conn.execute(
         f"SELECT {_COLUMNS} FROM reflections WHERE position = ?", (position,)
     ).fetchone()

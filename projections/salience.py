@@ -50,6 +50,7 @@ from engram.ledger.catalog import (
 )
 from engram.projections import lexical
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import check_count
 from engram.projections.errors import ProjectionConfigError, QueryError
 from engram.projections.renamed import renamed_keyword
 from engram.projections.store import ProjectionStore
@@ -393,8 +394,7 @@ def top(
             return top(known, as_of, k, items, rate=rate)
 
     at = check_as_of(as_of)
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise QueryError(f"k must be a positive int, got {k!r}")
+    check_count(k, "k")
     candidates: list[Item] = []
     for kind in _item_kinds(items):
         # Items updated after as_of do not decay back in time; take them all (rare).

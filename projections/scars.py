@@ -34,6 +34,7 @@ import msgspec
 from engram.ledger import FORGOTTEN, Event, chunked
 from engram.ledger.catalog import MemoryRecalled, ScarArchived, ScarRecorded, SubjectForgotten
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import SQL_INT_MAX, check_count
 from engram.projections.errors import QueryError
 from engram.projections.salience import micros
 
@@ -173,6 +174,8 @@ def get(conn: sqlite3.Connection, key: int | str) -> Scar | None:
     """Return the scar recorded at a position (int) or by an event id (str), None if none."""
     if isinstance(key, bool) or not isinstance(key, int | str):
         raise QueryError(f"a scar is named by a position or an event id, got {key!r}")
+    if isinstance(key, int) and not 0 < key <= SQL_INT_MAX:
+        return None  # no position holds it (SQLite could not even bind a larger one)
     column = "position" if isinstance(key, int) else "id"
     row = conn.execute(f"SELECT {_COLUMNS} FROM scars WHERE {column} = ?", (key,)).fetchone()
     return None if row is None else _scar(row)
@@ -206,8 +209,8 @@ def list_scars(
     """
     if kind is not None and kind not in SCAR_KINDS:
         raise QueryError(f"kind must be one of {list(SCAR_KINDS)}, got {kind!r}")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise QueryError(f"limit must be a positive int, got {limit!r}")
+    if limit is not None:
+        check_count(limit, "limit")
     where: list[str] = []
     params: list[object] = []
     for column, value in (("kind", kind), ("agent", agent)):

@@ -40,6 +40,7 @@ from typing import NamedTuple
 
 from engram.ledger import FORGOTTEN, Event
 from engram.projections.base import Projection, Tables
+from engram.projections.counts import check_count
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.salience import micros
 from engram.projections.store import ProjectionStore, physical
@@ -328,8 +329,8 @@ def listing(
     unknown = sorted(set(statuses) - set(STATUSES))
     if unknown:
         raise QueryError(f"unknown status {unknown}; statuses are {list(STATUSES)}")
-    if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-        raise QueryError(f"limit must be a positive int or None, got {limit!r}")
+    if limit is not None:
+        check_count(limit, "limit", "a positive int or None")
     sql = f"SELECT {_COLUMNS} FROM {_table(conn, 'suggestions')}"
     if statuses:
         sql += f" WHERE status IN ({','.join('?' * len(statuses))})"
@@ -349,8 +350,7 @@ def waiting(conn: sqlite3.Connection, limit: int | None = None) -> list[Waiting]
         " ORDER BY importance DESC, position"
     )
     if limit is not None:
-        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
-            raise QueryError(f"limit must be a positive int or None, got {limit!r}")
+        check_count(limit, "limit", "a positive int or None")
         sql += f" LIMIT {int(limit)}"
     return [Waiting(*row) for row in conn.execute(sql)]
 

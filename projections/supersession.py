@@ -11,7 +11,9 @@ and the chain of replacements is in the ledger and in these tables, for SQL.
   keyed by the review's position) or ``refused``; a review of anything else changes nothing
   (the agents layer refuses it before it is appended, this handler only has to be total);
 - ``supersession.reverted``: the supersession's rows get the revert's time; recall then
-  serves the old memory as current again.
+  serves the old memory as current again;
+- ``subject.forgotten``: the reasons of the subject's earlier rows become ``[forgotten]``,
+  as a rebuild reads them (a reason quotes the memories' values; ADR 0039).
 
 Handlers read only their event and the tables (DESIGN.md, rule 2).
 """
@@ -23,9 +25,10 @@ import sqlite3
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from engram.ledger import Event, chunked
+from engram.ledger import FORGOTTEN, Event, chunked
 from engram.ledger.catalog import (
     MemorySuperseded,
+    SubjectForgotten,
     SupersessionProposed,
     SupersessionReverted,
     SupersessionReviewed,
@@ -90,8 +93,14 @@ class Supersessions(Projection):
     """Which memory replaced which, and the proposals under review."""
 
     name = "supersessions"
-    version = 2
-    kinds = (MemorySuperseded, SupersessionProposed, SupersessionReviewed, SupersessionReverted)
+    version = 3  # 3: a forgotten subject's reasons go
+    kinds = (
+        MemorySuperseded,
+        SupersessionProposed,
+        SupersessionReviewed,
+        SupersessionReverted,
+        SubjectForgotten,
+    )
     tables = ("supersessions", "supersession_proposals")
 
     def create(self, db: Tables) -> None:
@@ -144,6 +153,12 @@ class Supersessions(Projection):
                 )  # fmt: skip
             elif e.kind == "supersession.reviewed":
                 self._review(db, e)
+            elif e.kind == "subject.forgotten":
+                for table in ("supersessions", "supersession_proposals"):
+                    db.conn.execute(
+                        f"UPDATE {db[table]} SET reason = ? WHERE agent = ? AND event < ?",
+                        (FORGOTTEN, p.subject, e.position),
+                    )
             else:
                 db.conn.execute(
                     f"UPDATE {db['supersessions']} SET reverted_us = ?"

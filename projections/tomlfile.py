@@ -16,11 +16,15 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from engram.ledger.files import read_small_file
 from engram.projections.errors import ProjectionConfigError
 
 __all__ = ["TomlFileError", "read_toml", "route_tables"]
 
 R = TypeVar("R")
+#: The most a settings file may hold: far more than any config or routing file needs, and
+#: a device or a runaway file is refused instead of read until memory runs out.
+MAX_TOML_BYTES = 4 << 20
 
 
 class TomlFileError(ProjectionConfigError):
@@ -31,15 +35,21 @@ def read_toml(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Return the document in the TOML file at ``path``.
 
     Raises:
-        TomlFileError: the file cannot be read (the reason) or is not valid TOML (where).
+        TomlFileError: the file cannot be read (the reason: also a device, a FIFO or a file
+            over :data:`MAX_TOML_BYTES`) or is not valid TOML (where; also not UTF-8, or
+            nested too deeply to read).
     """
     try:
-        with open(path, "rb") as file:
-            return tomllib.load(file)
+        return tomllib.loads(read_small_file(path, MAX_TOML_BYTES).decode("utf-8"))
+    except UnicodeDecodeError as error:
+        byte = f"byte {error.start + 1}: 0x{error.object[error.start]:02x}"
+        raise TomlFileError(f"is not valid TOML (not UTF-8 at {byte})") from None
     except OSError as error:
         raise TomlFileError(f"cannot be read ({error.strerror or error})") from None
     except tomllib.TOMLDecodeError as error:
         raise TomlFileError(f"is not valid TOML ({error})") from None
+    except RecursionError:
+        raise TomlFileError("is not valid TOML (its arrays or tables nest too deeply)") from None
 
 
 def route_tables(

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import sqlite3
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
 from engram.ledger import Event, Ledger
@@ -96,7 +96,11 @@ def measure(
     total_weight = sum(weight for _, weight in links)
     inhibiting = sum(weight for kind, weight in links if kind == "inhibits")
     # Stored times keep the offset they were given in: compare them as datetimes, not text.
-    since, until = at - window, at
+    try:
+        since = at - window
+    except OverflowError:  # a window reaching back past year 1: growth since the beginning
+        since = datetime.min.replace(tzinfo=UTC)
+    until = at
     return BrainVitality(
         at=at,
         neurons=n,

@@ -205,6 +205,7 @@ class Command(click.Command):
         current = ctx.find_root().ensure_object(State)
         if current.options.get("quiet") and current.options.get("verbose"):
             raise click.UsageError("-q/--quiet and -v/--verbose exclude each other", ctx)
+        _check_text(ctx, self.params)
         with logs.configured(current.verbosity), translated(ctx):
             result = super().invoke(ctx)
             current.flush()
@@ -221,6 +222,26 @@ class Group(click.Group):
         kwargs.setdefault("context_settings", CONTEXT)
         super().__init__(*args, **kwargs)
         self.params.extend(global_options())
+
+
+def _check_text(ctx: click.Context, params: Iterable[click.Parameter]) -> None:
+    """Refuse a text argument that is not UTF-8 before anything reads or writes it.
+
+    Bytes of the command line that are not UTF-8 reach Python as lone surrogates, which no
+    database, index or JSON payload can store: naming the argument here beats a traceback
+    from whichever layer first tried. Paths are left alone (a file name may be any bytes).
+    """
+    for param in params:
+        if not isinstance(param.type, click.types.StringParamType | click.Choice):
+            continue
+        value = ctx.params.get(param.name or "")
+        for text in value if isinstance(value, tuple | list) else (value,):
+            if not isinstance(text, str):
+                continue
+            bad = next((c for c in text if "\ud800" <= c <= "\udfff"), None)
+            if bad is not None:
+                byte = f" (byte 0x{ord(bad) - 0xDC00:02x})" if "\udc80" <= bad <= "\udcff" else ""
+                raise click.BadParameter(f"not valid UTF-8{byte}", ctx, param)
 
 
 @contextmanager

@@ -27,8 +27,7 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
-from engram.ledger.personal import personal_fields
-from engram.ledger.shred import masked
+from engram.ledger.personal import masked, personal_fields
 from engram.runtime import registry_for
 
 
@@ -72,6 +71,31 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
     if not events:
         raise CliError("no events to append: the input is empty")
     return events, numbers
+
+
+def _bounded_lines(file: IO[bytes], max_payload: int) -> Iterator[bytes]:
+    """Yield the lines of ``file``, refusing one too long to hold a payload the ledger takes.
+
+    A line is read up to a bound, so an input without line breaks (``/dev/zero``, a runaway
+    file) is refused instead of read until memory runs out. The bound leaves room for a
+    payload of ``max_payload`` bytes written with every character escaped.
+    """
+    limit = _LINE_FACTOR * max_payload + _LINE_SLACK
+    number = 0
+    while line := file.readline(limit + 1):
+        number += 1
+        if len(line) > limit:
+            raise CliError(
+                f"line {number}: longer than {limit:,} bytes (a payload may hold at most "
+                f"{max_payload:,})"
+            )
+        yield line
+
+
+#: A line of ``engram append`` may hold this many times the payload bound, plus the slack:
+#: a JSON escape (``\u00e9``) writes a stored byte in up to six.
+_LINE_FACTOR = 6
+_LINE_SLACK = 64 << 10
 
 
 def _bad_byte(raw: bytes | str) -> str:
@@ -179,9 +203,10 @@ def append(file: IO[bytes], expect: Expectation, fmt: str) -> None:
     the time of the append. A bad line is reported with its number and nothing is written.
     engram kinds lists the kinds and their payload fields.
     """
-    events, numbers = parse_lines(file)
     out = state()
-    with _open_ledger(out.settings(create=True)) as ledger:
+    settings = out.settings(create=True)
+    events, numbers = parse_lines(_bounded_lines(file, settings.max_payload_bytes))
+    with _open_ledger(settings) as ledger:
         try:
             positions = ledger.append(events, expect=expect)
         except EventError as exc:

@@ -235,12 +235,9 @@ def modify(
     """Apply a suggestion with your own text instead of the drafted one."""
     if (text is None) == (text_file is None):
         raise click.UsageError("give the final text with exactly one of --text and --text-file")
-    if text_file is not None:
-        text = text_file.read()
-        if text_file is not sys.stdin:
-            text_file.close()
-        text = text.rstrip("\n")
     out = state()
+    if text_file is not None:
+        text = _read_text(text_file, out.settings().max_payload_bytes)
     with _lessons(out.settings()) as lessons:
         position = lessons.modify(
             suggestion,
@@ -250,6 +247,21 @@ def modify(
             destination=cast(Destination | None, destination),
         )
         _reviewed(lessons, suggestion, position)
+
+
+def _read_text(text_file: IO[str], limit: int) -> str:
+    """Read ``--text-file`` up to ``limit`` characters (no payload holds more): a device or a
+    runaway file is refused, not read until memory runs out; so is text that is not UTF-8."""
+    try:
+        text = text_file.read(limit + 1)
+    except UnicodeDecodeError as exc:
+        raise CliError(f"--text-file is not valid UTF-8 ({exc.reason})") from None
+    finally:
+        if text_file is not sys.stdin:
+            text_file.close()
+    if len(text) > limit:
+        raise CliError(f"--text-file holds more than {limit:,} characters: no payload holds it")
+    return text.rstrip("\n")
 
 
 @suggestions.command(epilog=examples("engram suggestions write 0b1c"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta
 
 import click
@@ -15,6 +16,11 @@ COLUMNS = (
 )  # fmt: skip
 
 
+#: The longest growth window, in hours (over a century; a timedelta holds no more than
+#: 2.7 million years).
+MAX_WINDOW_HOURS = 1e6
+
+
 @cli.command(
     epilog=examples(
         "engram vitality",
@@ -25,7 +31,7 @@ COLUMNS = (
 @as_of_option
 @click.option(
     "--window",
-    type=click.FloatRange(min=0, min_open=True),
+    type=click.FloatRange(min=0, min_open=True, max=MAX_WINDOW_HOURS),
     default=24.0,
     show_default=True,
     help="Hours back that count as growth.",
@@ -42,6 +48,8 @@ def vitality(as_of: datetime | None, window: float, record: bool, fmt: str) -> N
     their mean resonance, coverage (their share of the live neurons) and drift (the share
     of the set the latest wave changed).
     """
+    if math.isnan(window):  # passes FloatRange: NaN compares false with both ends
+        raise click.BadParameter("nan is not a number of hours", param_hint="'--window'")
     out = state()
     with opened(out.settings()) as memory:
         signs = memory.network.vitality(as_of=as_of, window=timedelta(hours=window), record=record)

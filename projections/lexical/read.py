@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from typing import NamedTuple
 
+from engram.projections.counts import check_count
 from engram.projections.errors import QueryError, UnknownProjectionError
 from engram.projections.lexical.index import (
     lowered_words,
@@ -178,8 +179,7 @@ def search(
     """
     if not isinstance(query, str):
         raise QueryError(f"query must be a string, got {type(query).__name__}")
-    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise QueryError(f"k must be a positive int, got {k!r}")
+    check_count(k, "k")
     if query_terms is None:
         query_terms = terms(conn, query, prune=prune)
     expression = query_terms.expression

@@ -247,3 +247,27 @@ def test_the_command_line_signs_and_verifies(
     code, _, err = cli(capsys, "--ledger", db, "verify", "--checkpoints", str(anchors))
     assert code == 2
     assert "--public-key" in err
+
+
+def test_a_device_a_fifo_or_a_huge_file_is_refused_as_a_key_or_a_checkpoint(
+    tmp_path: Path, key: Path
+) -> None:
+    fifo = tmp_path / "fifo.pem"
+    os.mkfifo(fifo)  # a FIFO with no writer would block a plain open
+    big = tmp_path / "big.pem"
+    with open(big, "wb") as out:  # sparse: 1 GiB that takes no disk
+        out.truncate(1 << 30)
+    for path in (Path("/dev/zero"), fifo):  # /dev/zero read whole fills the memory
+        with pytest.raises(CheckpointError, match="not a regular file"):
+            load_private_key(path)
+        with pytest.raises(CheckpointError, match="not a regular file"):
+            load_public_key(path)
+    with pytest.raises(CheckpointError, match="larger than 65,536 bytes"):
+        load_public_key(big)
+    anchors = signed_original(tmp_path, key)
+    public = load_public_key(key.with_name(key.name + ".pub"))
+    target = anchors / "checkpoint-000000000006.json"
+    target.unlink()
+    target.symlink_to("/dev/zero")  # a tampered folder: the newest anchor made endless
+    with pytest.raises(CheckpointError, match=r"checkpoint-000000000006.json: not a regular"):
+        load_checkpoints(anchors, public)

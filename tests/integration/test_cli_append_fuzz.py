@@ -63,6 +63,22 @@ def test_bad_bytes_are_one_line_errors_and_write_nothing(
     assert head(db) == before
 
 
+def test_a_line_too_long_for_any_payload_is_refused_before_it_is_read_whole(db: str) -> None:
+    before = head(db)
+    limit = 6 * (1 << 20) + (64 << 10)  # six bytes a stored byte, escaped, and some slack
+    too_long = f"longer than {limit:,} bytes (a payload may hold at most 1,048,576)"
+    # /dev/zero has no line break: read whole, it filled the memory until the process died.
+    for args, data, line in (
+        (("/dev/zero",), b"", 1),
+        ((), VALID + b"\n" + b"a" * (limit + 1), 2),
+    ):
+        code, out, err, exc = append(db, data, *args)
+        assert (code, out) == (1, ""), err
+        assert isinstance(exc, SystemExit)
+        assert err == f"engram append: error: line {line}: {too_long}\n"
+    assert head(db) == before
+
+
 # A failing example holding the 100,000-deep line has a repr of ~200 kB: Hypothesis warns as
 # it prints it, and the warning (an error here) would stand in for the failure itself.
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")

@@ -171,3 +171,36 @@ def test_an_invalid_routing_file_warns_and_drafts_offline(
     assert code == 0
     assert "warning: completion routing file" in err
     assert {d["status"] for d in json.loads(out)} == {"drafted"}
+
+
+def test_a_text_file_that_holds_no_text_is_refused_and_nothing_is_appended(
+    setup: tuple[list[str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, tmp = setup
+    run(capsys, *base, "learn")
+    code, out, _ = run(capsys, *base, "suggestions", "list", "--format", "json")
+    pending = json.loads(out)[0]["id"]
+    latin1 = tmp / "latin1.md"
+    latin1.write_bytes(b"Run the migrations before the caf\xe9 opens.\n")
+    cases = {
+        # /dev/zero read whole filled the memory until the process died
+        "/dev/zero": "--text-file holds more than 1,048,576 characters: no payload holds it",
+        str(latin1): "--text-file is not valid UTF-8",
+    }
+    for path, message in cases.items():
+        code, out, err = run(
+            capsys,
+            *base,
+            "suggestions",
+            "modify",
+            pending,
+            "--reviewer",
+            "ana",
+            "--text-file",
+            path,
+        )
+        assert (code, out) == (1, ""), err
+        assert err.startswith(f"engram suggestions modify: error: {message}")
+        assert len(err.splitlines()) == 1
+    code, out, _ = run(capsys, *base, "suggestions", "show", pending, "--format", "json")
+    assert json.loads(out)[0]["status"] == "pending"

@@ -30,7 +30,8 @@ from engram.ledger.catalog import (
     ScarRecorded,
     SignalSent,
 )
-from engram.ledger.shred import PRIVATE, SEALED_PREFIX, is_sealed, masked
+from engram.ledger.personal import masked
+from engram.ledger.shred import PRIVATE, SEALED_PREFIX, is_sealed
 from engram.runtime import open_settings
 
 SECRET = "the vault code is 7361 zebra"

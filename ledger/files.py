@@ -1,0 +1,54 @@
+"""Read a small file a user names (a setting, a key, a checkpoint) without trusting it.
+
+A path can name a device that never ends (``/dev/zero``), a FIFO that blocks until a
+writer comes, or a file far larger than any such file can be: read plainly, each would hold
+the process or fill its memory. :func:`read_small_file` reads a regular file only, up to a
+bound, and says why it would not with an :class:`OSError` whose ``strerror`` a caller can
+put in its own error.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+__all__ = ["read_small_file"]
+
+
+def read_small_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
+    """Return the bytes of the regular file at ``path``, which must hold at most ``max_bytes``.
+
+    The null device (``/dev/null``) reads as an empty file. Opened without blocking (a FIFO
+    would wait for a writer) and checked on the open file, so what is read is what was
+    checked; a file that grows past the bound while it is read is refused too.
+
+    Raises:
+        OSError: the file cannot be opened or read, is not a regular file (``EINVAL``), or is
+            larger than ``max_bytes`` (``EFBIG``); ``strerror`` says which.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb", buffering=0) as file:
+        info = os.fstat(fd)
+        if _is_null_device(info):
+            return b""  # ``--config /dev/null``: an empty file, said the usual way
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        chunks: list[bytes] = []
+        size = 0
+        while chunk := file.read(min(1 << 20, max_bytes + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > max_bytes:
+                raise OSError(errno.EFBIG, f"larger than {max_bytes:,} bytes", os.fspath(path))
+    return b"".join(chunks)
+
+
+def _is_null_device(info: os.stat_result) -> bool:
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return (
+        stat.S_ISCHR(info.st_mode) and stat.S_ISCHR(null.st_mode) and info.st_rdev == null.st_rdev
+    )

@@ -1,0 +1,73 @@
+"""What engram writes about a memory, not only the memory, is forgotten with it.
+
+A reflection's focal question names what the agent's memories speak of ("What do I know
+about Dana?") and a detected supersession's reason quotes the values that changed
+("0101 -> 0199"): both were stored in plain text, in the ledger and in the projections, and
+outlived ``forget``. They are personal fields now, sealed under the subject's key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import engram
+from engram.agents.reflection import reflect
+from engram.ledger import FORGOTTEN
+from engram.projections.engine import ProjectionEngine
+from engram.runtime import Memory
+
+#: Words of the memories that the derived fields quote; nothing else in the store says them.
+SECRETS = (b"Dana", b"Quist", b"7340101", b"7340199")
+
+
+def files(root: Path) -> Iterator[Path]:
+    for folder, _, names in os.walk(root):
+        yield from (Path(folder, name) for name in names)
+
+
+def holding(root: Path, secret: bytes) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in files(root) if secret in p.read_bytes())
+
+
+def test_a_reflection_question_and_a_supersession_reason_go_with_their_subject(
+    tmp_path: Path,
+) -> None:
+    ledger_path = str(tmp_path / "ledger.db")
+    with engram.open_memory(ledger_path, config=os.devnull, projections=str(tmp_path / "s")) as m:
+        alice = m.agent("alice")
+        alice.observe("Dana Quist's phone number is 555 7340101.")
+        new = alice.observe("Dana Quist's phone number is now 555 7340199.")
+        outcome = reflect(alice)
+        questions = [r.payload.question for r in m.ledger.read(kinds=["memory.reflected"])]
+        assert "What do I know about Dana?" in questions, (outcome, questions)
+        (superseded,) = m.ledger.read(kinds=["memory.superseded"])
+        assert superseded.payload.position == new
+        assert "7340101 -> 7340199" in superseded.payload.reason
+        ledger_files = [str(p.relative_to(tmp_path)) for p in tmp_path.glob("ledger.db*")]
+        assert "ledger.db-wal" in ledger_files  # what is not checkpointed yet counts too
+        for secret in SECRETS:  # sealed in the ledger's files (the projections hold it plain)
+            assert [f for f in holding(tmp_path, secret) if f in ledger_files] == [], secret
+            assert holding(tmp_path, secret) != []  # the test can fail
+
+        m.forget("alice", reason="erasure request")
+        questions = [r.payload.question for r in m.ledger.read(kinds=["memory.reflected"])]
+        assert questions
+        assert set(questions) == {FORGOTTEN}
+        (superseded,) = m.ledger.read(kinds=["memory.superseded"])
+        assert superseded.payload.reason == FORGOTTEN
+        for name in ("supersessions", "reflections"):  # rebuild equals catch-up
+            assert m.engine.digest(name) == rebuilt(m, tmp_path / f"fresh-{name}", name)
+    for secret in SECRETS:  # nor in the projection store, its freed pages included
+        assert holding(tmp_path, secret) == [], secret
+
+
+def rebuilt(memory: Memory, store: Path, name: str) -> str:
+    """Return the digest of projection ``name`` replayed from scratch into ``store``."""
+    engine = ProjectionEngine(memory.ledger, store, [type(memory.engine.projections[name])()])
+    try:
+        engine.catch_up()
+        return engine.digest(name)
+    finally:
+        engine.close()
