@@ -7,8 +7,9 @@ activation and catch-up lag of the neuron graph and salience index, beside hand-
 sqlite3 + msgspec, scipy.sparse and a latency budget) and ``recall`` (evidence recall on
 LoCoMo and BEAM beside rank_bm25, recall latency at 100k memories beside the raw FAISS and
 FTS5 calls, HNSW against exact search, and the MiniLM rebuild beside raw sentence-transformers) and
-``quality`` (generated probes of what recall serves a user: updates, copies, unanswerable
-questions, exact ids; beside the goals) and
+``quality`` (generated probes of what recall serves a user: updates, of people and of
+things, copies, unanswerable questions, exact ids, and supersession detection's precision
+and recall; beside the goals) and
 ``embedder`` (all-MiniLM-L6-v2 on ONNX beside sentence-transformers: encode rate, import
 time, peak memory, vector agreement, ``engram recall`` as a fresh process) and
 ``jobs`` (a sleep cycle on 100k neurons / 1M connections and an archival sweep of 100k
