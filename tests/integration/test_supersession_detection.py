@@ -12,6 +12,7 @@ import pytest
 
 import engram
 from engram.agents import supersession
+from engram.agents.statements import STATEMENT_WORDS
 from engram.projections.embedding.onnx_provider import ready as onnx_ready
 from engram.runtime import Memory
 
@@ -154,7 +155,7 @@ def test_a_long_memory_or_a_question_neither_replaces_nor_is_replaced(memory: Me
     ana.observe("Bruno Sala lives in Lyon.", at=NOW - 40 * DAY)
     ana.observe("Has Bruno Sala moved to Turin now?", at=NOW - 30 * DAY)
     ana.observe(f"Bruno Sala moved to Turin. {detail}", at=NOW - 20 * DAY)
-    assert supersession.STATEMENT_WORDS < len(detail.split()) < 2 * supersession.STATEMENT_WORDS
+    assert STATEMENT_WORDS < len(detail.split()) < 2 * STATEMENT_WORDS
     assert _superseded(memory) == []
 
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.agents.supersession import _content_stems, _dropped, _shared_phrase
+from engram.agents.statements import content_stems as _content_stems
+from engram.agents.statements import dropped as _dropped
+from engram.agents.statements import shared_phrase as _shared_phrase
 
 WORDS = st.sampled_from(["store", "session", "the", "is", "gateway", "api", "moved", "to", "7"])
 TEXTS = st.lists(WORDS, max_size=14).map(" ".join)

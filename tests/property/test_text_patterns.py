@@ -19,7 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from engram.agents.matching import _CODE, codes
-from engram.agents.supersession import _LABEL, _labels
+from engram.agents.statements import _LABEL
+from engram.agents.statements import labels as _labels
 from engram.ledger.audit import _EXPLAIN
 
 #: The patterns as they were, for the equality checks.

@@ -1,0 +1,224 @@
+"""What a memory states, as supersession detection reads it (ADRs 0075, 0106): the subject it
+speaks of (a name, or for an unnamed thing the words two memories both name it by), the
+occurrences it numbers and the ids it quotes, its content words, and whether it is a
+statement at all (short, not a question).
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from engram.agents.matching import STOPWORDS, codes, stem
+from engram.projections import copies, lexical
+
+__all__ = [
+    "RARE",
+    "STATEMENT_WORDS",
+    "content",
+    "content_stems",
+    "differs",
+    "dropped",
+    "labels",
+    "name_run",
+    "names",
+    "opens",
+    "other_things",
+    "same_occurrences",
+    "shared_phrase",
+    "statement",
+    "subject",
+    "without",
+]
+
+#: The most words a memory may hold to replace or be replaced by detection: a statement of
+#: a fact or two. A long memory (a message, a tool's output, a design note) says many
+#: things, and one of them changing does not make the rest untrue; its cosine with a short
+#: fact does not say whether they speak of one thing. Over BEAM's long chats, detection
+#: replaced about a third of the messages without this bound (ADR 0106).
+STATEMENT_WORDS = 50
+_NAME = re.compile(r"\b[A-Z][\w'-]*")
+_RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*")
+#: A number right after a word labels an occurrence of it: "round 26", "shard 4". The word
+#: is at most 64 characters: a word may start at every hyphen of a long hyphenated run, and
+#: an unbounded one scanned the rest of the run from each (time quadratic in its length).
+_LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) #?(\d+)\b")
+#: The IDF from which a capitalised word names something: ln(4), held by at most about a
+#: fifth of the memories ("Deploy" opening every other report is a topic, not a name). A
+#: tenth (ln 9) left out the people of a young store: four facts of one person among forty
+#: memories are a tenth (ADR 0075).
+RARE = 1.4
+
+
+def subject(conn: sqlite3.Connection, text: str) -> str | None:
+    """Return the word naming what ``text`` speaks of: the first word of its first run of
+    capitalised words (function words aside); "" when no capitalised word could name
+    anything ("the session store was migrated"); None when the first is a common word
+    capitalised by its sentence.
+
+    A run of two or more capitalised words ("Keiko Tanaka"), or one inside a sentence, is a
+    name; one word opening a sentence is only capitalised there, so it names something only
+    when few memories hold it (an IDF of at least :data:`RARE`): "Deploy" opening every
+    other report is a topic, not a name. A capitalised word after a number is its unit
+    ("05:15 UTC", "40 GB"), not a name (ADR 0106).
+    """
+    for run in _RUN.finditer(text):
+        words = run.group().split()
+        named = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
+        if not named or before(text, run.start()).isdigit():
+            continue
+        if len(words) > 1 or not opens(text, run.start()):
+            return named[0]
+        weights = lexical.terms(conn, named[0], prune=False).weights
+        return named[0] if weights.get(named[0], 0.0) >= RARE else None
+    return ""
+
+
+def name_run(text: str, subject: str) -> str:
+    """Return the run of capitalised words in ``text`` that holds ``subject`` ("Alice
+    Moreau"), or ``subject`` alone."""
+    for run in _RUN.findall(text):
+        if subject in lexical.tokens(run):
+            return str(run)
+    return subject
+
+
+def without(text: str, name: str, subject: str) -> str:
+    """Return ``text`` without the subject's name (and its possessive)."""
+    for said in (name, subject):
+        text = re.sub(rf"(?i)\b{re.escape(said)}(?:'s)?\b", " ", text)
+    return " ".join(text.split()) or text
+
+
+def content_stems(text: str) -> list[str]:
+    """Return ``text``'s words stemmed, "" in place of each word that is not content (a
+    function word, a filler, or not letters): the breaks between runs of content words."""
+    return [
+        stem(w) if w.isalpha() and w not in STOPWORDS and w not in copies.FILLERS else ""
+        for w in lexical.tokens(text)
+    ]
+
+
+def shared_phrase(text: str, other: str) -> tuple[str, ...]:
+    """Return the longest run of two or more consecutive content words both texts hold
+    ("session store", "payments gateway"): what two unnamed memories both speak of; ()
+    when they share none (ADR 0106). Longest common run by dynamic programming: time
+    proportional to the product of the two lengths."""
+    mine, theirs = content_stems(text), content_stems(other)
+    best, end = 1, 0
+    previous = [0] * (len(theirs) + 1)
+    for i, word in enumerate(mine, 1):
+        current = [0] * (len(theirs) + 1)
+        for j, their in enumerate(theirs, 1):
+            if word and word == their:
+                current[j] = previous[j - 1] + 1
+                if current[j] > best:
+                    best, end = current[j], i
+        previous = current
+    return tuple(mine[end - best : end]) if end else ()
+
+
+def other_things(text: str, other: str) -> bool:
+    """Say whether each text names a thing the other does not: a run of two or more content
+    words sharing no word with the other text ("the billing exporter" beside "the report
+    builder": the rate limits of two things, not one limit changed; ADR 0106)."""
+
+    def own(a: list[str], b: list[str]) -> bool:
+        held, run = set(b), 0
+        for word in [*a, ""]:
+            if word and word not in held:
+                run += 1
+                continue
+            if run >= 2:
+                return True
+            run = 0
+        return False
+
+    mine, theirs = content_stems(text), content_stems(other)
+    return own(mine, theirs) and own(theirs, mine)
+
+
+def dropped(text: str, phrase: tuple[str, ...]) -> str:
+    """Return ``text``'s words without the first run of them that spells ``phrase``."""
+    words = lexical.tokens(text)
+    stems = [stem(w) for w in words]
+    n = len(phrase)
+    for i in range(len(words) - n + 1):
+        if tuple(stems[i : i + n]) == phrase:
+            return " ".join(words[:i] + words[i + n :]) or text
+    return " ".join(words) or text
+
+
+def names(text: str) -> frozenset[str]:
+    """Return the stems of ``text``'s capitalised words: the names, never an attribute."""
+    return frozenset(stem(w) for m in _NAME.findall(text) for w in lexical.tokens(m))
+
+
+def content(text: str) -> frozenset[str]:
+    return frozenset(
+        stem(w) for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
+    )
+
+
+def labels(text: str) -> frozenset[str]:
+    """Return the occurrences ``text`` names by number ("round 26", "ticket 7"): like an id,
+    each names one thing, an event more often than a state ("fixed the parser in round 2"
+    and "in round 26" both stay true)."""
+    return frozenset(
+        f"{stem(word.lower())} {number}"
+        for word, number, opening in (
+            (m[1], m[2], opens(text, m.start())) for m in _LABEL.finditer(text)
+        )
+        # "Model 3" names a thing, a value; "Incident 20" opening a sentence is capitalised
+        # by the sentence alone (ADR 0106).
+        if (word[0].islower() or opening) and word.lower() not in STOPWORDS
+    )
+
+
+def same_occurrences(ids: set[str], numbered: frozenset[str], old_text: str, change: bool) -> bool:
+    """Say whether an earlier memory may be replaced as far as ids and numbered occurrences
+    go: it quotes the same ones as the new memory (an id or "round 26" names one thing: two
+    incidents, two rounds, both stay true). When the new memory announces a change, they
+    may be the values it changes ("moved the gateway to port 9090" of "listens on port
+    8080", "rescheduled to 04:30" of "runs at 02:00"): then both quote ids or neither, and
+    both number the same words (ADR 0106). An event numbered by a word the new memory does
+    not number ("ran the migration on shard 25") stays out."""
+    theirs, their_labels = set(codes(old_text)), labels(old_text)
+    if theirs == ids and their_labels == numbered:
+        return True
+    return (
+        change
+        and bool(theirs) == bool(ids)
+        and {lab.rsplit(" ", 1)[0] for lab in their_labels}
+        == {lab.rsplit(" ", 1)[0] for lab in numbered}
+    )
+
+
+def before(text: str, start: int) -> str:
+    """Return the character before ``text[start:]``, blanks skipped ("" at the start)."""
+    i = start - 1
+    while i >= 0 and text[i].isspace():
+        i -= 1
+    return text[i] if i >= 0 else ""
+
+
+def opens(text: str, start: int) -> bool:
+    """Say whether ``text[start:]`` opens a sentence of ``text``."""
+    last = before(text, start)
+    return not last or last in ".!?"
+
+
+def statement(text: str) -> bool:
+    """Say whether ``text`` states a thing detection can weigh: short enough to state one
+    fact or two (:data:`STATEMENT_WORDS`), and not a question (a question states nothing
+    that could stop being true: "do I need to update my Dockerfile?"; ADR 0106)."""
+    if len(text) > STATEMENT_WORDS * 40 or text.rstrip().endswith("?"):
+        return False  # forty characters a word at the most: longer is not one statement
+    return len(lexical.tokens(text)) <= STATEMENT_WORDS
+
+
+def differs(new: frozenset[str], old: frozenset[str], change: bool = False) -> bool:
+    """Say whether two memories say different things: each holds content the other lacks,
+    or, when the new one announces a change, it adds to the old ("is no longer allergic to
+    peanuts" of "is allergic to peanuts"; ADR 0106)."""
+    return bool(new - old) and (change or bool(old - new))
