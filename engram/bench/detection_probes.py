@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 
 from engram.bench.quality_probes import ATTRIBUTES, NAMES, Attribute, Store
 
-__all__ = ["HELDOUT", "Detection", "detection"]
+__all__ = ["HELDOUT", "Detection", "add_history", "detection"]
 
 
 @dataclass
@@ -112,18 +112,32 @@ def detection(
         text = rng.choice(attr.first).format(n=name, v=rng.choice(attr.values))
         store.add(text, start + timedelta(days=rng.uniform(0, 300)))
     for name in chosen:
-        first, other = rng.sample(attributes, 2)
-        old, new = rng.sample(first.values, 2)
-        at = start + timedelta(days=rng.uniform(0, 100))
-        base = store.add(rng.choice(first.first).format(n=name, v=old), at)
-        at += timedelta(days=rng.uniform(1, 30))
-        store.add(rng.choice(other.first).format(n=name, v=rng.choice(other.values)), at)
-        log = rng.choice(events)
-        for number in sorted(rng.sample(range(1, 40), 2)):
-            at += timedelta(days=rng.uniform(1, 30))
-            store.add(log.format(n=name, k=number), at)
-        at += timedelta(days=rng.uniform(1, 30))
-        change = store.add(rng.choice(first.change).format(n=name, v=new), at)
-        store.truth.add((change, base))
-        store.changes += 1
+        add_history(rng, store, name, attributes, events, start)
     return [store]
+
+
+def add_history(
+    rng: random.Random,
+    store: Detection,
+    subject: str,
+    attributes: tuple[Attribute, ...],
+    events: tuple[str, ...],
+    start: datetime,
+) -> None:
+    """Add ``subject``'s history to ``store`` in time order: a fact of one attribute, a fact
+    of another (true beside it), two numbered events of one log, then a change of the first
+    fact, recorded in ``store.truth`` as the one true replacement."""
+    first, other = rng.sample(attributes, 2)
+    old, new = rng.sample(first.values, 2)
+    at = start + timedelta(days=rng.uniform(0, 100))
+    base = store.add(rng.choice(first.first).format(n=subject, v=old), at)
+    at += timedelta(days=rng.uniform(1, 30))
+    store.add(rng.choice(other.first).format(n=subject, v=rng.choice(other.values)), at)
+    log = rng.choice(events)
+    for number in sorted(rng.sample(range(1, 40), 2)):
+        at += timedelta(days=rng.uniform(1, 30))
+        store.add(log.format(n=subject, k=number), at)
+    at += timedelta(days=rng.uniform(1, 30))
+    change = store.add(rng.choice(first.change).format(n=subject, v=new), at)
+    store.truth.add((change, base))
+    store.changes += 1

@@ -27,8 +27,10 @@ from datetime import datetime, timedelta
 
 __all__ = [
     "Case",
+    "Plan",
     "Probe",
     "Store",
+    "add_updates",
     "copies",
     "ids",
     "unanswerable",
@@ -345,9 +347,13 @@ def _distractors(
         added += 1
 
 
+#: An update's plan: (the fact, its change), when each is observed, the question asked.
+Plan = tuple[tuple[str, str], datetime, datetime, str]
+
+
 def updates(rng: random.Random, start: datetime, cases: int = 30) -> list[Store]:
     """Return two stores: the cases as generated, and the same cases with dates swapped."""
-    plans = []
+    plans: list[Plan] = []
     people = rng.sample(NAMES, min(cases, len(NAMES)))
     for i in range(cases):
         attr = ATTRIBUTES[i % len(ATTRIBUTES)]
@@ -367,13 +373,19 @@ def updates(rng: random.Random, start: datetime, cases: int = 30) -> list[Store]
     for swapped in (False, True):
         store = Store()
         _distractors(random.Random(rng.random()), store, start, 80, taken)
-        for (a, b), first, later, query in plans:
-            older, newer = (b, a) if swapped else (a, b)
-            stale = store.add(older, first)
-            current = store.add(newer, later)
-            store.cases.append(Case(query, "updates", current=current, stale=stale))
+        add_updates(store, plans, "updates", swapped=swapped)
         stores.append(store)
     return stores
+
+
+def add_updates(store: Store, plans: list[Plan], family: str, *, swapped: bool) -> None:
+    """Add each plan's fact and change to ``store`` and ask its question; ``swapped`` gives
+    each text the other's date, so the text alone cannot win both stores."""
+    for (a, b), first, later, query in plans:
+        older, newer = (b, a) if swapped else (a, b)
+        stale = store.add(older, first)
+        current = store.add(newer, later)
+        store.cases.append(Case(query, family, current=current, stale=stale))
 
 
 def copies(rng: random.Random, start: datetime, rounds: int = 8) -> list[Store]:

@@ -21,8 +21,8 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-from engram.bench.detection_probes import Detection
-from engram.bench.quality_probes import Attribute, Case, Store
+from engram.bench.detection_probes import Detection, add_history
+from engram.bench.quality_probes import Attribute, Plan, Store, add_updates
 
 __all__ = ["THINGS", "THING_ATTRIBUTES", "thing_detection", "thing_updates"]
 
@@ -115,7 +115,7 @@ def thing_updates(rng: random.Random, start: datetime, cases: int = 24) -> list[
     """Return two stores: the cases as generated, and the same cases with dates swapped."""
     pairs = [(t, a) for t in THINGS for a in THING_ATTRIBUTES]
     chosen = rng.sample(pairs, cases)
-    plans = []
+    plans: list[Plan] = []
     for thing, attr in chosen:
         old, new = rng.sample(attr.values, 2)
         texts = (
@@ -130,11 +130,7 @@ def thing_updates(rng: random.Random, start: datetime, cases: int = 24) -> list[
     for swapped in (False, True):
         store = Store()
         _other_facts(random.Random(seed), store, start, 20, {(t, a.name) for t, a in chosen})
-        for (a, b), first, later, query in plans:
-            older, newer = (b, a) if swapped else (a, b)
-            stale = store.add(older, first)
-            current = store.add(newer, later)
-            store.cases.append(Case(query, "updates-things", current=current, stale=stale))
+        add_updates(store, plans, "updates-things", swapped=swapped)
         stores.append(store)
     return stores
 
@@ -143,18 +139,5 @@ def thing_detection(rng: random.Random, start: datetime) -> list[Detection]:
     """Return one store of every thing's facts, events and one change each."""
     store = Detection()
     for thing in THINGS:
-        first, other = rng.sample(THING_ATTRIBUTES, 2)
-        old, new = rng.sample(first.values, 2)
-        at = start + timedelta(days=rng.uniform(0, 100))
-        base = store.add(rng.choice(first.first).format(n=thing, v=old), at)
-        at += timedelta(days=rng.uniform(1, 30))
-        store.add(rng.choice(other.first).format(n=thing, v=rng.choice(other.values)), at)
-        log = rng.choice(THING_EVENTS)
-        for number in sorted(rng.sample(range(1, 40), 2)):
-            at += timedelta(days=rng.uniform(1, 30))
-            store.add(log.format(n=thing, k=number), at)
-        at += timedelta(days=rng.uniform(1, 30))
-        change = store.add(rng.choice(first.change).format(n=thing, v=new), at)
-        store.truth.add((change, base))
-        store.changes += 1
+        add_history(rng, store, thing, THING_ATTRIBUTES, THING_EVENTS, start)
     return [store]
