@@ -7,6 +7,7 @@ Every error derives from :class:`ProjectionError`, under engram's one root
     ├── ProjectionConfigError       a bad projection definition, option or store location
     ├── UnknownProjectionError      a name no registered projection has
     ├── ProjectionStoreError        the projection store is unusable (other ledger, corrupt)
+    │   └── ProjectionStoreDamagedError  its file is damaged: set it aside and rebuild
     ├── HandlerError                a projection's handler raised; names projection/position/kind
     │   └── CatchUpError            one or more projections stopped during a catch-up
     ├── WaitTimeoutError            wait_for() ran out of time
@@ -37,6 +38,18 @@ class UnknownProjectionError(ProjectionError):
 
 class ProjectionStoreError(ProjectionError):
     """The projection store cannot be used as it is (belongs to another ledger, damaged)."""
+
+
+class ProjectionStoreDamagedError(ProjectionStoreError):
+    """The projection store's file is damaged (not a database, or a malformed one).
+
+    It is derived from the ledger: :func:`engram.projections.store.set_aside` moves the file
+    away (``engram rebuild`` does), and a rebuild builds it again.
+    """
+
+    def __init__(self, message: str, directory: str) -> None:
+        super().__init__(message)
+        self.directory = directory
 
 
 class HandlerError(ProjectionError):

@@ -18,12 +18,17 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
 from engram.ledger.sqlite import into_wal
 from engram.projections.base import Projection, Tables
-from engram.projections.errors import ProjectionConfigError, ProjectionStoreError
+from engram.projections.errors import (
+    ProjectionConfigError,
+    ProjectionStoreDamagedError,
+    ProjectionStoreError,
+)
 
 STORE_FILE = "projections.db"
 #: The page cache of each connection to the store, in KiB. A recall reads a few hundred rows
@@ -114,11 +119,24 @@ class ProjectionStore:
         self._lock = threading.Lock()
         self._conn = self._connect()
         self._readers = threading.local()
-        with self.transaction() as conn:
-            for statement in _CATALOG.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            self._repoint_rowless_views(conn)
+        try:
+            with self.transaction() as conn:
+                for statement in _CATALOG.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+                self._repoint_rowless_views(conn)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            if _corrupt(exc):
+                raise self._damaged(exc) from exc
+            raise
+
+    def _damaged(self, exc: sqlite3.DatabaseError) -> ProjectionStoreDamagedError:
+        return ProjectionStoreDamagedError(
+            f"projection store {self.path} is damaged ({exc}); it is derived from the ledger:"
+            " `engram rebuild` sets it aside and builds it again",
+            str(self.directory),
+        )
 
     def _connect(self, *, readonly: bool = False) -> sqlite3.Connection:
         try:
@@ -145,6 +163,8 @@ class ProjectionStore:
                 conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         except sqlite3.DatabaseError as exc:
+            if _corrupt(exc):
+                raise self._damaged(exc) from exc
             raise ProjectionStoreError(f"cannot open projection store {self.path}: {exc}") from exc
         return conn
 
@@ -346,3 +366,35 @@ class ProjectionStore:
             self._readers.conn = None
         with self._lock:
             self._conn.close()
+
+
+#: SQLite's result codes for a damaged file: SQLITE_CORRUPT, SQLITE_NOTADB.
+_CORRUPT_CODES = (11, 26)
+
+
+def _corrupt(exc: sqlite3.DatabaseError) -> bool:
+    """Say whether ``exc`` reports a damaged database file, not a busy or locked one."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in _CORRUPT_CODES
+    text = str(exc)
+    return "malformed" in text or "not a database" in text
+
+
+def set_aside(directory: str | Path) -> Path | None:
+    """Move a damaged ``projections.db`` (and its WAL and shared-memory files) out of the way
+    in ``directory``, renamed with the time; return its new path (None: no file was there).
+
+    The store is derived from the ledger, so nothing is lost: the next open starts an empty
+    store and a rebuild fills it. The damaged file is kept for whoever wants to look at it.
+    """
+    path = Path(directory) / STORE_FILE
+    if not path.exists():
+        return None
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    aside = path.with_name(f"{STORE_FILE}.damaged-{stamp}")
+    for suffix in ("", "-wal", "-shm"):
+        part = Path(f"{path}{suffix}")
+        if part.exists():
+            part.rename(f"{aside}{suffix}")
+    return aside

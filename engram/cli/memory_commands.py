@@ -14,6 +14,7 @@ from engram.agents.scopes import SCOPES, item_author, item_text, item_type
 from engram.cli.app import cli, examples
 from engram.cli.base import (
     TIME,
+    State,
     as_of_option,
     note,
     one_of_renamed,
@@ -25,7 +26,9 @@ from engram.cli.base import (
 )
 from engram.ledger import Event
 from engram.projections.engine import ProjectionStatus
+from engram.projections.errors import ProjectionStoreDamagedError
 from engram.projections.salience import MAX as SALIENCE_MAX
+from engram.projections.store import set_aside
 
 MEMORY_TYPES = ("observation", "plan", "thought")
 RECALL_SCOPES = (*SCOPES, "all")
@@ -304,6 +307,16 @@ def rebuild(names: tuple[str, ...], fmt: str) -> None:
     each state's digest.
     """
     out = state()
+    try:
+        _rebuild(out, names, fmt)
+    except ProjectionStoreDamagedError as exc:
+        # Derived from the ledger: a damaged store is set aside and built again, all of it.
+        aside = set_aside(exc.directory)
+        note(f"{exc}\nset aside as {aside}; rebuilding every projection from the ledger")
+        _rebuild(out, (), fmt)
+
+
+def _rebuild(out: State, names: tuple[str, ...], fmt: str) -> None:
     with opened(out.settings(), catch_up=False) as memory:
         bar = out.progress()
         if bar is None:
