@@ -345,3 +345,20 @@ def test_a_reviewer_sends_a_suggestion_elsewhere_and_the_note_is_listed(tmp_path
         assert [r.suggestion for r in memory.lessons().rules()] == []
         (review,) = list(memory.ledger.read(kinds=["suggestion.reviewed"]))
         assert review.payload.destination == "notes_inbox"
+
+
+def test_a_replaced_memory_is_labelled_with_what_replaced_it(tmp_path: Path) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    ledger = str(tmp_path / "replaced.db")
+    now = datetime.now(UTC)
+    with engram.open_memory(ledger) as memory:
+        ana = memory.agent("ana")
+        old = ana.observe("The nightly backup runs at 02:00 UTC.", at=now - timedelta(days=60))
+        new = ana.observe(
+            "Backups were rescheduled to 04:30 UTC.", at=now - timedelta(days=30), supersedes=[old]
+        )
+    with _client(ledger) as c:
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        page = c.get("/memories?agent=ana&q=when does the nightly backup run").text
+    assert f'replaced by <a href="/ledger/event/{new}">#{new}</a>' in page
