@@ -202,7 +202,7 @@ def recall(
         _recall_records(result),
         fmt,
         columns=list(_RECALL_COLUMNS),
-        table_columns=["position", "score", "copies", "recency", "agent", "text"],
+        table_columns=["position", "score", "copies", "replaced_by", "recency", "agent", "text"],
         widths={"text": 70},
     )
     if result.recorded_at is not None:

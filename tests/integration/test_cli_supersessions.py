@@ -100,3 +100,21 @@ def test_bad_decisions_are_refused_and_write_nothing(
         assert code != 0, (argv, out)
         assert needle in err, (argv, err)
     assert _decisions(ledger, s["tea"]) == []
+
+
+def test_the_recall_table_says_what_replaced_an_item(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "ledger.db")
+    assert run(capsys, "--ledger", db, "observe", "ana", "The backup runs at 02:00 UTC.")[0] == 0
+    code, _, err = run(
+        capsys, "--ledger", db, "observe", "ana", "Backups moved to 04:30 UTC.", "--supersedes", "1"
+    )
+    assert code == 0, err
+    code, out, _ = run(capsys, "--ledger", db, "recall", "ana", "when does the backup run")
+    assert code == 0
+    header, _, *rows = out.splitlines()
+    assert "replaced_by" in header.split()
+    replaced = next(r for r in rows if "02:00" in r)
+    assert replaced.split()[3] == "2"  # position, score, copies, replaced_by
+    assert rows.index(replaced) > next(i for i, r in enumerate(rows) if "04:30" in r)
