@@ -54,7 +54,7 @@ SATURATION_EVERY = 30.0
 RETRY_FIRST = 0.25
 RETRY_CAP = 5.0
 #: The one-off fires of a job, each a scheduler job of id ``<job>-<reason>``.
-ONE_OFF = ("catch-up", "retry", "actions", "saturation")
+ONE_OFF = ("catch-up", "retry", "actions", "saturation", "retry-actions", "retry-saturation")
 
 
 class EpochTrigger(BaseTrigger):  # type: ignore[misc]  # APScheduler 3 is untyped
@@ -143,10 +143,12 @@ class Daemon:
             # the next early sleep, not nowhere.
             with self._actions:
                 self.actions_since_sleep = max(0, self.actions_since_sleep - counted)
-        if result.outcome == "leased" and trigger == "timer":
-            self._retry(name)
-        elif trigger == "timer":
-            self._retries.pop(name, None)
+        if result.outcome == "leased":
+            # Retried like a timer fire: an early sleep (its count reset when it was
+            # submitted) that found a running sleep's lease was lost before.
+            self._retry(name, trigger)
+        else:
+            self._retries.pop(self._retry_key(name, trigger), None)
         return result
 
     def next_run(self, name: str, now: datetime | None = None) -> datetime | None:
@@ -182,8 +184,14 @@ class Daemon:
             )
             if self._due(name):
                 self._submit(name, "timer", reason="catch-up")
+        # The follower counts from the head as the daemon starts, not as its thread gets to
+        # run: activations appended meanwhile (after a catch-up fire) count toward an early
+        # sleep (they were missed, and the early sleep never came).
+        seen = self.runner.ledger.head()
         self.scheduler.start()
-        self._follower = threading.Thread(target=self._follow, name="engram-follow", daemon=True)
+        self._follower = threading.Thread(
+            target=self._follow, args=(seen,), name="engram-follow", daemon=True
+        )
         self._follower.start()
         _log.info("daemon started: jobs %s", ", ".join(self.runner.jobs))
 
@@ -195,18 +203,25 @@ class Daemon:
             _log.exception("cannot tell whether %s has a window due", name)
             return True
 
-    def _retry(self, name: str) -> None:
-        """Fire ``name`` again after a backoff, unless its next boundary comes first."""
-        attempt = self._retries.get(name, 0)
+    @staticmethod
+    def _retry_key(name: str, trigger: str) -> str:
+        return name if trigger == "timer" else f"{name}-{trigger}"
+
+    def _retry(self, name: str, trigger: str = "timer") -> None:
+        """Fire ``name`` again (for ``trigger``) after a backoff, unless its next boundary
+        comes first."""
+        key = self._retry_key(name, trigger)
+        attempt = self._retries.get(key, 0)
         delay = min(RETRY_FIRST * 2**attempt, RETRY_CAP)
         when = datetime.now(UTC) + timedelta(seconds=delay)
         timer = self.scheduler.get_job(name)
         if timer is not None and timer.next_run_time is not None and when >= timer.next_run_time:
-            self._retries.pop(name, None)  # the timer's next fire covers the window
+            self._retries.pop(key, None)  # the timer's next fire covers the window
             return
-        self._retries[name] = attempt + 1
-        _log.debug("%s: the lease is taken; retry %d in %.2f s", name, attempt + 1, delay)
-        self._submit(name, "timer", reason="retry", when=when)
+        self._retries[key] = attempt + 1
+        _log.debug("%s: the lease is taken; retry %d in %.2f s", key, attempt + 1, delay)
+        reason = "retry" if trigger == "timer" else f"retry-{trigger}"
+        self._submit(name, trigger, reason=reason, when=when)
 
     def stop(self) -> None:
         """Stop following, let a running job finish, write the final record, release the lock."""
@@ -251,9 +266,8 @@ class Daemon:
 
     # -- following --------------------------------------------------------------------------
 
-    def _follow(self) -> None:
+    def _follow(self, seen: int) -> None:
         ledger, engine = self.runner.ledger, self.runner.engine
-        seen = ledger.head()
         caught = -1
         last_beat = 0.0
         clock = _monotonic

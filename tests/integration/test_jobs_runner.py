@@ -340,6 +340,23 @@ def test_activations_read_while_a_sleep_runs_count_toward_the_next_early_sleep(
     assert daemon.actions_since_sleep == 4
 
 
+def test_an_early_sleep_that_finds_the_lease_taken_is_retried(
+    parts: tuple[Ledger, ProjectionEngine, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its count was reset when it was submitted: dropped, the early sleep never came (a
+    # timer sleep still holding the lease when the actions arrived made the test above flaky).
+    ledger, engine, root = parts
+    runner = JobRunner(ledger, engine, [SleepJob(SleepSettings(after_actions=6, threshold=40000))])
+    daemon = Daemon(runner, root / "store", beat=0.2, poll=0.05)
+    monkeypatch.setattr(runner, "run", lambda name, trigger="timer": RunResult(name, "leased"))
+    result = daemon.fire("sleep", "actions")
+    assert result is not None
+    assert result.outcome == "leased"
+    retry = daemon.scheduler.get_job("sleep-retry-actions")
+    assert retry is not None
+    assert tuple(retry.args) == ("sleep", "actions")
+
+
 def test_the_daemon_sleeps_early_when_too_many_neurons_are_active(
     parts: tuple[Ledger, ProjectionEngine, Path],
 ) -> None:
