@@ -108,10 +108,14 @@ def generate_key(path: str | os.PathLike[str]) -> Path:
     """Write a new Ed25519 private key to ``path`` (mode 0600) and its public key beside it.
 
     Returns the public key's path (``<path>.pub``). Raises CheckpointError when either file
-    exists: a signing key is never overwritten.
+    exists: a signing key is never overwritten. A private key left without its public key (a
+    run killed between the two writes) gets it written from the private key, and is refused
+    the same way, saying so.
     """
     private_path = Path(path)
     public_path = private_path.with_name(private_path.name + ".pub")
+    if private_path.exists() and not public_path.exists():
+        _finish_public(private_path, public_path)
     for p in (private_path, public_path):
         if p.exists():
             raise CheckpointError(f"{p} exists; a checkpoint key is never overwritten")
@@ -131,6 +135,26 @@ def generate_key(path: str | os.PathLike[str]) -> Path:
     except OSError as exc:
         raise CheckpointError(f"cannot write the key to {private_path}: {exc.strerror}") from None
     return public_path
+
+
+def _finish_public(private_path: Path, public_path: Path) -> None:
+    """Write the public key of a private key whose ``.pub`` is missing (a run killed between
+    the two writes), then refuse as for any existing key, saying so."""
+    key = load_private_key(private_path)
+    try:
+        fd = os.open(public_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "wb") as f:
+            f.write(
+                key.public_key().public_bytes(
+                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+                )
+            )
+    except OSError as exc:
+        raise CheckpointError(f"cannot write the key to {public_path}: {exc.strerror}") from None
+    raise CheckpointError(
+        f"{private_path} exists without its public key (a key written by an interrupted run):"
+        f" its public key is now {public_path}; a checkpoint key is never overwritten"
+    )
 
 
 def load_private_key(path: str | os.PathLike[str]) -> Ed25519PrivateKey:

@@ -155,6 +155,25 @@ def test_a_forged_or_foreign_checkpoint_is_refused(tmp_path: Path, key: Path) ->
         load_checkpoints(signed_original(tmp_path / "b", key), load_public_key(f"{other}.pub"))
 
 
+def test_a_key_left_without_its_public_half_gets_it_and_is_still_never_overwritten(
+    tmp_path: Path, key: Path
+) -> None:
+    # A run killed between writing the private key and its .pub left a key that --new-key
+    # refused forever and no verifier could use; the public key is derived from it.
+    public = Path(f"{key}.pub")
+    expected = public.read_bytes()
+    before = key.read_bytes()
+    public.unlink()
+    with pytest.raises(CheckpointError, match="without its public key") as refused:
+        generate_key(key)
+    assert str(public) in str(refused.value)
+    assert public.read_bytes() == expected
+    assert key.read_bytes() == before
+    assert load_public_key(public) is not None
+    with pytest.raises(CheckpointError, match="never overwritten"):
+        generate_key(key)
+
+
 def test_keys_are_private_and_never_overwritten(tmp_path: Path, key: Path) -> None:
     assert os.stat(key).st_mode & 0o777 == 0o600
     before = key.read_bytes()
