@@ -59,6 +59,8 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
         try:
             if isinstance(raw, bytes):
                 raw.decode("utf-8")  # a clear message for bytes outside strings too
+            if _too_deep(raw):
+                raise RecursionError  # refused before the decoder nears the interpreter's limit
             line = decoder.decode(raw)
         except msgspec.DecodeError as exc:
             raise CliError(f"line {number}: {exc}") from None
@@ -71,6 +73,32 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
     if not events:
         raise CliError("no events to append: the input is empty")
     return events, numbers
+
+
+#: The deepest nesting a line's JSON may have: far beyond any payload's, and far below the
+#: interpreter's recursion limit, which the decoder would otherwise reach (a 100,000-deep
+#: line ended in a RecursionError, raised wherever the stack happened to be).
+MAX_DEPTH = 200
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_OPENS = frozenset(b"[{")
+_CLOSES = frozenset(b"]}")
+
+
+def _too_deep(raw: bytes | str) -> bool:
+    """Say whether the JSON in ``raw`` nests brackets deeper than :data:`MAX_DEPTH` (its
+    strings left out); a line with fewer opening brackets than that is never read twice."""
+    data = raw.encode() if isinstance(raw, str) else raw
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for byte in _STRING.sub(b'""', data):
+        if byte in _OPENS:
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        elif byte in _CLOSES:
+            depth -= 1
+    return False
 
 
 def _bounded_lines(file: IO[bytes], max_payload: int) -> Iterator[bytes]:
