@@ -94,7 +94,7 @@ def measure(
 
 
 def detection_figures(name: str, embedder: Embedder, seed: int, scratch: str) -> list[Figure]:
-    """Return precision and recall of detection on both families under ``embedder``."""
+    """Return precision and recall of detection on each family under ``embedder``."""
     figures = []
     for family in FAMILIES:
         got = measure(embedder, seed, scratch, family=family)
