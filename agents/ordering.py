@@ -22,7 +22,15 @@ from engram.agents.folding import Folder
 from engram.agents.matching import Candidate, Matching
 from engram.projections import copies, lexical
 
-__all__ = ["BATCH", "below_replacements", "ceiling", "ceilings", "lazily", "with_replacements"]
+__all__ = [
+    "BATCH",
+    "below_replacements",
+    "ceiling",
+    "ceilings",
+    "lazily",
+    "lift_replacements",
+    "with_replacements",
+]
 
 #: Candidates worked out at a time (recall asks for ``k`` items, 10 by default).
 BATCH = 10
@@ -244,20 +252,26 @@ def with_replacements(
     served = set(order)
     copies_served = {c for p in order for c in folded.get(p, ())}
     added = list(order)
-    for _ in range(len(replaced)):  # a chain of n replacements settles in n passes
-        grew = False
-        for p in list(added):
-            newer = replaced.get(p)
-            if newer is None or newer not in ranked or newer in copies_served:
-                continue
-            if newer not in relevance:
-                work([newer])
-            if relevance[newer] < relevance[p]:
-                relevance[newer], grew = relevance[p], True
-            if newer not in served:
-                served.add(newer)
-                added.append(newer)
-                grew = True
-        if not grew:
-            break
+    for p in added:  # the list grows as it is walked: a chain is followed to its end
+        newer = replaced.get(p)
+        if newer in ranked and newer not in served and newer not in copies_served:
+            served.add(newer)
+            added.append(newer)
+    if missing := [p for p in added if p not in relevance]:
+        work(missing)
+    lifted = {p: relevance[p] for p in added}
+    lift_replacements(lifted, replaced)
+    relevance.update(lifted)
     return added
+
+
+def lift_replacements(values: dict[int, float], replaced: Mapping[int, int]) -> None:
+    """Raise each replacement's value in ``values`` to at least that of what it replaced,
+    where both are there; a chain settles whole (ADR 0106)."""
+    for _ in range(len(replaced)):  # a chain of n replacements settles in n passes
+        raised = False
+        for old, newer in replaced.items():
+            if old in values and newer in values and values[newer] < values[old]:
+                values[newer], raised = values[old], True
+        if not raised:
+            return

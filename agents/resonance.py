@@ -23,7 +23,7 @@ from engram.agents import doctrine, guidance
 from engram.agents.folding import replaced_among
 from engram.agents.frames import Candidate, frame_of, top_k
 from engram.agents.memory import REPLACED_WEIGHT, AgentMemory
-from engram.agents.ordering import below_replacements
+from engram.agents.ordering import below_replacements, lift_replacements
 from engram.ledger import Event
 from engram.projections import (
     activation,
@@ -302,13 +302,7 @@ class Probe:
         if not replaced:
             return out
         scores = {c.event.position: c.score for c in out}
-        for _ in range(len(replaced)):  # a chain of n replacements settles in n passes
-            raised = False
-            for old, newer in replaced.items():
-                if old in scores and newer in scores and scores[newer] < scores[old]:
-                    scores[newer], raised = scores[old], True
-            if not raised:
-                break
+        lift_replacements(scores, replaced)
         for old in replaced:
             if old in scores:
                 scores[old] *= REPLACED_WEIGHT
