@@ -105,6 +105,8 @@ class Daemon:
         self._actions = threading.Lock()
         self._lock_fd: int | None = None
         self._last_saturation = 0.0
+        # Held to add a one-off fire (an early trigger, a catch-up, a retry) and to set
+        # ``stopping``: no fire is added, nor the scheduler asked, once stop() began.
         self._early = threading.Lock()
         self._retries: dict[str, int] = {}
         self.scheduler = BackgroundScheduler(
@@ -214,18 +216,26 @@ class Daemon:
         attempt = self._retries.get(key, 0)
         delay = min(RETRY_FIRST * 2**attempt, RETRY_CAP)
         when = datetime.now(UTC) + timedelta(seconds=delay)
-        timer = self.scheduler.get_job(name)
-        if timer is not None and timer.next_run_time is not None and when >= timer.next_run_time:
-            self._retries.pop(key, None)  # the timer's next fire covers the window
-            return
-        self._retries[key] = attempt + 1
-        _log.debug("%s: the lease is taken; retry %d in %.2f s", key, attempt + 1, delay)
-        reason = "retry" if trigger == "timer" else f"retry-{trigger}"
-        self._submit(name, trigger, reason=reason, when=when)
+        # Runs on the scheduler's worker. Its shutdown holds the scheduler's locks while it
+        # waits for this fire to end, so the scheduler is asked nothing once stopping (the
+        # question would wait for the lock for ever): checked under the lock stop() takes.
+        with self._early:
+            if self.stopping.is_set():
+                return
+            timer = self.scheduler.get_job(name)
+            if timer is not None and timer.next_run_time is not None:
+                if when >= timer.next_run_time:
+                    self._retries.pop(key, None)  # the timer's next fire covers the window
+                    return
+            self._retries[key] = attempt + 1
+            _log.debug("%s: the lease is taken; retry %d in %.2f s", key, attempt + 1, delay)
+            reason = "retry" if trigger == "timer" else f"retry-{trigger}"
+            self._add(name, trigger, reason, when)
 
     def stop(self) -> None:
         """Stop following, let a running job finish, write the final record, release the lock."""
-        self.stopping.set()
+        with self._early:  # a fire asking the scheduler for a retry now finishes first
+            self.stopping.set()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         follower = getattr(self, "_follower", None)
@@ -323,15 +333,19 @@ class Daemon:
         with self._early:
             if self.stopping.is_set():
                 return
-            self.scheduler.add_job(
-                self.fire,
-                "date",
-                run_date=when or datetime.now(UTC),
-                args=[name, trigger],
-                id=f"{name}-{reason or trigger}",
-                replace_existing=True,
-                misfire_grace_time=None,  # queued behind a long job, it still runs
-            )
+            self._add(name, trigger, reason, when)
+
+    def _add(self, name: str, trigger: str, reason: str | None, when: datetime | None) -> None:
+        """Add the one-off fire (the caller holds ``_early`` and checked ``stopping``)."""
+        self.scheduler.add_job(
+            self.fire,
+            "date",
+            run_date=when or datetime.now(UTC),
+            args=[name, trigger],
+            id=f"{name}-{reason or trigger}",
+            replace_existing=True,
+            misfire_grace_time=None,  # queued behind a long job, it still runs
+        )
 
     # -- liveness ---------------------------------------------------------------------------
 

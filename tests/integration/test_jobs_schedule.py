@@ -227,3 +227,35 @@ def test_job_completed_of_schema_1_is_read_with_no_node(tmp_path: Path) -> None:
     assert isinstance(event.payload, JobCompleted)
     assert (event.payload.host, event.payload.pid) == (None, None)
     assert event.payload.window_end == start + HOUR
+
+
+def test_stop_while_a_fire_meets_a_taken_lease_does_not_hang(
+    parts: tuple[Ledger, ProjectionEngine, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fire that ends ``leased`` while the daemon stops: its retry must not ask the
+    scheduler, whose shutdown holds the scheduler's locks while it waits for that very fire
+    (two daemons on one ledger stopped together hung here, in CI)."""
+    import threading
+
+    from engram.jobs.runner import RunResult
+
+    ledger, engine, root = parts
+    runner = JobRunner(ledger, engine, [ArchiveJob(ArchiveSettings(every=HOUR))])
+    daemon = Daemon(runner, root / "store", beat=0.2, poll=0.05)
+    running = threading.Event()
+
+    def leased(name: str, *, trigger: str = "timer") -> RunResult:
+        running.set()
+        assert daemon.stopping.wait(20), "stop() never began"
+        time.sleep(0.5)  # the scheduler's shutdown is waiting for this fire by now
+        return RunResult(name, "leased")
+
+    monkeypatch.setattr(runner, "run", leased)
+    daemon.start()
+    assert running.wait(20), "the catch-up fire never ran"
+    stopper = threading.Thread(target=daemon.stop, daemon=True)
+    stopper.start()
+    stopper.join(15)
+    assert not stopper.is_alive(), "stop() hung behind the fire's retry"
+    assert daemon.last["archive"]["outcome"] == "leased"
+    assert daemon.scheduler.get_job("archive-retry") is None
