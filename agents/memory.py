@@ -73,7 +73,9 @@ from engram.projections.timetravel import check_as_of
 DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.05, "importance": 0.15}
 #: The age, in days, at which recency halves: ``1 / (1 + age / HALF_LIFE_DAYS)``, a
 #: hyperbolic decay that still tells a 30-day-old fact from a 60-day-old one, and a year from
-#: two (ADR 0050).
+#: two (ADR 0050). The age counts from the newest candidate of the query (or the query's
+#: time, if earlier): a store whose newest memory is months old (imported history, an idle
+#: agent, a replayed ledger) still tells a change from what it changed (ADR 0108).
 HALF_LIFE_DAYS = 30.0
 #: A query asking for the current state ("now", "latest", "still") weighs recency this many
 #: times more (ADR 0050).
@@ -432,11 +434,18 @@ class AgentMemory(Gathering):
         importance: dict[int, float] = {}
         total: dict[int, float] = {}
         after: dict[int, float] = {}  # what multiplies relevance's term: 0 where not yet true
+        observed_at = {
+            p: rows[p].observed_us if p in rows else facts[p].updated_us
+            for p in positions
+            if p in rows or p in facts
+        }
+        # Ages count from the store's present as the query sees it: the newest candidate,
+        # or the query's time if that is earlier (ADR 0108).
+        anchor = min(ask.at_us, max(observed_at.values(), default=ask.at_us))
         for p in positions:
             fact = facts.get(p)
             row = rows.get(p)
-            observed = row.observed_us if row else (fact.updated_us if fact else ask.at_us)
-            age_days = max(ask.at_us - observed, 0) / _US_PER_DAY
+            age_days = max(anchor - observed_at.get(p, anchor), 0) / _US_PER_DAY
             recency[p] = 1.0 / (1.0 + age_days / self.half_life_days)
             imp = None if fact is None else fact.importance
             importance[p] = (float(imp) if imp is not None else 5.0) / 10

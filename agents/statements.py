@@ -53,7 +53,9 @@ RARE = 1.4
 def subject(conn: sqlite3.Connection, text: str) -> str | None:
     """Return the word naming what ``text`` speaks of: the first word of its first run of
     capitalised words (function words aside); "" when no capitalised word could name
-    anything ("the session store was migrated"); None when the first is a common word
+    anything ("the session store was migrated") or when the first name follows a
+    preposition inside its sentence ("The payments gateway is owned by Omar Said": the name
+    is what is said of an unnamed thing; ADR 0108); None when the first is a common word
     capitalised by its sentence.
 
     A run of two or more capitalised words ("Keiko Tanaka"), or one inside a sentence, is a
@@ -67,11 +69,28 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
         named = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
         if not named or before(text, run.start()).isdigit():
             continue
+        if not opens(text, run.start()) and _word_before(text, run.start()) in _VALUE_AFTER:
+            return ""  # "The payments gateway is owned by Omar Said": the name is a value
         if len(words) > 1 or not opens(text, run.start()):
             return named[0]
         weights = lexical.terms(conn, named[0], prune=False).weights
         return named[0] if weights.get(named[0], 0.0) >= RARE else None
     return ""
+
+
+#: Prepositions after which the sentence's first name is what is said of an unnamed thing
+#: ("is owned by Omar Said", "the team moved to Berlin"), not its subject (ADR 0108). A
+#: named thing takes an article ("on the Orion dashboard"); a person or a place does not.
+_VALUE_AFTER = frozenset(
+    ("by", "to", "with", "for", "from", "at", "of", "in", "on", "into", "via", "under")
+)
+_LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
+
+
+def _word_before(text: str, start: int) -> str:
+    """Return the word before ``text[start:]``, lower-cased ("" when none)."""
+    found = _LAST_WORD.search(text, 0, start)
+    return found.group(1).lower() if found else ""
 
 
 def name_run(text: str, subject: str) -> str:

@@ -223,10 +223,10 @@ class Daemon:
             if self.stopping.is_set():
                 return
             timer = self.scheduler.get_job(name)
-            if timer is not None and timer.next_run_time is not None:
-                if when >= timer.next_run_time:
-                    self._retries.pop(key, None)  # the timer's next fire covers the window
-                    return
+            due = None if timer is None else timer.next_run_time
+            if due is not None and when >= due:
+                self._retries.pop(key, None)  # the timer's next fire covers the window
+                return
             self._retries[key] = attempt + 1
             _log.debug("%s: the lease is taken; retry %d in %.2f s", key, attempt + 1, delay)
             reason = "retry" if trigger == "timer" else f"retry-{trigger}"

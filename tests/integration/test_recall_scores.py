@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -213,10 +213,11 @@ def test_recalls_recorded_after_as_of_do_not_bump(memory: Memory) -> None:
     after = {
         r.event.position: r for r in alice.recall("database", 2, as_of=as_of, record=False).items
     }
-    # Recency is the age since observation (ADR 0050): a later recall changes nothing.
+    # Recency is the age since observation (ADR 0050), counted from the newest candidate
+    # (ADR 0108): a later recall changes nothing.
     assert after[old].recency == pytest.approx(before[old].recency)
-    assert after[old].recency == pytest.approx(1 / (1 + (10 / 24) / 30))
-    assert after[new].recency == pytest.approx(1 / (1 + (5 / 24) / 30))
+    assert after[old].recency == pytest.approx(1 / (1 + (5 / 24) / 30))
+    assert after[new].recency == pytest.approx(1.0)
     assert after[old].score == pytest.approx(before[old].score)
 
 
@@ -337,3 +338,22 @@ def test_every_salience_query_reads_as_of_with_the_ledger(network: NeuronNetwork
         assert [n["id"] for n in graph["neurons"]] == ["a"]
         # Without the ledger the live tables answer: both neurons, a reinforced.
         assert {i.id for i in salience.top(conn, as_of)} == {"a", "b"}
+
+
+def test_recency_counts_from_the_newest_candidate_not_the_clock(memory: Memory) -> None:
+    """A store whose memories are a year old still tells a change from what it changed: ages
+    count from the newest candidate (ADR 0108), so a month between two versions weighs the
+    same a year later as on the day; the query's time still bounds it (as_of)."""
+    alice = memory.agent("alice", vectors=False)
+    year_ago = datetime.now(UTC) - timedelta(days=365)
+    old = alice.observe("the build server runs on the old rack", at=year_ago)
+    new = alice.observe("the build server runs on the new rack", at=year_ago + timedelta(days=30))
+    items = {r.event.position: r for r in alice.recall("build server rack", 2, record=False).items}
+    assert items[new].recency == pytest.approx(1.0)
+    assert items[old].recency == pytest.approx(1 / (1 + 30 / 30))
+    # As of a day after the older one, the newer is not known yet: the older is the newest.
+    early = alice.recall(
+        "build server rack", 2, record=False, as_of=year_ago + timedelta(days=1)
+    ).items
+    assert [r.event.position for r in early] == [old]
+    assert early[0].recency == pytest.approx(1.0)

@@ -103,7 +103,8 @@ def test_a_replaced_fact_that_says_the_query_s_words_is_still_served_below_its_c
     floored = ana.recall(query, 5, record=False)
     first, second = floored.items[:2]
     assert (first.event.position, second.event.position) == (new, old)
-    assert first.relevance >= second.relevance and second.replaced_by == new
+    assert first.relevance >= second.relevance
+    assert second.replaced_by == new
     assert new in [r.event.position for r in alone.items]  # a plain candidate otherwise
 
 
@@ -270,8 +271,9 @@ def test_recency_tells_a_month_from_two_and_a_current_query_weighs_it_more(
         r.event.position: r
         for r in ana.recall("build server password rotation", 2, record=False).items
     }
-    assert plain[newer].recency == pytest.approx(0.5, rel=1e-3)
-    assert plain[older].recency == pytest.approx(1 / 3, rel=1e-3)
+    # Ages count from the newest candidate (ADR 0108): the month between them halves it.
+    assert plain[newer].recency == pytest.approx(1.0, rel=1e-3)
+    assert plain[older].recency == pytest.approx(0.5, rel=1e-3)
     current = ana.recall("build server password rotation now", 2, record=False).items
     gap = current[0].score / current[1].score
     assert current[0].event.position == newer

@@ -174,3 +174,17 @@ def test_an_unnamed_thing_changed_is_found_by_the_words_both_name_it_by(
     )
     ana.observe("The session store holds tokens for the web app.", at=NOW - 10 * DAY)
     assert _superseded(memory) == [(new, [old])]
+
+
+def test_a_name_said_of_two_unnamed_things_is_a_value_not_their_subject(
+    memory: Memory,
+) -> None:
+    # ADR 0108: "The payments gateway is owned by Omar Said" speaks of the gateway; the name
+    # is what is said of it. Another thing owned by the same person replaces nothing (it
+    # did: the name was taken for the subject, and the rest of the two sentences agreed).
+    ana = memory.agent("ana")
+    ana.observe("The payments gateway is owned by Omar Said.", at=NOW - 60 * DAY)
+    ana.observe("The incident review was led by Omar Said.", at=NOW - 50 * DAY)
+    ana.observe("The mail relay is owned by Omar Said.", at=NOW - 30 * DAY)
+    ana.observe("The audit log shipper is now owned by Omar Said.", at=NOW - 20 * DAY)
+    assert _superseded(memory) == []
