@@ -14,7 +14,8 @@
 3. **score** — resonance, a weighted sum of components in 0..1 (:class:`ContextWeights`):
    ``similarity`` (the cosine to the query, clipped, or the lexical match where it is higher),
    ``edge`` (the pull of the frontier that reached it), ``recency``
-   (``exp(−age / half_life)``), ``usage`` (how often it was recalled: ``1 − 1/(1 + n)``),
+   (``exp(−age / half_life)``, the age counted from the newest candidate, ADR 0108),
+   ``usage`` (how often it was recalled: ``1 − 1/(1 + n)``),
    ``task`` (the share of the task's words it holds) and ``influence`` (the sway live
    ``influences`` connections put on a neuron concept the item stands for — its author's
    role, or a concept whose every word it holds; :func:`engram.projections.activation.influence`,

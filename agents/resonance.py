@@ -259,6 +259,12 @@ class Probe:
         cosines = self._cosines(list(found))
         usage = self._usage(list(found))
         refused = self._refused(list(events.values()))
+        seen = [
+            e for e in events.values()
+            if self._visible(e) and (self.cut is None or micros(e.at) <= self.cut)
+        ]  # fmt: skip
+        # Ages count from the newest candidate, or the frame's time if earlier (ADR 0108).
+        anchor = min(at_us, max((micros(e.at) for e in seen), default=at_us))
         out: list[Candidate] = []
         for position, node in found.items():
             event = events.get(position)
@@ -275,7 +281,7 @@ class Probe:
             components = {
                 "similarity": similarity,
                 "edge": node.edge,
-                "recency": self._recency(event, at_us, weights),
+                "recency": self._recency(event, anchor, weights),
                 "usage": 1 - 1 / (1 + usage.get(position, 0)),
                 "task": self._task(text),
                 "influence": self._influence(event, text),

@@ -251,3 +251,16 @@ def test_the_context_command_prints_frames_and_saves_unless_told_not_to(
     code, _, err = cli("context", "  ", "--agent", "coder")
     assert code == 1
     assert "query" in err
+
+
+def test_recency_in_a_frame_counts_from_the_newest_candidate(memory: Memory) -> None:
+    """A year-old store still tells a week-newer memory from an older one (ADR 0108): ages
+    count from the newest candidate, not the clock, where both would be about zero."""
+    coder = memory.agent("coder")
+    year_ago = datetime.now(UTC) - timedelta(days=365)
+    old = coder.observe("the nightly backup runs at two", at=year_ago)
+    new = coder.observe("the nightly backup runs at four", at=year_ago + timedelta(days=7))
+    context = build_context(coder, "when does the nightly backup run", save=False)
+    recency = {i.position: i.components["recency"] for i in context.items}
+    assert recency[new] == pytest.approx(1.0)
+    assert recency[old] == pytest.approx(0.5)  # the default half-life: 7 days
