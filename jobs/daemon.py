@@ -237,7 +237,7 @@ class Daemon:
         with self._early:  # a fire asking the scheduler for a retry now finishes first
             self.stopping.set()
         if self.scheduler.running:
-            self.scheduler.shutdown(wait=True)
+            self._shut_scheduler()
         follower = getattr(self, "_follower", None)
         if follower is not None:
             follower.join(timeout=30)
@@ -246,6 +246,22 @@ class Daemon:
             os.close(self._lock_fd)
             self._lock_fd = None
         _log.info("daemon stopped")
+
+    def _shut_scheduler(self) -> None:
+        """Shut the scheduler down once its thread is not amid a round of due fires.
+
+        APScheduler 3's shutdown marks the scheduler stopped before it takes its locks; a
+        round of due fires under way then fails to remove a one-off fire it just started
+        ("No job by the id of ...-catch-up"), and its thread dies with a traceback. Paused
+        under the job stores' lock, no round is under way, none begins, and one that began
+        before the pause ends before the shutdown starts.
+        """
+        lock = getattr(self.scheduler, "_jobstores_lock", None) or contextlib.nullcontext()
+        with lock:
+            self.scheduler.pause()
+        with lock:
+            pass
+        self.scheduler.shutdown(wait=True)
 
     def run_forever(self) -> None:
         """Start, then block until SIGTERM or SIGINT (or :meth:`stop`), then stop gracefully."""
