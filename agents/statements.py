@@ -53,10 +53,11 @@ RARE = 1.4
 def subject(conn: sqlite3.Connection, text: str) -> str | None:
     """Return the word naming what ``text`` speaks of: the first word of its first run of
     capitalised words (function words aside); "" when no capitalised word could name
-    anything ("the session store was migrated") or when the first name follows a
-    preposition inside its sentence ("The payments gateway is owned by Omar Said": the name
-    is what is said of an unnamed thing; ADR 0108); None when the first is a common word
-    capitalised by its sentence.
+    anything ("the session store was migrated") or when the first name is a passive's agent
+    inside its sentence ("The payments gateway is owned by Omar Said": the name is what is
+    said of an unnamed thing; ADR 0108); None when the first is a common word
+    capitalised by its sentence. A possessive name inside its sentence comes first ("Margaret
+    Okoye became Nikos Pappas's new manager": whose attribute changes; ADR 0108).
 
     A run of two or more capitalised words ("Keiko Tanaka"), or one inside a sentence, is a
     name; one word opening a sentence is only capitalised there, so it names something only
@@ -64,6 +65,12 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
     other report is a topic, not a name. A capitalised word after a number is its unit
     ("05:15 UTC", "40 GB"), not a name (ADR 0106).
     """
+    for run in _RUN.finditer(text):
+        # "Margaret Okoye became Nikos Pappas's new manager": the attribute is the owner's.
+        if text.startswith(("'s", "\u2019s"), run.end()) and not opens(text, run.start()):
+            owner = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
+            if owner:
+                return owner[0]
     for run in _RUN.finditer(text):
         words = run.group().split()
         named = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
@@ -78,12 +85,12 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
     return ""
 
 
-#: Prepositions after which the sentence's first name is what is said of an unnamed thing
-#: ("is owned by Omar Said", "the team moved to Berlin"), not its subject (ADR 0108). A
-#: named thing takes an article ("on the Orion dashboard"); a person or a place does not.
-_VALUE_AFTER = frozenset(
-    ("by", "to", "with", "for", "from", "at", "of", "in", "on", "into", "via", "under")
-)
+#: The words after which a sentence's first name is what is said of an unnamed thing, not
+#: its subject: a passive's agent ("The payments gateway is owned by Omar Said"; ADR 0108).
+#: Other prepositions ("the schedule moved to Friday") leave the first name the subject as
+#: before: taking the sentence for an unnamed thing's there made "Lunch with Carol about the
+#: deploy schedule" replaced by it.
+_VALUE_AFTER = frozenset(("by",))
 _LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
 
 

@@ -188,3 +188,27 @@ def test_a_name_said_of_two_unnamed_things_is_a_value_not_their_subject(
     ana.observe("The mail relay is owned by Omar Said.", at=NOW - 30 * DAY)
     ana.observe("The audit log shipper is now owned by Omar Said.", at=NOW - 20 * DAY)
     assert _superseded(memory) == []
+
+
+def test_a_possessive_name_owns_the_attribute_the_sentence_changes(memory: Memory) -> None:
+    # ADR 0108: "Margaret Okoye became Nikos Pappas's new manager" changes Nikos Pappas's
+    # manager; Margaret Okoye, its first name, is the value. It replaced Yusuf Demir's
+    # manager (the same value, another person) and missed Nikos Pappas's own.
+    ana = memory.agent("ana")
+    ana.observe("Yusuf Demir's manager is Margaret Okoye.", at=NOW - 60 * DAY)
+    ana.observe("Nikos Pappas likes hiking in the hills.", at=NOW - 55 * DAY)
+    old = ana.observe("Nikos Pappas's manager is Grace Hopper.", at=NOW - 50 * DAY)
+    new = ana.observe("Margaret Okoye became Nikos Pappas's new manager.", at=NOW - 30 * DAY)
+    found = _superseded(memory)
+    assert found in ([], [(new, [old])])  # never another person's manager
+    if ana.embedder is not None and ana.embedder.fingerprint.provider != "hash":
+        assert found == [(new, [old])]  # hash vectors do not see the change
+
+
+def test_a_meeting_about_a_thing_is_not_replaced_by_the_thing_s_change(memory: Memory) -> None:
+    # ADR 0108: only a passive's agent ("owned by Omar Said") is read as a value; "moved to
+    # Friday" keeps its name as the subject, and a lunch about the schedule stays true.
+    ana = memory.agent("ana")
+    ana.observe("Lunch with Carol about the deploy schedule.", at=NOW - 60 * DAY)
+    ana.observe("The deploy schedule moved to Friday.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
