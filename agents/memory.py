@@ -439,9 +439,11 @@ class AgentMemory(Gathering):
             for p in positions
             if p in rows or p in facts
         }
-        # Ages count from the store's present as the query sees it: the newest candidate,
-        # or the query's time if that is earlier (ADR 0108).
-        anchor = min(ask.at_us, max(observed_at.values(), default=ask.at_us))
+        # Ages count from the store's present as the query sees it (ADR 0108): the newest
+        # candidate that can be served (known by the query's time, true by the valid time
+        # asked), or that time if no candidate is.
+        present = min(ask.at_us, ask.valid_us)
+        anchor = max((t for t in observed_at.values() if t <= present), default=present)
         for p in positions:
             fact = facts.get(p)
             row = rows.get(p)

@@ -357,3 +357,9 @@ def test_recency_counts_from_the_newest_candidate_not_the_clock(memory: Memory) 
     ).items
     assert [r.event.position for r in early] == [old]
     assert early[0].recency == pytest.approx(1.0)
+    # What was true ten days after the older one: the newer, not true yet, is not the
+    # present the older one's age counts from.
+    then = alice.recall(
+        "build server rack", 2, record=False, min_score=0, valid_at=year_ago + timedelta(days=10)
+    ).items
+    assert {r.event.position: r.recency for r in then}[old] == pytest.approx(1.0)
