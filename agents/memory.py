@@ -73,9 +73,10 @@ from engram.projections.timetravel import check_as_of
 DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.05, "importance": 0.15}
 #: The age, in days, at which recency halves: ``1 / (1 + age / HALF_LIFE_DAYS)``, a
 #: hyperbolic decay that still tells a 30-day-old fact from a 60-day-old one, and a year from
-#: two (ADR 0050). The age counts from the newest candidate of the query (or the query's
-#: time, if earlier): a store whose newest memory is months old (imported history, an idle
-#: agent, a replayed ledger) still tells a change from what it changed (ADR 0108).
+#: two (ADR 0050). The age counts from the newest candidate the query can serve (known by
+#: its time, true by its valid time), else from that time: a store whose newest memory is
+#: months old (imported history, an idle agent, a replayed ledger) still tells a change
+#: from what it changed (ADR 0108).
 HALF_LIFE_DAYS = 30.0
 #: A query asking for the current state ("now", "latest", "still") weighs recency this many
 #: times more (ADR 0050).
