@@ -260,18 +260,14 @@ class Probe:
         usage = self._usage(list(found))
         refused = self._refused(list(events.values()))
         seen = [
-            e for e in events.values()
-            if self._visible(e) and (self.cut is None or micros(e.at) <= self.cut)
+            (position, node, event) for position, node in found.items()
+            if (event := events.get(position)) is not None and self._visible(event)
+            and (self.cut is None or micros(event.at) <= self.cut)
         ]  # fmt: skip
         # Ages count from the newest candidate, or the frame's time if earlier (ADR 0108).
-        anchor = min(at_us, max((micros(e.at) for e in seen), default=at_us))
+        anchor = min(at_us, max((micros(e.at) for _, _, e in seen), default=at_us))
         out: list[Candidate] = []
-        for position, node in found.items():
-            event = events.get(position)
-            if event is None or not self._visible(event):
-                continue
-            if self.cut is not None and micros(event.at) > self.cut:
-                continue
+        for position, node, event in seen:
             text = frame_text(event, refused=event.id in refused)
             similarity = max(
                 node.similarity,

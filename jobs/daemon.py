@@ -107,7 +107,7 @@ class Daemon:
         self._last_saturation = 0.0
         # Held to add a one-off fire (an early trigger, a catch-up, a retry) and to set
         # ``stopping``: no fire is added, nor the scheduler asked, once stop() began.
-        self._early = threading.Lock()
+        self._scheduling = threading.Lock()
         self._retries: dict[str, int] = {}
         self.scheduler = BackgroundScheduler(
             timezone=UTC,
@@ -219,7 +219,7 @@ class Daemon:
         # Runs on the scheduler's worker. Its shutdown holds the scheduler's locks while it
         # waits for this fire to end, so the scheduler is asked nothing once stopping (the
         # question would wait for the lock for ever): checked under the lock stop() takes.
-        with self._early:
+        with self._scheduling:
             if self.stopping.is_set():
                 return
             timer = self.scheduler.get_job(name)
@@ -234,7 +234,7 @@ class Daemon:
 
     def stop(self) -> None:
         """Stop following, let a running job finish, write the final record, release the lock."""
-        with self._early:  # a fire asking the scheduler for a retry now finishes first
+        with self._scheduling:  # a fire asking the scheduler for a retry now finishes first
             self.stopping.set()
         if self.scheduler.running:
             self._shut_scheduler()
@@ -346,13 +346,13 @@ class Daemon:
         self, name: str, trigger: str, *, reason: str | None = None, when: datetime | None = None
     ) -> None:
         """Add a one-off fire of ``name`` (at ``when``, else now) that runs however late."""
-        with self._early:
+        with self._scheduling:
             if self.stopping.is_set():
                 return
             self._add(name, trigger, reason, when)
 
     def _add(self, name: str, trigger: str, reason: str | None, when: datetime | None) -> None:
-        """Add the one-off fire (the caller holds ``_early`` and checked ``stopping``)."""
+        """Add the one-off fire (the caller holds ``_scheduling`` and checked ``stopping``)."""
         self.scheduler.add_job(
             self.fire,
             "date",

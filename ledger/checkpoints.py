@@ -127,14 +127,17 @@ def generate_key(path: str | os.PathLike[str]) -> Path:
         fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(pem)
-        public_path.write_bytes(
-            key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-        )
+        public_path.write_bytes(_public_pem(key))
     except OSError as exc:
         raise CheckpointError(f"cannot write the key to {private_path}: {exc.strerror}") from None
     return public_path
+
+
+def _public_pem(key: Ed25519PrivateKey) -> bytes:
+    """Return ``key``'s public key as PEM (SubjectPublicKeyInfo)."""
+    return key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
 
 def _finish_public(private_path: Path, public_path: Path) -> None:
@@ -144,11 +147,7 @@ def _finish_public(private_path: Path, public_path: Path) -> None:
     try:
         fd = os.open(public_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
         with os.fdopen(fd, "wb") as f:
-            f.write(
-                key.public_key().public_bytes(
-                    serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-                )
-            )
+            f.write(_public_pem(key))
     except OSError as exc:
         raise CheckpointError(f"cannot write the key to {public_path}: {exc.strerror}") from None
     raise CheckpointError(
