@@ -26,6 +26,7 @@ __all__ = [
     "other_things",
     "same_occurrences",
     "shared_phrase",
+    "state_values",
     "statement",
     "subject",
     "without",
@@ -62,8 +63,9 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
     A run of two or more capitalised words ("Keiko Tanaka"), or one inside a sentence, is a
     name; one word opening a sentence is only capitalised there, so it names something only
     when few memories hold it (an IDF of at least :data:`RARE`): "Deploy" opening every
-    other report is a topic, not a name. A capitalised word after a number is its unit
-    ("05:15 UTC", "40 GB"), not a name (ADR 0106).
+    other report is a topic, not a name; followed by "of", it heads a noun phrase and is
+    passed over ("Ownership of the Atlas search service": ADR 0109). A capitalised word
+    after a number is its unit ("05:15 UTC", "40 GB"), not a name (ADR 0106).
     """
     for run in _RUN.finditer(text):
         # "Margaret Okoye became Nikos Pappas's new manager": the attribute is the owner's.
@@ -80,6 +82,8 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
             return ""  # "The payments gateway is owned by Omar Said": the name is a value
         if len(words) > 1 or not opens(text, run.start()):
             return named[0]
+        if _HEAD_OF.match(text, run.end()):
+            continue  # "Ownership of the Atlas search service passed to ...": a head noun
         weights = lexical.terms(conn, named[0], prune=False).weights
         return named[0] if weights.get(named[0], 0.0) >= RARE else None
     return ""
@@ -91,6 +95,10 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
 #: before: taking the sentence for an unnamed thing's there made "Lunch with Carol about the
 #: deploy schedule" replaced by it.
 _VALUE_AFTER = frozenset(("by",))
+#: One capitalised word opening a sentence and followed by "of" heads a noun phrase
+#: ("Ownership of the Atlas search service", "Maintenance of the mail relay"): a common noun
+#: the sentence capitalises, not a name; the subject is looked for after it (ADR 0109).
+_HEAD_OF = re.compile(r"\s+of\b")
 _LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
 
 
@@ -160,8 +168,17 @@ def other_things(text: str, other: str) -> bool:
             run = 0
         return False
 
-    mine, theirs = content_stems(text), content_stems(other)
+    # An id or code is a value ("moved the shipper to eu-west-1"), never the thing spoken
+    # of: same_occurrences weighs codes (ADR 0109).
+    mine, theirs = content_stems(_uncoded(text)), content_stems(_uncoded(other))
     return own(mine, theirs) and own(theirs, mine)
+
+
+def _uncoded(text: str) -> str:
+    """Return ``text`` with the ids and codes it quotes (:func:`codes`) blanked."""
+    for code in codes(text):
+        text = re.sub(re.escape(code), " ", text, flags=re.IGNORECASE)
+    return text
 
 
 def dropped(text: str, phrase: tuple[str, ...]) -> str:
@@ -190,6 +207,7 @@ def labels(text: str) -> frozenset[str]:
     """Return the occurrences ``text`` names by number ("round 26", "ticket 7"): like an id,
     each names one thing, an event more often than a state ("fixed the parser in round 2"
     and "in round 26" both stay true)."""
+    text = _uncoded(text)  # "release 2.5.0" quotes a code, not a round numbered 2
     return frozenset(
         f"{stem(word.lower())} {number}"
         for word, number, opening in (
@@ -197,26 +215,83 @@ def labels(text: str) -> frozenset[str]:
         )
         # "Model 3" names a thing, a value; "Incident 20" opening a sentence is capitalised
         # by the sentence alone (ADR 0106).
-        if (word[0].islower() or opening) and word.lower() not in STOPWORDS
+        if (word[0].islower() or opening) and word.lower() not in STOPWORDS and not _counts(word)
     )
 
 
-def same_occurrences(ids: set[str], numbered: frozenset[str], old_text: str, change: bool) -> bool:
+def _counts(word: str) -> bool:
+    """Say whether ``word`` before a number makes the number a count or a value, not a label:
+    a verb in the third person or a plural ("allows 250 requests", "holds 3", "runs 2
+    replicas"). A label is a singular noun and its number ("round 26", "status 500",
+    "address 12", "analysis 4"): a singular noun's -s ends in -ss, -us or -is (ADR 0109)."""
+    w = word.lower()
+    return len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is"))
+
+
+#: A copula, or "now": what follows it is said of what precedes it ("is on release 3.1.0",
+#: "was upgraded to version 2.4.1", "now runs at 01:00"); the present tense's, and "now",
+#: say what holds now.
+_COPULA = re.compile(r"\b(?:is|are|was|were|now)\b", re.IGNORECASE)
+_PRESENT = frozenset(("is", "are", "now"))
+
+
+def state_values(text: str, *, now: bool = False) -> frozenset[str]:
+    """Return the codes ``text`` quotes after its first copula ("The gateway is on release
+    3.1.0", "was upgraded to version 2.4.1"): values said of a state, not ids naming what the
+    sentence speaks of ("Build 3.1.0 is green", "Ticket HE-85 is blocked"). With ``now``,
+    only after a copula in the present tense: a state that holds now (ADR 0109)."""
+    found = _COPULA.search(text)
+    if found is None or (now and found.group().lower() not in _PRESENT):
+        return frozenset()
+    return frozenset(codes(text[found.end() :]))
+
+
+def same_occurrences(
+    ids: set[str],
+    numbered: frozenset[str],
+    old_text: str,
+    change: bool,
+    values: frozenset[str] = frozenset(),
+) -> bool:
     """Say whether an earlier memory may be replaced as far as ids and numbered occurrences
     go: it quotes the same ones as the new memory (an id or "round 26" names one thing: two
     incidents, two rounds, both stay true). When the new memory announces a change, they
     may be the values it changes ("moved the gateway to port 9090" of "listens on port
     8080", "rescheduled to 04:30" of "runs at 02:00"): then both quote ids or neither, and
     both number the same words (ADR 0106). An event numbered by a word the new memory does
-    not number ("ran the migration on shard 25") stays out."""
+    not number ("ran the migration on shard 25") stays out. Without a change announced, a
+    state said again with another value may replace it: ``values`` are the codes the new
+    memory says of a state that holds now (:func:`state_values`), and the old memory's
+    codes after its copula may differ from them where every other code is the same ("The
+    gateway is on release 2.5.0" of "was upgraded to version 2.4.1"; ADR 0109)."""
     theirs, their_labels = set(codes(old_text)), labels(old_text)
     if theirs == ids and their_labels == numbered:
         return True
+    if change:
+        return (
+            bool(theirs) == bool(ids)
+            and _kinds(theirs - ids) == _kinds(ids - theirs)
+            and {lab.rsplit(" ", 1)[0] for lab in their_labels}
+            == {lab.rsplit(" ", 1)[0] for lab in numbered}
+        )
+    their_values = state_values(old_text)
     return (
-        change
-        and bool(theirs) == bool(ids)
-        and {lab.rsplit(" ", 1)[0] for lab in their_labels}
-        == {lab.rsplit(" ", 1)[0] for lab in numbered}
+        bool(values)
+        and bool(their_values)
+        and ids - values == theirs - their_values
+        and _kinds(their_values) == _kinds(values)
+        and their_labels == numbered
+    )
+
+
+def _kinds(quoted: set[str] | frozenset[str]) -> frozenset[str]:
+    """Return the kinds of ``quoted`` codes: each one's first character's class and its first
+    separator ("2.5.0" and "4.0.0-rc1" are "9.", a version; "05:15" is "9:", a time;
+    "eu-west-1" is "a-"). A value is replaced by a value of its own kind: a release by a
+    release, never a time by a region (ADR 0109)."""
+    return frozenset(
+        ("9" if code[0].isdigit() else "a") + next((c for c in code if c in "-_./:"), "")
+        for code in quoted
     )
 
 

@@ -170,10 +170,13 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
     mine = statements.content(text)
     change = announces(text)
     ids, labels = set(codes(text)), statements.labels(text)
+    values = statements.state_values(text, now=True)
     with memory.engine.read() as conn:
         try:
             subject = statements.subject(conn, text)
-            if subject is None or (subject == "" and not change):
+            # Unnamed, the new memory must say that something changed, or give a state's
+            # value anew ("is on release 2.5.0"; ADR 0109).
+            if subject is None or (subject == "" and not (change or values)):
                 return []
             hits = lexical.search(
                 conn, subject or text, _CANDIDATES, agent=memory.agent,
@@ -185,7 +188,7 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
             h for h in hits
             if h.agent == memory.agent and h.position < position and statements.statement(h.text)
             and statements.differs(mine, statements.content(h.text), change)
-            and statements.same_occurrences(ids, labels, h.text, change)
+            and statements.same_occurrences(ids, labels, h.text, change, values)
         ]  # fmt: skip
         # Unnamed, what both speak of is the longest run of words they share (ADR 0106).
         phrases = (

@@ -1,0 +1,57 @@
+"""What a memory states, as detection reads it (ADR 0109): counts are not labels, codes are
+values and not things, a state's quoted values, and the kinds a value is replaced within."""
+
+from __future__ import annotations
+
+from engram.agents import statements
+from engram.agents.matching import stem
+
+
+def test_a_number_after_a_verb_or_a_plural_is_a_count_not_a_label() -> None:
+    assert statements.labels("The report builder allows 250 requests per minute.") == frozenset()
+    assert statements.labels("The pool holds 3 replicas.") == frozenset()
+    # A singular noun and its number label an occurrence, -ss and -us included.
+    assert statements.labels("We fixed the parser in round 26.") == {f"{stem('round')} 26"}
+    assert statements.labels("The status 500 came back at pass 2.") == {
+        f"{stem('status')} 500",
+        f"{stem('pass')} 2",
+    }
+
+
+def test_a_quoted_code_labels_nothing() -> None:
+    # "release 2.5.0" quotes a code: the "2" is not an occurrence numbered 2.
+    assert statements.labels("The report builder is on release 2.5.0.") == frozenset()
+
+
+def test_a_code_is_a_value_never_another_thing() -> None:
+    # "eu west" and "ap south" are the codes' words, not two things' names.
+    assert not statements.other_things(
+        "We moved the audit log shipper over to eu-west-1.",
+        "The audit log shipper lives in the ap-south-1 region.",
+    )
+    assert statements.other_things(
+        "The rate limit on the billing exporter is 100 a minute.",
+        "The rate limit on the report builder is 200 a minute.",
+    )
+
+
+def test_a_state_s_values_are_the_codes_after_its_copula() -> None:
+    assert statements.state_values("The gateway is on release 3.1.0.", now=True) == {"3.1.0"}
+    assert statements.state_values("The job now runs at 01:00 UTC.", now=True) == {"01:00"}
+    assert statements.state_values("Build 3.1.0 is green.", now=True) == frozenset()
+    # The past tense says a value, not what holds now.
+    assert statements.state_values("It was upgraded to 2.4.1.", now=True) == frozenset()
+    assert statements.state_values("It was upgraded to 2.4.1.") == {"2.4.1"}
+
+
+def test_a_value_is_replaced_within_its_kind() -> None:
+    ids, values = {"2.5.0"}, frozenset({"2.5.0"})
+    old = "The gateway was upgraded to version 2.4.1-rc1."
+    assert statements.same_occurrences(ids, frozenset(), old, False, values)
+    later = "The gateway job runs at 05:15 UTC now."
+    assert not statements.same_occurrences(ids, frozenset(), later, False, values)
+    assert not statements.same_occurrences({"05:15"}, frozenset(), "It is in eu-west-1.", True)
+    # Without a change announced, codes beside the values must be the same.
+    assert not statements.same_occurrences(
+        {"he-85", "2.5.0"}, frozenset(), "HE-90 is on release 2.4.1.", False, values
+    )
