@@ -48,7 +48,8 @@ def test_a_value_is_replaced_within_its_kind() -> None:
     ids, values = {"2.5.0"}, frozenset({"2.5.0"})
     old = "The gateway was upgraded to version 2.4.1-rc1."
     assert statements.same_occurrences(ids, frozenset(), old, False, values)
-    later = "The gateway job runs at 05:15 UTC now."
+    later = "The gateway job now runs at 05:15 UTC."  # a time, stated as a state's value
+    assert statements.state_values(later) == {"05:15"}
     assert not statements.same_occurrences(ids, frozenset(), later, False, values)
     assert not statements.same_occurrences({"05:15"}, frozenset(), "It is in eu-west-1.", True)
     # Without a change announced, codes beside the values must be the same.
