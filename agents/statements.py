@@ -20,6 +20,7 @@ __all__ = [
     "differs",
     "dropped",
     "labels",
+    "modified_apart",
     "name_run",
     "names",
     "opens",
@@ -174,6 +175,52 @@ def other_things(text: str, other: str) -> bool:
     return own(mine, theirs) and own(theirs, mine)
 
 
+#: The words after which a content word is a modifier of what follows ("the nightly backup
+#: job", "our staging API"), as at a sentence's start ("Nightly backup job runs at 02:00").
+_DETERMINERS = frozenset(
+    ("the", "a", "an", "our", "their", "its", "this", "that", "these", "those", "my", "your",
+     "his", "her")
+)  # fmt: skip
+
+
+def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool = True) -> bool:
+    """Say whether ``text`` and ``other`` name two things by the same ``words`` (stems, as
+    :func:`shared_phrase` gives them, or a name's): each puts its own modifier before them
+    ("the nightly backup job" and "the weekly backup job", "the staging API" and "the
+    production API"), or, with ``heads``, the words modify another noun in one of them
+    ("the payments gateway canary is" beside "the payments gateway is"). A modifier is a
+    content word right before the words, itself after a determiner or opening the text (a
+    verb, "moved the backup job", is neither); a head is a content word right after them
+    and right before a copula (ADR 0109)."""
+
+    def around(said: str) -> tuple[str, str]:
+        tokens = lexical.tokens(said)
+        stems = [stem(t) for t in tokens]
+        n = len(words)
+        for i in range(len(stems) - n + 1):
+            if tuple(stems[i : i + n]) != words:
+                continue
+            before = tokens[i - 1] if i else ""
+            modifier = (
+                stems[i - 1]
+                if before.isalpha() and before not in STOPWORDS
+                and (i == 1 or tokens[i - 2] in _DETERMINERS)
+                else ""
+            )  # fmt: skip
+            after = tokens[i + n] if i + n < len(tokens) else ""
+            head = (
+                stems[i + n]
+                if after.isalpha() and after not in STOPWORDS
+                and i + n + 1 < len(tokens) and tokens[i + n + 1] in _COPULA_WORDS
+                else ""
+            )  # fmt: skip
+            return modifier, head
+        return "", ""
+
+    (mine, my_head), (theirs, their_head) = around(text), around(other)
+    return (bool(mine) and bool(theirs) and mine != theirs) or (heads and my_head != their_head)
+
+
 def _uncoded(text: str) -> str:
     """Return ``text`` with the ids and codes it quotes (:func:`codes`) blanked."""
     for code in codes(text):
@@ -233,6 +280,7 @@ def _counts(word: str) -> bool:
 #: say what holds now.
 _COPULA = re.compile(r"\b(?:is|are|was|were|now)\b", re.IGNORECASE)
 _PRESENT = frozenset(("is", "are", "now"))
+_COPULA_WORDS = frozenset(("is", "are", "was", "were"))
 
 
 def state_values(text: str, *, now: bool = False) -> frozenset[str]:

@@ -194,9 +194,15 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
         phrases = (
             {} if subject else {h.position: statements.shared_phrase(text, h.text) for h in held}
         )
+        # Two things named by the same words with their own modifiers stay two things: the
+        # nightly and the weekly backup job, the staging and the production API (ADR 0109).
+        named = (stem(subject),) if subject else ()
         held = [
             h for h in held
-            if subject or (phrases[h.position] and not statements.other_things(text, h.text))
+            if (subject or (phrases[h.position] and not statements.other_things(text, h.text)))
+            and not statements.modified_apart(
+                text, h.text, named or phrases[h.position], heads=not subject
+            )
         ]  # fmt: skip
         if not held:
             return []

@@ -262,3 +262,17 @@ def test_a_head_noun_opening_its_sentence_is_not_the_subject(memory: Memory) -> 
     assert found in ([], [(new, [old])])  # never the Nimbus scheduler's owner
     if ana.embedder is not None and ana.embedder.fingerprint.provider != "hash":
         assert found == [(new, [old])]
+
+
+def test_things_named_alike_with_their_own_modifiers_replace_nothing(memory: Memory) -> None:
+    # ADR 0109: the nightly and the weekly backup job, the staging and the production API,
+    # the payments gateway and its canary are two things each; a state said of one gives
+    # the other no new value.
+    ana = memory.agent("ana")
+    ana.observe("The nightly backup job is scheduled for 02:00 UTC.", at=NOW - 60 * DAY)
+    ana.observe("The weekly backup job is scheduled for 03:00 UTC.", at=NOW - 55 * DAY)
+    ana.observe("The staging API is on release 1.4.2.", at=NOW - 50 * DAY)
+    ana.observe("The production API is on release 1.3.9.", at=NOW - 45 * DAY)
+    ana.observe("The payments gateway is on release 3.1.0.", at=NOW - 40 * DAY)
+    ana.observe("The payments gateway canary is on release 3.2.0.", at=NOW - 35 * DAY)
+    assert _superseded(memory) == []

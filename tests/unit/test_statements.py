@@ -56,3 +56,25 @@ def test_a_value_is_replaced_within_its_kind() -> None:
     assert not statements.same_occurrences(
         {"he-85", "2.5.0"}, frozenset(), "HE-90 is on release 2.4.1.", False, values
     )
+
+
+def test_two_things_named_by_the_same_words_with_their_own_modifiers_stay_apart() -> None:
+    def apart(text: str, other: str, heads: bool = True) -> bool:
+        words = statements.shared_phrase(text, other)
+        return statements.modified_apart(text, other, words, heads=heads)
+
+    nightly = "The nightly backup job is scheduled for 02:00 UTC."
+    assert apart(nightly, "The weekly backup job is scheduled for 03:00 UTC.")
+    assert apart("Nightly backup job runs at 02:00.", "Weekly backup job runs at 03:00.")
+    # A verb before the words is no modifier; one side's modifier alone is no other thing.
+    assert not apart("We moved the backup job to 04:00.", "The backup job runs at 02:00.")
+    assert not apart(nightly, "The backup job now runs at 04:00 UTC.")
+    # The words modifying another noun, right before a copula: a head of its own.
+    canary = "The payments gateway canary is on release 3.2.0."
+    assert apart(canary, "The payments gateway is on release 3.1.0.")
+    assert not apart(canary, "The payments gateway is on release 3.1.0.", heads=False)
+    # A name's words: the staging API and the production API.
+    api = (stem("api"),)
+    assert statements.modified_apart(
+        "The staging API is on release 1.4.2.", "The production API is on release 1.3.9.", api
+    )
