@@ -197,25 +197,24 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
         tokens = lexical.tokens(said)
         stems = [stem(t) for t in tokens]
         n = len(words)
-        for i in range(len(stems) - n + 1):
-            if tuple(stems[i : i + n]) != words:
-                continue
-            before = tokens[i - 1] if i else ""
-            modifier = (
-                stems[i - 1]
-                if before.isalpha() and before not in STOPWORDS
-                and (i == 1 or tokens[i - 2] in _DETERMINERS)
-                else ""
-            )  # fmt: skip
-            after = tokens[i + n] if i + n < len(tokens) else ""
-            head = (
-                stems[i + n]
-                if after.isalpha() and after not in STOPWORDS
-                and i + n + 1 < len(tokens) and tokens[i + n + 1] in _COPULA_WORDS
-                else ""
-            )  # fmt: skip
-            return modifier, head
-        return "", ""
+        i = _spelled(stems, words)
+        if i < 0:
+            return "", ""
+        before = tokens[i - 1] if i else ""
+        modifier = (
+            stems[i - 1]
+            if before.isalpha() and before not in STOPWORDS
+            and (i == 1 or tokens[i - 2] in _DETERMINERS)
+            else ""
+        )  # fmt: skip
+        after = tokens[i + n] if i + n < len(tokens) else ""
+        head = (
+            stems[i + n]
+            if after.isalpha() and after not in STOPWORDS
+            and i + n + 1 < len(tokens) and tokens[i + n + 1] in _COPULA_WORDS
+            else ""
+        )  # fmt: skip
+        return modifier, head
 
     (mine, my_head), (theirs, their_head) = around(text), around(other)
     return (bool(mine) and bool(theirs) and mine != theirs) or (heads and my_head != their_head)
@@ -231,12 +230,19 @@ def _uncoded(text: str) -> str:
 def dropped(text: str, phrase: tuple[str, ...]) -> str:
     """Return ``text``'s words without the first run of them that spells ``phrase``."""
     words = lexical.tokens(text)
-    stems = [stem(w) for w in words]
-    n = len(phrase)
-    for i in range(len(words) - n + 1):
-        if tuple(stems[i : i + n]) == phrase:
-            return " ".join(words[:i] + words[i + n :]) or text
+    i = _spelled([stem(w) for w in words], phrase)
+    if i >= 0:
+        return " ".join(words[:i] + words[i + len(phrase) :]) or text
     return " ".join(words) or text
+
+
+def _spelled(stems: list[str], phrase: tuple[str, ...]) -> int:
+    """Return where the first run of ``stems`` that spells ``phrase`` starts (-1: none)."""
+    n = len(phrase)
+    for i in range(len(stems) - n + 1):
+        if tuple(stems[i : i + n]) == phrase:
+            return i
+    return -1
 
 
 def names(text: str) -> frozenset[str]:
@@ -278,9 +284,9 @@ def _counts(word: str) -> bool:
 #: A copula, or "now": what follows it is said of what precedes it ("is on release 3.1.0",
 #: "was upgraded to version 2.4.1", "now runs at 01:00"); the present tense's, and "now",
 #: say what holds now.
-_COPULA = re.compile(r"\b(?:is|are|was|were|now)\b", re.IGNORECASE)
-_PRESENT = frozenset(("is", "are", "now"))
 _COPULA_WORDS = frozenset(("is", "are", "was", "were"))
+_COPULA = re.compile(rf"\b(?:{'|'.join(sorted(_COPULA_WORDS))}|now)\b", re.IGNORECASE)
+_PRESENT = frozenset(("is", "are", "now"))
 
 
 def state_values(text: str, *, now: bool = False) -> frozenset[str]:
