@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import struct
+import tempfile
 import uuid
 import zipfile
 from collections.abc import Sequence
@@ -293,7 +294,12 @@ def encode_nodes(nodes: Sequence[Node]) -> bytes:
 def write_pack(
     path: str | os.PathLike[str], manifest: Manifest, nodes_jsonl: bytes, key: PackKey
 ) -> None:
-    """Seal the manifest and nodes under ``key`` and write the pack file atomically."""
+    """Seal the manifest and nodes under ``key`` and write the pack file atomically.
+
+    The bytes go to a new temporary file beside ``path`` (created exclusively under a random
+    name, mode 0600, so never through a link), renamed to ``path`` once on disk; a failure
+    removes it.
+    """
     if hashlib.sha256(nodes_jsonl).hexdigest() != manifest.checksum:
         raise PackChecksumError("the manifest's checksum is not nodes.jsonl's")
     manifest_json = msgspec.json.encode(manifest)
@@ -315,15 +321,18 @@ def write_pack(
     prefix = MAGIC + struct.pack(">I", len(head)) + head
     sealed = AESGCM(key.derive(header)).encrypt(nonce, plain.getvalue(), prefix)
     target = Path(path)
-    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    # A new file of an unpredictable name, created exclusively (mode 0600): a link or a file
+    # planted beside the target is never followed nor reused.
+    fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
-        with open(temp, "wb") as out:
+        with os.fdopen(fd, "wb") as out:
             out.write(prefix + sealed)
             out.flush()
             os.fsync(out.fileno())
         os.replace(temp, target)
-    finally:
-        temp.unlink(missing_ok=True)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
 
 
 def peek(path: str | os.PathLike[str], *, max_bytes: int = MAX_PACK_BYTES) -> Manifest:

@@ -25,7 +25,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from engram.mcp.fields import Agent, Number, Whole
-from engram.mcp.tools import ToolInputError
+from engram.mcp.tools import ToolInputError, check_finite
 
 if TYPE_CHECKING:
     from engram.mcp.server import Worker
@@ -56,15 +56,17 @@ def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Save context for a session or task, so recall_context can give it back."""
-        content = frames if frames is not None else context
-        if isinstance(content, str):
-            content = {"scratchpad": content}
-        if not content:
-            raise ToolInputError("give the context to save: `context` (frames or text)")
-        chosen: dict[str, Any] = content
-        return await worker.run(
-            lambda: worker.tools.save_context(chosen, query, task, budget, items, agent, session)
-        )
+
+        def run() -> dict[str, Any]:
+            content = frames if frames is not None else context
+            if isinstance(content, str):
+                content = {"scratchpad": content}
+            if not content:
+                raise ToolInputError("give the context to save: `context` (frames or text)")
+            check_finite(content, "frames" if frames is not None else "context")
+            return worker.tools.save_context(content, query, task, budget, items, agent, session)
+
+        return await worker.run(run)
 
     @server.tool(name="kom.memory.v1.recall_context", annotations=writes)
     async def recall_context(
@@ -75,7 +77,7 @@ def register(server: MCPServer, worker: Worker, writes: ToolAnnotations) -> None
             list[NodeType], Field(description="Only items of these node types; empty: all.")
         ] = [],  # noqa: B006
         k: Annotated[
-            int | None,
+            Whole | None,
             Field(
                 ge=1, le=100, description="Items of each node type at most; none: each type's own."
             ),

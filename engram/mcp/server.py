@@ -11,11 +11,15 @@ call does can stop the server.
 from __future__ import annotations
 
 import asyncio
+import io
+import json
+import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import AsyncIterable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TextIO, TypeVar
 
 import anyio
 import msgspec
@@ -23,7 +27,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
-from mcp.types import INVALID_REQUEST, PARSE_ERROR, ErrorData, JSONRPCError, ToolAnnotations
+from mcp.types import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCNotification,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engram import __version__
@@ -32,8 +43,9 @@ from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
 from engram.mcp import lesson_tools, seed, supersession_tools
+from engram.mcp.dispatch import ToolServer
 from engram.mcp.fields import Agent, Number, Whole
-from engram.mcp.tools import KEY_ENV, MemoryTools, ToolInputError
+from engram.mcp.tools import KEY_ENV, KEY_ENV_PREFIX, MemoryTools, ToolInputError
 from engram.projections.errors import ProjectionError
 from engram.runtime import open_parts
 
@@ -49,6 +61,13 @@ MemoryKind = Literal["observation", "plan", "thought"]
 MinScore = Annotated[
     Number | None,
     Field(ge=0.0, le=1.0, description="Leave out items scoring under this; omitted: the default."),
+]
+KeyEnv = Annotated[
+    str,
+    Field(
+        description=f"The server's environment variable holding the pack key; its name must"
+        f" start with {KEY_ENV_PREFIX}."
+    ),
 ]
 ConceptKind = Literal[
     "concept", "skill", "fact", "snippet", "pattern", "episode", "tool", "persona", "task"
@@ -122,7 +141,7 @@ class Worker:
 
 def build_server(worker: Worker) -> MCPServer:
     """Return the MCP server whose tools call ``worker``'s :class:`MemoryTools`."""
-    server: MCPServer = MCPServer(
+    server = ToolServer(
         "engram", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
 
@@ -187,7 +206,7 @@ def build_server(worker: Worker) -> MCPServer:
             ),
         ] = "task",
         k: Annotated[
-            int | None,
+            Whole | None,
             Field(
                 ge=1, le=100, description="Items of each node type at most; none: each type's own."
             ),
@@ -195,11 +214,11 @@ def build_server(worker: Worker) -> MCPServer:
         task: Annotated[str, Field(description="The task at hand, if any.")] = "",
         session: Annotated[str, Field(description="The session's name (scope session).")] = "",
         budget: Annotated[
-            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Token budget.")
+            Whole, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Token budget.")
         ] = 2000,
         agent: Agent = None,
         min_score: Annotated[
-            float, Field(ge=0.0, le=1.0, description="Leave out items less similar than this.")
+            Number, Field(ge=0.0, le=1.0, description="Leave out items less similar than this.")
         ] = 0.0,
     ) -> dict[str, Any]:
         """Assemble context frames for your next step within a token budget.
@@ -249,7 +268,7 @@ def build_server(worker: Worker) -> MCPServer:
         from_agent: Annotated[str | None, Field(description="Pack this agent's memories.")] = None,
         domain: list[str] = [],  # noqa: B006
         limit: Annotated[Whole, Field(ge=1, le=100_000)] = 1000,
-        key_env: Annotated[str, Field(description="Env var holding the key.")] = KEY_ENV,
+        key_env: KeyEnv = KEY_ENV,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Export public knowledge to an encrypted, authenticated pack file."""
@@ -262,7 +281,7 @@ def build_server(worker: Worker) -> MCPServer:
     @server.tool(annotations=writes)
     async def import_pack(
         path: Annotated[str, Field(description="Pack file on the server's machine.")],
-        key_env: Annotated[str, Field(description="Env var holding the key.")] = KEY_ENV,
+        key_env: KeyEnv = KEY_ENV,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Import a pack as you; checked before anything is written; twice adds nothing."""
@@ -353,25 +372,91 @@ async def _run_stdio(server: MCPServer) -> None:
 
     The SDK's stdio transport hands a line that is not a JSON-RPC message (bad JSON, a lone
     surrogate, nesting past the parser's depth) to the session as an exception, which drops
-    it: the client would wait for an answer forever. Each such line gets an error response
-    with a null id: -32700 when it is not JSON, -32600 when it is JSON but no message.
+    it, and reads a request whose id is no string or integer (an object, an array, a
+    fraction, a bool, null) as a notification, which gets no answer: either way the client
+    would wait for an answer forever. Each such line gets an error response with a null id:
+    -32700 when it is not JSON, -32600 when it is JSON but no message or its id is wrong.
     """
     lowlevel = server._lowlevel_server  # the SDK's own run_stdio_async uses it the same way
-    async with stdio_server() as (read_stream, write_stream):
-        send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    with _wire_stdin() as wire:
+        lines = _Lines(anyio.wrap_file(wire))
+        async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
-        async def forward() -> None:
-            async with send:
-                async for item in read_stream:
-                    if isinstance(item, Exception):
-                        await write_stream.send(SessionMessage(_unreadable(item)))
-                    else:
-                        await send.send(item)
+            async def forward() -> None:
+                async with send:
+                    async for item in read_stream:
+                        line = lines.read.popleft()  # the line the SDK read this item from
+                        if isinstance(item, Exception):
+                            await write_stream.send(SessionMessage(_unreadable(item)))
+                        elif isinstance(item.message, JSONRPCNotification) and _has_id(line):
+                            await write_stream.send(SessionMessage(_invalid_id()))
+                        else:
+                            await send.send(item)
 
-        async with anyio.create_task_group() as tasks:
-            tasks.start_soon(forward)
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
-            tasks.cancel_scope.cancel()
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(forward)
+                await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+                tasks.cancel_scope.cancel()
+
+
+@contextmanager
+def _wire_stdin() -> Iterator[TextIO]:
+    """Yield stdin as text read from a private descriptor, fd 0 pointing at the null device.
+
+    What the SDK's transport does when it reads stdin itself (it is given the lines here, to
+    keep each until its message is checked): a tool, or a process it starts, reading stdin
+    reads nothing rather than the client's messages. fd 0 is the wire again afterwards; the
+    private descriptor stays open, as a thread may still be blocked reading it.
+    """
+    wire = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    try:
+        yield io.TextIOWrapper(
+            os.fdopen(wire, "rb", closefd=False), encoding="utf-8", errors="replace"
+        )
+    finally:
+        os.dup2(wire, 0)
+
+
+class _Lines:
+    """stdin's lines as the SDK's reader takes them, each kept in :attr:`read` until forwarded.
+
+    The SDK turns every line into exactly one item (a message or an exception), in order, so
+    the oldest kept line is the one the next item was read from.
+    """
+
+    def __init__(self, source: AsyncIterable[str]) -> None:
+        self._source = aiter(source)
+        self.read: deque[str] = deque()
+
+    def __aiter__(self) -> _Lines:
+        return self
+
+    async def __anext__(self) -> str:
+        line = await anext(self._source)
+        self.read.append(line)
+        return line
+
+
+def _has_id(line: str) -> bool:
+    """Say whether ``line``, read as a notification, carries an ``id``: a request whose id the
+    SDK could not take (a notification has no id at all)."""
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(message, dict) and "id" in message
+
+
+def _invalid_id() -> JSONRPCError:
+    """Return the error response to a request whose id is no string or integer."""
+    message = "Invalid Request: the id must be a string or an integer"
+    return JSONRPCError(
+        jsonrpc="2.0", id=None, error=ErrorData(code=INVALID_REQUEST, message=message)
+    )
 
 
 def _unreadable(exc: Exception) -> JSONRPCError:

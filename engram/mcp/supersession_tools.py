@@ -35,7 +35,10 @@ STATUSES = ("pending", "applied")
 #: Characters of each memory's text a listing quotes.
 QUOTE = 500
 
-Position = Annotated[Whole, Field(ge=1, description="A ledger position.")]
+#: The largest ledger position (the ledger's positions are signed 64-bit integers).
+MAX_POSITION = 2**63 - 1
+
+Position = Annotated[Whole, Field(ge=1, le=MAX_POSITION, description="A ledger position.")]
 
 
 class SupersessionTools:
@@ -154,8 +157,10 @@ class SupersessionTools:
 
 
 def _position(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ToolInputError(f"{name} must be a ledger position (an int >= 1), got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_POSITION:
+        raise ToolInputError(
+            f"{name} must be a ledger position (an int in 1..{MAX_POSITION}), got {value!r}"
+        )
     return value
 
 
@@ -182,7 +187,7 @@ def register(
 
     @server.tool(annotations=writes)
     async def supersede_memory(
-        position: Annotated[Whole, Field(ge=1, description="Your newer memory's position.")],
+        position: Annotated[Position, Field(description="Your newer memory's position.")],
         replaces: Annotated[
             list[Position],
             Field(min_length=1, description="Your earlier memories it replaces (positions)."),
@@ -220,7 +225,7 @@ def register(
 
     @server.tool(annotations=writes)
     async def review_supersession(
-        proposal: Annotated[Whole, Field(ge=1, description="The proposal's event position.")],
+        proposal: Annotated[Position, Field(description="The proposal's event position.")],
         decision: Literal["applied", "refused"],
         note: Annotated[str, Field(max_length=2000)] = "",
         agent: Agent = None,
@@ -232,7 +237,7 @@ def register(
 
     @server.tool(annotations=writes)
     async def revert_supersession(
-        event: Annotated[Whole, Field(ge=1, description="The supersession's event position.")],
+        event: Annotated[Position, Field(description="The supersession's event position.")],
         note: Annotated[str, Field(max_length=2000)] = "",
         agent: Agent = None,
     ) -> dict[str, Any]:

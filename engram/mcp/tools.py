@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import sqlite3
 import stat
@@ -36,6 +37,8 @@ from engram.runtime import Memory
 
 #: Where a pack's key is read from unless the call names another variable.
 KEY_ENV = "ENGRAM_PACK_KEY"
+#: How the name of a variable a call may read a pack key from begins: never any other secret.
+KEY_ENV_PREFIX = "ENGRAM_"
 #: recall_context's scopes: what the context is built from.
 CONTEXT_SCOPES = ("task", "session", "agent")
 #: What project_snapshot counts: a name and the projection view holding those rows.
@@ -229,6 +232,7 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Append ``context.saved``: the frames the caller was shown or wrote back.
 
+        A number JSON cannot store (NaN, infinity) anywhere in ``frames`` is refused, named.
         Entries quoting the ledger by position keep the position only; everything the
         caller wrote itself goes to ``notes``, sealed under its key like the query and the
         task, so forgetting the caller forgets it too (ADR 0046).
@@ -236,6 +240,7 @@ class MemoryTools:
         who = self.caller(agent)
         if not isinstance(frames, Mapping) or not frames:
             raise ToolInputError("frames must be a non-empty object of frame name -> content")
+        check_finite(frames, "frames")
         counter = default_counter()
         tokens = counter.count(json.dumps(frames, ensure_ascii=False, default=str))
         quoted, notes = split_written(frames)
@@ -332,14 +337,18 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Export public knowledge the caller can read to a new pack file on the server's disk.
 
+        The key is read from ``key_env``, an environment variable whose name starts with
+        ``ENGRAM_`` (no other variable of the server can be made a key).
+
         An existing file is never replaced: a model cannot overwrite files through this tool.
         """
         who = self.caller(agent)
         target = self.pack_path(path, new=True)
+        key = _pack_key(key_env)
         manifest = export_pack(
             self.memory.agent(who),
             target,
-            PackKey.from_env(key_env),
+            key,
             name=name,
             version=version,
             domain=domain,
@@ -360,9 +369,8 @@ class MemoryTools:
     ) -> dict[str, Any]:
         """Check and import a pack file as the caller (a second import appends nothing)."""
         who = self.caller(agent)
-        done = import_pack(
-            self.memory.agent(who), self.pack_path(path, new=False), PackKey.from_env(key_env)
-        )
+        source = self.pack_path(path, new=False)
+        done = import_pack(self.memory.agent(who), source, _pack_key(key_env))
         m = done.manifest
         return {
             "pack": m.id, "name": m.name, "version": m.version, "nodes": m.nodes,
@@ -454,6 +462,28 @@ class MemoryTools:
                 for s in rows
             ]
         }
+
+
+def _pack_key(key_env: str) -> PackKey:
+    """Read the pack key from ``key_env``, a variable whose name starts with ``ENGRAM_``."""
+    if not isinstance(key_env, str) or not key_env.startswith(KEY_ENV_PREFIX):
+        raise ToolInputError(
+            f"key_env must name an environment variable starting with {KEY_ENV_PREFIX}"
+            f" (default {KEY_ENV}), got {key_env!r}"
+        )
+    return PackKey.from_env(key_env)
+
+
+def check_finite(value: object, where: str) -> None:
+    """Refuse NaN and infinity anywhere in ``value``: JSON cannot store them."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ToolInputError(f"{where} is NaN or infinity, which JSON cannot store")
+    if isinstance(value, Mapping):
+        for name, item in value.items():
+            check_finite(item, f"{where}.{name}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            check_finite(item, f"{where}[{i}]")
 
 
 def _score_floor(value: Any) -> float:

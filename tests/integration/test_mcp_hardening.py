@@ -257,27 +257,18 @@ def _sealer(folder: Path) -> Any:
     return Sealer(KeyStore(folder / "keys.db", create=False))
 
 
-def test_a_line_the_sdk_cannot_read_gets_a_json_rpc_error(tmp_path: Path) -> None:
-    """Bad JSON, a lone surrogate, deep nesting, JSON that is no message: each answered."""
+def _answers(db: Path, lines: dict[str, bytes]) -> tuple[dict[str, Any], Any]:
+    """Write each line to a fresh ``engram mcp``'s stdin after the handshake; return each
+    line's answer, and the answer to a well-formed request sent after them all."""
     import select
     import subprocess
 
-    from mcp.types import INVALID_REQUEST, PARSE_ERROR, JSONRPCError, jsonrpc_message_adapter
+    from mcp.types import jsonrpc_message_adapter
 
-    db = tmp_path / "ledger.db"
-    Ledger.open(str(db)).close()
+    if not db.exists():
+        Ledger.open(str(db)).close()
     argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
     env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
-    bad = {
-        "not json": b"{not json",
-        "lone surrogate": b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":'
-        + b'{"a":"\\ud800"}}',
-        "deep": b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"a":'
-        + b"[" * 100_000
-        + b"]" * 100_000
-        + b"}}",
-        "no message": b'{"hello": "world"}',
-    }
     client = {"name": "t", "version": "1"}
     hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": client}
     pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.DEVNULL}
@@ -294,10 +285,28 @@ def test_a_line_the_sdk_cannot_read_gets_a_json_rpc_error(tmp_path: Path) -> Non
             start = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
             ask(json.dumps(start).encode())
             server.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-            answers = {name: ask(line) for name, line in bad.items()}
+            answers = {name: ask(line) for name, line in lines.items()}
             still = ask(b'{"jsonrpc":"2.0","id":9,"method":"tools/list"}')
         finally:
             server.kill()
+    return answers, still
+
+
+def test_a_line_the_sdk_cannot_read_gets_a_json_rpc_error(tmp_path: Path) -> None:
+    """Bad JSON, a lone surrogate, deep nesting, JSON that is no message: each answered."""
+    from mcp.types import INVALID_REQUEST, PARSE_ERROR, JSONRPCError
+
+    bad = {
+        "not json": b"{not json",
+        "lone surrogate": b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":'
+        + b'{"a":"\\ud800"}}',
+        "deep": b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"a":'
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}}",
+        "no message": b'{"hello": "world"}',
+    }
+    answers, still = _answers(tmp_path / "ledger.db", bad)
     for name, answer in answers.items():
         assert isinstance(answer, JSONRPCError), name
         assert answer.id is None
@@ -309,3 +318,166 @@ def test_a_line_the_sdk_cannot_read_gets_a_json_rpc_error(tmp_path: Path) -> Non
         "no message": INVALID_REQUEST,
     }
     assert still.id == 9  # the server reads on after each
+
+
+def test_a_request_whose_id_is_no_string_or_integer_is_answered(tmp_path: Path) -> None:
+    """The SDK reads such a request as a notification and would answer nothing: each gets
+    -32600 with a null id instead (docs/security.md), and a tool call so sent runs not."""
+    from mcp.types import INVALID_REQUEST, JSONRPCError
+
+    db = tmp_path / "ledger.db"
+    call = '"method":"tools/call","params":{"name":"upsert_memory","arguments":'
+    call += '{"observations":[{"text":"written under a bad id"}]}}'
+    ids = ("{}", '{"a":1}', "[1]", "1.5", "true", "null")
+    lines = {i: b'{"jsonrpc":"2.0","id":%s,%s}' % (i.encode(), call.encode()) for i in ids}
+    answers, still = _answers(db, lines)
+    for name, answer in answers.items():
+        assert isinstance(answer, JSONRPCError), name
+        assert answer.id is None
+        assert answer.error.code == INVALID_REQUEST
+        assert answer.error.message == "Invalid Request: the id must be a string or an integer"
+    assert still.id == 9
+    with Ledger.open(str(db), readonly=True) as ledger:
+        assert ledger.head() == 0
+
+
+def test_save_context_refuses_nan_and_infinity_naming_where(tmp_path: Path) -> None:
+    """JSON's NaN and Infinity (Python's reader takes them) would be stored as null: both
+    save_context tools refuse them, naming where they are, and write nothing."""
+    db = tmp_path / "ledger.db"
+    call = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s","arguments":%s}}'
+    lines = {
+        "plan": call % (2, b"save_context", b'{"frames":{"plan":{"eta_hours":NaN}}}'),
+        "context": call
+        % (3, b"kom.memory.v1.save_context", b'{"session":"s","context":{"p":[1,Infinity]}}'),
+        "frames": call
+        % (4, b"kom.memory.v1.save_context", b'{"task":"t","frames":{"x":-Infinity}}'),
+    }
+    answers, _ = _answers(db, lines)
+    told = {name: a.result["content"][0]["text"] for name, a in answers.items()}
+    for answer in answers.values():
+        assert answer.result["isError"] is True
+    assert told["plan"].endswith(
+        ": frames.plan.eta_hours is NaN or infinity, which JSON cannot store"
+    )
+    assert told["context"].endswith(": context.p[1] is NaN or infinity, which JSON cannot store")
+    assert told["frames"].endswith(": frames.x is NaN or infinity, which JSON cannot store")
+    with Ledger.open(str(db), readonly=True) as ledger:
+        assert ledger.head() == 0
+
+
+def _server_pid() -> int:
+    """Return the pid of this process's child that runs ``engram mcp``."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[1].split()[1] == me and b"mcp" in cmdline:
+            return int(entry.name)
+    raise AssertionError("no engram mcp child process")
+
+
+def test_an_export_never_writes_through_a_link_at_a_temporary_name(tmp_path: Path) -> None:
+    """A link planted where the export once put its temporary file (``.<name>.<pid>.tmp``)
+    is neither followed nor replaced: the pack is a new file of its own, readable by its
+    owner only, and the file the link points at is untouched."""
+    import stat
+
+    from engram.agents.packs import peek
+
+    packs, outside = tmp_path / "packs", tmp_path / "outside"
+    packs.mkdir()
+    outside.mkdir()
+    victim = outside / "victim.txt"
+    victim.write_text("ORIGINAL CONTENT\n")
+
+    async def body(client: Client) -> tuple[str, dict[str, Any]]:
+        await call(client, "upsert_memory", observations=[{"text": "a public note on deploys"}])
+        planted = f".out.pack.{_server_pid()}.tmp"
+        (packs / planted).symlink_to(victim)
+        done = await call(
+            client, "export_pack", path="out.pack", name="p", version="1", select="deploys"
+        )
+        return planted, done
+
+    planted, done = serve(tmp_path / "ledger.db", body, pack_dir=packs)
+    assert victim.read_text() == "ORIGINAL CONTENT\n"
+    out = packs / "out.pack"
+    assert out.is_file()
+    assert not out.is_symlink()
+    assert stat.S_IMODE(out.stat().st_mode) == 0o600
+    assert peek(out).nodes == done["nodes"] == 1
+    assert sorted(os.listdir(packs)) == [planted, "out.pack"]  # no temporary file left
+
+
+def test_a_failed_pack_write_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engram
+    from engram.agents.packs import format as pack_format
+    from engram.mcp.tools import MemoryTools
+
+    def full(source: str, target: str) -> None:
+        raise OSError("no room left on the device")
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    monkeypatch.setenv("ENGRAM_PACK_KEY", KEY)
+    with engram.open_memory(str(tmp_path / "ledger.db")) as memory:
+        memory.agent("alice").observe("a public note on deploys")
+        tools = MemoryTools(memory, ["alice"], pack_dir=str(packs))
+        monkeypatch.setattr(pack_format.os, "replace", full)
+        with pytest.raises(OSError, match="no room"):
+            tools.export_pack("out.pack", "p", "1", select="deploys")
+    assert os.listdir(packs) == []
+
+
+def test_the_pack_key_is_read_from_an_engram_variable_only(tmp_path: Path) -> None:
+    """A model may not make any other variable of the server a pack key (a database
+    password, a token): key_env must start with ENGRAM_, and says so in its description."""
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    shutil.copy(PACK, packs / "adrs.pack")
+    export = {"name": "p", "version": "1", "concepts": "adr"}
+
+    async def body(client: Client) -> dict[str, Any]:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        return {
+            "described": [
+                tools[name].input_schema["properties"]["key_env"]["description"]
+                for name in ("export_pack", "import_pack", "kom.local.v1.backup.export_encrypted")
+            ],
+            "export": await refused(
+                client, "export_pack", path="db.pack", key_env="DB_PASSWORD", **export
+            ),
+            "import": await refused(client, "import_pack", path="adrs.pack", key_env="HOME"),
+            "imported": await call(
+                client, "import_pack", path="adrs.pack", key_env="ENGRAM_OTHER_KEY"
+            ),
+            "exported": await call(
+                client, "export_pack", path="mine.pack", key_env="ENGRAM_OTHER_KEY", **export
+            ),
+        }
+
+    got = serve(
+        tmp_path / "ledger.db",
+        body,
+        pack_dir=packs,
+        DB_PASSWORD="a database password, not a pack key",
+        ENGRAM_OTHER_KEY=KEY,
+    )
+    for description in got["described"]:
+        assert "ENGRAM_" in description
+    assert got["export"].endswith(
+        "key_env must name an environment variable starting with ENGRAM_"
+        " (default ENGRAM_PACK_KEY), got 'DB_PASSWORD'"
+    )
+    assert "starting with ENGRAM_" in got["import"]
+    assert got["imported"]["nodes"] > 0
+    assert got["exported"]["path"] == "mine.pack"
+    assert sorted(os.listdir(packs)) == ["adrs.pack", "mine.pack"]
