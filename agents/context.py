@@ -42,7 +42,7 @@ from functools import cached_property
 
 from engram.agents.frames import assemble, for_ledger
 from engram.agents.frames import sections as frame_sections
-from engram.agents.memory import AgentMemory
+from engram.agents.memory import AgentMemory, check_query
 
 # Re-exported ("as"): the weights are given to build_context, so they are named from here.
 from engram.agents.resonance import ContextWeights as ContextWeights
@@ -122,8 +122,7 @@ def build_context(
     """
     if not isinstance(memory, AgentMemory):
         raise QueryError(f"memory must be an AgentMemory, got {type(memory).__name__}")
-    if not isinstance(query, str) or not query.strip():
-        raise QueryError(f"query must be a non-empty string, got {query!r}")
+    check_query(query)
     if not isinstance(task, str):
         raise QueryError(f"task must be a string, got {type(task).__name__}")
     if (

@@ -14,21 +14,33 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from engram.agents.matching import Matching, stems_of
-from engram.projections import copies, supersession
+from engram.projections import copies, lexical, supersession
+from engram.projections.errors import UnknownProjectionError
 
 __all__ = ["Folder", "copy_rows", "fold", "grouped", "replaced_among"]
 
 
 def replaced_among(
-    conn: sqlite3.Connection, positions: Sequence[int], cut: int | None, valid_us: int
+    conn: sqlite3.Connection,
+    positions: Sequence[int],
+    cut: int | None,
+    valid_us: int,
+    viewer: str | None = None,
 ) -> dict[int, int]:
     """Return ``old -> new`` for the candidates replaced by ``valid_us`` (valid time), as
-    the store knew it at ``cut`` (record time; None: now)."""
+    the store knew it at ``cut`` (record time; None: now). With ``viewer``, only by memories
+    that agent may see: a public memory replaced by its author's private one stays current
+    to the others (it is served unlabelled, as before the replacement), so a recall neither
+    names the private memory's position nor tells that one exists."""
     try:
         found = supersession.replacements(conn, positions, as_of_us=cut)
-    except sqlite3.Error:
+        replaced = {p: r.new for p, r in found.items() if r.valid_from_us <= valid_us}
+        if viewer is not None and replaced:
+            seen = lexical.visible_to(conn, list(replaced.values()), viewer)
+            replaced = {old: new for old, new in replaced.items() if new in seen}
+    except (sqlite3.Error, UnknownProjectionError):
         return {}
-    return {p: r.new for p, r in found.items() if r.valid_from_us <= valid_us}
+    return replaced
 
 
 def copy_rows(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, copies.Copy]:

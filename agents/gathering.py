@@ -66,7 +66,7 @@ class Gathering:
         matching = Matching(conn, self.fusion, codes=codes(query))
         if "lexical" in paths:
             try:
-                terms = lexical.terms(conn, query, prune=self.prune)
+                terms = lexical.terms(conn, query, prune=self.prune, agent=self.agent)
                 hits = lexical.search(
                     conn,
                     query,
@@ -87,7 +87,7 @@ class Gathering:
             matching.share_weights = matching.weights
         else:  # the content share is a feature of relevance whichever paths ran
             try:
-                every = lexical.terms(conn, query, prune=False)
+                every = lexical.terms(conn, query, prune=False, agent=self.agent)
                 matching.share_weights, matching.average = every.weights, every.average
                 note_absent(matching, every, query)
             except (ProjectionError, sqlite3.Error):

@@ -554,11 +554,16 @@ def names(query: str) -> frozenset[str]:
     """Return the words ``query`` writes as names: capitalised, not where a sentence starts
     ("Where does Zoltan Varga live?" -> zoltan, varga), lowercased as the index holds them."""
     found = set()
+    last = ""  # the last character before the word that is not a blank ("": none yet)
+    end = 0
     for match in _RAW_WORD.finditer(query):
         word = match.group()
-        before = query[: match.start()].rstrip()
-        if word[0].isupper() and before and before[-1] not in ".?!":
+        gap = query[end : match.start()].rstrip()  # read once: linear in the query
+        if gap:
+            last = gap[-1]
+        if word[0].isupper() and last and last not in ".?!":
             found.update(lexical.tokens(word))
+        last, end = word[-1], match.end()
     return frozenset(found)
 
 

@@ -115,6 +115,25 @@ FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "sem
 #: with MiniLM, a question's names no memory holds lowering its items (ADR 0090). Pass
 #: ``min_score=0`` for every candidate.
 DEFAULT_MIN_SCORE = 0.05
+#: The longest query recall takes, in characters: a question or a task, not a document. A
+#: longer one is refused before anything is read or recorded (its ``memory.recalled`` would
+#: not fit the ledger's payload limit once sealed, and every word costs a lookup).
+MAX_QUERY = 100_000
+
+
+def check_query(query: object, what: str = "query") -> str:
+    """Return ``query`` checked to be a non-empty string of at most :data:`MAX_QUERY`
+    characters, else raise :class:`QueryError` saying which (without echoing a long one)."""
+    if not isinstance(query, str):
+        raise QueryError(f"{what} must be a non-empty string, got {type(query).__name__}")
+    if not query.strip():
+        raise QueryError(f"{what} must be a non-empty string, got {query[:40]!r}")
+    if len(query) > MAX_QUERY:
+        raise QueryError(
+            f"{what} is {len(query):,} characters long; at most {MAX_QUERY:,} are taken"
+            " (a question or a task, not a document)"
+        )
+    return query
 
 
 class AgentMemory(Gathering):
@@ -330,8 +349,7 @@ class AgentMemory(Gathering):
         served as current, one not yet true then is left out (ADR 0052). A replaced memory
         is served below what replaced it, labelled with it (``replaced_by``).
         """
-        if not isinstance(query, str) or not query.strip():
-            raise QueryError("query must be a non-empty string")
+        check_query(query)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
             raise QueryError(f"k must be an int in 1..1000, got {k!r}")
         if min_score is None:  # the calibrated floor is memory recall's; scopes keep theirs
@@ -411,7 +429,7 @@ class AgentMemory(Gathering):
         positions = sorted(ranked)
         facts = salience.memory_facts(known, positions)
         rows = copy_rows(conn, positions)
-        replaced = replaced_among(conn, positions, ask.cut, ask.valid_us)
+        replaced = replaced_among(conn, positions, ask.cut, ask.valid_us, self.agent)
         w = ask.weights
         rec_w = w["recency"] * (CURRENT_STATE_BOOST if wants_current(ask.query) else 1.0)
         calibration = None

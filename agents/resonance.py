@@ -300,7 +300,9 @@ class Probe:
         a question about when the backup runs). The replaced one is weighed down as recall
         weighs it and scores just under its replacement.
         """
-        replaced = replaced_among(self.conn, [c.event.position for c in out], self.cut, at_us)
+        replaced = replaced_among(
+            self.conn, [c.event.position for c in out], self.cut, at_us, self.agent
+        )
         if not replaced:
             return out
         scores = {c.event.position: c.score for c in out}

@@ -11,7 +11,7 @@ module draws its own subtree in full; this is the map of the whole.
     │   │   └── LedgerNotFoundError a read-only open of a ledger that does not exist
     │   ├── EventError              UnknownKindError, PayloadError, EnvelopeError
     │   ├── AppendError             ConcurrencyError, IdempotencyError
-    │   ├── StoreError              AppendOnlyError, InsertConflictError (a driver failure)
+    │   ├── StoreError              AppendOnlyError, DamagedEventError, InsertConflictError
     │   ├── KindRegistryError, LedgerClosedError, ReadOnlyLedgerError
     │   ├── CheckpointError, KeyStoreError
     │   └── AuditError              AuditWriteError, AuditQueryError, AuditUnavailableError

@@ -34,10 +34,13 @@ from engram.ledger import (
     KindRegistry,
     KindRegistryError,
     Ledger,
+    NewEvent,
     Sealer,
     default_registry,
 )
+from engram.ledger.catalog import ReflectionRetracted
 from engram.ledger.personal import personal_fields
+from engram.projections import reflections as reflection_rows
 from engram.projections.base import Projection
 from engram.projections.concepts import Concepts
 from engram.projections.copies import Copies
@@ -61,6 +64,7 @@ from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher, passages
 from engram.projections.sessions import SessionItems
+from engram.projections.store import ProjectionStore
 from engram.projections.suggestions import SuggestionQueue
 from engram.projections.supersession import Supersessions
 
@@ -252,8 +256,10 @@ class Memory:
 
         The subject's texts are first removed from the embedding cache (vectors and the
         hashes that key them), then its keys are destroyed and ``subject.forgotten`` is
-        appended (:meth:`Ledger.forget`), then the projections catch up, so the lexical and
-        semantic indexes drop its content before this returns.
+        appended (:meth:`Ledger.forget`), then ``reflection.retracted`` for the other agents'
+        reflections drawn from its memories (ADR 0110), then the projections catch up, so
+        the lexical and semantic indexes drop its content before this returns; the vector
+        index file and the store's write-ahead log are written before it returns too.
 
         Raises:
             ConfigError: this ledger seals nothing (``seal = false``, or a PostgreSQL
@@ -265,14 +271,45 @@ class Memory:
                 " without seal = true or keys = PATH), so there is nothing to forget"
                 " (ADR 0039, ADR 0086)"
             )
-        if not isinstance(subject, str) or not subject.strip():
+        if not isinstance(subject, str) or not subject:
             raise ConfigError(f"subject must be a non-empty string, got {subject!r}")
         dropped = 0
         if isinstance(self.embedder, CachedEmbedder):
             dropped = self.embedder.cache.discard(_personal_texts(self.ledger, subject))
+        drawn = self._drawn_from(subject)
         position = self.ledger.forget(subject, reason=reason, actor=actor)
+        if drawn:  # other agents' reflections made of the subject's words (ADR 0110)
+            retracted = ReflectionRetracted(
+                positions=drawn, subject=subject, reason=f"drawn from {subject}'s memories"
+            )
+            self.ledger.append(NewEvent.of(retracted, stream="retractions", actor=actor))
         self.engine.catch_up()
+        # What is on disk goes now, not when this or another process next writes: the
+        # vector index file, and the store's write-ahead log (another process holding the
+        # store open keeps SQLite from checkpointing it on close).
+        with self.engine.read() as conn:
+            if ProjectionStore.live_generation(conn, SemanticIndex.name) is not None:
+                self.searcher.purge(conn)
+        self.engine.store.scrub()
         return Forgotten(subject, position, dropped)
+
+    def _drawn_from(self, subject: str) -> list[int]:
+        """Return the reflections drawn from ``subject``'s memories and reflections, at any
+        depth (:func:`engram.projections.reflections.drawn_from`)."""
+        self.engine.catch_up()
+        with self.engine.read() as conn:
+            if ProjectionStore.live_generation(conn, Reflections.name) is None:
+                return []
+            evidence = reflection_rows.cited(conn)
+        theirs = [
+            e.position
+            for e in self.ledger.get(evidence)
+            if e.kind in ("memory.observed", "memory.reflected") and e.payload.agent == subject
+        ]
+        if not theirs:
+            return []
+        with self.engine.read() as conn:
+            return reflection_rows.drawn_from(conn, theirs)
 
     def lessons(self, completer: Completer | None = None) -> Lessons:
         """Return the lessons loop with the settings' places; drafts through ``completer``,

@@ -512,6 +512,10 @@ def _masked(value: str, has_agent: bool, opened: str | None = None) -> str:
     forgotten = (
         "EXISTS (SELECT 1 FROM main.events f WHERE f.kind = 'subject.forgotten'"
         f" AND f.position > e.position AND json_extract_string(f.payload, '$.subject') = {subject})"
+        # A reflection drawn from a forgotten subject's memories is retracted (ADR 0110).
+        " OR (e.kind = 'memory.reflected' AND EXISTS (SELECT 1 FROM main.events r"
+        " WHERE r.kind = 'reflection.retracted' AND r.position > e.position AND list_contains("
+        "CAST(json_extract(r.payload, '$.positions') AS BIGINT[]), e.position)))"
     )
     shown = "'[sealed]'"
     if opened is not None:

@@ -334,6 +334,27 @@ class SubjectForgotten(Payload, frozen=True):
     reason: str = ""
 
 
+class ReflectionRetracted(Payload, frozen=True):
+    """Reflections drawn from a forgotten subject's memories were withdrawn from every index.
+
+    A reflection is its author's, sealed under the author's key, but its text is made of
+    what its evidence said: forgetting the evidence's subject retracts it (and the
+    reflections drawn from it), so recall, context frames and rebuilds stop serving it
+    (ADR 0110). ``subject`` names whose forgetting caused it.
+    """
+
+    __kind__: ClassVar[str] = "reflection.retracted"
+
+    positions: Annotated[list[Position], msgspec.Meta(min_length=1)]
+    subject: Name
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if len(set(self.positions)) != len(self.positions):
+            repeated = sorted(p for p, n in Counter(self.positions).items() if n > 1)
+            raise ValueError(f"positions must not repeat, got {repeated} more than once")
+
+
 class PackImported(Payload, frozen=True):
     """A knowledge pack was imported: which pack, at which version, and how many nodes."""
 
@@ -434,6 +455,7 @@ KINDS: dict[str, type[msgspec.Struct]] = {
         PlanUpdated,
         *SUPERSESSION_KINDS,
         ProjectClosed,
+        ReflectionRetracted,
     )
 }
 

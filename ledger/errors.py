@@ -121,6 +121,10 @@ class AppendOnlyError(StoreError):
     """The database refused to change or delete a stored event."""
 
 
+class DamagedEventError(StoreError):
+    """A stored event's row cannot be read as an event: it was changed outside engram."""
+
+
 class LedgerClosedError(LedgerError):
     """The ledger was used after it was closed."""
 

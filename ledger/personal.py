@@ -9,13 +9,14 @@ subject's private ones where an event is shown (``engram log``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 import msgspec
 
 from engram.ledger.events import Event
 from engram.ledger.shred import DEFAULT_PERSONAL, FORGOTTEN, PRIVATE, subject_of
 
-__all__ = ["masked", "personal_fields"]
+__all__ = ["masked", "personal_fields", "retracted"]
 
 
 def personal_fields(
@@ -66,3 +67,14 @@ def masked(
     if not hidden:
         return event
     return msgspec.structs.replace(event, payload=msgspec.structs.replace(payload, **hidden))
+
+
+def retracted(event: Event, positions: AbstractSet[int]) -> Event:
+    """Return ``event`` with its text and question read as :data:`FORGOTTEN` when it is a
+    reflection at one of ``positions``: retracted, drawn from a forgotten subject's memories
+    (``reflection.retracted``, ADR 0110). Its author's key still opens it; what it says is
+    the forgotten subject's."""
+    if event.kind != "memory.reflected" or event.position not in positions:
+        return event
+    payload = msgspec.structs.replace(event.payload, text=FORGOTTEN, question=FORGOTTEN)
+    return msgspec.structs.replace(event, payload=payload)

@@ -23,6 +23,7 @@ from engram.ledger.codec import decode_payload
 from engram.ledger.collector import collector_paused
 from engram.ledger.errors import (
     ConfigError,
+    DamagedEventError,
     LedgerClosedError,
     LedgerError,
     ReadOnlyLedgerError,
@@ -213,8 +214,11 @@ class Ledger:
         self._check_open()
         if self.sealer is None:
             raise ConfigError("this ledger has no key store: nothing is sealed to forget")
-        if not isinstance(subject, str) or not subject.strip() or len(subject) > 512:
+        if not isinstance(subject, str) or not subject or len(subject) > 512:
             raise ConfigError(f"subject must be a name of 1..512 characters, got {subject!r}")
+        if not subject.strip() and subject not in {k.subject for k in self.sealer.keys.subjects()}:
+            # Blanks name a subject only when a raw append wrote one and sealed under it.
+            raise ConfigError(f"subject must be a name, not blanks, got {subject!r}")
         if not isinstance(reason, str):
             raise ConfigError(f"reason must be a string, got {type(reason).__name__}")
         if not isinstance(actor, str) or not actor or actor != actor.strip() or len(actor) > 512:
@@ -421,33 +425,41 @@ class Ledger:
         # The events of one append share their time: its text is parsed once per run of it.
         last_at: Any = None
         time_: Any = None
-        for pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h in rows:
-            if at != last_at:
-                last_at, time_ = at, parse(at)
-            if current(kind) == schema:
-                payload = decoders[kind](data)
-            else:  # an older schema to upcast, or a kind this program does not know
-                payload = decode_payload(registry.get(kind), data, schema)
-            if kind in personal:
-                payload = unseal(kind, id_, payload)
-            elif sealer is not None and kind == "subject.forgotten":
-                sealer.forgotten(payload.subject)
-            add(
-                make(
-                    pos,
-                    id_,
-                    stream,
-                    version,
-                    kind,
-                    schema,
-                    actor,
-                    time_,
-                    payload,
-                    caus,
-                    corr,
-                    h,
+        pos = None
+        try:
+            for pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h in rows:
+                if at != last_at:
+                    last_at, time_ = at, parse(at)
+                if current(kind) == schema:
+                    payload = decoders[kind](data)
+                else:  # an older schema to upcast, or a kind this program does not know
+                    payload = decode_payload(registry.get(kind), data, schema)
+                if kind in personal:
+                    payload = unseal(kind, id_, payload)
+                elif sealer is not None and kind == "subject.forgotten":
+                    sealer.forgotten(payload.subject)
+                add(
+                    make(
+                        pos,
+                        id_,
+                        stream,
+                        version,
+                        kind,
+                        schema,
+                        actor,
+                        time_,
+                        payload,
+                        caus,
+                        corr,
+                        h,
+                    )
                 )
-            )
+        except (ValueError, TypeError, msgspec.DecodeError) as exc:
+            raise DamagedEventError(
+                f"the event at position {pos} cannot be read ({type(exc).__name__}:"
+                f" {str(exc)[:200]}): its row was changed outside engram; `engram verify`"
+                " names the first damaged position"
+            ) from exc
         return events
 
     # -- integrity -------------------------------------------------------------------------

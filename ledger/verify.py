@@ -65,15 +65,17 @@ def verify_chain(
             f"expect_hash must be a sha256 hash as 64 hex digits, got {expect_hash!r}"
         )
     expected, previous, anchor = 1, GENESIS_HASH, None
-    for row in backend.scan():
+    # From the lowest position a row can hold: a row below 1 was put there outside engram.
+    for row in backend.scan(after=-(2**63)):
         pos = row[_POSITION]
         if pos != expected:
-            reason = (
-                f"position {expected} is missing (the next stored position is {pos})"
-                if pos > expected
-                else f"position {pos} appears out of order after {expected - 1}"
-            )
-            return _failed(expected - 1, pos, previous, expected, reason)
+            if pos < 1:
+                reason = f"a row at position {pos}, below 1, was inserted outside engram"
+            elif pos > expected:
+                reason = f"position {expected} is missing (the next stored position is {pos})"
+            else:
+                reason = f"position {pos} appears out of order after {expected - 1}"
+            return _failed(expected - 1, pos, previous, pos if pos < 1 else expected, reason)
         try:
             computed = chain(previous, _canonical_row(backend, row))
         except Exception as exc:  # a tampered cell may not even parse

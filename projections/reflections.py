@@ -8,7 +8,8 @@ depth for a reflection), or NULL for an id that names no earlier event of those 
 "does every belief rest on real events, and is its depth 1 + the deepest of them" is a
 question of this projection's rows (:func:`unsupported`). ``subject.forgotten`` turns the
 text and the focal question of the subject's earlier reflections into ``[forgotten]``, as a
-rebuild reads them (ADR 0039).
+rebuild reads them (ADR 0039); ``reflection.retracted`` does the same to the reflections it
+names, drawn from a forgotten subject's memories (ADR 0110). :func:`drawn_from` finds them.
 
 The trigger state, per agent, is what happened since the agent's last reflection (the latest
 ``memory.reflected`` whose ``agent`` it is, by position; the start of the ledger when there
@@ -36,7 +37,12 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from engram.ledger import FORGOTTEN, Event
-from engram.ledger.catalog import MemoryObserved, MemoryReflected, SubjectForgotten
+from engram.ledger.catalog import (
+    MemoryObserved,
+    MemoryReflected,
+    ReflectionRetracted,
+    SubjectForgotten,
+)
 from engram.projections.base import Projection, Tables
 from engram.projections.counts import check_count
 from engram.projections.errors import QueryError, UnknownProjectionError
@@ -91,7 +97,7 @@ class Reflections(Projection):
 
     name = "reflections"
     version = 2  # 2: a forgotten subject's focal questions go with its texts
-    kinds = (MemoryObserved, MemoryReflected, SubjectForgotten)
+    kinds = (MemoryObserved, MemoryReflected, SubjectForgotten, ReflectionRetracted)
     tables = (
         "reflections",
         "reflection_evidence",
@@ -184,6 +190,12 @@ class Reflections(Projection):
                     f"UPDATE {db['reflections']} SET text = ?, question = ?"
                     " WHERE agent = ? AND position < ?",
                     (FORGOTTEN, FORGOTTEN, p.subject, e.position),
+                )
+            elif e.kind == "reflection.retracted":  # ADR 0110: drawn from forgotten content
+                db.conn.executemany(
+                    f"UPDATE {db['reflections']} SET text = ?, question = ?"
+                    " WHERE position = ? AND position < ?",
+                    [(FORGOTTEN, FORGOTTEN, position, e.position) for position in p.positions],
                 )
             else:
                 self._reflection(db, e, counters(PUBLIC), counters(p.agent))
@@ -296,6 +308,34 @@ def evidence(conn: sqlite3.Connection, reflection: int) -> list[Evidence]:
             (reflection,),
         )
     ]
+
+
+def cited(conn: sqlite3.Connection) -> list[int]:
+    """Return the ledger positions some reflection cites as evidence, in order."""
+    _check(conn)
+    rows = conn.execute(
+        "SELECT DISTINCT position FROM reflection_evidence WHERE position IS NOT NULL"
+        " ORDER BY position"
+    )
+    return [int(r[0]) for r in rows]
+
+
+def drawn_from(conn: sqlite3.Connection, positions: Sequence[int]) -> list[int]:
+    """Return the reflections drawn from the items at ``positions``: those citing one, and
+    the reflections drawn from those, at any depth (ADR 0110), by position; ``positions``
+    themselves left out."""
+    _check(conn)
+    citing: dict[int, set[int]] = {}
+    for reflection, position in conn.execute(
+        "SELECT reflection, position FROM reflection_evidence WHERE position IS NOT NULL"
+    ):
+        citing.setdefault(int(position), set()).add(int(reflection))
+    seen, frontier = set(positions), list(positions)
+    while frontier:
+        found = citing.get(frontier.pop(), set()) - seen
+        seen |= found
+        frontier.extend(found)
+    return sorted(seen - set(positions))
 
 
 def unsupported(conn: sqlite3.Connection) -> list[tuple[int, str]]:

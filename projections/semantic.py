@@ -59,7 +59,9 @@ PASSAGE_WORDS = 128
 PASSAGE_STRIDE = 96
 _WORDS = re.compile(r"\S+")
 
-_REMOVALS = (*ARCHIVES, "subject.forgotten")
+_REMOVALS = (*ARCHIVES, "subject.forgotten", "reflection.retracted")
+#: The item types a removal event reaches by its positions.
+_REMOVED_TYPES = {**ARCHIVES, "reflection.retracted": ("reflection",)}
 
 
 def passages(text: str) -> list[str]:
@@ -94,6 +96,7 @@ def _drop_passages(db: Tables, positions: Sequence[int]) -> None:
 def _forget_subject(db: Tables, subject: str, position: int) -> None:
     """Remove the vectors of ``subject``'s items before ``position``, as an archival does."""
     vectors, removed = db["semantic_vectors"], db["semantic_removed"]
+    db.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed
     gone = [
         row[0]
         for row in db.conn.execute(
@@ -195,12 +198,15 @@ class SemanticIndex(Projection):
             if e.kind == "subject.forgotten":
                 _forget_subject(db, e.payload.subject, e.position)
                 continue
-            marks = ",".join("?" * len(ARCHIVES[e.kind]))
+            types = _REMOVED_TYPES[e.kind]
+            marks = ",".join("?" * len(types))
+            if e.kind == "reflection.retracted":  # ADR 0110: its text is forgotten content
+                db.conn.execute("PRAGMA secure_delete = ON")
             for position in e.payload.positions:
                 deleted = db.conn.execute(
                     f"DELETE FROM {db['semantic_vectors']} WHERE position = ?"
-                    f" AND type IN ({marks})",
-                    (position, *ARCHIVES[e.kind]),
+                    f" AND type IN ({marks}) AND position < ?",
+                    (position, *types, e.position),
                 ).rowcount
                 if deleted:
                     db.conn.execute(

@@ -110,6 +110,19 @@ class VectorSearcher:
             if self.tombstones > TOMBSTONE_SHARE * len(self._held):
                 self._rebuild(conn)
 
+    def purge(self, conn: sqlite3.Connection) -> bool:
+        """Sync with ``conn``, rebuild the index if it still holds removed vectors (HNSW keeps
+        them as tombstones), and write its file at once; return whether the file was written.
+
+        A forgetting calls this (ADR 0039): otherwise the file on disk keeps the forgotten
+        vectors until the next recall saves it.
+        """
+        self.sync(conn)
+        with self._lock:
+            if self.tombstones:
+                self._rebuild(conn)
+        return self.save()
+
     def _path(self, generation: int) -> Path:
         return self.directory / f"semantic.g{generation}.faiss"
 

@@ -186,6 +186,23 @@ class ProjectionStore:
                 raise
             conn.execute("COMMIT")
 
+    def scrub(self) -> bool:
+        """Copy the write-ahead log into the store file and truncate it; return whether it
+        was truncated (False: a reader of another process held an old snapshot past the busy
+        timeout, and the log is truncated at a later checkpoint).
+
+        After a forgetting (ADR 0039) the log still holds the pages written before the
+        deletes, and the store file the pages as they were, until SQLite checkpoints, which
+        it does on its own only when the last connection closes: a daemon or a server holding
+        the store open would keep the forgotten text on disk for as long as it runs.
+        """
+        with self._lock:
+            try:
+                row = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            except sqlite3.Error as exc:
+                raise ProjectionStoreError(f"projection store {self.path}: {exc}") from exc
+        return row is not None and int(row[0]) == 0
+
     @contextlib.contextmanager
     def snapshot(self) -> Iterator[sqlite3.Connection]:
         """Yield a read-only connection inside one read transaction (a consistent view)."""

@@ -27,8 +27,10 @@ decision. ``applied`` takes the suggestion's own text as final; ``modified`` the
 reviewer's. A ``suggestion.written`` counts only for an applied or modified suggestion not
 written yet.
 
-The learning queue holds learnable scars, not archived, that no suggestion names (whatever
-that suggestion's status: a refused lesson is not drafted again), by importance then age.
+The learning queue holds learnable public scars, not archived, that no suggestion names
+(whatever that suggestion's status: a refused lesson is not drafted again), by importance
+then age. A private scar is never queued: a suggestion and the rule it becomes are the
+team's.
 """
 
 from __future__ import annotations
@@ -341,11 +343,15 @@ def listing(
 
 
 def waiting(conn: sqlite3.Connection, limit: int | None = None) -> list[Waiting]:
-    """Return the learning queue: learnable, live scars no suggestion names, by importance."""
+    """Return the learning queue: learnable, live, public scars no suggestion names, by
+    importance. A private scar stays its agent's own: a suggestion is the team's (its text is
+    not sealed, and an applied rule is served to every agent), so no private scar is drafted
+    into one or joins one."""
     learning, links = _table(conn, "learning"), _table(conn, "suggestion_scars")
     sql = (
         f"SELECT id, position, agent, kind, what, lesson, importance, deferrals, last_reason"
         f" FROM {learning} AS l WHERE learnable = 1 AND archived_us IS NULL"
+        " AND visibility = 'public'"
         f" AND NOT EXISTS (SELECT 1 FROM {links} AS s WHERE s.scar = l.id)"
         " ORDER BY importance DESC, position"
     )

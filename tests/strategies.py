@@ -43,6 +43,7 @@ from engram.ledger.catalog import (
     PlanProposed,
     PlanUpdated,
     RecalledItem,
+    ReflectionRetracted,
     ScarArchived,
     ScarRecorded,
     ScarSources,
@@ -299,6 +300,12 @@ PAYLOADS: dict[str, st.SearchStrategy[msgspec.Struct]] = {
         visibility=st.sampled_from(["public", "private"]),
     ),
     "subject.forgotten": st.builds(SubjectForgotten, subject=names, reason=st.text(max_size=20)),
+    "reflection.retracted": st.builds(
+        ReflectionRetracted,
+        positions=st.lists(st.integers(1, 10**6), min_size=1, max_size=3, unique=True),
+        subject=names,
+        reason=st.text(max_size=20),
+    ),
     "memory.superseded": st.builds(
         MemorySuperseded,
         agent=names,
@@ -1308,9 +1315,11 @@ def context_worlds(draw: st.DrawFn) -> list[tuple[str, str, str, str]]:
 context_queries = st.lists(st.sampled_from(_CONTEXT_WORDS), min_size=1, max_size=4).map(" ".join)
 # -- forgetting (ADR 0039): histories where subjects are forgotten ------------------------------
 
-#: The catalog kinds plus ``subject.forgotten``, which every history generates from now on.
-HISTORY_KINDS = (*HISTORY_KINDS, "subject.forgotten")
-_CATALOG_KINDS = HISTORY_KINDS[:-1]
+#: The catalog kinds plus ``subject.forgotten`` and ``reflection.retracted`` (ADR 0110),
+#: which every history generates from now on.
+HISTORY_KINDS = (*HISTORY_KINDS, "subject.forgotten", "reflection.retracted")
+_CATALOG_KINDS = HISTORY_KINDS[:-2]
+_ADDED = ("subject.forgotten", "reflection.retracted")
 _history_without_forgetting = _history
 
 
@@ -1324,13 +1333,24 @@ def _history(  # type: ignore[no-redef]  # wraps the builder above; appended to 
     and time, so positions, ids and references stay as they were.
     """
     forgets = "subject.forgotten" in kinds or tuple(kinds) == _CATALOG_KINDS
-    rest = tuple(k for k in kinds if k != "subject.forgotten") or ("memory.observed",)
+    retracts = "reflection.retracted" in kinds or tuple(kinds) == _CATALOG_KINDS
+    rest = tuple(k for k in kinds if k not in _ADDED) or ("memory.observed",)
     events = _history_without_forgetting(c, n, salt, rest, neurons, long_texts)
-    if not forgets:
+    if not forgets and not retracts:
         return events
-    out = []
+    out: list[NewEvent] = []
     for e in events:
-        if c.integer(0, 24) == 0:
+        if retracts and out and c.integer(0, 39) == 0:  # retract earlier items (ADR 0110)
+            earlier = sorted({c.integer(1, len(out)) for _ in range(c.integer(1, 3))})
+            e = NewEvent(
+                stream="retractions",
+                kind="reflection.retracted",
+                payload=ReflectionRetracted(positions=earlier, subject=c.pick(_HISTORY_AGENTS)),
+                actor="system",
+                id=e.id,
+                at=e.at,
+            )
+        elif forgets and c.integer(0, 24) == 0:
             subject = c.pick((*_HISTORY_AGENTS, "nobody"))
             e = NewEvent(
                 stream=f"subject:{subject}",

@@ -35,7 +35,7 @@ from engram.agents.packs.format import (
     read_pack,
     write_pack,
 )
-from engram.ledger import Event, IdempotencyError, NewEvent
+from engram.ledger import FORGOTTEN, Event, IdempotencyError, NewEvent
 from engram.ledger.catalog import ConceptLink, ConceptUpserted, MemoryObserved, PackImported
 from engram.ledger.collector import collector_paused
 from engram.projections import concepts, salience
@@ -71,7 +71,8 @@ def export_pack(
     limit: int = 1000,
     embeddings: bool = True,
 ) -> Manifest:
-    """Write the public items chosen by ``select``, ``concepts_under`` and ``agent`` to a pack.
+    """Write the public items chosen by ``select``, ``concepts_under`` and ``agent`` to a pack
+    (a forgotten subject's memories left out).
 
     ``select`` packs the ``limit`` memories a recall of that query serves (recorded as no
     read); ``concepts_under`` the concepts at and below a prefix; ``agent`` that agent's live
@@ -96,7 +97,13 @@ def export_pack(
         memories.update(
             (r.event.id, r.event) for r in result.items if r.event.kind == "memory.observed"
         )
-    public = [e for e in memories.values() if e.payload.visibility == "public"]
+    # A forgotten memory's text reads [forgotten]: packing it would hand its importance and
+    # tags on as a memory of its own (ADR 0039).
+    public = [
+        e
+        for e in memories.values()
+        if e.payload.visibility == "public" and e.payload.text != FORGOTTEN
+    ]
     nodes.extend(_memory_nodes(reader, public, embeddings))
     embedder = reader.embedder if embeddings and public else None
     jsonl = encode_nodes(nodes)

@@ -146,8 +146,10 @@ ABLATIONS = (
         rrf_k=TEXTBOOK_RRF_K,
     ),
 )
-#: Hybrid (MiniLM) recall@10 over rank_bm25's on the development split (ADR 0025).
-HEADLINE_TARGET = 1.3
+#: Hybrid (MiniLM) recall@10 over rank_bm25's on the development split: the goal of the
+#: long-memories work (1.45x), not ADR 0025's first floor of 1.3x, so a run says whether the
+#: goal is met.
+HEADLINE_TARGET = 1.45
 #: The mode whose recall@10 over rank_bm25's is the headline ratio.
 HEADLINE = "hybrid (minilm)"
 

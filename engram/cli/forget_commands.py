@@ -35,30 +35,50 @@ def _check_sealing(settings: Settings) -> None:
     "--actor", default="cli", show_default=True, help="Who forgets, as the event's actor."
 )
 @click.option("--yes", "-y", is_flag=True, help="Do not ask: for scripts (required without a TTY).")
-def forget(subject: str, reason: str, actor: str, yes: bool) -> None:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Append subject.forgotten even if the key store never held a key of SUBJECT.",
+)
+def forget(subject: str, reason: str, actor: str, yes: bool, force: bool) -> None:
     """Destroy SUBJECT's keys and append subject.forgotten.
 
     Every personal field sealed for SUBJECT (its observations, scar context, recall queries,
     reflections, declared personal fields) reads [forgotten] from then on; the projections
     drop them now (this command catches them up), the embedding cache loses the vectors of
     SUBJECT's texts, and verify still passes. This cannot be undone.
+
+    Names are exact (case and blanks count): a SUBJECT the key store never held a key of is
+    refused, since nothing of it is sealed here and a mistyped name would leave the real
+    subject remembered; `engram keys` lists the subjects. --force appends the event anyway
+    (it drops the subject's rows from the projections).
     """
     out = state()
     settings = out.settings()
     _check_sealing(settings)
-    if not subject.strip():
+    if not subject:
         raise click.UsageError("SUBJECT must not be empty")
-    if not yes:
-        if not sys.stdin.isatty():
-            raise click.UsageError(
-                "forgetting cannot be undone: pass --yes to confirm without a terminal"
-            )
-        typed = click.prompt(f"This destroys {subject!r}'s keys for good. Type the subject again")
-        if typed != subject:
-            raise CliError(f"{typed!r} is not {subject!r}: nothing was forgotten")
+    if not yes and not sys.stdin.isatty():
+        raise click.UsageError(
+            "forgetting cannot be undone: pass --yes to confirm without a terminal"
+        )
     with opened(settings, actor=actor) as memory:
         sealer = memory.ledger.sealer
         before = {s.subject: s for s in sealer.keys.subjects()} if sealer else {}
+        if subject not in before and not force:
+            near = [s for s in before if s.strip().casefold() == subject.strip().casefold()]
+            hint = f"; did you mean {near[0]!r}?" if near else ""
+            raise CliError(
+                f"the key store holds no key of {subject!r}: nothing of it is sealed here, so"
+                f" nothing was forgotten{hint} (names are exact; `engram keys` lists them;"
+                " --force appends subject.forgotten anyway)"
+            )
+        if not yes:
+            typed = click.prompt(
+                f"This destroys {subject!r}'s keys for good. Type the subject again"
+            )
+            if typed != subject:
+                raise CliError(f"{typed!r} is not {subject!r}: nothing was forgotten")
         done = memory.forget(subject, reason=reason, actor=actor)
     found = before.get(subject)
     live = 0 if found is None else found.keys - found.forgotten

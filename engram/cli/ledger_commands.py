@@ -27,7 +27,7 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
-from engram.ledger.personal import masked, personal_fields
+from engram.ledger.personal import masked, personal_fields, retracted
 from engram.runtime import registry_for
 
 
@@ -325,8 +325,11 @@ def log(
         else:
             events = ledger.read(after, kinds=kind_list, streams=stream_list, limit=limit)
         personal = settings.personal()
+        gone = {  # reflections drawn from a forgotten subject (ADR 0110)
+            p for r in ledger.read(kinds=["reflection.retracted"]) for p in r.payload.positions
+        }
         out.render(
-            (_event_record(masked(e, viewer, personal)) for e in events),
+            (_event_record(retracted(masked(e, viewer, personal), gone)) for e in events),
             fmt,
             table_columns=["position", "at", "stream", "version", "kind", "actor", "payload"],
             widths={"payload": 80},

@@ -46,11 +46,13 @@ from engram.projections.lexical.read import (
     match_expression,
     neighbours,
     search,
+    seen_by,
     share,
     share_of,
     share_words,
     terms,
     texts,
+    visible_to,
 )
 
 __all__ = [
@@ -84,10 +86,12 @@ __all__ = [
     "memory_types",
     "neighbours",
     "search",
+    "seen_by",
     "share",
     "share_of",
     "share_words",
     "terms",
     "texts",
     "tokens",
+    "visible_to",
 ]

@@ -135,6 +135,7 @@ TEXT_KINDS = (
     "memory.reflected",
     "concept.upserted",
     "subject.forgotten",
+    "reflection.retracted",
 )
 
 
@@ -182,6 +183,21 @@ class LexicalIndex(Projection):
                 if db.conn.execute(
                     f"DELETE FROM {table} WHERE agent = ? AND rowid < ?", (p.subject, e.position)
                 ).rowcount:  # merge the segments: none keeps the words
+                    db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
+                continue
+            if e.kind == "reflection.retracted":  # ADR 0110: drawn from a forgotten subject
+                self._insert(db, rows)
+                rows = []
+                db.conn.execute("PRAGMA secure_delete = ON")
+                deleted = sum(
+                    db.conn.execute(
+                        f"DELETE FROM {table} WHERE rowid = ? AND type = 'reflection'"
+                        " AND rowid < ?",
+                        (position, e.position),
+                    ).rowcount
+                    for position in p.positions
+                )
+                if deleted:
                     db.conn.execute(f"INSERT INTO {table} ({table}) VALUES ('optimize')")
                 continue
             if e.kind in ARCHIVES:

@@ -111,7 +111,9 @@ class Terms(NamedTuple):
         return self.searched != self.present
 
 
-def terms(conn: sqlite3.Connection, query: str, *, prune: bool | str = True) -> Terms:
+def terms(
+    conn: sqlite3.Connection, query: str, *, prune: bool | str = True, agent: str | None = None
+) -> Terms:
     """Return the query words' IDF and the words worth searching (ADR 0026, ADR 0053).
 
     Document frequencies come from the index's vocabulary, each word stemmed by the index's
@@ -126,6 +128,13 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool | str = True) -> 
     ``prune="share"`` first keeps only the words held by at most :data:`PRUNE_SHARE` of the
     rows (ADR 0026's rule, for the ablation). The search then scores what the searched
     words found with every word's BM25 (:func:`search`).
+
+    With ``agent``, a word that only rows ``agent`` may not see hold (another agent's private
+    memories) counts as held by none, its weight and presence those of a word no memory
+    holds: what recall says of it then tells nothing of the private rows (:func:`seen_by`).
+    The words are looked at rarest first while the rows holding them add up to at most
+    :data:`MAX_POSTINGS` (the rarest always), so the lookups cost no more than a search; a
+    word more common than that counts as held.
     """
     if prune not in (True, False, *PRUNING):
         raise QueryError(f"prune must be a bool or one of {list(PRUNING)}, got {prune!r}")
@@ -135,6 +144,16 @@ def terms(conn: sqlite3.Connection, query: str, *, prune: bool | str = True) -> 
     table = _table(conn)
     total, average, state = averages(conn, table)
     counts, stems = frequencies(conn, table, words, state)
+    if agent is not None:  # rarest first, within the search's own budget of postings
+        held: list[str] = []
+        spent = 0
+        for w in sorted((w for w in words if counts[w] > 0), key=lambda w: counts[w]):
+            spent += counts[w]
+            if held and spent > MAX_POSTINGS:
+                break
+            held.append(w)
+        for w in set(held) - set(seen_by(conn, held, agent)):
+            counts[w] = 0
     weights = {w: max(math.log((total - n + 0.5) / (n + 0.5)), 1e-6) for w, n in counts.items()}
     present = tuple(w for w in words if counts[w] > 0)
     searched = present
@@ -350,6 +369,36 @@ def texts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
         )
         found.update(rows)
     return found
+
+
+def visible_to(conn: sqlite3.Connection, positions: Sequence[int], agent: str) -> set[int]:
+    """Return those of ``positions`` the index holds that ``agent`` may see: public rows and
+    its own (archived included), read from the content table as :func:`texts` reads."""
+    content = _table(conn)[:-1] + '_content"'
+    agent_, visibility = _CONTENT_COLUMNS["agent"], _CONTENT_COLUMNS["visibility"]
+    found: set[int] = set()
+    wanted = sorted(set(positions))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            f"SELECT id FROM {content} WHERE id IN ({','.join('?' * len(chunk))})"
+            f" AND ({visibility} = 'public' OR {agent_} = ?)",
+            [*chunk, agent],
+        )
+        found.update(int(r[0]) for r in rows)
+    return found
+
+
+def seen_by(conn: sqlite3.Connection, words: Sequence[str], agent: str) -> tuple[str, ...]:
+    """Return those of ``words`` (as :func:`terms` gives them) that a row ``agent`` may see
+    holds: public rows and its own, archived included, as the index's vocabulary counts
+    them (one lookup a word, the first visible row ending it)."""
+    table = _table(conn)
+    sql = (
+        f"SELECT 1 FROM {table} WHERE {table} MATCH ?"
+        " AND (visibility = 'public' OR agent = ?) LIMIT 1"
+    )
+    return tuple(w for w in words if conn.execute(sql, [f'"{w}"', agent]).fetchone())
 
 
 def archived_after(

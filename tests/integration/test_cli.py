@@ -148,6 +148,45 @@ def test_verify_passes_then_names_the_tampered_position(
     assert "FAILED at position 2" in out
 
 
+def test_a_row_changed_outside_engram_is_named_not_a_traceback(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    src = tmp_path / "e.jsonl"
+    src.write_text(lines(GOOD, ACT, ACT))
+    run(capsys, "--ledger", db, "append", str(src))
+    con = sqlite3.connect(db)
+    con.execute("DROP TRIGGER events_no_update")
+    con.execute("UPDATE events SET at = 'yesterday' WHERE position = 2")
+    con.commit()
+    con.close()
+    code, _, err = run(capsys, "--ledger", db, "log")
+    assert code == 1
+    assert "the event at position 2 cannot be read" in err
+    assert "engram verify" in err
+    assert "Traceback" not in err
+
+
+def test_verify_names_a_row_put_below_position_one(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # No trigger refuses it (it collides with nothing): the chain walk must read it.
+    src = tmp_path / "e.jsonl"
+    src.write_text(lines(GOOD, ACT))
+    run(capsys, "--ledger", db, "append", str(src))
+    con = sqlite3.connect(db)
+    row = list(con.execute("SELECT * FROM events WHERE position = 1").fetchone())
+    columns = [c[1] for c in con.execute("PRAGMA table_info(events)")]
+    row[columns.index("position")] = 0
+    row[columns.index("id")] = "01a21dd6-0000-7000-8000-000000000000"
+    row[columns.index("stream")] = "forged"
+    con.execute(f"INSERT INTO events VALUES ({', '.join('?' * len(row))})", row)
+    con.commit()
+    con.close()
+    code, out, _ = run(capsys, "--ledger", db, "verify")
+    assert code == 1
+    assert "FAILED at position 0: a row at position 0, below 1" in out
+
+
 def test_sql_formats_and_refuses_writes(
     db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -18,6 +18,7 @@ from engram.agents.scars import Scars
 from engram.cli import main
 from engram.ledger import FORGOTTEN, KeyStore, Ledger, NewEvent, Sealer, open_audit
 from engram.ledger.catalog import KINDS, MemoryReflected
+from engram.projections import reflections as reflection_rows
 from engram.projections.concepts import Concepts
 from engram.projections.embedding import HashEmbedder
 from engram.projections.engine import ProjectionEngine
@@ -282,6 +283,48 @@ def test_cli_forget_keys_log_and_sql(
     assert json.loads(out) == [{"subject": "alice", "keys": 1, "forgotten": 1, "live": False}]
 
 
+def test_cli_refuses_a_subject_the_key_store_never_held_and_changes_nothing(
+    capsys: pytest.CaptureFixture[str], config: Path
+) -> None:
+    assert cli(capsys, config, "observe", "alice", f"the {SECRET} plan")[0] == 0
+    code, out, _ = cli(capsys, config, "log", "--format", "jsonl")
+    events = out.count("\n")
+    code, out, err = cli(capsys, config, "forget", "Alice", "--yes")  # the name is alice
+    assert code == 1
+    assert "holds no key of 'Alice'" in err
+    assert "did you mean 'alice'?" in err
+    assert "nothing was forgotten" in err
+    code, out, _ = cli(capsys, config, "log", "--format", "jsonl")
+    assert out.count("\n") == events  # no subject.forgotten appended
+    code, out, _ = cli(capsys, config, "keys", "--format", "json")
+    assert json.loads(out)[0]["live"] is True
+    code, out, err = cli(capsys, config, "forget", "Alice", "--yes", "--force")
+    assert code == 0
+    assert "holds no key of 'Alice'" in err  # said, and the event appended as asked
+    code, out, _ = cli(capsys, config, "log", "--kind", "subject.forgotten", "--format", "jsonl")
+    assert json.loads(out)["payload"]["subject"] == "Alice"
+
+
+def test_cli_forgets_a_blank_subject_that_has_keys(
+    capsys: pytest.CaptureFixture[str], config: Path
+) -> None:
+    # A name of blanks is a name the ledger accepts (observe refuses it; a raw append does
+    # not): its keys must be destroyable too.
+    line = json.dumps({"stream": "agent:blank", "kind": "memory.observed", "actor": "alice",
+                       "payload": {"agent": " ", "text": f"the {SECRET} plan"}})  # fmt: skip
+    source = config.parent / "events.jsonl"
+    source.write_text(line + "\n")
+    assert cli(capsys, config, "append", str(source))[0] == 0
+    code, out, err = cli(capsys, config, "forget", " ", "--yes")
+    assert code == 0, err
+    assert "1 key(s) destroyed" in out
+    code, out, _ = cli(capsys, config, "recall", "bob", f"{SECRET} plan", "--format", "json")
+    assert SECRET not in out
+    code, _, err = cli(capsys, config, "forget", "", "--yes")
+    assert code == 2
+    assert "must not be empty" in err
+
+
 def test_cli_errors_for_a_bad_or_missing_key_store(
     capsys: pytest.CaptureFixture[str], config: Path, tmp_path: Path
 ) -> None:
@@ -334,3 +377,118 @@ def test_forget_names_a_long_memory_s_passages_among_the_texts_to_drop(
         texts = _personal_texts(ledger, "alice")
     assert text in texts
     assert set(passages(text)) <= set(texts)
+
+
+def test_forget_leaves_no_text_on_disk_while_another_process_holds_the_store(
+    tmp_path: Path,
+) -> None:
+    # A daemon, the hub or an MCP server keeps the store open: SQLite then never checkpoints
+    # its write-ahead log on close, and the vector index file was written only at the next
+    # recall. Forgetting now does both before it returns.
+    import multiprocessing
+
+    import engram
+
+    ledger = str(tmp_path / "l.db")
+    with engram.open_memory(ledger) as memory:
+        memory.agent("alice").observe(f"the {SECRET} plan for my clinic visit")
+        memory.agent("bob").observe("bob's own note")
+        assert memory.agent("bob").recall("clinic visit", record=False).items
+    store = Path(ledger + ".projections")
+    spawn = multiprocessing.get_context("spawn")
+    ready, done = spawn.Event(), None
+    holder = spawn.Process(target=_hold_store, args=(ledger, ready, str(tmp_path / "release")))
+    holder.start()
+    try:
+        assert ready.wait(60), "the holding process did not open the store"
+        with engram.open_memory(ledger) as memory:
+            memory.forget("alice")
+            on_disk = store_bytes(store)
+            assert SECRET.encode() not in on_disk  # the test can fail: the WAL held it
+            (index,) = store.glob("semantic.g*.faiss")
+            meta = json.loads(index.with_suffix(".json").read_text())
+            assert meta["count"] == 1  # bob's vector only
+    finally:
+        (tmp_path / "release").touch()
+        holder.join(60)
+        done = holder.exitcode
+    assert done == 0
+
+
+def _hold_store(ledger: str, ready: object, release: str) -> None:
+    import time
+
+    import engram
+
+    with engram.open_memory(ledger) as memory:
+        memory.agent("bob").recall("clinic visit", record=False)
+        ready.set()  # type: ignore[attr-defined]
+        while not os.path.exists(release):
+            time.sleep(0.05)
+
+
+def test_a_pack_export_leaves_a_forgotten_subject_s_memories_out(
+    capsys: pytest.CaptureFixture[str],
+    config: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ENGRAM_PACK_KEY", "0123456789abcdef" * 4)
+    assert cli(capsys, config, "observe", "alice", f"the {SECRET} plan", "--tag", "health")[0] == 0
+    assert cli(capsys, config, "observe", "alice", "a second note")[0] == 0
+    export = ("pack", "export", "--name", "a", "--version", "1", "--agent", "alice")
+    code, out, err = cli(capsys, config, *export[:2], str(tmp_path / "before.pack"), *export[2:])
+    assert code == 0, err
+    assert json.loads(out)[0]["nodes"] == 2  # the test can fail
+    assert cli(capsys, config, "forget", "alice", "--yes")[0] == 0
+    code, out, err = cli(capsys, config, *export[:2], str(tmp_path / "after.pack"), *export[2:])
+    assert code == 0, err
+    assert json.loads(out)[0]["nodes"] == 0  # not two memories reading [forgotten]
+
+
+def _reflected(ledger: Ledger, agent: str, text: str, evidence: list[int], depth: int) -> int:
+    ids = [e.id for e in ledger.get(evidence)]
+    payload = MemoryReflected(agent=agent, text=text, evidence=ids, depth=depth)
+    return ledger.append(NewEvent.of(payload, stream=f"agent:{agent}", actor=agent))[0]
+
+
+def test_forget_retracts_other_agents_reflections_drawn_from_the_subject(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bob's reflection on alice's public memories is sealed under bob's key, but its words
+    # are alice's: forgetting her retracts it, and carol's reflection drawn from it (ADR 0110).
+    import engram
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    target = str(tmp_path / "l.db")
+    with engram.open_memory(target) as memory:
+        alice, bob = memory.agent("alice"), memory.agent("bob")
+        hers = alice.observe(f"my oncologist treats my {SECRET} condition")
+        own = bob.observe("bob had lunch with the team")
+        drawn = _reflected(memory.ledger, "bob", f"alice's {SECRET} condition matters", [hers], 1)
+        deeper = _reflected(memory.ledger, "carol", f"the {SECRET} again", [drawn], 2)
+        kept = _reflected(memory.ledger, "bob", "lunch with the team matters", [own], 1)
+        memory.engine.catch_up()
+        carol = memory.agent("carol")
+        served = carol.recall(SECRET, scope="reflections", min_score=0.0, record=False)
+        assert {drawn, deeper} <= {i.event.position for i in served.items}  # the test can fail
+        memory.forget("alice")
+        store = Path(target + ".projections")
+        assert SECRET.encode() not in store_bytes(store)
+        served = carol.recall(SECRET, scope="all", min_score=0.0, record=False)
+        assert not {drawn, deeper} & {i.event.position for i in served.items}
+        with memory.engine.read() as conn:
+            texts = {r.position: r.text for r in reflection_rows.by_agent(conn, "bob")}
+            texts |= {r.position: r.text for r in reflection_rows.by_agent(conn, "carol")}
+        assert texts == {drawn: FORGOTTEN, deeper: FORGOTTEN, kept: "lunch with the team matters"}
+        (event,) = memory.ledger.read(kinds=["reflection.retracted"])
+        assert (event.payload.positions, event.payload.subject) == ([drawn, deeper], "alice")
+        memory.engine.rebuild()
+        assert SECRET.encode() not in store_bytes(store)
+    out = io.StringIO()
+    code = main(
+        ["--ledger", target, "log", "--kind", "memory.reflected", "--format", "jsonl"], out=out
+    )
+    assert code == 0
+    assert SECRET not in out.getvalue()  # its author's key still opens it: shown [forgotten]
+    assert out.getvalue().count(FORGOTTEN) == 4  # text and question of both

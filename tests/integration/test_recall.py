@@ -14,7 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram.agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, AgentMemory
+from engram.agents.context import build_context
+from engram.agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, MAX_QUERY, AgentMemory
 from engram.ledger import Ledger, PayloadError
 from engram.projections.embedding import Embedder, Fingerprint, HashEmbedder
 from engram.projections.engine import ProjectionEngine
@@ -171,6 +172,22 @@ def test_bad_recall_arguments_are_refused(
 ) -> None:
     with pytest.raises(QueryError):
         memory.agent("alice").recall(query, k, weights=weights)
+
+
+def test_an_overlong_query_is_refused_before_anything_is_read_or_recorded(
+    memory: Memory,
+) -> None:
+    alice = memory.agent("alice")
+    alice.observe("database outage", at=T0)
+    head = memory.ledger.head()
+    with pytest.raises(QueryError, match=r"query is 100,001 characters long; at most 100,000") as e:
+        alice.recall("a" * (MAX_QUERY + 1), 5)
+    assert len(str(e.value)) < 200  # the query is not echoed
+    assert memory.ledger.head() == head
+    with pytest.raises(QueryError, match="at most 100,000"):
+        build_context(alice, "b " * MAX_QUERY, budget=500)
+    assert memory.ledger.head() == head
+    assert alice.recall("database " + "x " * 20_000, 5, record=True).items  # a long one serves
 
 
 def test_paths_narrow_recall_to_one_index(memory: Memory) -> None:

@@ -138,3 +138,19 @@ def test_the_learning_queue(engine: ProjectionEngine) -> None:
             ids[0]: False,
         }
         assert len(suggestions.waiting(conn, 1)) == 1
+
+
+def test_a_private_scar_never_enters_the_learning_queue(engine: ProjectionEngine) -> None:
+    # A suggestion is the team's and its rule is served to every agent: a private scar is
+    # its agent's own, so it is never drafted into one.
+    shared, own = "00000000-0000-7000-8000-000000000201", "00000000-0000-7000-8000-000000000202"
+    private = ScarRecorded(
+        agent="a", kind="failure", what="leaked the export", lesson="never upload exports",
+        importance=5, visibility="private",
+    )  # fmt: skip
+    engine.ledger.append(
+        [scar(shared), NewEvent(stream="scars:a", kind="scar.recorded", payload=private, id=own)]
+    )
+    engine.catch_up()
+    with engine.read() as conn:
+        assert [w.id for w in suggestions.waiting(conn)] == [shared]
