@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -343,6 +344,8 @@ class SQLiteBackend(Backend):
             conn.commit()
 
     def create(self) -> None:
+        if not self.readonly:
+            self._refuse_another_database()
         try:
             self._create()
         except StoreError as exc:
@@ -350,6 +353,32 @@ class SQLiteBackend(Backend):
             if wrong is None:
                 raise
             raise wrong from None
+
+    def _refuse_another_database(self) -> None:
+        """Refuse, before a writer touches it (WAL mode rewrites the header), a database
+        that has tables but not a ledger's: another program's, or a ledger whose events
+        table was removed. Starting a chain in it would hide either. A file SQLite cannot
+        read here is left to the open, which names it."""
+        if not os.path.isfile(self.path) or os.path.getsize(self.path) == 0:
+            return
+        try:
+            # immutable: read the file as it stands, making no -wal or -shm beside it
+            uri = f"{Path(self.path).resolve().as_uri()}?mode=ro&immutable=1"
+            conn = sqlite3.connect(uri, uri=True)
+            try:
+                tables = {
+                    row[0]
+                    for row in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+                }
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return
+        if tables and not {"events", "ledger_meta"} <= tables:
+            why = "its events table was removed" if "ledger_meta" in tables else "another's"
+            raise NotALedgerError(
+                f"{self.path} is not an engram ledger (no events table: {why}); nothing was written"
+            )
 
     def _create(self) -> None:
         if self.readonly:
@@ -361,7 +390,9 @@ class SQLiteBackend(Backend):
                 row[0]
                 for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
             }
-            if not {"events", "ledger_meta"} <= tables:
+            if tables and not {"events", "ledger_meta"} <= tables:  # changed since the check
+                raise NotALedgerError(f"{self.path} is not an engram ledger (no events table)")
+            if not tables:
                 build_metadata().create_all(conn)
             for ddl in _TRIGGERS:
                 conn.exec_driver_sql(ddl)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,30 @@ def _truncated(folder: Path) -> Path:
     return path
 
 
+def _events_dropped(folder: Path) -> Path:
+    path = folder / "ledger.db"
+    with Ledger.open(str(path)) as ledger:
+        ledger.verify()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE events")
+    conn.commit()
+    conn.close()  # the last connection: SQLite checkpoints the log into the file
+    return path
+
+
+def _another_programs(folder: Path) -> Path:
+    path = folder / "app.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT)")
+    conn.commit()
+    conn.close()
+    return path
+
+
 TARGETS = {"text": _text, "directory": _directory, "empty": _empty, "truncated": _truncated}
+#: Databases that are not ledgers: every command refuses them, the writers included (a writer
+#: used to start a new chain in them).
+DATABASES = {"events dropped": _events_dropped, "another program's": _another_programs}
 
 
 def _snapshot(folder: Path) -> dict[str, tuple[bytes | None, int]]:
@@ -201,3 +225,27 @@ def test_a_driver_error_that_escapes_a_layer_is_still_one_line(
         "engram verify: error: the database refused: database disk image is malformed\\n"
         "second line\n"
     )
+
+
+@pytest.mark.parametrize("target", list(DATABASES))
+def test_a_database_that_is_no_ledger_is_refused_by_the_writers_too(
+    target: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "here"
+    folder.mkdir()
+    ledger = DATABASES[target](folder)
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    events = folder / "e.jsonl"
+    events.write_text(
+        '{"stream": "s", "kind": "neuron.created", "payload": {"id": "n1", "kind": "x"}}\n'
+    )
+    before = _snapshot(folder)
+    for argv in (["observe", "alice", "a new fact"], ["append", str(events)], ["init"]):
+        code = main(["--ledger", str(ledger), *argv], out=io.StringIO())
+        err = capsys.readouterr().err
+        assert code == 2, (argv, err)
+        assert "not an engram ledger (no events table" in err
+        assert "Traceback" not in err
+        assert _snapshot(folder) == before, argv
