@@ -120,7 +120,8 @@ def supersede(
     """Say that the memory at ``position`` replaces ``replaces``; return the event's position.
 
     ``valid_from`` is when the old ones stopped being true (default: the new memory's time).
-    Everything is checked before anything is appended.
+    Everything is checked before anything is appended; a replacement already in force is
+    refused (one revert undoes one supersession).
     """
     (new,) = _checked(memory, [position], "position")
     olds = _checked(memory, replaces, "replaces")
@@ -128,6 +129,18 @@ def supersede(
         raise QueryError(f"a memory replaces only earlier ones: {olds} are not all before {new}")
     if valid_from is not None and not isinstance(valid_from, datetime):
         raise QueryError(f"valid_from must be a datetime, got {type(valid_from).__name__}")
+    memory.engine.wait_for(memory.ledger.head())
+    with memory.engine.read() as conn:
+        try:
+            said = supersession.already(conn, new, olds)
+        except sqlite3.Error:  # a store without the supersessions projection
+            said = {}
+    if said:
+        raise QueryError(
+            f"memory {new} already replaces {sorted(said)} (supersession event"
+            f" {', '.join(str(e) for e in sorted(set(said.values())))}): a second one would"
+            " take two reverts to undo; nothing was appended"
+        )
     when = valid_from or memory.ledger.get([new])[0].at
     payload = MemorySuperseded(agent=memory.agent, position=new, replaces=olds, valid_from=when)
     event = NewEvent.of(payload, stream=f"agent:{memory.agent}", actor=memory.agent)

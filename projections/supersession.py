@@ -276,6 +276,21 @@ def in_force(
     return [_supersession(r) for r in conn.execute(sql, [*args, limit])]
 
 
+def already(conn: sqlite3.Connection, new: int, olds: Sequence[int]) -> dict[int, int]:
+    """Return, for those of ``olds`` that ``new`` replaces in a supersession in force, the
+    event that applied it: saying it again would take two reverts to undo."""
+    found: dict[int, int] = {}
+    for chunk in chunked(sorted(set(olds))):
+        marks = ",".join("?" * len(chunk))
+        for old, event in conn.execute(
+            f"SELECT old, event FROM supersessions WHERE new = ? AND old IN ({marks})"
+            " AND reverted_us IS NULL ORDER BY event",
+            [new, *chunk],
+        ):
+            found.setdefault(int(old), int(event))
+    return found
+
+
 def of_event(conn: sqlite3.Connection, event: int) -> Supersession | None:
     """Return the supersession ``event`` applied, in force or not; None when it applied none."""
     row = conn.execute(

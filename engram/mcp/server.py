@@ -218,7 +218,14 @@ def build_server(worker: Worker) -> MCPServer:
         ] = 2000,
         agent: Agent = None,
         min_score: Annotated[
-            Number, Field(ge=0.0, le=1.0, description="Leave out items less similar than this.")
+            Number,
+            Field(
+                ge=0.0,
+                le=1.0,
+                description="Leave out recalled items whose similarity to the query"
+                " (components.similarity, 0..1) is under this; an item's score is its rank in"
+                " the frames, on another scale.",
+            ),
         ] = 0.0,
     ) -> dict[str, Any]:
         """Assemble context frames for your next step within a token budget.

@@ -147,10 +147,17 @@ def test_a_supersession_is_reverted_by_an_event(memory: Memory) -> None:
         return {r.event.position: r.replaced_by for r in found}
 
     assert labels()[old] == new
+    head = memory.ledger.head()
+    with pytest.raises(QueryError, match=rf"memory {new} already replaces \[{old}\]"):
+        ana.supersede(new, [old])  # a second one would outlive the revert below
+    assert memory.ledger.head() == head
     ana.revert_supersession(event, reviewer="lead", note="she moved back")
     assert labels()[old] is None
     with pytest.raises(UnknownMemoryError, match="no supersession in force"):
         ana.revert_supersession(event, reviewer="lead")
+    again = ana.supersede(new, [old])  # reverted, it may be said again
+    assert labels()[old] == new
+    assert again > event
 
 
 @pytest.mark.parametrize(
