@@ -191,9 +191,13 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
             # value anew ("is on release 2.5.0"; ADR 0109).
             if subject is None or (subject == "" and not (change or values)):
                 return []
+            # An index small enough to search whole is searched with every word: pruning
+            # leaves out the words half its rows hold, which in a young store are the very
+            # words the new memory shares with what it replaces (ADR 0112).
             hits = lexical.search(
                 conn, subject or text, _CANDIDATES, agent=memory.agent,
                 types=lexical.MEMORY_TYPES,
+                prune=lexical.row_count(conn) > lexical.MAX_POSTINGS,
             )  # fmt: skip
         except (ProjectionError, sqlite3.Error):
             return []

@@ -389,6 +389,11 @@ def visible_to(conn: sqlite3.Connection, positions: Sequence[int], agent: str) -
     return found
 
 
+def row_count(conn: sqlite3.Connection) -> int:
+    """Return how many rows the index holds (FTS5's own count, one small read)."""
+    return averages(conn, _table(conn))[0]
+
+
 def seen_by(conn: sqlite3.Connection, words: Sequence[str], agent: str) -> tuple[str, ...]:
     """Return those of ``words`` (as :func:`terms` gives them) that a row ``agent`` may see
     holds: public rows and its own, archived included, as the index's vocabulary counts

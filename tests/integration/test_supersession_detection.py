@@ -276,3 +276,18 @@ def test_things_named_alike_with_their_own_modifiers_replace_nothing(memory: Mem
     ana.observe("The payments gateway is on release 3.1.0.", at=NOW - 40 * DAY)
     ana.observe("The payments gateway canary is on release 3.2.0.", at=NOW - 35 * DAY)
     assert _superseded(memory) == []
+
+
+@pytest.mark.parametrize("provider", EMBEDDERS)
+def test_a_young_store_finds_what_an_unnamed_thing_s_change_replaces(
+    provider: str, tmp_path: Path
+) -> None:
+    # ADR 0112: in a store of two memories every word the two share is held by half its rows,
+    # which BM25's pruning leaves out; the search found the new memory alone.
+    routing = tmp_path / "routing.toml"
+    routing.write_text(f'[embedding.default]\nprovider = "{provider}"\n')
+    with engram.open_memory(str(tmp_path / "ledger.db"), routing=str(routing)) as young:
+        ana = young.agent("ana")
+        old = ana.observe("The billing exporter listens on port 5000.", at=NOW - 60 * DAY)
+        new = ana.observe("We moved the billing exporter to port 8443.", at=NOW - 30 * DAY)
+        assert _superseded(young) == [(new, [old])]
