@@ -492,3 +492,11 @@ def test_forget_retracts_other_agents_reflections_drawn_from_the_subject(
     assert code == 0
     assert SECRET not in out.getvalue()  # its author's key still opens it: shown [forgotten]
     assert out.getvalue().count(FORGOTTEN) == 4  # text and question of both
+    out = io.StringIO()
+    sql = ["sql", "SELECT text FROM memory_reflected ORDER BY position", "--format", "json"]
+    assert main(["--ledger", target, *sql, "--as", "bob"], out=out) == 0
+    assert [r["text"] for r in json.loads(out.getvalue())] == [
+        FORGOTTEN,  # bob's, drawn from alice
+        FORGOTTEN,  # carol's, drawn from bob's
+        "lunch with the team matters",  # opened with bob's key: not drawn from alice
+    ]
