@@ -11,7 +11,6 @@ shape only by bumping its schema and registering an upcaster.
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
@@ -42,7 +41,15 @@ from engram.ledger.catalog_supersession import SupersessionProposed as Supersess
 from engram.ledger.catalog_supersession import SupersessionReverted as SupersessionReverted
 from engram.ledger.catalog_supersession import SupersessionReviewed as SupersessionReviewed
 from engram.ledger.kinds import KindRegistry
-from engram.ledger.payload import EventId, Importance, Payload, Position, Strength, UInt16
+from engram.ledger.payload import (
+    EventId,
+    Importance,
+    Payload,
+    Position,
+    Strength,
+    UInt16,
+    check_distinct,
+)
 from engram.ledger.payload import Name as Name
 from engram.ledger.payload import Text as Text
 from engram.ledger.payload import Visibility as Visibility
@@ -164,9 +171,7 @@ class MemoryArchived(Payload, frozen=True):
     reason: str | None = None
 
     def __post_init__(self) -> None:
-        if len(set(self.positions)) != len(self.positions):
-            repeated = sorted(p for p, n in Counter(self.positions).items() if n > 1)
-            raise ValueError(f"positions must not repeat, got {repeated} more than once")
+        check_distinct(self.positions, "positions")
 
 
 class SignalSent(Payload, frozen=True):
@@ -350,9 +355,7 @@ class ReflectionRetracted(Payload, frozen=True):
     reason: str = ""
 
     def __post_init__(self) -> None:
-        if len(set(self.positions)) != len(self.positions):
-            repeated = sorted(p for p, n in Counter(self.positions).items() if n > 1)
-            raise ValueError(f"positions must not repeat, got {repeated} more than once")
+        check_distinct(self.positions, "positions")
 
 
 class PackImported(Payload, frozen=True):

@@ -9,12 +9,20 @@ with every other kind in :data:`engram.ledger.catalog.KINDS`.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
-from engram.ledger.payload import EventId, Importance, Name, Payload, Position, Text, Visibility
+from engram.ledger.payload import (
+    EventId,
+    Importance,
+    Name,
+    Payload,
+    Position,
+    Text,
+    Visibility,
+    check_distinct,
+)
 
 ScarKind = Literal["failure", "victory"]
 Destination = Literal["rules", "instructions_file", "settings", "notes_inbox", "skill", "task"]
@@ -61,9 +69,7 @@ class ScarArchived(Payload, frozen=True):
     reason: str | None = None
 
     def __post_init__(self) -> None:
-        if len(set(self.positions)) != len(self.positions):
-            repeated = sorted(p for p, n in Counter(self.positions).items() if n > 1)
-            raise ValueError(f"positions must not repeat, got {repeated} more than once")
+        check_distinct(self.positions, "positions")
 
 
 class FileDiff(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):

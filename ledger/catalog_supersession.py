@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import datetime
 from typing import Annotated, ClassVar, Literal
 
 import msgspec
 
-from engram.ledger.payload import Name, Payload, Position
+from engram.ledger.payload import Name, Payload, Position, check_distinct
 
 SupersessionMethod = Literal["explicit", "detected", "reviewed"]
 
 
 def _check_replaces(position: int, replaces: list[int]) -> None:
-    if len(set(replaces)) != len(replaces):
-        repeated = sorted(p for p, n in Counter(replaces).items() if n > 1)
-        raise ValueError(f"replaces must not repeat, got {repeated} more than once")
+    check_distinct(replaces, "replaces")
     later = sorted(p for p in replaces if p >= position)
     if later:
         raise ValueError(f"a memory replaces only earlier ones; {later} are not before {position}")

@@ -7,6 +7,8 @@ The catalog (:mod:`engram.ledger.catalog`) and its families (``catalog_learning`
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 import msgspec
@@ -28,3 +30,10 @@ EventId = Annotated[
 
 class Payload(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """The base of a kind's payload: frozen, keyword-only, no unknown field."""
+
+
+def check_distinct(values: Sequence[int], name: str) -> None:
+    """Refuse ``values`` (a payload's positions) that name one position more than once."""
+    if len(set(values)) != len(values):
+        repeated = sorted(p for p, n in Counter(values).items() if n > 1)
+        raise ValueError(f"{name} must not repeat, got {repeated} more than once")

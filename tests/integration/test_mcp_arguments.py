@@ -7,11 +7,6 @@ writes nothing.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
-import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,42 +15,12 @@ import pytest
 mcp = pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_client import call, refused, serve  # noqa: E402
 
 import engram  # noqa: E402
-from engram.ledger import Ledger  # noqa: E402
 
-TIMEOUT = 120.0
 MAX_POSITION = 2**63 - 1
-
-
-def serve(db: Path, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    """Run ``body`` against a fresh ``engram mcp`` for agents alice and bob."""
-    if not db.exists():
-        Ledger.open(str(db)).close()
-    args = ["-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice", "--agent", "bob"]
-    environment = {"ENGRAM_CONFIG": os.devnull, "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"]}
-    server = StdioServerParameters(
-        command=sys.executable, args=args, env=environment, cwd=str(db.parent)
-    )
-
-    async def main() -> Any:
-        async with Client(server, read_timeout_seconds=TIMEOUT) as client:
-            return await body(client)
-
-    return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content
-    return str(result.content[0].text)  # type: ignore[union-attr]
+AGENTS = ("alice", "bob")
 
 
 async def head(client: Client) -> int:
@@ -82,7 +47,7 @@ def test_recall_context_takes_numbers_as_their_json_type_only(tmp_path: Path) ->
         fine = await call(client, "recall_context", query="deploy", k=2, budget=500, min_score=0)
         return refusals, before, after, fine
 
-    refusals, before, after, fine = serve(tmp_path / "ledger.db", body)
+    refusals, before, after, fine = serve(tmp_path / "ledger.db", body, agents=AGENTS)
     for name, message in refusals:
         assert f": {name} must be a valid" in message, message
     assert after == before
@@ -97,7 +62,7 @@ def test_the_seed_s_save_context_with_nothing_to_save_says_so(tmp_path: Path) ->
             await refused(client, "kom.memory.v1.save_context", session="s1", context=None),
         ]
 
-    for message in serve(tmp_path / "ledger.db", body):
+    for message in serve(tmp_path / "ledger.db", body, agents=AGENTS):
         assert message.endswith("give the context to save: `context` (frames or text)"), message
 
 
@@ -118,7 +83,7 @@ def test_a_position_past_the_ledger_s_range_is_refused_by_name(tmp_path: Path) -
             ),
         }
 
-    for name, message in serve(tmp_path / "ledger.db", body).items():
+    for name, message in serve(tmp_path / "ledger.db", body, agents=AGENTS).items():
         assert f": {name} must be less than or equal to {MAX_POSITION}" in message, message
 
 
@@ -150,7 +115,7 @@ def test_an_argument_error_is_one_line_per_field(tmp_path: Path) -> None:
             "list": await refused(client, "list_suggestions", status="pending"),
         }
 
-    got = serve(tmp_path / "ledger.db", body)
+    got = serve(tmp_path / "ledger.db", body, agents=AGENTS)
     prefix = "Error executing tool search_memory: "
     assert got["k"] == prefix + "k must be greater than or equal to 1, got 0"
     assert got["three"].removeprefix(prefix).splitlines() == [
@@ -185,7 +150,7 @@ def test_an_unknown_argument_is_refused_by_every_tool(tmp_path: Path) -> None:
         every = {name: await refused(client, name, zzz_unknown=1) for name in names}
         return agnet, limit, every, before, await head(client)
 
-    agnet, limit, every, before, after = serve(tmp_path / "ledger.db", body)
+    agnet, limit, every, before, after = serve(tmp_path / "ledger.db", body, agents=AGENTS)
     assert "unknown argument 'agnet'; the arguments are: observations, concepts, agent" in agnet
     assert "unknown argument 'limit'" in limit
     assert len(every) > 20

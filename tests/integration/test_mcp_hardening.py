@@ -7,12 +7,10 @@ schema carries the tools' own limits.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
 import sys
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,52 +19,12 @@ import pytest
 mcp = pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
-from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_client import KEY, call, refused, serve, server_pid  # noqa: E402
 
 from engram.ledger import Ledger  # noqa: E402
 
 REPO = Path(__file__).parents[2]
 PACK = REPO / "packs" / "engram-adrs.pack"
-KEY = (REPO / "packs" / "example.key").read_text().strip()
-TIMEOUT = 120.0
-
-
-def serve(
-    db: Path, body: Callable[[Client], Awaitable[Any]], *, pack_dir: Path | None = None, **env: str
-) -> Any:
-    """Run ``body`` against a fresh ``engram mcp`` for agent alice; return what it returns."""
-    if not db.exists():
-        Ledger.open(str(db)).close()
-    args = ["-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
-    if pack_dir is not None:
-        args += ["--pack-dir", str(pack_dir)]
-    environment = {
-        "ENGRAM_CONFIG": os.devnull,
-        "ENGRAM_PACK_KEY": KEY,
-        "XDG_DATA_HOME": os.environ["XDG_DATA_HOME"],  # the SDK passes HOME, not this: keys
-        **env,
-    }
-    server = StdioServerParameters(
-        command=sys.executable, args=args, env=environment, cwd=str(db.parent)
-    )
-
-    async def main() -> Any:
-        async with Client(server, read_timeout_seconds=TIMEOUT) as client:
-            return await body(client)
-
-    return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content
-    return str(result.content[0].text)  # type: ignore[union-attr]
 
 
 def test_the_pack_tools_refuse_until_the_user_names_their_folder(tmp_path: Path) -> None:
@@ -366,22 +324,6 @@ def test_save_context_refuses_nan_and_infinity_naming_where(tmp_path: Path) -> N
         assert ledger.head() == 0
 
 
-def _server_pid() -> int:
-    """Return the pid of this process's child that runs ``engram mcp``."""
-    me = str(os.getpid())
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[1] == me and b"mcp" in cmdline:
-            return int(entry.name)
-    raise AssertionError("no engram mcp child process")
-
-
 def test_an_export_never_writes_through_a_link_at_a_temporary_name(tmp_path: Path) -> None:
     """A link planted where the export once put its temporary file (``.<name>.<pid>.tmp``)
     is neither followed nor replaced: the pack is a new file of its own, readable by its
@@ -398,7 +340,7 @@ def test_an_export_never_writes_through_a_link_at_a_temporary_name(tmp_path: Pat
 
     async def body(client: Client) -> tuple[str, dict[str, Any]]:
         await call(client, "upsert_memory", observations=[{"text": "a public note on deploys"}])
-        planted = f".out.pack.{_server_pid()}.tmp"
+        planted = f".out.pack.{server_pid()}.tmp"
         (packs / planted).symlink_to(victim)
         done = await call(
             client, "export_pack", path="out.pack", name="p", version="1", select="deploys"

@@ -17,6 +17,7 @@ mcp = pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_client import call, refused, server_pid  # noqa: E402
 
 from engram.config import resolve_settings  # noqa: E402
 from engram.ledger import Ledger  # noqa: E402
@@ -69,18 +70,6 @@ def session(db: Path, *agents: str) -> Callable[[Callable[[Client], Awaitable[An
         return asyncio.run(asyncio.wait_for(main(), TIMEOUT))
 
     return run
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content
-    return str(result.content[0].text)  # type: ignore[union-attr]
 
 
 def test_every_tool_over_stdio(tmp_path: Path) -> None:
@@ -276,22 +265,6 @@ def _reader(db: Path) -> Ledger:
     return open_settings(resolve_settings(str(db)), readonly=True)
 
 
-def _server_pid() -> int:
-    """Return the pid of this process's child that runs ``engram mcp``."""
-    me = str(os.getpid())
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[1].split()[1] == me and b"mcp" in cmdline:
-            return int(entry.name)
-    raise AssertionError("no engram mcp child process")
-
-
 def test_a_killed_server_loses_nothing_it_acknowledged(tmp_path: Path) -> None:
     db = tmp_path / "ledger.db"
     acked: list[str] = []
@@ -311,7 +284,7 @@ def test_a_killed_server_loses_nothing_it_acknowledged(tmp_path: Path) -> None:
         tasks = [asyncio.ensure_future(write(i)) for i in range(200)]
         while len(acked) < 20:
             await asyncio.sleep(0.01)
-        os.kill(_server_pid(), signal.SIGKILL)
+        os.kill(server_pid(), signal.SIGKILL)
         outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         lost.extend(o for o in outcomes if isinstance(o, BaseException))
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -15,6 +13,7 @@ mcp = pytest.importorskip("mcp")
 
 from mcp import Client  # noqa: E402
 from mcp.client.stdio import StdioServerParameters  # noqa: E402
+from mcp_client import call, refused  # noqa: E402
 
 import engram  # noqa: E402
 from engram.ledger import Ledger, NewEvent  # noqa: E402
@@ -22,18 +21,6 @@ from engram.ledger.catalog import SupersessionProposed  # noqa: E402
 
 TIMEOUT = 120.0
 TOOLS = {"supersede_memory", "list_supersessions", "review_supersession", "revert_supersession"}
-
-
-async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, arguments)
-    assert not result.is_error, result.content
-    return json.loads(result.content[0].text)  # type: ignore[union-attr]
-
-
-async def refused(client: Client, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, result.content
-    return str(result.content[0].text)  # type: ignore[union-attr]
 
 
 def _proposal(db: Path, agent: str, new: int, old: int) -> int:
