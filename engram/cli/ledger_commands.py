@@ -325,9 +325,11 @@ def log(
         else:
             events = ledger.read(after, kinds=kind_list, streams=stream_list, limit=limit)
         personal = settings.personal()
-        gone = {  # reflections drawn from a forgotten subject (ADR 0110)
-            p for r in ledger.read(kinds=["reflection.retracted"]) for p in r.payload.positions
-        }
+        gone = (  # reflections drawn from a forgotten subject (ADR 0110)
+            {p for r in ledger.read(kinds=["reflection.retracted"]) for p in r.payload.positions}
+            if kind_list is None or "memory.reflected" in kind_list
+            else set()  # no reflection is shown: the ledger is not read twice
+        )
         out.render(
             (_event_record(retracted(masked(e, viewer, personal), gone)) for e in events),
             fmt,
