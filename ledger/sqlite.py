@@ -407,6 +407,12 @@ class SQLiteBackend(Backend):
             row[0]
             for row in conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type='table'")
         }
+        if not names:
+            # An empty database: a creation killed before it committed leaves one (its
+            # file, WAL mode set, no table). A writer makes the ledger in it.
+            raise LedgerNotFoundError(
+                f"no ledger at {self.path} (the database is empty: was its creation interrupted?)"
+            )
         if not {"events", "ledger_meta"} <= names:
             raise NotALedgerError(f"{self.path} is not an engram ledger (no events table)")
         stored = conn.exec_driver_sql(

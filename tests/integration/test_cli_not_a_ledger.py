@@ -249,3 +249,24 @@ def test_a_database_that_is_no_ledger_is_refused_by_the_writers_too(
         assert "not an engram ledger (no events table" in err
         assert "Traceback" not in err
         assert _snapshot(folder) == before, argv
+
+
+def test_a_ledger_whose_creation_was_killed_is_named_so_and_a_writer_makes_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What a creation killed before its transaction committed leaves: the file, in WAL mode,
+    # with no table. Readers used to call it "not an engram ledger".
+    path = tmp_path / "ledger.db"
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA journal_mode=wal")
+    conn.close()
+    code = main(["--ledger", str(path), "log"], out=io.StringIO())
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert f"no ledger at {path} (the database is empty: was its creation interrupted?)" in err
+    assert "Traceback" not in err
+    out = io.StringIO()
+    assert main(["--ledger", str(path), "observe", "bob", "hello"], out=out) == 0
+    with Ledger.open(str(path), readonly=True) as ledger:
+        assert [e.kind for e in ledger.read()][-1] == "memory.observed"
+        ledger.verify()
