@@ -198,6 +198,20 @@ class Settings:
             return path + ".projections"
         return self._server_folder("projections")
 
+    @property
+    def lessons_home(self) -> str:
+        """Return the folder applied lessons are written to (AGENTS.md, notes, skills).
+
+        Beside the projection store, as ``lessons``, where that folder is the ledger's own (a
+        SQLite ledger's store beside it, a tenant's in its own folder); else the store's own
+        ``<projection store>.lessons``: a server ledger's store sits in a folder shared with
+        every other server ledger, an explicit store's tenants in one folder, and lessons
+        written beside them reached them all."""
+        store = self.projection_store
+        if self.on_server or (self.tenant and self.projections):
+            return store + ".lessons"
+        return os.path.join(os.path.dirname(store), "lessons")
+
     def personal(self) -> dict[str, tuple[str, ...]]:
         """Return the personal fields by kind: engram's own, then the declared kinds'."""
         from engram.ledger.shred import DEFAULT_PERSONAL
@@ -420,9 +434,17 @@ def _destinations(where: str, table: dict[str, Any]) -> tuple[tuple[str, str], .
 
 
 def resolve_settings(
-    ledger: str | None = None, *, config: str | None = None, **overrides: Any
+    ledger: str | None = None,
+    *,
+    config: str | None = None,
+    untenanted: bool = False,
+    **overrides: Any,
 ) -> Settings:
-    """Resolve settings from an explicit value, the environment, a config file, defaults."""
+    """Resolve settings from an explicit value, the environment, a config file, defaults.
+
+    ``untenanted`` resolves the base namespace whatever ``ENGRAM_TENANT`` or the config
+    file's ``tenant`` say (``engram tenants`` lists from there); a ``tenant`` of "" given
+    as an option or in the config file is refused, never read as the base namespace."""
     values: dict[str, Any] = {}
     source = "default"
     for path, required in _config_candidates(config):
@@ -474,8 +496,14 @@ def resolve_settings(
         or not 0 <= threshold < float("inf")
     ):
         raise ConfigError(f"reflect_importance must be a number >= 0 (0: off), got {threshold!r}")
+    # Only an unset (or empty) ENGRAM_TENANT means "no tenant": a tenant given as "" by the
+    # option or the config file is refused, never read as the base namespace, which a
+    # launcher that builds --tenant from its input would otherwise open.
+    given = "tenant" in values and tenant_from != "ENGRAM_TENANT"
     tenant = values.pop("tenant", "")
-    if tenant != "":
+    if untenanted:
+        tenant, given = "", False
+    if tenant != "" or given:
         check_tenant(tenant, f"tenant (from {tenant_from})")
     keys = values.get("keys", "")
     if not isinstance(keys, str) or (keys and not keys.strip()):

@@ -26,10 +26,13 @@ it, a reader reads the shared store, as before.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import json
 import os
+import stat
+import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -175,6 +178,7 @@ def split_shared_keys(settings: Settings, opener: Opener) -> dict[str, int]:
     shared = settings.shared_keys
     folder = shared + TENANTS_SUFFIX
     os.makedirs(folder, mode=0o700, exist_ok=True)
+    _check_private(folder)
     base = _base(settings)
     with _locked(os.path.join(folder, ".split.lock")):
         if _split(shared):
@@ -194,12 +198,33 @@ def split_shared_keys(settings: Settings, opener: Opener) -> dict[str, int]:
             tenants_only = set().union(*(ids for n, ids in used.items() if n)) - used[""]
             copied[""] = -source.destroy_keys(sorted(tenants_only))
         mark = os.path.join(folder, SPLIT_MARK)
-        with open(mark + ".tmp", "w") as out:
-            json.dump({"at": datetime.now(UTC).isoformat(), "keys": copied}, out)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(mark + ".tmp", mark)
+        # A fresh file of its own (O_EXCL), never a name another user could have planted.
+        fd, temporary = tempfile.mkstemp(dir=folder, prefix=".split.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as out:
+                json.dump({"at": datetime.now(UTC).isoformat(), "keys": copied}, out)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(temporary, mark)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
     return copied
+
+
+def _check_private(folder: str) -> None:
+    """Refuse a tenants' key folder that is a link, another user's, or writable by others:
+    they could plant links there to redirect what is written, or replace the key stores."""
+    found = os.lstat(folder)
+    if stat.S_ISLNK(found.st_mode) or not stat.S_ISDIR(found.st_mode):
+        raise ConfigError(f"the tenants' key folder {folder} is not a directory of its own")
+    if found.st_uid != os.getuid() or found.st_mode & 0o022:
+        raise ConfigError(
+            f"the tenants' key folder {folder} is writable by other users (mode"
+            f" {stat.S_IMODE(found.st_mode):o}, owner uid {found.st_uid}): it must be this"
+            " user's alone (chmod 700); nothing was copied into it"
+        )
 
 
 def _base(settings: Settings) -> Settings:
@@ -242,7 +267,7 @@ def _key_ids(settings: Settings, opener: Opener) -> set[str]:
 @contextmanager
 def _locked(path: str) -> Iterator[None]:
     """Hold an exclusive lock on ``path`` (created if need be) for the block."""
-    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o600)
+    fd = os.open(path, os.O_CREAT | os.O_RDWR | os.O_NOFOLLOW, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -316,7 +316,7 @@ class Memory:
         else the routing file's ``learn`` route (offline by default)."""
         drafter = completer or routed_drafter(self.settings.routing or None)
         places = dict(self.settings.destinations)
-        home = str(Path(self.settings.projection_store).parent / "lessons")
+        home = self.settings.lessons_home
         return Lessons(
             self.ledger,
             self.engine,

@@ -68,13 +68,17 @@ class FileLease:
 class AdvisoryLease:
     """Leases as PostgreSQL session advisory locks, one connection per holding."""
 
-    def __init__(self, libpq: str, schema: str) -> None:
+    def __init__(self, libpq: str, schema: str, ledger_id: str = "") -> None:
         self.libpq = libpq
         self.schema = schema
+        self.ledger_id = ledger_id
 
     def key(self, job: str) -> int:
-        """Return the signed 64-bit advisory lock key of ``job`` in this ledger's schema."""
-        digest = hashlib.sha256(f"engram-job|{self.schema}|{job}".encode()).digest()
+        """Return the signed 64-bit advisory lock key of ``job`` in this ledger: from the
+        ledger's id, which only a role that reads its schema knows (another tenant's role
+        cannot take the lease by name), else from the schema's name."""
+        named = f"id:{self.ledger_id}" if self.ledger_id else self.schema
+        digest = hashlib.sha256(f"engram-job|{named}|{job}".encode()).digest()
         return int.from_bytes(digest[:8], "big", signed=True)
 
     @contextlib.contextmanager
@@ -91,9 +95,11 @@ class AdvisoryLease:
 
 
 #: The lease of each lease style a backend names (:attr:`BackendKind.lease`).
-LEASES: dict[str, Callable[[AuditTarget], Lease]] = {
-    "file": lambda target: FileLease(target.location),
-    "advisory": lambda target: AdvisoryLease(target.location, target.schema or "engram"),
+LEASES: dict[str, Callable[[AuditTarget, str], Lease]] = {
+    "file": lambda target, _id: FileLease(target.location),
+    "advisory": lambda target, ledger_id: AdvisoryLease(
+        target.location, target.schema or "engram", ledger_id
+    ),
 }
 
 
@@ -102,6 +108,6 @@ def lease_for(ledger: Ledger) -> Lease:
     target: AuditTarget = ledger.audit_target()
     style = backends.named(target.backend).lease
     try:
-        return LEASES[style](target)
+        return LEASES[style](target, ledger.identity()[0] if style == "advisory" else "")
     except KeyError:
         raise LeaseError(f"no lease for backend {target.backend!r} (style {style!r})") from None

@@ -60,7 +60,14 @@ from engram.ledger.schema import (
 )
 
 _PAYLOAD, _HASH = Column.PAYLOAD.value, Column.HASH.value
-_SCHEMA_RE = re.compile(r"^[a-z_][a-z0-9_]{0,47}$")
+
+
+def _key(text: str) -> int:
+    """Return a signed 64-bit advisory lock key for ``text``."""
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big", signed=True)
+
+
+_SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,47}\Z")
 _SELECT_COLUMNS = ", ".join(
     f"{c}::text" if c in ("id", "causation_id", "correlation_id") else c for c in COLUMNS
 )
@@ -109,10 +116,13 @@ class PostgresBackend(Backend):
         self.parse_at = as_utc
         self._libpq = libpq_uri(parsed)
         self._display = parsed.render_as_string(hide_password=True)
+        # The creators' lock (no ledger id yet). Appends and followers use a lock key and a
+        # channel derived from the ledger's id (:meth:`_name_locks`), which only a role that
+        # can read the schema knows: another tenant's role cannot take the append lock by
+        # name, nor LISTEN to the heads.
+        self._creation_key = _key(f"engram-create|{schema}")
         self._channel = f"engram_{schema}"
-        self._lock_key = int.from_bytes(
-            hashlib.sha256(schema.encode()).digest()[:8], "big", signed=True
-        )
+        self._lock_key = _key(schema)
         lock_ms = int(busy_timeout * 1000)
 
         def on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -172,7 +182,7 @@ class PostgresBackend(Backend):
                 raise LedgerNotFoundError(f"no ledger in schema {s!r} of {self._display}")
             else:
                 # Serialise concurrent creators; DDL is transactional in PostgreSQL.
-                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._lock_key,))
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (self._creation_key,))
                 conn.exec_driver_sql(f"CREATE SCHEMA IF NOT EXISTS {s}")
                 build_metadata(schema=s).create_all(conn)
                 conn.exec_driver_sql(
@@ -198,6 +208,16 @@ class PostgresBackend(Backend):
             raise ConfigError(
                 f"schema {s} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
             )
+        self._name_locks()
+
+    def _name_locks(self) -> None:
+        """Derive the append lock's key and the heads' channel from the ledger's id, naming
+        the ledger first if a writer opens it unnamed. A reader of a ledger no writer has
+        named since keeps the schema's (so it still hears writers of that time)."""
+        ledger_id = self.ledger_id(create=not self.readonly)[0]
+        if ledger_id:
+            self._channel = f"engram_{hashlib.sha256(ledger_id.encode()).hexdigest()[:40]}"
+            self._lock_key = _key(f"engram-append|{ledger_id}")
 
     def _foreign(self, conn: sa.Connection) -> bool:
         """Say whether the schema holds an ``events`` table that no ledger made."""

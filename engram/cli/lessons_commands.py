@@ -6,7 +6,6 @@ import sys
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import IO, Any, cast
 
 import click
@@ -41,7 +40,7 @@ def _lessons(settings: Settings, *, learning: bool = False) -> Iterator[Lessons]
             places=dict(settings.destinations),
             completer=completer,
             embedder=memory.embedder,
-            home=str(Path(settings.projection_store).parent / "lessons"),
+            home=settings.lessons_home,
         )
 
 

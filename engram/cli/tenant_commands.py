@@ -35,7 +35,7 @@ def tenants(fmt: str) -> None:
         raise click.UsageError("engram tenants lists every tenant: drop --tenant")
     try:
         settings = resolve_settings(
-            o.get("ledger"), config=o.get("config"), pg_schema=o.get("pg_schema"), tenant=""
+            o.get("ledger"), config=o.get("config"), pg_schema=o.get("pg_schema"), untenanted=True
         )
     except ConfigError as exc:
         raise click.UsageError(str(exc)) from None

@@ -243,7 +243,7 @@ def test_follow_survives_the_server_dropping_its_listener(pg_dsn: str, pg_schema
         # The listener is the only session of this test LISTENing on the schema's channel.
         # An append that commits before the follower's first look is read without waiting,
         # so the follower may start listening only after the event arrived: wait for it.
-        listening = f"LISTEN engram_{pg_schema}"
+        listening = f"LISTEN {ledger.backend._channel}"  # type: ignore[attr-defined]
 
         def listeners() -> list[Any]:
             return admin.execute(

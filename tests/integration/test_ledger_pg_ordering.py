@@ -8,7 +8,6 @@ in order once it is released.
 
 from __future__ import annotations
 
-import hashlib
 import random
 import threading
 import time
@@ -124,11 +123,9 @@ class _Gate:
     concurrent test sessions on the server do not collide.
     """
 
-    def __init__(self, dsn: str, schema: str) -> None:
+    def __init__(self, dsn: str, schema: str, ledger_key: int) -> None:
         self.key = 0x4242_0000_0000 + zlib.crc32(schema.encode())
-        self.ledger_key = int.from_bytes(
-            hashlib.sha256(schema.encode()).digest()[:8], "big", signed=True
-        )
+        self.ledger_key = ledger_key  # the position lock's key (from the ledger's id)
         self.admin = psycopg.connect(dsn, autocommit=True)
         ident = sql.Identifier(schema)
         self.admin.execute(
@@ -165,8 +162,8 @@ class _Gate:
 
 @pytest.fixture
 def gate(pg_dsn: str, pg_schema: str, ledgers: Callable[[], Ledger]) -> Iterator[_Gate]:
-    ledgers()  # the table must exist before the trigger
-    gate = _Gate(pg_dsn, pg_schema)
+    first = ledgers()  # the table must exist before the trigger
+    gate = _Gate(pg_dsn, pg_schema, first.backend._lock_key)  # type: ignore[attr-defined]
     yield gate
     gate.close()
 

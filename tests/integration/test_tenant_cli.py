@@ -134,6 +134,37 @@ def test_bad_tenants_are_usage_errors_that_create_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_empty_tenant_given_is_refused_never_read_as_the_base_ledger(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import engram
+    from engram.ledger.errors import ConfigError
+
+    db = str(tmp_path / "shared.db")
+    assert run(capsys, "--ledger", db, "observe", "root", "a base-only note")[0] == 0
+    assert run(capsys, "--ledger", db, "--tenant", "acme", "init")[0] == 0
+    # A launcher that pins ENGRAM_TENANT and builds --tenant from its input: "" used to
+    # open the base ledger, its notes included.
+    monkeypatch.setenv("ENGRAM_TENANT", "acme")
+    code, out, err = run(capsys, "--ledger", db, "--tenant", "", "log")
+    assert code == 2, out
+    assert "tenant (from the tenant option) '' is invalid" in err
+    assert "base-only" not in out
+    with pytest.raises(ConfigError, match="'' is invalid"):
+        engram.open_memory(db, tenant="").__enter__()
+    config = tmp_path / "elsewhere.toml"
+    config.write_text(f'ledger = "{db}"\ntenant = ""\n')
+    monkeypatch.delenv("ENGRAM_TENANT")
+    code, _, err = run(capsys, "--config", str(config), "log")
+    assert code == 2
+    assert f"tenant (from config file {config}) '' is invalid" in err
+    # An empty ENGRAM_TENANT is as good as unset: the base ledger.
+    monkeypatch.setenv("ENGRAM_TENANT", "")
+    code, out, _ = run(capsys, "--ledger", db, "log")
+    assert code == 0
+    assert "memory.observed" in out
+
+
 def test_tenants_refuses_a_tenant_and_ignores_the_environment(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

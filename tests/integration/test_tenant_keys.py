@@ -97,3 +97,27 @@ def test_a_store_tenants_shared_is_split_and_every_tenant_still_reads(
     assert texts(options, "beta")["erin"] == "[forgotten]"
     assert texts(options, "acme")["dave"] == "acme's dave note"
     assert "frank" not in subjects(options, "acme")
+
+
+def test_the_split_refuses_a_folder_others_can_write_and_follows_no_planted_link(
+    options: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    engram(options, "observe", "root", "a base note")  # the shared store exists
+    victim = tmp_path / "victim.txt"
+    victim.write_text("kept\n")
+    folder = Path(f"{tmp_path / 'keys.db'}{TENANTS_SUFFIX}")
+    folder.mkdir()
+    folder.chmod(0o777)  # made by another user before the first tenant's write
+    (folder / ".split.tmp").symlink_to(victim)
+    code = main([*options, "--tenant", "acme", "observe", "alice", "a note"], out=io.StringIO())
+    assert code != 0
+    assert "writable by other users" in capsys.readouterr().err
+    assert victim.read_text() == "kept\n"
+    assert sorted(p.name for p in folder.iterdir()) == [".split.tmp"]
+    # A private folder: the mark is written through a fresh file, never the planted name.
+    folder.chmod(0o700)
+    engram(options, "observe", "alice", "a note", tenant="acme")
+    assert victim.read_text() == "kept\n"
+    assert (folder / ".split").is_file()
+    assert not (folder / ".split").is_symlink()
+    assert texts(options, "acme") == {"alice": "a note"}

@@ -109,7 +109,11 @@ def test_option_beats_environment_beats_config_file(
     monkeypatch.setenv("ENGRAM_TENANT", "fromenv")
     assert resolve_settings().tenant == "fromenv"
     assert resolve_settings(tenant="fromoption").tenant == "fromoption"
-    plain = resolve_settings(tenant="")  # an empty option means: no tenant
+    # An empty option is refused (a launcher building it from input must not reach the base
+    # namespace); the base namespace, whatever the environment says, is asked for by name.
+    with pytest.raises(ConfigError, match=r"from the tenant option\) '' is invalid"):
+        resolve_settings(tenant="")
+    plain = resolve_settings(untenanted=True)
     assert plain.tenant == ""
     assert plain.ledger == str(tmp_path / "l.db")
 
@@ -186,3 +190,23 @@ def test_a_store_made_under_an_earlier_spelling_is_kept(tmp_path: Path) -> None:
     kept = tmp_path / "data" / "engram" / "projections" / legacy
     kept.mkdir(parents=True)
     assert resolve_settings(url).projection_store == str(kept)
+
+
+def test_no_two_tenants_or_server_ledgers_share_a_lessons_home(tmp_path: Path) -> None:
+    db = str(tmp_path / "shared.db")
+    explicit = str(tmp_path / "proj")
+    homes = [
+        resolve_settings(db).lessons_home,
+        resolve_settings(db, tenant="acme").lessons_home,
+        resolve_settings(db, tenant="beta").lessons_home,
+        resolve_settings(db, projections=explicit, tenant="acme").lessons_home,
+        resolve_settings(db, projections=explicit, tenant="beta").lessons_home,
+        resolve_settings(PG).lessons_home,
+        resolve_settings(PG, tenant="acme").lessons_home,
+        resolve_settings(PG, pg_schema="other").lessons_home,
+    ]
+    assert len(set(homes)) == len(homes), homes
+    # Where the folder is the ledger's own, the lessons stay where they always were.
+    assert homes[0] == str(tmp_path / "lessons")
+    assert homes[1] == os.path.join(db + ".tenants", "acme", "lessons")
+    assert homes[3] == os.path.join(explicit + ".tenants", "acme.lessons")
