@@ -273,10 +273,13 @@ class Memory:
             )
         if not isinstance(subject, str) or not subject:
             raise ConfigError(f"subject must be a non-empty string, got {subject!r}")
+        drawn = self._drawn_from(subject)
         dropped = 0
         if isinstance(self.embedder, CachedEmbedder):
-            dropped = self.embedder.cache.discard(_personal_texts(self.ledger, subject))
-        drawn = self._drawn_from(subject)
+            # The subject's texts, and the reflections drawn from them: their vectors, and
+            # the hashes that key them, would confirm a guess of what they said.
+            texts = _personal_texts(self.ledger, subject) + _reflection_texts(self.ledger, drawn)
+            dropped = self.embedder.cache.discard(texts)
         position = self.ledger.forget(subject, reason=reason, actor=actor)
         if drawn:  # other agents' reflections made of the subject's words (ADR 0110)
             retracted = ReflectionRetracted(
@@ -355,6 +358,16 @@ def _personal_texts(ledger: Ledger, subject: str) -> list[str]:
             fields += [text, *passages(text)]  # a long text's passages are cached too
         texts += [t for t in fields if isinstance(t, str) and t and FORGOTTEN not in t]
     return texts
+
+
+def _reflection_texts(ledger: Ledger, positions: list[int]) -> list[str]:
+    """Return the texts an embedding cache may have keyed for the reflections at
+    ``positions`` (their text as the indexes embed it, its passages, the question)."""
+    texts: list[str] = []
+    for event in ledger.get(positions):
+        text = item_text(event)[0]
+        texts += [text, *passages(text), event.payload.text, event.payload.question or ""]
+    return [t for t in texts if isinstance(t, str) and t and FORGOTTEN not in t]
 
 
 @contextmanager

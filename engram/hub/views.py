@@ -19,6 +19,7 @@ import msgspec
 from engram.agents import scopes
 from engram.agents.lessons import DESTINATIONS
 from engram.ledger import Event, Ledger
+from engram.ledger.personal import masked, retracted
 from engram.projections import doctrine, memo, reflections, scars, supersession
 from engram.projections.lexical.memories import memory_authors
 from engram.runtime import Memory
@@ -51,6 +52,18 @@ def graph(memory: Memory, as_of: datetime | None) -> dict[str, Any]:
     return exported
 
 
+def retracted_positions(ledger: Ledger) -> set[int]:
+    """Return the positions of the reflections retracted as drawn from a forgotten subject
+    (``reflection.retracted``, ADR 0110): every page reads them as ``[forgotten]``."""
+    return {p for r in ledger.read(kinds=["reflection.retracted"]) for p in r.payload.positions}
+
+
+def shown(event: Event, gone: set[int]) -> Event:
+    """Return ``event`` as the hub shows it, as ``engram log`` does by default: another
+    subject's private fields as ``[private]``, a retracted reflection as ``[forgotten]``."""
+    return retracted(masked(event, None), gone)
+
+
 def payload_json(event: Event, indent: int | None = 2) -> str:
     """Return an event's payload as JSON text (to be escaped by the template)."""
     return json.dumps(msgspec.to_builtins(event.payload), indent=indent, ensure_ascii=False)
@@ -72,6 +85,9 @@ def events(
         chosen = list(picked)[::-1]
     else:
         chosen = list(ledger.read(after, kinds=kinds, streams=streams, limit=limit))
+    gone = (
+        retracted_positions(ledger) if any(e.kind == "memory.reflected" for e in chosen) else set()
+    )
     return [
         {
             "position": e.position,
@@ -79,7 +95,7 @@ def events(
             "kind": e.kind,
             "stream": e.stream,
             "actor": e.actor,
-            "payload": _clipped(payload_json(e, None), 240),
+            "payload": _clipped(payload_json(shown(e, gone), None), 240),
         }
         for e in chosen
     ]
@@ -88,6 +104,8 @@ def events(
 def event(memory: Memory, position: int) -> dict[str, Any]:
     """Return one event in full: envelope, payload, and links to the events it rests on."""
     (found,) = memory.ledger.get([position])
+    gone = retracted_positions(memory.ledger) if found.kind == "memory.reflected" else set()
+    found = shown(found, gone)
     payload = msgspec.to_builtins(found.payload)
     named: list[tuple[str, str]] = []  # (label, address)
     fresh(memory)
@@ -213,6 +231,9 @@ def agents(memory: Memory) -> list[str]:
 def memories(memory: Memory, agent: str, query: str | None) -> dict[str, Any]:
     """Return an agent's stream, a recall (not recorded) with its scores, its reflections."""
     stream = deque(memory.ledger.read_stream(f"agent:{agent}"), maxlen=50)
+    gone = retracted_positions(memory.ledger) if any(
+        e.kind == "memory.reflected" for e in stream
+    ) else set()  # fmt: skip
     recalled = None
     if query:
         # Looking is not remembering: a recall from the hub bumps no salience (record=False).
@@ -228,7 +249,7 @@ def memories(memory: Memory, agent: str, query: str | None) -> dict[str, Any]:
                 "position": e.position,
                 "at": e.at.isoformat(timespec="seconds"),
                 "kind": e.kind,
-                "text": _text(e),
+                "text": _text(retracted(e, gone)),
             }
             for e in reversed(stream)
         ],
