@@ -464,7 +464,16 @@ KINDS: dict[str, type[msgspec.Struct]] = {
 
 
 #: The kinds whose payload changed shape: their current schema (every other kind is at 1).
-SCHEMAS: dict[str, int] = {"job.completed": 2, "memory.superseded": 2, "supersession.proposed": 2}
+SCHEMAS: dict[str, int] = {
+    "job.completed": 2,
+    "memory.superseded": 2,
+    "supersession.proposed": 2,
+    # Their value and items became JSON text, to be sealed (catalog_adapters); schema 1's
+    # object and list still read as they are, so an engram that knows only schema 1 refuses
+    # the new events by their schema instead of reading them as damaged.
+    "store.put": 2,
+    "session.items_added": 2,
+}
 
 
 def _job_completed_1(payload: dict[str, object]) -> dict[str, object]:
@@ -477,6 +486,11 @@ def _without_reason_1(payload: dict[str, object]) -> dict[str, object]:
     return {"reason": "", **payload}
 
 
+def _as_written_1(payload: dict[str, object]) -> dict[str, object]:
+    """Upcast a schema 1 store value or session items: the object or list reads as it is."""
+    return payload
+
+
 def default_registry() -> KindRegistry:
     """Return a new registry holding engram's own kinds, ready for user kinds."""
     registry = KindRegistry()
@@ -485,4 +499,6 @@ def default_registry() -> KindRegistry:
     registry.register_upcaster("job.completed", 1, _job_completed_1)
     registry.register_upcaster("memory.superseded", 1, _without_reason_1)
     registry.register_upcaster("supersession.proposed", 1, _without_reason_1)
+    registry.register_upcaster("store.put", 1, _as_written_1)
+    registry.register_upcaster("session.items_added", 1, _as_written_1)
     return registry

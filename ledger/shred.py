@@ -66,6 +66,15 @@ DEFAULT_PERSONAL: Mapping[str, tuple[str, ...]] = {
     # Detection's reason quotes the values that changed ("0101 -> 0199"), a model's its words.
     "memory.superseded": ("reason",),
     "supersession.proposed": ("reason",),
+    # The adapters' free text (ADR 0062, 0063): a LangGraph store's value and a session's
+    # items, written as JSON text so they seal; the subject is the session's agent or the
+    # writer (catalog_adapters).
+    "store.put": ("value",),
+    "session.items_added": ("items",),
+    # Free text an agent writes of its own memories and projects: an archive's reason, how a
+    # project ended (the post-project lesson quotes it).
+    "memory.archived": ("reason",),
+    "project.closed": ("outcome",),
 }
 _FORMAT = "engram-keys/1"
 #: The ``keystore_meta`` key prefix of a subject's unfinished forgetting.

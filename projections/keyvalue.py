@@ -16,7 +16,9 @@ from typing import Any, NamedTuple
 import msgspec
 
 from engram.ledger import Event
-from engram.ledger.catalog import StoreDeleted, StorePut
+from engram.ledger.catalog import StoreDeleted, StorePut, SubjectForgotten
+from engram.ledger.catalog_adapters import store_value
+from engram.ledger.shred import subject_of
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError
 from engram.projections.salience import micros
@@ -40,17 +42,20 @@ class KeyValueStore(Projection):
     """The latest value of every (namespace, key) that was put and not deleted since."""
 
     name = "keyvalue"
-    version = 1
-    kinds = (StorePut, StoreDeleted)
+    version = 2  # 2: each value's subject, and a forgotten subject's values go (ADR 0039)
+    kinds = (StorePut, StoreDeleted, SubjectForgotten)
     tables = ("store_items",)
 
     def create(self, db: Tables) -> None:
-        """Create the items table, keyed by namespace and key, indexed by first label."""
+        """Create the items table, keyed by namespace and key, indexed by first label.
+
+        ``value`` is NULL while a put's value is forgotten (until its forgetting deletes it).
+        """
         table = db["store_items"]
         db.conn.execute(
             f"CREATE TABLE {table} (namespace TEXT NOT NULL, key TEXT NOT NULL,"
-            " head TEXT NOT NULL, value TEXT NOT NULL, indexed TEXT, created_us INTEGER NOT NULL,"
-            " updated_us INTEGER NOT NULL, position INTEGER NOT NULL,"
+            " head TEXT NOT NULL, value TEXT, indexed TEXT, created_us INTEGER NOT NULL,"
+            " updated_us INTEGER NOT NULL, position INTEGER NOT NULL, subject TEXT NOT NULL,"
             " PRIMARY KEY (namespace, key))"
         )
         db.conn.execute(f'CREATE INDEX {table[:-1]}_head" ON {table} (head)')
@@ -61,6 +66,13 @@ class KeyValueStore(Projection):
         encode = msgspec.json.encode
         for event in events:
             payload = event.payload
+            if isinstance(payload, SubjectForgotten):  # ADR 0039: the subject's values go
+                db.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed
+                db.conn.execute(
+                    f"DELETE FROM {table} WHERE subject = ? AND position < ?",
+                    (payload.subject, event.position),
+                )
+                continue
             namespace = encode(payload.namespace).decode()
             if isinstance(payload, StoreDeleted):
                 db.conn.execute(
@@ -70,20 +82,22 @@ class KeyValueStore(Projection):
                 continue
             at = micros(event.at)
             indexed = None if payload.index is None else encode(payload.index).decode()
+            value = store_value(payload)
             db.conn.execute(
-                f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value,"
                 " indexed = excluded.indexed, updated_us = excluded.updated_us,"
-                " position = excluded.position",
+                " position = excluded.position, subject = excluded.subject",
                 (
                     namespace,
                     payload.key,
                     payload.namespace[0],
-                    encode(payload.value).decode(),
+                    None if value is None else encode(value).decode(),
                     indexed,
                     at,
                     at,
                     event.position,
+                    subject_of(event.actor, payload),
                 ),
             )
 
@@ -91,7 +105,7 @@ class KeyValueStore(Projection):
 def get_item(conn: sqlite3.Connection, namespace: Sequence[str], key: str) -> StoredItem | None:
     """Return the item under ``namespace`` and ``key``, or None."""
     row = conn.execute(
-        f"SELECT {_COLUMNS} FROM store_items WHERE namespace = ? AND key = ?",
+        f"SELECT {_COLUMNS} FROM store_items WHERE namespace = ? AND key = ? AND value IS NOT NULL",
         (_namespace(namespace), key),
     ).fetchone()
     return None if row is None else _item(row)
@@ -104,13 +118,14 @@ def items_under(conn: sqlite3.Connection, prefix: Sequence[str]) -> list[StoredI
     """
     if prefix:
         rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM store_items WHERE head = ?"
+            f"SELECT {_COLUMNS} FROM store_items WHERE head = ? AND value IS NOT NULL"
             " ORDER BY updated_us DESC, position DESC",
             (_label(prefix[0]),),
         ).fetchall()
     else:
         rows = conn.execute(
-            f"SELECT {_COLUMNS} FROM store_items ORDER BY updated_us DESC, position DESC"
+            f"SELECT {_COLUMNS} FROM store_items WHERE value IS NOT NULL"
+            " ORDER BY updated_us DESC, position DESC"
         ).fetchall()
     width = len(prefix)
     found = [_item(row) for row in rows]
@@ -122,7 +137,9 @@ def namespaces(conn: sqlite3.Connection) -> list[tuple[str, ...]]:
     decode = msgspec.json.decode
     return sorted(
         tuple(decode(text))
-        for (text,) in conn.execute("SELECT DISTINCT namespace FROM store_items")
+        for (text,) in conn.execute(
+            "SELECT DISTINCT namespace FROM store_items WHERE value IS NOT NULL"
+        )
     )
 
 

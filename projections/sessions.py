@@ -4,6 +4,12 @@
 removes the one item it names (a tombstone: the add stays in the ledger); ``session.cleared``
 removes every item the session held before it. An item is named by the position of the add
 that carried it and its index there, which also orders a session's items.
+
+The items are personal (ADR 0039): sealed under the subject of their add (the session's
+``agent`` when it names one, else the event's actor), kept here beside it. ``subject.forgotten``
+deletes that subject's earlier items (the freed pages zeroed), and an add whose items read
+``[forgotten]`` (a rebuild after the forgetting) or are still sealed adds nothing: nothing is
+served in their place, as a session holds messages, not placeholders.
 """
 
 from __future__ import annotations
@@ -15,7 +21,14 @@ from typing import Any, NamedTuple
 import msgspec
 
 from engram.ledger import Event
-from engram.ledger.catalog import SessionCleared, SessionItemPopped, SessionItemsAdded
+from engram.ledger.catalog import (
+    SessionCleared,
+    SessionItemPopped,
+    SessionItemsAdded,
+    SubjectForgotten,
+)
+from engram.ledger.catalog_adapters import session_items as items_of
+from engram.ledger.shred import subject_of
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import QueryError
 
@@ -32,8 +45,8 @@ class SessionItems(Projection):
     """The items every session holds, in the order they were added."""
 
     name = "sessions"
-    version = 1
-    kinds = (SessionItemsAdded, SessionItemPopped, SessionCleared)
+    version = 2  # 2: each item's subject, and a forgotten subject's items go (ADR 0039)
+    kinds = (SessionItemsAdded, SessionItemPopped, SessionCleared, SubjectForgotten)
     tables = ("session_items",)
 
     def create(self, db: Tables) -> None:
@@ -41,7 +54,7 @@ class SessionItems(Projection):
         db.conn.execute(
             f"CREATE TABLE {db['session_items']} (session TEXT NOT NULL,"
             " position INTEGER NOT NULL, idx INTEGER NOT NULL, item TEXT NOT NULL,"
-            " PRIMARY KEY (session, position, idx)) WITHOUT ROWID"
+            " subject TEXT NOT NULL, PRIMARY KEY (session, position, idx)) WITHOUT ROWID"
         )
 
     def apply(self, db: Tables, events: Sequence[Event]) -> None:
@@ -51,12 +64,22 @@ class SessionItems(Projection):
         for event in events:
             payload = event.payload
             if isinstance(payload, SessionItemsAdded):
+                items = items_of(payload)
+                if items is None:  # forgotten (or sealed): nothing to serve
+                    continue
+                subject = subject_of(event.actor, payload)
                 db.conn.executemany(
-                    f"INSERT INTO {table} VALUES (?, ?, ?, ?)",
+                    f"INSERT INTO {table} VALUES (?, ?, ?, ?, ?)",
                     [
-                        (payload.session, event.position, index, encode(item).decode())
-                        for index, item in enumerate(payload.items)
+                        (payload.session, event.position, index, encode(item).decode(), subject)
+                        for index, item in enumerate(items)
                     ],
+                )
+            elif isinstance(payload, SubjectForgotten):  # ADR 0039: the subject's items go
+                db.conn.execute("PRAGMA secure_delete = ON")  # freed pages are zeroed
+                db.conn.execute(
+                    f"DELETE FROM {table} WHERE subject = ? AND position < ?",
+                    (payload.subject, event.position),
                 )
             elif isinstance(payload, SessionItemPopped):
                 db.conn.execute(

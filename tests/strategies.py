@@ -65,6 +65,7 @@ from engram.ledger.catalog import (
     SupersessionReviewed,
     VitalityMeasured,
 )
+from engram.ledger.catalog_adapters import json_text
 from engram.ledger.events import NewEvent
 
 # -- text ------------------------------------------------------------------------------------
@@ -1418,20 +1419,24 @@ def _history(  # type: ignore[no-redef]  # wraps the builders above; appended to
             if kind in ("store.put", "store.deleted"):
                 namespace, key = c.pick(_STORE_NAMESPACES), c.pick(_STORE_KEYS)
                 stream = "store:" + msgspec.json.encode([namespace, key]).decode()
+                value = c.pick(_STORE_VALUES)
                 payload = (
                     StorePut(
                         namespace=namespace,
                         key=key,
-                        value=c.pick(_STORE_VALUES),
+                        # As written now (JSON text, sealed) or before (the object itself).
+                        value=c.pick((value, json_text(value))),
                         index=c.pick((None, [], ["text"])),
                     )
                     if kind == "store.put"
                     else StoreDeleted(namespace=namespace, key=key)
                 )
             elif kind == "session.items_added":
+                items = [c.pick(_SESSION_ITEMS) for _ in range(c.integer(1, 3))]
                 payload = SessionItemsAdded(
                     session=stream.removeprefix("session:"),
-                    items=[c.pick(_SESSION_ITEMS) for _ in range(c.integer(1, 3))],
+                    items=c.pick((items, json_text(items))),
+                    agent=c.pick((None, e.actor)),
                 )
                 adds.append(i + 1)
             elif kind == "session.item_popped":

@@ -14,6 +14,12 @@ field wins): through the store's ``index`` config when given (LangGraph's ``{"em
 "fields": [...]}``), else through engram's routed embedder (MiniLM where it can run, with its
 embedding cache). Without a query, the most recently updated items come first. TTL is not
 supported (``supports_ttl`` is False): refreshing on every read would append an event per read.
+
+Values are personal (ADR 0039): sealed in the ledger under the key of the store's ``actor``,
+whose data they are. ``Memory.forget`` of that actor takes every item whose latest value it
+put: ``get`` answers None and ``search`` and ``list_namespaces`` leave it out, as if deleted.
+Give each user's store its own actor (``EngramStore.from_memory(memory, actor="alice")``) to
+forget users one by one.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import StoreDeleted, StorePut
+from engram.ledger.catalog_adapters import json_text
 from engram.projections import keyvalue
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
@@ -71,7 +78,8 @@ class EngramStore(BaseStore):
         embedder: engram's embedder for queries when no ``index`` is given (None: search
             without a query ranking unless ``index`` is given).
         index: LangGraph's index config (``embed``, ``fields``); it takes precedence.
-        actor: who the events are appended as.
+        actor: who the events are appended as, and whose the values are: the subject they
+            are sealed under, which ``Memory.forget`` takes.
 
     Use :meth:`from_memory` with an opened engram (``engram.open_memory``).
     """
@@ -151,7 +159,14 @@ class EngramStore(BaseStore):
             payload = StoreDeleted(namespace=namespace, key=op.key)
         else:
             index = None if op.index is None else ([] if op.index is False else list(op.index))
-            payload = StorePut(namespace=namespace, key=op.key, value=dict(op.value), index=index)
+            # JSON text, so the value is sealed under the actor's key (ADR 0039): the actor
+            # (the store's writer) is the subject, as ``StorePut`` has no ``agent``.
+            value: dict[str, Any] | str
+            try:
+                value = json_text(dict(op.value))
+            except (TypeError, ValueError, msgspec.EncodeError):  # the ledger refuses it, as before
+                value = dict(op.value)
+            payload = StorePut(namespace=namespace, key=op.key, value=value, index=index)
         return NewEvent.of(payload, stream=store_stream(namespace, op.key), actor=self.actor)
 
     def _search(self, candidates: list[StoredItem], op: SearchOp) -> list[SearchItem]:

@@ -10,6 +10,12 @@ the current list, and a write is visible to the next read.
 Beyond a plain session, opt in with ``remember="agent-name"``: the text of every message
 added (its content, a tool's output) is also observed as that agent's memory in the same
 atomic append, so ``recall`` and context frames serve it in later sessions.
+
+The items are personal (ADR 0039): sealed in the ledger under the key of the session's
+subject, which is the ``remember`` agent when there is one (the conversation is hers: her
+messages are her memories too), else ``actor``. ``Memory.forget`` of that subject takes the
+session's items with its memories: :meth:`EngramSession.get_items` no longer returns them,
+and nothing stands in their place.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from engram.ledger.catalog import (
     SessionItemPopped,
     SessionItemsAdded,
 )
+from engram.ledger.catalog_adapters import json_text
 from engram.projections.sessions import session_items
 
 __all__ = ["EngramSession", "item_text", "session_stream"]
@@ -66,9 +73,11 @@ class EngramSession:
     Args:
         session_id: the conversation's id.
         memory: an opened engram (``engram.open_memory``).
-        remember: an agent name: also observe each added message's text as its memory.
+        remember: an agent name: also observe each added message's text as its memory;
+            the session's items are then that agent's, sealed under its key.
         session_settings: the SDK's settings (``limit`` is the default of :meth:`get_items`).
-        actor: who the session events are appended as.
+        actor: who the session events are appended as (and, without ``remember``, whose
+            items they are: the subject they are sealed under).
     """
 
     def __init__(
@@ -109,9 +118,16 @@ class EngramSession:
         if not items:
             return
         plain = [_plain(item) for item in items]
+        # The items are sealed under the event's subject (ADR 0039): with ``remember``, the
+        # agent whose conversation this is, named as the payload's ``agent``: the same words
+        # are its memories, sealed under its key, so forgetting it takes both; the actor is
+        # only the adapter appending (one for every session). Without it, the actor. Written
+        # as JSON text: sealing seals strings.
         events = [
             NewEvent.of(
-                SessionItemsAdded(session=self.session_id, items=plain),
+                SessionItemsAdded(
+                    session=self.session_id, items=json_text(plain), agent=self.remember
+                ),
                 stream=self._stream,
                 actor=self.actor,
             )

@@ -80,7 +80,7 @@ def test_a_retracted_reflection_leaves_the_hub_and_the_embedding_cache(tmp_path:
     ledger_path = str(tmp_path / "ledger.db")
     with engram.open_memory(ledger_path, config=os.devnull, projections=str(tmp_path / "s")) as m:
         for i in range(6):
-            m.agent("alice").observe(f"alice zqxinsulin dosage changed again round {i} at the clinic")
+            m.agent("alice").observe(f"alice zqxinsulin dosage changed again, round {i}, clinic")
         (insight, *_) = reflect(m.agent("bob")).insights
         assert "zqxinsulin" in insight.text or "dosage" in insight.text
         said = [insight.text, insight.question]
