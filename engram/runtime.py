@@ -56,7 +56,7 @@ from engram.projections.engine import ProjectionEngine
 from engram.projections.graph import NeuronGraph
 from engram.projections.inbox import Inbox
 from engram.projections.keyvalue import KeyValueStore
-from engram.projections.lexical import TEXT_KINDS, LexicalIndex, item_text
+from engram.projections.lexical import LexicalIndex, item_text
 from engram.projections.memo import Memo
 from engram.projections.reflections import Reflections
 from engram.projections.rules import RuleBook
@@ -339,6 +339,11 @@ class Forgotten:
     cached_vectors: int  # vectors of the subject's texts removed from the embedding cache
 
 
+#: The personal kinds whose text the indexes embed (:func:`item_text`); an archive's
+#: reason, say, is personal but embeds nothing.
+_EMBEDDED = frozenset(("memory.observed", "scar.recorded", "memory.reflected"))
+
+
 def _personal_texts(ledger: Ledger, subject: str) -> list[str]:
     """Return every text of ``subject``'s sealed fields, while they still open.
 
@@ -353,7 +358,7 @@ def _personal_texts(ledger: Ledger, subject: str) -> list[str]:
     events = ledger.read(kinds=list(sealer.personal))
     for event, personal in personal_fields(events, sealer.personal, subject):
         fields = list(personal.values())
-        if event.kind in TEXT_KINDS:
+        if event.kind in _EMBEDDED:
             text = item_text(event)[0]
             fields += [text, *passages(text)]  # a long text's passages are cached too
         texts += [t for t in fields if isinstance(t, str) and t and FORGOTTEN not in t]

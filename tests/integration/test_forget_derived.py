@@ -107,3 +107,21 @@ def test_a_retracted_reflection_leaves_the_hub_and_the_embedding_cache(tmp_path:
         assert not any(cached())
         assert insight.text not in pages()
         assert FORGOTTEN in pages()
+
+
+def test_an_archive_reason_and_a_project_outcome_go_with_their_subject(tmp_path: Path) -> None:
+    from engram.agents.postproject import close_project
+
+    ledger_path = str(tmp_path / "ledger.db")
+    with engram.open_memory(ledger_path, config=os.devnull, projections=str(tmp_path / "s")) as m:
+        alice = m.agent("alice")
+        kept = alice.observe("The quarterly review moved to Friday.")
+        alice.archive([kept], reason="Zephyrine asked me to drop it")
+        close_project(m.ledger, "falcon", "alice", outcome="Zephyrine quit before launch")
+        assert holding(tmp_path, b"Zephyrine") == []  # sealed from the start
+        (archived,) = m.ledger.read(kinds=["memory.archived"])
+        assert archived.payload.reason == "Zephyrine asked me to drop it"
+        m.forget("alice")
+        (archived,) = m.ledger.read(kinds=["memory.archived"])
+        (closed,) = m.ledger.read(kinds=["project.closed"])
+        assert (archived.payload.reason, closed.payload.outcome) == (FORGOTTEN, FORGOTTEN)
