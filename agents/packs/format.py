@@ -18,6 +18,7 @@ import base64
 import functools
 import hashlib
 import io
+import lzma
 import os
 import re
 import stat
@@ -25,6 +26,7 @@ import struct
 import tempfile
 import uuid
 import zipfile
+import zlib
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -374,9 +376,20 @@ def read_pack(
                 _member(z, "pack.json", room, where),
                 _member(z, "nodes.jsonl", room, where),
             )
-    except (zipfile.BadZipFile, KeyError, OSError) as exc:
-        raise PackFormatError(f"{where}: the sealed content is not a pack archive: {exc}") from None
-    if msgspec.json.decode(inner, type=Manifest) != header.pack:
+    except PackFormatError:
+        raise  # a member too large to unpack, said as such
+    except _DAMAGED_ZIP as exc:
+        # A zip made by the key's holder, not by engram: any of these is its damage (an
+        # encrypted member, an unknown compression method, a broken deflate stream...).
+        why = str(exc) or type(exc).__name__
+        raise PackFormatError(f"{where}: the sealed content is not a pack archive: {why}") from None
+    try:
+        inside = msgspec.json.decode(inner, type=Manifest)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise PackFormatError(
+            f"{where}: pack.json inside is not a pack's manifest: {exc}"
+        ) from None
+    if inside != header.pack:
         raise PackFormatError(f"{where}: pack.json inside differs from the header's")
     manifest = header.pack
     if hashlib.sha256(nodes_jsonl).hexdigest() != manifest.checksum:
@@ -423,6 +436,20 @@ def _line(line: bytes, number: int, where: str) -> Node:
         raise PackFormatError(f"{where}: nodes.jsonl line {number}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise PackFormatError(f"{where}: nodes.jsonl line {number}: not JSON: {exc}") from None
+
+
+#: What reading a damaged zip raises (zipfile's own errors, and the codecs' beneath it).
+_DAMAGED_ZIP = (
+    zipfile.BadZipFile,
+    KeyError,
+    OSError,
+    RuntimeError,
+    NotImplementedError,
+    EOFError,
+    ValueError,
+    zlib.error,
+    lzma.LZMAError,
+)
 
 
 def _member(archive: zipfile.ZipFile, name: str, room: int, where: str) -> bytes:

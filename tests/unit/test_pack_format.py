@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import struct
+import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -287,4 +289,66 @@ def test_an_archive_that_unpacks_beyond_its_bound_is_refused(
     _write(path)
     monkeypatch.setattr("engram.agents.packs.format._UNPACK_FACTOR", 0)
     with pytest.raises(PackFormatError, match="unpacks to more than 0 bytes"):
+        read_pack(path, RAW)
+
+
+def _resealed(path: Path, inner: bytes) -> None:
+    """Seal ``inner`` as the pack's archive under the pack's own key (RAW): what anyone who
+    holds a shared pack's key can make."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    from engram.agents.packs.format import _split
+
+    header, prefix, _sealed = _split(path.read_bytes(), str(path))
+    nonce = bytes.fromhex(header.nonce)
+    path.write_bytes(prefix + AESGCM(RAW.derive(header)).encrypt(nonce, inner, prefix))
+
+
+def _archive(members: dict[str, bytes], method: int = zipfile.ZIP_STORED) -> bytearray:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=method) as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return bytearray(out.getvalue())
+
+
+def _flagged(archive: bytearray, signature: bytes, offset: int, value: bytes) -> bytes:
+    """Overwrite ``value`` at ``offset`` after every ``signature`` (the zip's headers)."""
+    at = 0
+    while (at := archive.find(signature, at)) != -1:
+        archive[at + offset : at + offset + len(value)] = value
+        at += 4
+    return bytes(archive)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["manifest not JSON", "manifest an array", "member encrypted", "unknown method", "bad deflate"],
+)
+def test_an_authentic_pack_with_a_damaged_archive_is_a_format_error(
+    tmp_path: Path, damage: str
+) -> None:
+    path = tmp_path / "p.pack"
+    _write(path)
+    manifest, _ = read_pack(path, RAW)
+    jsonl = encode_nodes(_nodes())
+    members = {"pack.json": msgspec.json.encode(manifest), "nodes.jsonl": jsonl}
+    if damage == "manifest not JSON":
+        inner = bytes(_archive({**members, "pack.json": b"{x"}))
+    elif damage == "manifest an array":
+        inner = bytes(_archive({**members, "pack.json": b"[]"}))
+    elif damage == "member encrypted":  # the general-purpose flag's bit 0, both headers
+        inner = _flagged(_archive(members), b"PK\x03\x04", 6, b"\x01")
+        inner = _flagged(bytearray(inner), b"PK\x01\x02", 8, b"\x01")
+    elif damage == "unknown method":  # compression method 99, both headers
+        inner = _flagged(_archive(members), b"PK\x03\x04", 8, b"\x63\x00")
+        inner = _flagged(bytearray(inner), b"PK\x01\x02", 10, b"\x63\x00")
+    else:
+        archive = _archive(members, zipfile.ZIP_DEFLATED)
+        start = archive.find(b"pack.json") + len(b"pack.json")
+        for i in range(start, start + 30):
+            archive[i] ^= 0x55
+        inner = bytes(archive)
+    _resealed(path, inner)
+    with pytest.raises(PackFormatError, match=r"not a pack archive|not a pack's manifest"):
         read_pack(path, RAW)
