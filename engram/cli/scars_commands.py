@@ -19,6 +19,7 @@ from engram.cli.base import (
     renamed_option,
     state,
 )
+from engram.ledger.shred import PRIVATE
 from engram.projections import scars
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -153,6 +154,12 @@ def record(
 @click.option("--archived", "which", flag_value="archived", help="Only archived scars.")
 @click.option("--all", "which", flag_value="all", help="Live and archived scars.")
 @click.option("--limit", type=click.IntRange(min=1), help="At most this many, newest first.")
+@click.option(
+    "--as",
+    "viewer",
+    metavar="AGENT",
+    help="Show AGENT's private scars' text (others' read [private]).",
+)
 @output_format()
 def list_command(
     outcome: str | None,
@@ -161,6 +168,7 @@ def list_command(
     learnable: bool | None,
     which: str | None,
     limit: int | None,
+    viewer: str | None,
     fmt: str,
 ) -> None:
     """List scars, newest first (live ones unless --archived or --all)."""
@@ -176,7 +184,7 @@ def list_command(
             limit=limit,
         )
     out.render(
-        (_record(r) for r in rows),
+        (_record(r, viewer) for r in rows),
         fmt,
         columns=_COLUMNS,
         table_columns=_LIST_TABLE,
@@ -186,8 +194,11 @@ def list_command(
 
 @scars_group.command(epilog=examples("engram scars show 42", "engram scars show 0192f3c4-..."))
 @click.argument("key", metavar="POSITION|ID")
+@click.option(
+    "--as", "viewer", metavar="AGENT", help="Show the text if the scar is AGENT's private one."
+)
 @output_format()
-def show(key: str, fmt: str) -> None:
+def show(key: str, viewer: str | None, fmt: str) -> None:
     """Show one scar by its position or its event id, with its recall counters."""
     out = state()
     wanted: int | str = int(key) if key.isdigit() else key
@@ -195,7 +206,7 @@ def show(key: str, fmt: str) -> None:
         row = scars.get(conn, wanted)
     if row is None:
         raise CliError(f"no scar at {key!r} (a scar.recorded position or event id)")
-    out.render([_record(row)], fmt, columns=_COLUMNS, widths={"what": 60, "lesson": 60})
+    out.render([_record(row, viewer)], fmt, columns=_COLUMNS, widths={"what": 60, "lesson": 60})
 
 
 @scars_group.command(
@@ -278,8 +289,11 @@ def _time(us: int | None) -> datetime | None:
     return None if us is None else _EPOCH + timedelta(microseconds=us)
 
 
-def _record(s: scars.Scar) -> dict[str, Any]:
+def _record(s: scars.Scar, viewer: str | None = None) -> dict[str, Any]:
+    """Return a scar as a row; a private scar's text reads ``[private]`` unless ``viewer``
+    is its agent, as ``engram log`` shows private fields (docs/security.md)."""
     sources = {k: v for k, v in s.sources.items() if v not in (None, [])}
+    hidden = s.visibility == "private" and viewer != s.agent
     return {
         "position": s.position,
         "id": s.id,
@@ -292,8 +306,8 @@ def _record(s: scars.Scar) -> dict[str, Any]:
         "last_recalled": _time(s.last_recalled_us),
         "recorded": _time(s.recorded_us),
         "archived": _time(s.archived_us),
-        "what": s.what,
-        "lesson": s.lesson,
+        "what": PRIVATE if hidden else s.what,
+        "lesson": PRIVATE if hidden else s.lesson,
         "sources": sources,
         "tags": s.tags,
     }

@@ -158,3 +158,27 @@ def test_the_scar_bench_part_runs_only_when_named() -> None:
     assert "scars" not in bench.recall_parts(None)
     assert bench.recall_parts(["scars"]) == ("scars",)
     assert bench.recall_parts(["scars,latency"]) == ("latency", "scars")
+
+
+def test_a_private_scar_reads_private_unless_shown_as_its_agent(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    position = _record(
+        capsys, db, "alice", "--outcome", "failure", "--what", "my migration wiped prod",
+        "--lesson", "snapshot first", "--visibility", "private",
+    )  # fmt: skip
+    _record(capsys, db, "bob", "--outcome", "failure", "--what", "a public slip", "--lesson", "x")
+    for argv in (["list"], ["show", str(position)], ["list", "--as", "bob"]):
+        code, out, err = run(capsys, "--ledger", db, "scars", *argv, "--format", "json")
+        assert code == 0, err
+        rows = {r["agent"]: r for r in json.loads(out)}
+        assert (rows["alice"]["what"], rows["alice"]["lesson"]) == ("[private]", "[private]")
+        assert "wiped" not in out
+    code, out, _ = run(capsys, "--ledger", db, "scars", "list", "--as", "alice", "--format", "json")
+    rows = {r["agent"]: r for r in json.loads(out)}
+    assert rows["alice"]["what"] == "my migration wiped prod"
+    assert rows["bob"]["what"] == "a public slip"
+    code, out, _ = run(
+        capsys, "--ledger", db, "scars", "show", str(position), "--as", "alice", "--format", "json"
+    )
+    assert json.loads(out)[0]["lesson"] == "snapshot first"
