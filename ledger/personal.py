@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from engram.ledger.events import Event
 from engram.ledger.shred import DEFAULT_PERSONAL, FORGOTTEN, PRIVATE, subject_of
 
-__all__ = ["masked", "personal_fields", "retracted"]
+if TYPE_CHECKING:
+    from engram.ledger.store import Ledger
+
+__all__ = ["masked", "personal_fields", "retracted", "retracted_positions"]
 
 
 def personal_fields(
@@ -78,3 +82,9 @@ def retracted(event: Event, positions: AbstractSet[int]) -> Event:
         return event
     payload = msgspec.structs.replace(event.payload, text=FORGOTTEN, question=FORGOTTEN)
     return msgspec.structs.replace(event, payload=payload)
+
+
+def retracted_positions(ledger: Ledger) -> set[int]:
+    """Return the positions of the reflections ``reflection.retracted`` withdrew (ADR 0110):
+    what :func:`retracted` reads as :data:`FORGOTTEN` wherever an event is shown."""
+    return {p for r in ledger.read(kinds=["reflection.retracted"]) for p in r.payload.positions}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import types
 import typing
@@ -27,7 +28,7 @@ from engram.ledger import (
     Ledger,
     NewEvent,
 )
-from engram.ledger.personal import masked, personal_fields, retracted
+from engram.ledger.personal import masked, personal_fields, retracted, retracted_positions
 from engram.runtime import registry_for
 
 
@@ -311,6 +312,8 @@ def log(
     Recall queries and private items' personal fields show [private] except to their own
     agent (--as); a forgotten subject's show [forgotten] (ADR 0039).
     """
+    if timeout is not None and not math.isfinite(timeout):  # nan and inf pass FloatRange
+        raise click.BadParameter(f"{timeout} is not a number of seconds", param_hint="'--timeout'")
     if timeout is not None and not follow:
         raise click.UsageError("--timeout applies only with --follow")
     out = state()
@@ -326,7 +329,7 @@ def log(
             events = ledger.read(after, kinds=kind_list, streams=stream_list, limit=limit)
         personal = settings.personal()
         gone = (  # reflections drawn from a forgotten subject (ADR 0110)
-            {p for r in ledger.read(kinds=["reflection.retracted"]) for p in r.payload.positions}
+            retracted_positions(ledger)
             if kind_list is None or "memory.reflected" in kind_list
             else set()  # no reflection is shown: the ledger is not read twice
         )

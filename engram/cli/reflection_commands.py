@@ -14,6 +14,8 @@ from engram.cli import logs
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, note, opened, output_format, state, sync_vectors, translated
 from engram.ledger import Event
+from engram.ledger.personal import masked, retracted, retracted_positions
+from engram.ledger.shred import PRIVATE
 from engram.projections import reflections as projection
 from engram.projections.reflections import Reflection
 
@@ -123,9 +125,14 @@ def _insights(outcome: Outcome) -> Iterable[dict[str, Any]]:
 @click.option(
     "-n", "limit", type=click.IntRange(min=1), default=20, show_default=True, help="How many."
 )
+@click.option(
+    "--as", "viewer", metavar="AGENT", help="Show AGENT's private reflections (others' [private])."
+)
 @output_format()
 @click.pass_context
-def reflections(ctx: click.Context, agent: str | None, limit: int, fmt: str) -> None:
+def reflections(
+    ctx: click.Context, agent: str | None, limit: int, viewer: str | None, fmt: str
+) -> None:
     """List reflections, newest first; show one with its evidence.
 
     A reflection is a belief an agent drew from its memories (memory.reflected), with the
@@ -140,7 +147,7 @@ def reflections(ctx: click.Context, agent: str | None, limit: int, fmt: str) -> 
         with opened(out.settings()) as memory, memory.engine.read() as conn:
             rows = projection.by_agent(conn, agent, limit=limit)
         out.render(
-            (_reflection(r) for r in rows),
+            (_reflection(r, viewer) for r in rows),
             fmt,
             columns=_REFLECTION_COLUMNS,
             table_columns=["position", "agent", "depth", "at", "text"],
@@ -149,7 +156,13 @@ def reflections(ctx: click.Context, agent: str | None, limit: int, fmt: str) -> 
         out.flush()
 
 
-def _reflection(r: Reflection) -> dict[str, Any]:
+def _hidden(r: Reflection, viewer: str | None) -> bool:
+    """Say whether ``r``'s words are another agent's private ones (``engram log``'s rule)."""
+    return r.visibility == "private" and viewer != r.agent
+
+
+def _reflection(r: Reflection, viewer: str | None = None) -> dict[str, Any]:
+    hidden = _hidden(r, viewer)
     return {
         "position": r.position,
         "id": r.id,
@@ -158,8 +171,8 @@ def _reflection(r: Reflection) -> dict[str, Any]:
         "importance": r.importance,
         "visibility": r.visibility,
         "at": datetime.fromtimestamp(r.at_us / 1_000_000, UTC),
-        "question": r.question,
-        "text": r.text,
+        "question": PRIVATE if hidden and r.question else r.question,
+        "text": PRIVATE if hidden else r.text,
     }
 
 
@@ -167,8 +180,11 @@ def _reflection(r: Reflection) -> dict[str, Any]:
     epilog=examples("engram reflections show 42", "engram reflections show 42 --format json")
 )
 @click.argument("reflection", metavar="ID|POSITION")
+@click.option(
+    "--as", "viewer", metavar="AGENT", help="Show AGENT's private words (others' [private])."
+)
 @output_format()
-def show(reflection: str, fmt: str) -> None:
+def show(reflection: str, viewer: str | None, fmt: str) -> None:
     """Show a reflection and the events its evidence resolves to.
 
     The first row is the reflection; each next row is one evidence id resolved to its ledger
@@ -187,6 +203,8 @@ def show(reflection: str, fmt: str) -> None:
             evidence = projection.evidence(conn, found.position)
         resolved = [e.position for e in evidence if e.position is not None]
         events = {e.position: e for e in memory.ledger.get(resolved)} if resolved else {}
+        reflected = any(e.kind == "memory.reflected" for e in events.values())
+        gone = retracted_positions(memory.ledger) if reflected else set()
     rows: list[dict[str, Any]] = [
         {
             "role": "reflection",
@@ -196,13 +214,15 @@ def show(reflection: str, fmt: str) -> None:
             "agent": found.agent,
             "depth": found.depth,
             "at": datetime.fromtimestamp(found.at_us / 1_000_000, UTC),
-            "text": found.text,
+            "text": PRIVATE if _hidden(found, viewer) else found.text,
         }
     ]
     for item in evidence:
         event = events.get(item.position) if item.position is not None else None
-        rows.append(_evidence(item.id, item.depth, event))
-    note(f"question: {found.question}" if found.question else "no focal question recorded")
+        shown = event and retracted(masked(event, viewer), gone)
+        rows.append(_evidence(item.id, item.depth, shown))
+    question = PRIVATE if _hidden(found, viewer) and found.question else found.question
+    note(f"question: {question}" if question else "no focal question recorded")
     out.render(rows, fmt, columns=_ROW_COLUMNS, widths={"text": 80})
 
 

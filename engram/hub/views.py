@@ -19,7 +19,7 @@ import msgspec
 from engram.agents import scopes
 from engram.agents.lessons import DESTINATIONS
 from engram.ledger import Event, Ledger
-from engram.ledger.personal import masked, retracted
+from engram.ledger.personal import masked, retracted, retracted_positions
 from engram.projections import doctrine, memo, reflections, scars, supersession
 from engram.projections.lexical.memories import memory_authors
 from engram.runtime import Memory
@@ -50,12 +50,6 @@ def graph(memory: Memory, as_of: datetime | None) -> dict[str, Any]:
         "now": datetime.now(UTC).isoformat(),
     }
     return exported
-
-
-def retracted_positions(ledger: Ledger) -> set[int]:
-    """Return the positions of the reflections retracted as drawn from a forgotten subject
-    (``reflection.retracted``, ADR 0110): every page reads them as ``[forgotten]``."""
-    return {p for r in ledger.read(kinds=["reflection.retracted"]) for p in r.payload.positions}
 
 
 def shown(event: Event, gone: set[int]) -> Event:

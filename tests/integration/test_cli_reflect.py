@@ -161,3 +161,38 @@ def test_reflect_refuses_an_agent_that_never_wrote(
     assert "no agent 'nobody' has written to this ledger" in err
     with Ledger.open(db) as ledger:
         assert ledger.head() == before
+
+
+def test_private_reflections_and_their_evidence_read_private_unless_shown_as_their_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(tmp_path / "private.db")
+    for text in STORY:
+        run(capsys, "--ledger", path, "observe", "alice", text, "--visibility", "private")
+    assert run(capsys, "--ledger", path, "reflect", "alice")[0] == 0
+    code, out, _ = run(capsys, "--ledger", path, "reflections", "--format", "json")
+    listed = json.loads(out)
+    assert listed
+    assert {(r["text"], r["question"]) for r in listed} == {("[private]", "[private]")}
+    position = str(listed[0]["position"])
+    code, out, err = run(
+        capsys, "--ledger", path, "reflections", "show", position, "--format", "json"
+    )
+    assert code == 0, err
+    assert {r["text"] for r in json.loads(out)} == {"[private]"}
+    assert "question: [private]" in err
+    code, out, _ = run(capsys, "--ledger", path, "reflections", "--as", "alice", "--format", "json")
+    assert all(r["text"] != "[private]" for r in json.loads(out))
+    code, out, _ = run(
+        capsys,
+        "--ledger",
+        path,
+        "reflections",
+        "show",
+        position,
+        "--as",
+        "alice",
+        "--format",
+        "json",
+    )
+    assert {r["text"] for r in json.loads(out)[1:]} <= set(STORY)
