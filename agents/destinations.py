@@ -62,6 +62,7 @@ def plan(
             f'"{"notes/" if destination in FOLDER_DESTINATIONS else "AGENTS.md"}")'
         )
     target = Path(os.path.expanduser(place))
+    _check_writable(target if destination in FOLDER_DESTINATIONS else target.parent)
     if destination in FOLDER_DESTINATIONS:
         path = target / f"{suggestion.id}.md"
         if path.exists():
@@ -87,18 +88,41 @@ def plan(
 
 
 def commit(write: Write) -> None:
-    """Write the planned content atomically, creating the folder if needed."""
-    write.path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(prefix=".engram-", dir=write.path.parent)
+    """Write the planned content atomically, creating the folder if needed.
+
+    Raises:
+        DestinationError: the folder or the file cannot be written (what the OS said).
+    """
+    try:
+        write.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temporary = tempfile.mkstemp(prefix=".engram-", dir=write.path.parent)
+    except OSError as error:
+        raise DestinationError(f"cannot write {write.path}: {error.strerror or error}") from None
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(write.content)
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, write.path)
-    except BaseException:
+    except BaseException as error:
         Path(temporary).unlink(missing_ok=True)
+        if isinstance(error, OSError):
+            raise DestinationError(
+                f"cannot write {write.path}: {error.strerror or error}"
+            ) from None
         raise
+
+
+def _check_writable(folder: Path) -> None:
+    """Refuse, before anything is appended, a folder that cannot be made or written: its
+    nearest existing part must be a folder this process may write into."""
+    existing = folder
+    while not os.path.lexists(existing) and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise DestinationError(f"cannot write into {folder}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise DestinationError(f"cannot write into {folder}: {existing} is not writable")
 
 
 def _read(path: Path) -> bytes:

@@ -27,6 +27,7 @@ from typing import cast
 from engram.agents import destinations
 from engram.agents.completion import Completer
 from engram.agents.errors import (
+    DestinationError,
     SuggestionInputError,
     SuggestionStateError,
     UnknownSuggestionError,
@@ -311,7 +312,13 @@ class Lessons:
                 f"suggestion {found.id}: another review was appended first; nothing appended"
             ) from None
         if write is not None:
-            destinations.commit(write)
+            try:
+                destinations.commit(write)
+            except DestinationError as exc:  # checked before the append; the disk changed since
+                raise DestinationError(
+                    f"suggestion {found.id} was {decision} at position {position}, but {exc};"
+                    " write it once that is fixed (engram suggestions write)"
+                ) from None
             self._record_write(found, write, stream)
         return position
 

@@ -24,9 +24,10 @@ do not apply; ``valid_at=T`` asks what was true at ``T``.
 
 from __future__ import annotations
 
+import builtins
 import re
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -232,10 +233,14 @@ class AgentMemory(Gathering):
         from engram.agents import supersession  # it builds on this module
 
         replaces = supersession.check_supersedes(self, supersedes) if supersedes else []
+        # ``type`` is the memory's type here: builtins.type names a value's class.
         if valid_from is not None and not isinstance(valid_from, datetime):
-            raise QueryError(f"valid_from must be a datetime, got {type(valid_from).__name__}")
-        if importance is None and isinstance(text, str) and text:
-            importance = self.scorer.score(text, type)
+            kind = builtins.type(valid_from).__name__
+            raise QueryError(f"valid_from must be a datetime, got {kind}")
+        if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
+            raise QueryError(f"tags must be a sequence of strings, got {tags!r}")
+        if importance is None and isinstance(text, str) and text and isinstance(type, str):
+            importance = self.scorer.score(text, type)  # any other type: the ledger refuses it
         payload = MemoryObserved(
             agent=self.agent,
             text=text,
@@ -352,6 +357,9 @@ class AgentMemory(Gathering):
         check_query(query)
         if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 1000:
             raise QueryError(f"k must be an int in 1..1000, got {k!r}")
+        if not isinstance(scope, str):  # checked against the scopes where it is used
+            known = ["memories", *(s for s in scopes.SCOPES if s != "memories"), "all"]
+            raise QueryError(f"scope must be one of {known}, got {scope!r}")
         if min_score is None:  # the calibrated floor is memory recall's; scopes keep theirs
             min_score = DEFAULT_MIN_SCORE if scope == "memories" else 0.0
         if (

@@ -8,6 +8,7 @@ every caller still gets its own positions or its own error (ADR 0006).
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -223,6 +224,8 @@ class Ledger:
             raise ConfigError(f"reason must be a string, got {type(reason).__name__}")
         if not isinstance(actor, str) or not actor or actor != actor.strip() or len(actor) > 512:
             raise ConfigError(f"actor must be a name of 1..512 characters, got {actor!r}")
+        for name, text in (("subject", subject), ("reason", reason), ("actor", actor)):
+            _check_utf8(text, name)
         if self.backend.readonly:
             raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
         # The event is made first and kept with the keys' destruction, so a process killed
@@ -321,6 +324,8 @@ class Ledger:
             ConfigError: a position is not a positive integer, or holds no event.
         """
         self._check_open()
+        if isinstance(positions, str | bytes) or not isinstance(positions, Iterable):
+            raise ConfigError(f"positions must be a sequence of ints, got {positions!r}")
         wanted = list(positions)
         for position in wanted:
             _check_position(position, "position")
@@ -339,8 +344,7 @@ class Ledger:
         """Block until the head passes ``after`` or ``timeout`` seconds pass; return the head."""
         self._check_open()
         _check_position(after, "after")
-        if timeout < 0:
-            raise ConfigError(f"timeout must not be negative, got {timeout}")
+        _check_timeout(timeout)
         return self.backend.wait(after, timeout)
 
     def versions(self, streams: Sequence[str]) -> dict[str, int]:
@@ -350,10 +354,13 @@ class Ledger:
         ``expect={stream: version}``: a writer that got in between makes it a ConcurrencyError.
         """
         self._check_open()
+        if isinstance(streams, str) or not isinstance(streams, Iterable):
+            raise ConfigError(f"streams must be a sequence of stream names, got {streams!r}")
         wanted = list(streams)
         for stream in wanted:
             if not isinstance(stream, str) or not stream:
                 raise ConfigError(f"stream must be a non-empty string, got {stream!r}")
+            _check_utf8(stream, "stream")
         with collector_paused():
             found = self.backend.stream_heads(list(dict.fromkeys(wanted)))
         return {stream: found.get(stream, 0) for stream in wanted}
@@ -364,6 +371,7 @@ class Ledger:
         _check_position(after_version, "after_version")
         if not isinstance(stream, str):
             raise ConfigError(f"stream must be a string, got {stream!r}")
+        _check_utf8(stream, "stream")
         while True:
             with collector_paused():
                 rows = self.backend.read_stream_rows(stream, after_version, _PAGE)
@@ -389,6 +397,10 @@ class Ledger:
         """
         self._check_open()
         _check_position(after, "after")
+        kinds = _names(kinds, "kinds")
+        streams = _names(streams, "streams")
+        if timeout is not None:
+            _check_timeout(timeout)
         idle_since = time.monotonic()
         seen = after
         while stop is None or not stop.is_set():
@@ -527,11 +539,27 @@ def _names(values: Sequence[str] | None, what: str) -> list[str] | None:
     if values is None:
         return None
     if isinstance(values, str):
-        return [values]
-    out = list(values)
+        out = [values]
+    else:
+        out = list(values) if isinstance(values, Iterable) else []
     if not out or not all(isinstance(v, str) for v in out):
         raise ConfigError(f"{what} must be a non-empty list of strings, got {values!r}")
+    for value in out:
+        _check_utf8(value, what)
     return out
+
+
+def _check_utf8(value: str, name: str) -> None:
+    """Refuse a string no database can store: one with a lone surrogate (not UTF-8)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ConfigError(f"{name} must be valid UTF-8 text, got {value!r}") from None
+
+
+def _check_timeout(value: object) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < math.inf:
+        raise ConfigError(f"timeout must be a number of seconds >= 0, got {value!r}")
 
 
 def _unfinished(event: NewEvent) -> str:

@@ -385,6 +385,44 @@ def test_an_unconfigured_destination_is_written_under_the_home(
     assert lessons.suggestion(sid).written_path == str(written)
 
 
+@pytest.mark.parametrize("destination", ["notes_inbox", "skill", "task", "instructions_file"])
+def test_a_destination_that_cannot_be_written_is_refused_before_the_review_is_appended(
+    memory: Memory, tmp_path: Path, destination: str
+) -> None:
+    home = tmp_path / "data"
+    home.write_text("a file where the lessons folder should be\n")
+    lessons = Lessons(memory.ledger, memory.engine, home=str(home))
+    sid = lessons.propose([record(memory, "x")], destination, "Bisect the lockfile.")  # type: ignore[arg-type]
+    head = memory.ledger.head()
+    with pytest.raises(DestinationError, match="is not a folder"):
+        lessons.apply(sid, "ana")
+    assert memory.ledger.head() == head
+    assert lessons.suggestion(sid).status == "pending"
+
+
+def test_a_write_failing_after_the_review_says_so_and_can_be_retried(
+    memory: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import types
+
+    from engram.agents import destinations
+
+    lessons = Lessons(memory.ledger, memory.engine, home=str(tmp_path / "data"))
+    sid = lessons.propose([record(memory, "x")], "notes_inbox", "Bisect the lockfile.")
+
+    def full(**_: object) -> tuple[int, str]:
+        raise OSError(28, "No space left on device")
+
+    # The disk fills between the check and the write.
+    monkeypatch.setattr(destinations, "tempfile", types.SimpleNamespace(mkstemp=full))
+    with pytest.raises(DestinationError, match=r"applied at position .* No space left"):
+        lessons.apply(sid, "ana")
+    monkeypatch.undo()
+    assert lessons.suggestion(sid).status == "applied"
+    lessons.write(sid)
+    assert "Bisect the lockfile." in (tmp_path / "data" / "notes" / f"{sid}.md").read_text()
+
+
 def test_places_must_be_file_destinations(memory: Memory) -> None:
     with pytest.raises(SuggestionInputError, match="not destinations written to files"):
         Lessons(memory.ledger, memory.engine, places={"rules": "x"})

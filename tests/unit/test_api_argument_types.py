@@ -1,0 +1,223 @@
+"""Arguments of the wrong type or value at the Python entry points: an engram error naming them.
+
+Real SQLite ledgers and the real projections. Each bad call raises the project's error type
+with a message naming the argument, and writes nothing (the ledger's head does not move);
+the calls that used to leak a raw TypeError or UnicodeEncodeError, or never return (a NaN
+timeout), are the ones checked. Valid input keeps working as before.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engram import open_memory
+from engram.agents.memory import AgentMemory
+from engram.ledger import Ledger
+from engram.ledger.errors import ConfigError, EngramError, PayloadError
+from engram.projections.errors import QueryError
+from engram.runtime import Memory
+
+SURROGATE = "\ud800"  # a lone surrogate: a str no database or JSON payload can store
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with open_memory(str(tmp_path / "l.db"), config=os.devnull) as opened:
+        opened.agent("alice").observe("The deploy failed at 3am", tags=["ops"])
+        yield opened
+
+
+@pytest.fixture
+def alice(memory: Memory) -> AgentMemory:
+    return memory.agent("alice")
+
+
+@pytest.fixture
+def ledger(memory: Memory) -> Ledger:
+    return memory.ledger
+
+
+def refused(ledger: Ledger, call: Callable[[], Any], error: type[EngramError], match: str) -> None:
+    """Assert ``call`` raises ``error`` matching ``match`` and appends nothing."""
+    head = ledger.head()
+    with pytest.raises(error, match=match):
+        call()
+    assert ledger.head() == head
+
+
+# -- AgentMemory.observe and recall ---------------------------------------------------------
+
+
+def test_observe_refuses_a_valid_from_that_is_not_a_datetime(alice: AgentMemory) -> None:
+    # ``observe`` has a parameter named ``type``: the message must not call it.
+    refused(
+        alice.ledger,
+        lambda: alice.observe("x", valid_from="2024-01-01T00:00:00Z"),  # type: ignore[arg-type]
+        QueryError,
+        "valid_from must be a datetime, got str",
+    )
+
+
+def test_observe_refuses_an_unhashable_type_through_the_ledger(alice: AgentMemory) -> None:
+    # Like an unknown type, the ledger refuses it naming the field; the scorer never sees it.
+    refused(
+        alice.ledger,
+        lambda: alice.observe("x", type=["plan"]),  # type: ignore[arg-type]
+        PayloadError,
+        r"\$\.type",
+    )
+
+
+@pytest.mark.parametrize("tags", [None, 5, "deploy", b"deploy"])
+def test_observe_refuses_tags_that_are_not_a_sequence_of_strings(
+    alice: AgentMemory, tags: object
+) -> None:
+    refused(
+        alice.ledger,
+        lambda: alice.observe("x", tags=tags),  # type: ignore[arg-type]
+        QueryError,
+        "tags must be a sequence of strings",
+    )
+
+
+@pytest.mark.parametrize("scope", [["all"], {"all"}, None, 5])
+def test_recall_refuses_a_scope_that_is_not_a_string(alice: AgentMemory, scope: object) -> None:
+    refused(
+        alice.ledger,
+        lambda: alice.recall("deploy", scope=scope),  # type: ignore[arg-type]
+        QueryError,
+        r"scope must be one of \[.*'all'\], got",
+    )
+
+
+def test_observe_and_recall_take_what_they_took(alice: AgentMemory) -> None:
+    head = alice.ledger.head()
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    position = alice.observe("The deploy was fixed", type="plan", tags=("ops",), valid_from=at)
+    assert position > head
+    assert alice.ledger.get([position])[0].payload.tags == ["ops"]
+    assert alice.recall("deploy", scope="all", record=False).items
+    assert alice.recall("deploy", record=False).items
+
+
+# -- Ledger ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("field", ["subject", "reason", "actor"])
+def test_forget_refuses_text_that_is_not_utf8(memory: Memory, field: str) -> None:
+    args = {"subject": "alice", "reason": "asked", "actor": "ops"} | {field: SURROGATE}
+    subject = args.pop("subject")
+    ledger = memory.ledger
+    refused(
+        ledger, lambda: ledger.forget(subject, **args), ConfigError, f"{field} must be valid UTF-8"
+    )
+    refused(
+        ledger, lambda: memory.forget(subject, **args), ConfigError, f"{field} must be valid UTF-8"
+    )
+    # Nothing was destroyed: alice's memory still reads as written.
+    assert next(ledger.read(kinds="memory.observed")).payload.text == "The deploy failed at 3am"
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda led: list(led.read(kinds=[SURROGATE])), "kinds must be valid UTF-8"),
+        (lambda led: list(led.read(kinds=SURROGATE)), "kinds must be valid UTF-8"),
+        (lambda led: list(led.read(streams=[SURROGATE])), "streams must be valid UTF-8"),
+        (lambda led: list(led.read_stream(SURROGATE)), "stream must be valid UTF-8"),
+        (lambda led: led.versions([SURROGATE]), "stream must be valid UTF-8"),
+        (lambda led: next(led.follow(0, kinds=[SURROGATE], timeout=0)), "kinds must be valid"),
+    ],
+)
+def test_ledger_reads_refuse_names_that_are_not_utf8(
+    ledger: Ledger, call: Callable[[Ledger], Any], match: str
+) -> None:
+    refused(ledger, lambda: call(ledger), ConfigError, match)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda led: list(led.read(kinds=5)), "kinds must be a non-empty list of strings, got 5"),
+        (lambda led: list(led.read(streams=5)), "streams must be a non-empty list of strings"),
+        (lambda led: next(led.follow(0, kinds=5, timeout=0)), "kinds must be a non-empty list"),
+        (lambda led: led.get(None), "positions must be a sequence of ints, got None"),
+        (lambda led: led.get(5), "positions must be a sequence of ints, got 5"),
+        (lambda led: led.versions(None), "streams must be a sequence of stream names, got None"),
+        (lambda led: led.versions("agent:alice"), "streams must be a sequence of stream names"),
+    ],
+)
+def test_ledger_reads_refuse_arguments_of_the_wrong_type(
+    ledger: Ledger, call: Callable[[Ledger], Any], match: str
+) -> None:
+    refused(ledger, lambda: call(ledger), ConfigError, match)
+
+
+BAD_TIMEOUTS = ["1", None, True, -1, -0.5, math.nan, math.inf, -math.inf]
+
+
+@pytest.mark.parametrize("timeout", BAD_TIMEOUTS)
+def test_wait_refuses_a_timeout_that_is_not_a_finite_number(
+    ledger: Ledger, timeout: object
+) -> None:
+    # after=0 on a ledger holding an event: were the timeout let through, wait would return
+    # at once instead of hanging the suite.
+    refused(
+        ledger,
+        lambda: ledger.wait(0, timeout),  # type: ignore[arg-type]
+        ConfigError,
+        "timeout must be a number of seconds >= 0, got",
+    )
+
+
+@pytest.mark.parametrize("timeout", [t for t in BAD_TIMEOUTS if t is not None])
+def test_follow_refuses_a_timeout_that_is_not_a_finite_number(
+    ledger: Ledger, timeout: object
+) -> None:
+    # after=0: were the timeout let through, follow would yield the first event at once.
+    refused(
+        ledger,
+        lambda: next(ledger.follow(0, timeout=timeout)),  # type: ignore[arg-type]
+        ConfigError,
+        "timeout must be a number of seconds >= 0, got",
+    )
+
+
+def test_ledger_reads_take_what_they_took(ledger: Ledger) -> None:
+    head = ledger.head()
+    assert ledger.wait(0, 0) == head
+    assert ledger.wait(head, 0.01) == head
+    assert [e.position for e in ledger.follow(0, kinds="memory.observed", timeout=0)] == [1]
+    assert [e.position for e in ledger.follow(head, timeout=0.01)] == []
+    assert [e.position for e in ledger.get(p for p in (1,))] == [1]
+    assert ledger.versions(("agent:alice", "nowhere")) == {"agent:alice": 1, "nowhere": 0}
+    assert [e.kind for e in ledger.read(kinds="memory.observed")] == ["memory.observed"]
+    assert [e.position for e in ledger.read_stream("agent:alice")] == [1]
+
+
+# -- the CLI --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("timeout", ["nan", "inf"])
+def test_log_follow_refuses_a_timeout_that_is_not_finite(
+    memory: Memory, tmp_path: Path, timeout: str
+) -> None:
+    # In a subprocess, bounded: were the timeout let through, `log --follow` would never stop.
+    path = str(tmp_path / "l.db")
+    argv = ["--ledger", path, "log", "--follow", "--timeout", timeout]
+    code = f"import sys; from engram.cli import main; sys.exit(main({argv!r}))"
+    run = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=20
+    )
+    assert run.returncode == 2, run.stderr
+    assert f"Invalid value for '--timeout': {timeout} is not a number of seconds" in run.stderr
+    assert memory.ledger.head() == 1
