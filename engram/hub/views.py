@@ -74,7 +74,11 @@ def events(
 ) -> list[dict[str, Any]]:
     """Return up to ``limit`` events after ``after`` (or the newest ``limit``) as rows."""
     limit = max(1, min(limit, MAX_EVENTS))
-    if newest:
+    if newest and kinds is None and streams is None:
+        # The last ``limit`` positions hold the newest events: read them, not the ledger.
+        start = max(after, ledger.head() - limit)
+        chosen = list(ledger.read(start, limit=limit))[::-1]
+    elif newest:
         picked = deque(ledger.read(after, kinds=kinds, streams=streams), maxlen=limit)
         chosen = list(picked)[::-1]
     else:
@@ -224,7 +228,10 @@ def agents(memory: Memory) -> list[str]:
 
 def memories(memory: Memory, agent: str, query: str | None) -> dict[str, Any]:
     """Return an agent's stream, a recall (not recorded) with its scores, its reflections."""
-    stream = deque(memory.ledger.read_stream(f"agent:{agent}"), maxlen=50)
+    name = f"agent:{agent}"
+    # The stream's last 50 events, read from their version on (not the whole stream).
+    last = memory.ledger.versions([name])[name]
+    stream = list(memory.ledger.read_stream(name, after_version=max(0, last - 50)))
     gone = retracted_positions(memory.ledger) if any(
         e.kind == "memory.reflected" for e in stream
     ) else set()  # fmt: skip
