@@ -134,6 +134,10 @@ def check_query(query: object, what: str = "query") -> str:
             f"{what} is {len(query):,} characters long; at most {MAX_QUERY:,} are taken"
             " (a question or a task, not a document)"
         )
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: no index nor ledger holds it
+        raise QueryError(f"{what} must be valid UTF-8 text; character {exc.start} is not") from None
     return query
 
 

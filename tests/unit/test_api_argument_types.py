@@ -99,6 +99,13 @@ def test_recall_refuses_a_scope_that_is_not_a_string(alice: AgentMemory, scope: 
     )
 
 
+def test_recall_refuses_a_query_that_is_not_utf8(alice: AgentMemory) -> None:
+    head = alice.ledger.head()
+    with pytest.raises(QueryError, match="query must be valid UTF-8 text; character 7"):
+        alice.recall(f"deploy {SURROGATE}")
+    assert alice.ledger.head() == head
+
+
 def test_observe_and_recall_take_what_they_took(alice: AgentMemory) -> None:
     head = alice.ledger.head()
     at = datetime(2024, 1, 1, tzinfo=UTC)
