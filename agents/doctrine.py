@@ -127,7 +127,7 @@ def _shortlist(
     if embedder is not None:
         try:
             cache = guidance.cache_for(embedder)
-            (query,) = cache.vectors([task])
+            (query,) = cache.vectors([task], transient=True)
             best = []
             for e in every:
                 texts = [e.text, *evidence.get(e.suggestion, ())]

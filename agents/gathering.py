@@ -167,7 +167,7 @@ class Gathering:
             raise QueryError("no embedder configured")
         searcher.sync(conn)
         rest = without_names(query) if self._calibration().detail else None
-        embedded = embedder.embed([query] if rest is None else [query, rest])
+        embedded = embedder.embed_transient([query] if rest is None else [query, rest])
         vector = np.ascontiguousarray(embedded[0], dtype=np.float32)
         if rest is not None:
             matching.masked = np.ascontiguousarray(embedded[1], dtype=np.float32)

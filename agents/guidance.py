@@ -128,7 +128,7 @@ def scores(
     if embedder is not None and task.strip():
         try:
             cache = cache_for(embedder)
-            (query,) = cache.vectors([task])
+            (query,) = cache.vectors([task], transient=True)
             every = list(dict.fromkeys(t for ts in texts.values() for t in ts))
             for text, vector in zip(every, cache.vectors(every), strict=True):
                 cosines[text] = float(np.dot(query, vector))

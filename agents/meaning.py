@@ -214,13 +214,18 @@ class VectorCache:
         self.limit = limit
         self._vectors: dict[str, npt.NDArray[np.float32]] = {}
 
-    def vectors(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
-        """Return one unit vector per text, embedding only those not seen before."""
+    def vectors(
+        self, texts: Sequence[str], *, transient: bool = False
+    ) -> list[npt.NDArray[np.float32]]:
+        """Return one unit vector per text, embedding only those not seen before;
+        ``transient`` texts (a task) are kept here but by no cache on disk
+        (:meth:`~engram.projections.embedding.Embedder.embed_transient`)."""
         missing = [t for t in dict.fromkeys(texts) if t not in self._vectors]
         if missing:
             if len(self._vectors) + len(missing) > self.limit:
                 self._vectors.clear()
-            for text, vector in zip(missing, self.embedder.embed(missing), strict=True):
+            embed = self.embedder.embed_transient if transient else self.embedder.embed
+            for text, vector in zip(missing, embed(missing), strict=True):
                 v = np.asarray(vector, dtype=np.float32)
                 norm = float(np.linalg.norm(v))
                 self._vectors[text] = v / norm if norm else v

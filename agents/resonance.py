@@ -191,7 +191,7 @@ class Probe:
             if self.vector is None:
                 memory.searcher.sync(self.conn)
                 self.vector = np.ascontiguousarray(
-                    memory.embedder.embed([self.query])[0], dtype=np.float32
+                    memory.embedder.embed_transient([self.query])[0], dtype=np.float32
                 )
             hits = memory.searcher.search(self.vector, SEEDS, agent=self.agent, types=types)
         except Exception as exc:  # a model or index failure degrades, never fails the build

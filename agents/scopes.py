@@ -319,7 +319,9 @@ class _Nearest:
     ) -> None:
         self.ask, self.types, self.searcher = ask, types, searcher
         searcher.sync(ask.conn)
-        self.vector = np.ascontiguousarray(embedder.embed([ask.query])[0], dtype=np.float32)
+        self.vector = np.ascontiguousarray(
+            embedder.embed_transient([ask.query])[0], dtype=np.float32
+        )
         self.extra: list[VectorHit] = []
         # Items archived after the cut left the index: score them too. latest_change (cached
         # per store state) covers every archival time, so most reads skip the table scan.

@@ -242,11 +242,9 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
         return []
     if subject:
         name = statements.name_run(text, subject)
-        said = np.asarray(
-            memory.embedder.embed([statements.without(text, name, subject)]
-                                  + [statements.without(t, name, subject) for _, _, t in near]),
-            dtype=np.float32,
-        )  # fmt: skip
+        # What a statement says without its subject is in no ledger: kept by no cache.
+        bare = [statements.without(t, name, subject) for t in (text, *(t for _, _, t in near))]
+        said = np.asarray(memory.embedder.embed_transient(bare), dtype=np.float32)
         cosines = [float(said[0] @ said[i + 1]) for i in range(len(near))]
     else:
         pairs = [
@@ -255,7 +253,7 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
                 statements.dropped(text, phrases[old]), statements.dropped(old_text, phrases[old])
             )
         ]  # fmt: skip
-        said = np.asarray(memory.embedder.embed(pairs), dtype=np.float32)
+        said = np.asarray(memory.embedder.embed_transient(pairs), dtype=np.float32)
         cosines = [float(said[2 * i] @ said[2 * i + 1]) for i in range(len(near))]
     names = statements.names(text)
     found = []

@@ -281,6 +281,14 @@ class CachedEmbedder(Embedder):
 
     def embed(self, texts: Sequence[str]) -> FloatArray:
         """Embed ``texts``, taking what the cache has and storing what it had not."""
+        return self._embed(texts, store=True)
+
+    def embed_transient(self, texts: Sequence[str]) -> FloatArray:
+        """Embed ``texts``, taking what the cache has and storing nothing (a query, a task:
+        the ledger may never hold them, so ``forget`` could not find them here)."""
+        return self._embed(texts, store=False)
+
+    def _embed(self, texts: Sequence[str], *, store: bool) -> FloatArray:
         items = truncate(check_texts(texts))
         fingerprint = self.fingerprint
         dimension = self.dimension
@@ -299,7 +307,8 @@ class CachedEmbedder(Embedder):
                     f"for {len(missing)} texts of dimension {dimension}"
                 )
             vectors.update(zip(missing, fresh, strict=True))
-            self.cache.put_many(fingerprint, zip(missing, fresh, strict=True))
+            if store:
+                self.cache.put_many(fingerprint, zip(missing, fresh, strict=True))
         self.misses += len(missing)
         self.hits += len(items) - len(missing)
         out = np.empty((len(items), dimension), dtype=np.float32)

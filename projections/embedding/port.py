@@ -197,6 +197,13 @@ class Embedder(abc.ABC):
             out[start : start + len(batch)] = vectors
         return out
 
+    def embed_transient(self, texts: Sequence[str]) -> FloatArray:
+        """Embed ``texts`` that must not be kept (a query, a task): as :meth:`embed`, but a
+        cache in front of the embedder may read them and stores none of them. What is stored
+        is what the ledger holds, and ``forget`` can find and drop it; a question asked and
+        not recorded is in no ledger (ADR 0045)."""
+        return self.embed(texts)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.fingerprint.text})"
 
