@@ -10,6 +10,7 @@ from engram.cli.app import cli, examples
 from engram.cli.base import TIME, note, opened, output_format, state
 from engram.cli.jobs_commands import run_by_hand
 from engram.jobs.hygiene import digest, duplicate_groups
+from engram.ledger.shred import PRIVATE
 from engram.projections.lexical.memories import duplicate_memories
 from engram.projections.salience import micros
 
@@ -45,8 +46,11 @@ def dream(apply: bool, fmt: str) -> None:
 @click.option(
     "--record", is_flag=True, help="Run the hygiene window up to now: append its job.completed."
 )
+@click.option(
+    "--as", "viewer", metavar="AGENT", help="Show AGENT's private memories (others' [private])."
+)
 @output_format()
-def hygiene(as_of: datetime | None, record: bool, fmt: str) -> None:
+def hygiene(as_of: datetime | None, record: bool, viewer: str | None, fmt: str) -> None:
     """List memories stored twice: groups of one agent's memories with the same content hash.
 
     Reads only, unless --record runs the hygiene job's window by hand (its job.completed
@@ -63,6 +67,12 @@ def hygiene(as_of: datetime | None, record: bool, fmt: str) -> None:
     at = as_of or datetime.now(UTC)
     with opened(settings, actor="job") as memory, memory.engine.read() as conn:
         groups = duplicate_groups(memory.ledger, duplicate_memories(conn, micros(at)))
+        # Another agent's private copies read [private], as engram log shows them.
+        private = {
+            e.position
+            for e in memory.ledger.get(sorted({p for g in groups for p in g.positions}))
+            if getattr(e.payload, "visibility", None) == "private"
+        }
     out.render(
         (
             {
@@ -70,7 +80,9 @@ def hygiene(as_of: datetime | None, record: bool, fmt: str) -> None:
                 "sha256": g.sha256,
                 "copies": len(g.positions),
                 "positions": g.positions,
-                "text": g.text,
+                "text": PRIVATE
+                if viewer != g.agent and private.intersection(g.positions)
+                else g.text,
             }
             for g in groups
         ),

@@ -10,6 +10,8 @@ from engram.agents import scopes
 from engram.agents import supersession as acts
 from engram.cli.app import cli, examples
 from engram.cli.base import opened, output_format, state
+from engram.ledger.personal import masked
+from engram.ledger.shred import PRIVATE
 from engram.projections import supersession
 from engram.runtime import Memory
 
@@ -19,9 +21,11 @@ _COLUMNS = ["event", "agent", "new", "replaces", "method", "similarity", "why"]
 HANDLE = "cli"
 
 
-def _texts(memory: Memory, positions: set[int]) -> dict[int, str]:
+def _texts(memory: Memory, positions: set[int], viewer: str | None) -> dict[int, str]:
+    """Return each memory's text as ``viewer`` may read it: another agent's private one
+    reads ``[private]``, as ``engram log`` shows it."""
     events = memory.ledger.get(sorted(positions)) if positions else []
-    return {e.position: scopes.item_text(e) for e in events}
+    return {e.position: scopes.item_text(masked(e, viewer)) for e in events}
 
 
 @cli.group(
@@ -52,9 +56,14 @@ def supersessions() -> None:
 )
 @click.option("--agent", help="Only replacements of this agent's memories.")
 @click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+@click.option(
+    "--as", "viewer", metavar="AGENT", help="Show AGENT's private memories (others' [private])."
+)
 @output_format()
-def list_(status: str, agent: str | None, limit: int, fmt: str) -> None:
-    """List proposals (oldest first) or supersessions in force, with both memories' texts."""
+def list_(status: str, agent: str | None, limit: int, viewer: str | None, fmt: str) -> None:
+    """List proposals (oldest first) or supersessions in force, with both memories' texts
+    (another agent's private memory, and why it was replaced, read [private] unless --as
+    names that agent)."""
     out = state()
     with opened(out.settings()) as memory:
         with memory.engine.read() as conn:
@@ -62,7 +71,7 @@ def list_(status: str, agent: str | None, limit: int, fmt: str) -> None:
                 rows: list[Any] = supersession.pending(conn, agent)[:limit]
             else:
                 rows = supersession.in_force(conn, agent, limit)
-        texts = _texts(memory, {p for r in rows for p in (r.new, *r.replaces)})
+        texts = _texts(memory, {p for r in rows for p in (r.new, *r.replaces)}, viewer)
     out.render(
         (
             {
@@ -72,7 +81,7 @@ def list_(status: str, agent: str | None, limit: int, fmt: str) -> None:
                 "replaces": "; ".join(f"#{p} {texts.get(p, '')}" for p in r.replaces),
                 "method": r.method,
                 "similarity": getattr(r, "similarity", None),
-                "why": r.why,
+                "why": PRIVATE if texts.get(r.new) == PRIVATE else r.why,
             }
             for r in rows
         ),

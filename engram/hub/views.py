@@ -20,6 +20,7 @@ from engram.agents import scopes
 from engram.agents.lessons import DESTINATIONS
 from engram.ledger import Event, Ledger
 from engram.ledger.personal import masked, retracted, retracted_positions
+from engram.ledger.shred import PRIVATE
 from engram.projections import doctrine, memo, reflections, scars, supersession
 from engram.projections.lexical.memories import memory_authors
 from engram.runtime import Memory
@@ -178,21 +179,30 @@ def supersessions(memory: Memory) -> dict[str, Any]:
         applied = supersession.in_force(conn, limit=IN_FORCE)
     joined = [(p.new, p.replaces) for p in proposals] + [(s.new, s.replaces) for s in applied]
     wanted = {p for new, olds in joined for p in (new, *olds)}
-    texts = {e.position: scopes.item_text(e) for e in memory.ledger.get(sorted(wanted))}
+    # Another agent's private memory reads [private], as on the ledger pages.
+    texts = {
+        e.position: scopes.item_text(masked(e, None)) for e in memory.ledger.get(sorted(wanted))
+    }
 
     def quoted(positions: list[int]) -> list[dict[str, Any]]:
         return [{"position": p, "text": texts.get(p, "")} for p in positions]
 
+    def why(new: int, reason: str) -> str:
+        """Why it was found: its reason quotes the values, private with the memory."""
+        return PRIVATE if texts.get(new) == PRIVATE else reason
+
     return {
         "proposals": [
-            {"proposal": p, "new": quoted([p.new])[0], "replaces": quoted(p.replaces)}
+            {"proposal": p, "new": quoted([p.new])[0], "replaces": quoted(p.replaces),
+             "why": why(p.new, p.why)}
             for p in proposals
         ],
         "superseded": [
-            {"supersession": s, "new": quoted([s.new])[0], "replaces": quoted(s.replaces)}
+            {"supersession": s, "new": quoted([s.new])[0], "replaces": quoted(s.replaces),
+             "why": why(s.new, s.why)}
             for s in applied
         ],
-    }
+    }  # fmt: skip
 
 
 def _diff(diff: dict[str, str] | None) -> list[tuple[str, str]]:
