@@ -262,9 +262,10 @@ def test_cli_forget_keys_log_and_sql(
         keyed = conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0]
     code, out, _ = cli(capsys, config, "forget", "alice", "--reason", "request 12", "--yes")
     assert code == 0
-    assert "1 key(s) destroyed, 2 cached vector(s) dropped" in out  # the text and the query
+    # The memory's text; the query was never cached (ADR 0114).
+    assert "1 key(s) destroyed, 1 cached vector(s) dropped" in out
     with sqlite3.connect(cache) as conn:
-        assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == keyed - 2
+        assert conn.execute("SELECT count(*) FROM embedding_cache").fetchone()[0] == keyed - 1
     assert SECRET.encode() not in store_bytes(cache.parent)  # the indexes caught up
     code, out, _ = cli(capsys, config, "log", "--as", "alice", "--format", "jsonl")
     records = [json.loads(line) for line in out.splitlines()]
