@@ -105,8 +105,11 @@ class EngramStore(BaseStore):
         if index is not None and index.get("embed") is not None:
             self._embeddings = ensure_embeddings(index["embed"])
         elif embedder is not None:
+            # Transient (ADR 0114): a query, and the field texts of values sealed under their
+            # actor's key, are kept by no embedding cache on disk, where forget could not
+            # find them; this store keeps the values' vectors in memory only.
             self._embeddings = ensure_embeddings(
-                lambda texts: embedder.embed(list(texts)).astype(np.float64).tolist()
+                lambda texts: embedder.embed_transient(list(texts)).astype(np.float64).tolist()
             )
         self._vectors: dict[str, list[float]] = {}
 

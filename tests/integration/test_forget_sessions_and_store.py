@@ -27,6 +27,7 @@ from engram.integrations.openai_agents import EngramSession, session_stream
 from engram.ledger import FORGOTTEN, NewEvent
 from engram.ledger.catalog import SessionItemsAdded, StorePut
 from engram.ledger.shred import SEALED_PREFIX
+from engram.projections.embedding.cache import cache_key
 
 ALICE = "QUOKKAALICE71"  # words nothing else in these tests says
 BOB = "WOMBATBOB72"
@@ -171,6 +172,12 @@ def test_a_forgotten_actor_s_store_values_go_everywhere(memory: Any, tmp_path: P
     assert got.value == {"text": f"alice's allergy is {ALICE}", "n": 1}
     hits = alice.search(("alice",), query="allergy")
     assert [h.value["n"] for h in hits] == [1]
+    # Search embedded the query and the value's text: no cache on disk keeps either
+    # (ADR 0114), where forget could not find them.
+    if hasattr(memory.embedder, "cache"):
+        fingerprint = memory.embedder.fingerprint
+        asked = [cache_key(fingerprint, t) for t in ("allergy", f"alice's allergy is {ALICE}")]
+        assert memory.embedder.cache.get_many(asked) == {}
     raw = [e.payload.value for e in memory.ledger.read(kinds=["store.put"])]
     assert all(isinstance(v, str) for v in raw)
     assert not [f for f in files_holding(tmp_path, ALICE) if "projections" not in f]
