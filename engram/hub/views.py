@@ -79,6 +79,12 @@ def events(
         # The last ``limit`` positions hold the newest events: read them, not the ledger.
         start = max(after, ledger.head() - limit)
         chosen = list(ledger.read(start, limit=limit))[::-1]
+    elif newest and kinds is None and streams is not None and len(streams) == 1:
+        # One stream: its last ``limit`` versions, not every event before them.
+        (name,) = streams
+        last = ledger.versions([name])[name]
+        tail = ledger.read_stream(name, after_version=max(0, last - limit))
+        chosen = [e for e in tail if e.position > after][::-1]
     elif newest:
         picked = deque(ledger.read(after, kinds=kinds, streams=streams), maxlen=limit)
         chosen = list(picked)[::-1]

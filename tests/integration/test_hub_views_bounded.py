@@ -39,6 +39,13 @@ def test_the_newest_events_and_an_agents_stream_are_read_from_their_end(
         assert [r["position"] for r in rows] == list(range(head, head - 10, -1))
         assert reads == [("read", head - 10)]
         reads.clear()
+        rows = views.events(memory.ledger, streams=["agent:bob"], limit=10, newest=True)
+        assert "note 119" in rows[0]["payload"]
+        assert [r["position"] for r in rows] == list(range(head, head - 10, -1))
+        assert reads == [("read_stream", 110)]
+        rows = views.events(memory.ledger, streams=["agent:bob"], after=head - 3, newest=True)
+        assert [r["position"] for r in rows] == [head, head - 1, head - 2]
+        reads.clear()
         page = views.memories(memory, "bob", None)
         assert [r["text"] for r in page["stream"]][:2] == ["note 119", "note 118"]
         assert len(page["stream"]) == 50
