@@ -26,13 +26,11 @@ it, a reader reads the shared store, as before.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import fcntl
 import json
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -46,6 +44,7 @@ from engram.config import (
     ledger_file,
 )
 from engram.ledger import ConfigError, KeyStore, KeyStoreError, Ledger
+from engram.ledger.files import write_atomically
 from engram.ledger.personal import personal_fields
 from engram.ledger.shred import SEALED_PREFIX, is_sealed
 
@@ -198,18 +197,9 @@ def split_shared_keys(settings: Settings, opener: Opener) -> dict[str, int]:
             tenants_only = set().union(*(ids for n, ids in used.items() if n)) - used[""]
             copied[""] = -source.destroy_keys(sorted(tenants_only))
         mark = os.path.join(folder, SPLIT_MARK)
-        # A fresh file of its own (O_EXCL), never a name another user could have planted.
-        fd, temporary = tempfile.mkstemp(dir=folder, prefix=".split.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as out:
-                json.dump({"at": datetime.now(UTC).isoformat(), "keys": copied}, out)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(temporary, mark)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        # Through a fresh file of its own, never a name another user could have planted.
+        written = {"at": datetime.now(UTC).isoformat(), "keys": copied}
+        write_atomically(mark, json.dumps(written).encode())
     return copied
 
 

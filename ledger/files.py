@@ -1,19 +1,23 @@
-"""Read a small file a user names (a setting, a key, a checkpoint) without trusting it.
+"""Read a small file a user names (a setting, a key, a checkpoint) without trusting it, and
+write a file whole or not at all.
 
 A path can name a device that never ends (``/dev/zero``), a FIFO that blocks until a
 writer comes, or a file far larger than any such file can be: read plainly, each would hold
 the process or fill its memory. :func:`read_small_file` reads a regular file only, up to a
 bound, and says why it would not with an :class:`OSError` whose ``strerror`` a caller can
-put in its own error.
+put in its own error. :func:`write_atomically` writes through a fresh temporary file.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+import tempfile
+from pathlib import Path
 
-__all__ = ["read_small_file"]
+__all__ = ["read_small_file", "write_atomically"]
 
 
 def read_small_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:
@@ -52,3 +56,30 @@ def _is_null_device(info: os.stat_result) -> bool:
     return (
         stat.S_ISCHR(info.st_mode) and stat.S_ISCHR(null.st_mode) and info.st_rdev == null.st_rdev
     )
+
+
+def write_atomically(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` whole or not at all, and durably.
+
+    The bytes go to a fresh temporary file beside ``path`` (created exclusively under a
+    random name, mode 0600: never a name another process or user could have planted or be
+    writing), are synced, and replace ``path``; the folder is synced after. A failure
+    removes the temporary file.
+    """
+    target = Path(path)
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    folder = os.open(target.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)

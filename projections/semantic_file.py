@@ -23,13 +23,13 @@ import fcntl
 import json
 import os
 import sqlite3
-import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from engram.ledger import chunked
+from engram.ledger.files import write_atomically
 
 LOCK_FILE = "semantic.lock"
 
@@ -77,8 +77,8 @@ def save(path: Path, faiss: Any, index: Any, meta: dict[str, Any]) -> bool:
             return False
         # The metadata goes first and is checked against the file's vectors (count and ids),
         # so a crash between the two renames is detected as a mismatch, never trusted.
-        _atomic_write(path.with_suffix(".json"), json.dumps(meta).encode())
-        _atomic_write(path, faiss.serialize_index(index).tobytes())
+        write_atomically(path.with_suffix(".json"), json.dumps(meta).encode())
+        write_atomically(path, faiss.serialize_index(index).tobytes())
     return True
 
 
@@ -158,23 +158,3 @@ def _removed_at(
             list(chunk),
         ).fetchall()
     return found
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    # A unique temp name: a fixed one is shared by every process saving at once.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
