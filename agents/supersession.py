@@ -19,6 +19,7 @@ then serves the old memory as current.
 from __future__ import annotations
 
 import os
+import re
 import sqlite3
 import warnings
 from collections.abc import Sequence
@@ -80,6 +81,13 @@ THRESHOLDS = {"hash": 0.2, "neural": 0.3}
 #: the 95th percentile of the others, not the 99th, since a sentence announcing a change
 #: tells that an earlier one stopped being true (ADR 0075).
 ANNOUNCED = {"hash": 0.13, "neural": 0.24}
+#: The threshold when the two memories give values of one format in place of each other
+#: (:func:`same_format`): a region code for a region code, a release for a release, a time
+#: of day for a time of day. The format says which attribute the value is of, where the
+#: words around it may not ("moved the shipper over to eu-west-1" of "lives in the
+#: ap-south-1 region"); the cosine need only not say they speak of unrelated things
+#: (ADR 0115).
+FORMATTED = {"hash": 0.0, "neural": 0.1}
 #: Words that announce a change of state, stemmed (:func:`stem`): "moved", "now", "no
 #: longer", "switched", "instead", "new"...
 CHANGE_WORDS = frozenset(
@@ -91,6 +99,8 @@ CHANGE_WORDS = frozenset(
         # A state's value set anew (ADR 0106): what an agent's notes about things say.
         "upgraded", "downgraded", "rescheduled", "postponed", "renamed", "updated", "rotated",
         "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
+        # A release changed: "rolled the gateway forward to 2.5.0", "bumped it to 3.2" (ADR 0115).
+        "rolled", "bumped",
     )
 )  # fmt: skip
 #: How many candidates, most similar first, are compared without the name.
@@ -269,12 +279,48 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
     return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position))
 
 
-def threshold(memory: AgentMemory, text: str = "") -> float:
+def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> float:
     """Return the cosine, names taken out, from which the offline rule takes a candidate
-    for the new memory ``text``: lower when ``text`` announces a change."""
+    (``old``, when given) for the new memory ``text``: lower when ``text`` announces a
+    change, lowest when the two give values of one format in place of each other."""
     provider = memory.embedder.fingerprint.provider if memory.embedder is not None else ""
-    table = ANNOUNCED if announces(text) else THRESHOLDS
+    if old is not None and same_format(text, old):
+        table = FORMATTED
+    else:
+        table = ANNOUNCED if announces(text) else THRESHOLDS
     return table["hash" if provider == "hash" else "neural"]
+
+
+def same_format(text: str, old: str) -> bool:
+    """Say whether ``text`` gives one value in place of one of ``old``'s, written in the same
+    structured format (:func:`value_format`): "eu-west-1" for "ap-south-1", "2.5.0" for
+    "3.1.0", "02:30" for "05:15". Each quotes exactly one code the other does not: one value
+    of one attribute replaced (ADR 0115)."""
+    mine, theirs = set(codes(text)), set(codes(old))
+    if len(mine - theirs) != 1 or len(theirs - mine) != 1:
+        return False
+    (given,), (gone,) = mine - theirs, theirs - mine
+    shape = value_format(given)
+    return shape is not None and shape == value_format(gone)
+
+
+_SHAPE_RUN = re.compile(r"[^\W\d_]+|\d+")
+
+
+def value_format(code: str) -> str | None:
+    """Return the format ``code`` is written in, or None where it is not a value's notation.
+
+    The format is the code's shape (each run of letters "a", of digits "9", separators kept:
+    "eu-west-1" is "a-a-9") up to its second separator, so a release's pre-release tag is
+    still a release ("4.0.0-rc1" and "2.4.1" are "9.9."). A value's notation has structure:
+    two separators (a region, a release, a date, an address) or a clock's colon. A code with
+    one separator is a word of prose as often ("15-minute", "13-14", an id like "HE-85"),
+    and says nothing of which attribute it gives (ADR 0115)."""
+    shape = _SHAPE_RUN.sub(lambda m: "9" if m.group()[0].isdigit() else "a", code)
+    separators = [i for i, c in enumerate(shape) if c not in "a9"]
+    if len(separators) < 2 and ":" not in shape:
+        return None
+    return shape if len(separators) < 2 else shape[: separators[1] + 1]
 
 
 def announces(text: str) -> bool:
@@ -298,8 +344,10 @@ def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:
             return _judged(judge, text, found[:JUDGED])
         except CompletionError:
             pass  # the offline rule decides, as if no model were routed
-    best = found[0]
-    if best.said < threshold(memory, text):
+    # The most alike first; one further down is taken only where its values' format lowers
+    # its threshold below the cosines above it (ADR 0115).
+    best = next((c for c in found if c.said >= threshold(memory, text, c.text)), None)
+    if best is None:
         return None
     return Finding([best.position], best.said, "overlap", _evidence(best))
 
