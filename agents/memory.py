@@ -522,17 +522,22 @@ class AgentMemory(Gathering):
                     )
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
+        # A replaced memory under the floor, weighed down as replaced, still brings in what
+        # replaced it, which takes its relevance and scores with its own recency: where a
+        # candidate is replaced, the first pass serves the k best unfloored, and the floor is
+        # taken once the replacements are in.
+        first = ask._replace(min_score=0.0) if replaced else ask
         if calibration is None or matching is None or not self.lazy:
             work(positions)
             ranking = sorted(positions, key=lambda p: (-total[p], -p))
             kept, folded = fold(ranking, rows, matching)
-            order = [p for p in kept if total[p] >= ask.min_score][: ask.k]
+            order = [p for p in kept if total[p] >= first.min_score][: ask.k]
         else:
             cosines(ranked, positions, matching)  # one batched read: the ceiling's tightest
             most = share_ceilings(positions, matching)  # the texts read, not split
             tops = ceilings(calibration, ranked, positions, matching, best, most)
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
-            order, folded = lazily(positions, bound, total, work, ask, rows, matching)
+            order, folded = lazily(positions, bound, total, work, first, rows, matching)
         if replaced:
             order = with_replacements(order, ranked, replaced, folded, relevance, work)
             for p in order:  # a replacement brought in: its score with the relevance it took

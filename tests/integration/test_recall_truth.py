@@ -108,6 +108,30 @@ def test_a_replaced_fact_that_says_the_query_s_words_is_still_served_below_its_c
     assert new in [r.event.position for r in alone.items]  # a plain candidate otherwise
 
 
+def test_a_replaced_fact_under_the_floor_by_its_weight_still_brings_in_its_change(
+    memory: Memory,
+) -> None:
+    # The stale fact answers the question; weighed down as replaced, its score falls under
+    # the floor, and its change, which shares a name with the question and nothing else,
+    # scores under it on its own. The change takes the stale fact's relevance: a floor
+    # between the two must serve the change, not nothing.
+    ana = _filled(memory)
+    old = ana.observe("Emeka Obi drives a blue Honda Civic.", at=NOW - 90 * DAY)
+    new = ana.observe(
+        "Emeka Obi sold it and bought a red Tesla Model 3.", at=NOW - 20 * DAY, supersedes=[old]
+    )
+    query = "What car does Emeka Obi drive now?"
+    every = {r.event.position: r for r in ana.recall(query, 10, record=False, min_score=0).items}
+    assert every[old].replaced_by == new
+    floor = (every[old].score + every[new].score) / 2
+    alone = ana.recall("Emeka Obi sold it", 10, record=False, min_score=0)
+    assert every[old].score < floor < every[new].score
+    floored = ana.recall(query, 10, record=False, min_score=floor)
+    assert [r.event.position for r in floored.items] == [new]
+    assert floored.items[0].score == pytest.approx(every[new].score)
+    assert new in [r.event.position for r in alone.items]
+
+
 def test_a_context_frame_labels_a_replaced_fact_and_ranks_it_below_its_change(
     memory: Memory,
 ) -> None:
