@@ -182,9 +182,9 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
     alike in what they say of the subject first.
 
     Candidates are the agent's memories naming the same subject, quoting the same ids and
-    numbered occurrences (:func:`_labels`), not replaced already, whose content differs from
-    the new memory's both ways; the :data:`COMPARED` most similar (cosine of the stored
-    vectors) are compared again with the subject's name taken out of both texts, since the
+    numbered occurrences (:func:`_labels`), not replaced already, dated no later than the new
+    memory, whose content differs from the new memory's both ways; the :data:`COMPARED` most
+    similar (cosine of the stored vectors) are compared again with the subject's name taken out of both texts, since the
     name alone makes any two sentences about one person alike (ADR 0075).
     """
     if memory.embedder is None or not statements.statement(text):
@@ -231,6 +231,15 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
                 text, h.text, named or phrases[h.position], heads=not subject
             )
         ]  # fmt: skip
+        if not held:
+            return []
+        # A memory told late of an earlier time ("moved to Berlin", dated March, observed
+        # after "lives in Paris", dated May) replaces nothing dated after it: what is true is
+        # what was true last, by the time each memory is of, not the order they were told.
+        told = {
+            e.position: e.at for e in memory.ledger.get([position, *(h.position for h in held)])
+        }
+        held = [h for h in held if told[h.position] <= told[position]]
         if not held:
             return []
         stored = semantic.vectors_of(conn, [h.position for h in held])

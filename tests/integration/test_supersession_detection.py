@@ -231,9 +231,7 @@ def test_a_value_given_in_its_own_format_says_which_attribute_changed(memory: Me
     # around them share little ("moved ... over to" of "lives in ... region"); the port, a
     # bare number, is another attribute and stays.
     ana = memory.agent("ana")
-    region = ana.observe(
-        "The audit log shipper lives in the ap-south-1 region.", at=NOW - 60 * DAY
-    )
+    region = ana.observe("The audit log shipper lives in the ap-south-1 region.", at=NOW - 60 * DAY)
     ana.observe("The audit log shipper answers on port 8080.", at=NOW - 50 * DAY)
     moved = ana.observe("We moved the audit log shipper over to eu-west-1.", at=NOW - 30 * DAY)
     assert _superseded(memory) == [(moved, [region])]
@@ -244,10 +242,26 @@ def test_a_release_rolled_forward_replaces_the_release_it_was_on(memory: Memory)
     ana = memory.agent("ana")
     old = ana.observe("The payments gateway is on release 3.1.0.", at=NOW - 60 * DAY)
     ana.observe("The payments gateway answers on port 8080.", at=NOW - 50 * DAY)
-    new = ana.observe(
-        "We rolled the payments gateway forward to release 2.5.0.", at=NOW - 30 * DAY
-    )
+    new = ana.observe("We rolled the payments gateway forward to release 2.5.0.", at=NOW - 30 * DAY)
     assert _superseded(memory) == [(new, [old])]
+
+
+def test_a_memory_told_late_of_an_earlier_time_replaces_nothing_dated_after_it(
+    memory: Memory,
+) -> None:
+    # Observed in another order than their times: the move, dated before the later fact, is
+    # not what is true now, and replaces nothing; dated after it, it does.
+    ana = memory.agent("ana")
+    paris = ana.observe("Alice Moreau lives in Paris.", at=NOW - 30 * DAY)
+    ana.observe("Alice Moreau moved to Berlin.", at=NOW - 60 * DAY)
+    assert _superseded(memory) == []
+    first = ana.recall("Where does Alice Moreau live now?", 3, record=False, min_score=0)
+    assert first.items[0].event.position == paris
+    # A move dated after both may replace either (the most alike: the other move).
+    lisbon = ana.observe("Alice Moreau moved to Lisbon.", at=NOW - 10 * DAY)
+    ((replacing, replaced),) = _superseded(memory)
+    assert replacing == lisbon
+    assert replaced in ([paris], [paris + 1])
 
 
 def test_an_id_naming_what_a_sentence_speaks_of_is_not_a_value(memory: Memory) -> None:
