@@ -24,7 +24,7 @@ import sqlite3
 import warnings
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol
 
 import msgspec
 import numpy as np
@@ -184,97 +184,62 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
     Candidates are the agent's memories naming the same subject, quoting the same ids and
     numbered occurrences (:func:`_labels`), not replaced already, dated no later than the new
     memory, whose content differs from the new memory's both ways; the :data:`COMPARED` most
-    similar (cosine of the stored vectors) are compared again with the subject's name taken out of both texts, since the
-    name alone makes any two sentences about one person alike (ADR 0075).
+    similar (cosine of the stored vectors) are compared again with the subject's name taken
+    out of both texts, since the name alone makes any two sentences about one person alike
+    (ADR 0075). A memory its speaker tells in the first person ("I moved to Berlin") also
+    meets the first-person memories of the same speaker, compared without their first-person
+    words (ADR 0116).
     """
     if memory.embedder is None or not statements.statement(text):
         return []
     memory.engine.wait_for(position)
-    mine = statements.content(text)
-    change = announces(text)
-    ids, labels = set(codes(text)), statements.labels(text)
-    values = statements.state_values(text, now=True)
+    said = _Said(text, announces(text), statements.state_values(text, now=True))
     with memory.engine.read() as conn:
         try:
             subject = statements.subject(conn, text)
-            # Unnamed, the new memory must say that something changed, or give a state's
-            # value anew ("is on release 2.5.0"; ADR 0109).
-            if subject is None or (subject == "" and not (change or values)):
-                return []
-            # An index small enough to search whole is searched with every word: pruning
-            # leaves out the words half its rows hold, which in a young store are the very
-            # words the new memory shares with what it replaces (ADR 0112).
-            hits = lexical.search(
-                conn, subject or text, _CANDIDATES, agent=memory.agent,
-                types=lexical.MEMORY_TYPES,
-                prune=lexical.row_count(conn) > lexical.MAX_POSTINGS,
-            )  # fmt: skip
+            held = _of_subject(memory, conn, position, said, subject)
+            # Spoken of in the first person, and of nothing the memories name alike ("We
+            # moved the shipper to eu-west-1" speaks of the shipper), the subject is the
+            # speaker, whose name the text does not say; like an unnamed thing's, its change
+            # must be said (ADR 0116).
+            person = statements.first_person(text)
+            spoken = (
+                _of_speaker(memory, conn, position, said, person)
+                if person is not None and not held and (said.change or said.values)
+                else []
+            )
         except (ProjectionError, sqlite3.Error):
             return []
-        held = [
-            h for h in hits
-            if h.agent == memory.agent and h.position < position and statements.statement(h.text)
-            and statements.differs(mine, statements.content(h.text), change)
-            and statements.same_occurrences(ids, labels, h.text, change, values)
-        ]  # fmt: skip
-        # Unnamed, what both speak of is the longest run of words they share (ADR 0106).
-        phrases = (
-            {} if subject else {h.position: statements.shared_phrase(text, h.text) for h in held}
-        )
-        # Two things named by the same words with their own modifiers stay two things: the
-        # nightly and the weekly backup job, the staging and the production API (ADR 0109).
-        named = (stem(subject),) if subject else ()
-        held = [
-            h for h in held
-            if (subject or (phrases[h.position] and not statements.other_things(text, h.text)))
-            and not statements.modified_apart(
-                text, h.text, named or phrases[h.position], heads=not subject
-            )
-        ]  # fmt: skip
-        if not held:
+        kinds = {h.position: "person" for h in spoken} | {h.position: "subject" for h in held}
+        pool = {h.position: h.text for h in (*spoken, *held)}
+        if not pool:
             return []
         # A memory told late of an earlier time ("moved to Berlin", dated March, observed
         # after "lives in Paris", dated May) replaces nothing dated after it: what is true is
         # what was true last, by the time each memory is of, not the order they were told.
-        told = {
-            e.position: e.at for e in memory.ledger.get([position, *(h.position for h in held)])
-        }
-        held = [h for h in held if told[h.position] <= told[position]]
-        if not held:
-            return []
-        stored = semantic.vectors_of(conn, [h.position for h in held])
-        replaced = set(supersession.replacements(conn, [h.position for h in held]))
+        told = {e.position: e.at for e in memory.ledger.get([position, *pool])}
+        pool = {p: t for p, t in pool.items() if told[p] <= told[position]}
+        stored = semantic.vectors_of(conn, list(pool))
+        replaced = set(supersession.replacements(conn, list(pool)))
     vector = np.asarray(memory.embedder.embed([text])[0], dtype=np.float32)
     near = sorted(
         (
-            (
-                float(np.frombuffer(stored[h.position], dtype=np.float32) @ vector),
-                h.position,
-                h.text,
-            )
-            for h in held
-            if h.position in stored and h.position not in replaced
+            (float(np.frombuffer(stored[p], dtype=np.float32) @ vector), p, t)
+            for p, t in pool.items()
+            if p in stored and p not in replaced
         ),
         reverse=True,
     )[:COMPARED]
     if not near:
         return []
-    if subject:
-        name = statements.name_run(text, subject)
-        # What a statement says without its subject is in no ledger: kept by no cache.
-        bare = [statements.without(t, name, subject) for t in (text, *(t for _, _, t in near))]
-        said = np.asarray(memory.embedder.embed_transient(bare), dtype=np.float32)
-        cosines = [float(said[0] @ said[i + 1]) for i in range(len(near))]
-    else:
-        pairs = [
-            side for _, old, old_text in near
-            for side in (
-                statements.dropped(text, phrases[old]), statements.dropped(old_text, phrases[old])
-            )
-        ]  # fmt: skip
-        said = np.asarray(memory.embedder.embed_transient(pairs), dtype=np.float32)
-        cosines = [float(said[2 * i] @ said[2 * i + 1]) for i in range(len(near))]
-    names = statements.names(text)
+    # What a statement says without its subject is in no ledger: kept by no cache.
+    pairs = [
+        side for _, old, old_text in near
+        for side in _bare(text, old_text, kinds[old], subject, said.phrases.get(old, ()))
+    ]  # fmt: skip
+    bare = np.asarray(memory.embedder.embed_transient(pairs), dtype=np.float32)
+    cosines = [float(bare[2 * i] @ bare[2 * i + 1]) for i in range(len(near))]
+    mine, names = statements.content(text), statements.names(text)
     found = []
     for i, (similarity, old, old_text) in enumerate(near):
         theirs = statements.content(old_text)
@@ -286,6 +251,130 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
             )
         )  # fmt: skip
     return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position))
+
+
+class _Said:
+    """What detection reads of the new memory once: its text, whether it announces a change,
+    the state values it gives now, its content words, ids and labels; and, found on the
+    way, the phrase it shares with each unnamed candidate."""
+
+    def __init__(self, text: str, change: bool, values: frozenset[str]) -> None:
+        self.text, self.change, self.values = text, change, values
+        self.content = statements.content(text)
+        self.ids, self.labels = set(codes(text)), statements.labels(text)
+        self.phrases: dict[int, tuple[str, ...]] = {}
+
+    def may_replace(self, position: int, old: _Held) -> bool:
+        """Say whether ``old`` may be replaced as far as its owner, time, shape, content and
+        ids go (the subject aside)."""
+        return (
+            old.position < position and statements.statement(old.text)
+            and statements.differs(self.content, statements.content(old.text), self.change)
+            and statements.same_occurrences(
+                self.ids, self.labels, old.text, self.change, self.values
+            )
+        )  # fmt: skip
+
+
+class _Held(Protocol):
+    """An earlier memory as a search finds it."""
+
+    @property
+    def position(self) -> int: ...
+
+    @property
+    def agent(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+
+def _of_subject(
+    memory: AgentMemory,
+    conn: sqlite3.Connection,
+    position: int,
+    said: _Said,
+    subject: str | None,
+) -> list[_Held]:
+    """Return the earlier memories that name the subject of the new one (a name, or an
+    unnamed thing by the words both name it by) and may be replaced by it."""
+    # Unnamed, the new memory must say that something changed, or give a state's value
+    # anew ("is on release 2.5.0"; ADR 0109).
+    if subject is None or (subject == "" and not (said.change or said.values)):
+        return []
+    # An index small enough to search whole is searched with every word: pruning leaves out
+    # the words half its rows hold, which in a young store are the very words the new memory
+    # shares with what it replaces (ADR 0112).
+    hits = lexical.search(
+        conn, subject or said.text, _CANDIDATES, agent=memory.agent,
+        types=lexical.MEMORY_TYPES, prune=lexical.row_count(conn) > lexical.MAX_POSTINGS,
+    )  # fmt: skip
+    held: list[_Held] = [
+        h for h in hits if h.agent == memory.agent and said.may_replace(position, h)
+    ]
+    if not subject:
+        # Unnamed, what both speak of is the longest run of words they share (ADR 0106).
+        said.phrases.update({h.position: statements.shared_phrase(said.text, h.text) for h in held})
+    # Two things named by the same words with their own modifiers stay two things: the
+    # nightly and the weekly backup job, the staging and the production API (ADR 0109).
+    named = (stem(subject),) if subject else ()
+    return [
+        h for h in held
+        if (subject or (
+            said.phrases[h.position] and not statements.other_things(said.text, h.text)
+        ))
+        and not statements.modified_apart(
+            said.text, h.text, named or said.phrases[h.position], heads=not subject
+        )
+    ]  # fmt: skip
+
+
+def _bare(
+    text: str, old: str, kind: str, subject: str | None, phrase: tuple[str, ...]
+) -> tuple[str, str]:
+    """Return the two texts whose cosine says what they say of their subject: without the
+    speaker's first-person words, without the subject's name, or without the phrase two
+    unnamed memories share."""
+    if kind == "person":
+        return statements.impersonal(text), statements.impersonal(old)
+    if subject:
+        name = statements.name_run(text, subject)
+        return statements.without(text, name, subject), statements.without(old, name, subject)
+    return statements.dropped(text, phrase), statements.dropped(old, phrase)
+
+
+class _Spoken(NamedTuple):
+    """An earlier memory as the first-person search finds it."""
+
+    position: int
+    agent: str
+    text: str
+
+
+def _of_speaker(
+    memory: AgentMemory, conn: sqlite3.Connection, position: int, said: _Said, person: str
+) -> list[_Held]:
+    """Return the agent's earlier memories nearest in meaning to the one at ``position`` that
+    speak of the same speaker in the first person (:func:`statements.first_person`) and may
+    be replaced by it: their words for the subject are pronouns, which name nothing a word
+    search could find (ADR 0116)."""
+    searcher = memory.searcher
+    vector = semantic.vectors_of(conn, [position]).get(position)
+    if searcher is None or vector is None:
+        return []
+    searcher.sync(conn)
+    found = searcher.search(
+        np.frombuffer(vector, dtype=np.float32), _CANDIDATES, agent=memory.agent,
+        types=lexical.MEMORY_TYPES,
+    )  # fmt: skip
+    texts = lexical.texts(conn, [h.position for h in found if h.position < position])
+    owners = lexical.owners(conn, list(texts))
+    spoken = [_Spoken(p, owners.get(p, ""), t) for p, t in sorted(texts.items())]
+    return [
+        h for h in spoken
+        if h.agent == memory.agent and statements.first_person(h.text) == person
+        and said.may_replace(position, h)
+    ]  # fmt: skip
 
 
 def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> float:

@@ -389,6 +389,23 @@ def visible_to(conn: sqlite3.Connection, positions: Sequence[int], agent: str) -
     return found
 
 
+def owners(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
+    """Return the agent that owns each of ``positions`` the index holds, read from the
+    content table as :func:`texts` reads."""
+    content = _table(conn)[:-1] + '_content"'
+    agent_ = _CONTENT_COLUMNS["agent"]
+    found: dict[int, str] = {}
+    wanted = sorted(set(positions))
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start : start + 500]
+        rows = conn.execute(
+            f"SELECT id, {agent_} FROM {content} WHERE id IN ({','.join('?' * len(chunk))})",
+            chunk,
+        )
+        found.update((int(p), str(a)) for p, a in rows)
+    return found
+
+
 def row_count(conn: sqlite3.Connection) -> int:
     """Return how many rows the index holds (FTS5's own count, one small read)."""
     return averages(conn, _table(conn))[0]

@@ -264,6 +264,46 @@ def test_a_memory_told_late_of_an_earlier_time_replaces_nothing_dated_after_it(
     assert replaced in ([paris], [paris + 1])
 
 
+def test_a_change_told_in_the_first_person_replaces_what_its_speaker_said(
+    memory: Memory,
+) -> None:
+    # ADR 0116: "I" and "my" name the speaker, whom the text does not name: the subject is
+    # the speaker, and another speaker's "my" is another subject.
+    ana = memory.agent("ana")
+    manager = ana.observe("User: my manager is Priya", at=NOW - 90 * DAY)
+    ana.observe("Assistant: my notes say the standup is at 9:30", at=NOW - 80 * DAY)
+    lisbon = ana.observe("I live in Lisbon.", at=NOW - 70 * DAY)
+    ana.observe("I grew up in a small village near Porto.", at=NOW - 60 * DAY)
+    tomasz = ana.observe("User: reorg happened, my new manager is Tomasz", at=NOW - 30 * DAY)
+    berlin = ana.observe("I moved to Berlin in March.", at=NOW - 20 * DAY)
+    found = _superseded(memory)
+    assert (tomasz, [manager]) in found
+    neural = ana.embedder is not None and ana.embedder.fingerprint.provider != "hash"
+    # Hash vectors see nothing alike in "live in Lisbon" and "moved to Berlin in March".
+    assert found == ([(tomasz, [manager]), (berlin, [lisbon])] if neural else [(tomasz, [manager])])
+
+
+def test_first_person_talk_replaces_nothing(memory: Memory) -> None:
+    # ADR 0116: a turn of several sentences, or a long first-person sentence (a request, a
+    # worry), says several things: "now" and "new" in it announce no change of a fact.
+    ana = memory.agent("ana")
+    ana.observe("user: I'm starting a dance studio. It's my dream.", at=NOW - 60 * DAY)
+    ana.observe(
+        "user: Thanks! Now I'm looking for a new studio location downtown.", at=NOW - 50 * DAY
+    )
+    ana.observe(
+        "user: I'm trying to understand how my progress has improved over the weeks, and I want"
+        " to know if I am now ready for the new harder puzzles, can you help me",
+        at=NOW - 40 * DAY,
+    )
+    ana.observe(
+        "user: I'm now ready to tackle permutations and combinations with my new notes, and I"
+        " was wondering if you could help me plan the next weeks of practice",
+        at=NOW - 30 * DAY,
+    )
+    assert _superseded(memory) == []
+
+
 def test_an_id_naming_what_a_sentence_speaks_of_is_not_a_value(memory: Memory) -> None:
     # ADR 0109: a code before the copula names the thing ("Build 3.1.0 is green", "Ticket
     # HE-85 is blocked"): two builds, two tickets, both true.

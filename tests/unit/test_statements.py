@@ -78,3 +78,16 @@ def test_two_things_named_by_the_same_words_with_their_own_modifiers_stay_apart(
     assert statements.modified_apart(
         "The staging API is on release 1.4.2.", "The production API is on release 1.3.9.", api
     )
+
+
+def test_a_short_first_person_sentence_speaks_of_its_speaker() -> None:
+    # ADR 0116: the speaker's label says whose "my" it is; a name before the pronoun, a
+    # second sentence or a long sentence and it is not the speaker's one fact.
+    assert statements.first_person("I live in Lisbon.") == ""
+    assert statements.first_person("User: btw my new email is sam@reyes.dev") == "user"
+    assert statements.first_person("I switched dentists - my dentist is now Dr. Lindqvist.") == ""
+    assert statements.first_person("Mei Chen told me about the offsite.") is None
+    assert statements.first_person("The gateway is on release 2.5.0.") is None
+    assert statements.first_person("Jon: Thanks! I won't quit on my dreams.") is None
+    assert statements.first_person("I " + "really " * 20 + "like tea.") is None
+    assert statements.impersonal("User: I'm sure my email is new") == "sure email is new"
