@@ -14,6 +14,15 @@ field wins): through the store's ``index`` config when given (LangGraph's ``{"em
 "fields": [...]}``), else through engram's routed embedder (MiniLM where it can run, with its
 embedding cache). Without a query, the most recently updated items come first. TTL is not
 supported (``supports_ttl`` is False): refreshing on every read would append an event per read.
+``abatch`` embeds through the index's async embedder (``aembed_documents``, ``aembed_query``)
+and runs its ledger reads and writes on the store's own worker thread, one call after another
+in the order they came, so an async graph's event loop is not held.
+
+A value must be JSON that reads back as it was put: str, int, float, bool, None, lists (a tuple
+is stored as a list) and dicts with str keys, at most 256 levels deep. NaN, infinity, bytes,
+sets, other keys or objects, and text that is not valid unicode are refused with an error naming
+the field (``value['raw']``) before anything is written; so are a str namespace, and a namespace
+and key too long together for the item's stream (512 characters).
 
 Values are personal (ADR 0039): sealed in the ledger under the key of the store's ``actor``,
 whose data they are. ``Memory.forget`` of that actor takes every item whose latest value it
@@ -24,8 +33,12 @@ forget users one by one.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any
+import asyncio
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from itertools import islice
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -53,15 +66,21 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import StoreDeleted, StorePut
 from engram.ledger.catalog_adapters import json_text
+from engram.ledger.json_values import check_json, short, unicode
+from engram.ledger.planning import MAX_NAME
 from engram.projections import keyvalue
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
 from engram.projections.keyvalue import StoredItem
 
 __all__ = ["EngramStore", "store_stream"]
 
 _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 _VECTORS_KEPT = 10_000  # texts whose vectors one store keeps in memory between searches
+_T = TypeVar("_T")
+#: What a batch's reads found: the results so far, and each search with its candidates.
+_Read = tuple[list[Result], list[tuple[int, SearchOp, list[StoredItem]]]]
 
 
 def store_stream(namespace: Sequence[str], key: str) -> str:
@@ -111,7 +130,11 @@ class EngramStore(BaseStore):
             self._embeddings = ensure_embeddings(
                 lambda texts: embedder.embed_transient(list(texts)).astype(np.float64).tolist()
             )
-        self._vectors: dict[str, list[float]] = {}
+        self._vectors: dict[str, list[float]] = {}  # least recently used first
+        self._lock = threading.Lock()
+        # One thread for abatch's ledger work: calls run in the order they came, and the
+        # projection store's reader connection (one per thread) is opened once.
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="engram-store")
 
     @classmethod
     def from_memory(
@@ -125,80 +148,139 @@ class EngramStore(BaseStore):
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ``ops``: reads against the store before the batch, then every write at once."""
         ops = list(ops)
+        events = self._events(ops)
+        results, searches = self._read(ops)
+        for index, op, candidates in searches:
+            results[index] = self._search(op, candidates)
+        if events:
+            self._append(events)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run ``ops`` as :meth:`batch` does, embedding through the index's async embedder.
+
+        The ledger and projection work (checks, reads, the append) runs on the store's worker
+        thread, in the order the calls came; a put is still visible to the next call, and
+        reads still see the store before the batch's writes.
+        """
+        ops = list(ops)
+        if not any(self._ranks(op) for op in ops):  # nothing to embed: all of it in the worker
+            return await self._in_worker(self.batch, ops)
+        events, (results, searches) = await self._in_worker(self._begin, ops)
+        for index, op, candidates in searches:
+            results[index] = await self._asearch(op, candidates)
+        if events:
+            await self._in_worker(self._append, events)
+        return results
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    async def _in_worker(self, call: Callable[..., _T], *args: Any) -> _T:
+        return await asyncio.wrap_future(self._worker.submit(call, *args))
+
+    def _ranks(self, op: Op) -> bool:
+        return isinstance(op, SearchOp) and bool(op.query) and self._embeddings is not None
+
+    def _begin(self, ops: list[Op]) -> tuple[list[NewEvent], _Read]:
+        return self._events(ops), self._read(ops)
+
+    def _events(self, ops: list[Op]) -> list[NewEvent]:
+        """Check every op, then return the events of its writes (the last to a key wins).
+
+        Raises before anything is read or written: bad input changes nothing.
+        """
+        writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                _check_namespace(op.namespace, "namespace")
+                _check_key(op.key)
+            elif isinstance(op, SearchOp):
+                _check_namespace(op.namespace_prefix, "namespace prefix")
+            elif isinstance(op, ListNamespacesOp):
+                for condition in op.match_conditions or ():
+                    _check_namespace(condition.path, f"namespace {condition.match_type}")
+            elif isinstance(op, PutOp):
+                _check_namespace(op.namespace, "namespace")
+                _check_key(op.key)
+                writes[(tuple(op.namespace), op.key)] = op
+            else:
+                raise ValueError(f"Unknown operation type: {type(op)}")
+        return [self._event(op) for op in writes.values()]
+
+    def _read(self, ops: list[Op]) -> _Read:
+        """Answer the reads; searches get their filtered candidates, ranked by the caller."""
         self.engine.wait_for(self.ledger.head())
         results: list[Result] = []
-        writes: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        searches: list[tuple[int, SearchOp, list[StoredItem]]] = []
         with self.engine.read() as conn:
-            for op in ops:
+            for index, op in enumerate(ops):
                 if isinstance(op, GetOp):
                     found = keyvalue.get_item(conn, op.namespace, op.key)
                     results.append(None if found is None else _item(found))
                 elif isinstance(op, SearchOp):
-                    results.append(
-                        self._search(keyvalue.items_under(conn, op.namespace_prefix), op)
-                    )
+                    candidates = keyvalue.items_under(conn, op.namespace_prefix)
+                    searches.append((index, op, _filtered(candidates, op)))
+                    results.append(None)
                 elif isinstance(op, ListNamespacesOp):
                     results.append(_list_namespaces(keyvalue.namespaces(conn), op))
-                elif isinstance(op, PutOp):
-                    writes[(tuple(op.namespace), op.key)] = op
-                    results.append(None)
                 else:
-                    raise ValueError(f"Unknown operation type: {type(op)}")
-        if writes:
-            positions = self.ledger.append([self._event(op) for op in writes.values()])
-            self.engine.wait_for(positions[-1])
-        return results
+                    results.append(None)
+        return results, searches
 
-    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ``ops`` as :meth:`batch` does (the embedded SQLite store answers in-thread)."""
-        return self.batch(ops)
-
-    # -- helpers ---------------------------------------------------------------------------
+    def _append(self, events: list[NewEvent]) -> None:
+        positions = self.ledger.append(events)
+        self.engine.wait_for(positions[-1])
 
     def _event(self, op: PutOp) -> NewEvent:
         namespace = list(op.namespace)
+        stream = store_stream(namespace, op.key)
+        if len(stream) > MAX_NAME:
+            raise ValueError(
+                f"key {short(op.key)} and namespace {short(tuple(namespace))} are too long"
+                f" together: the item's stream `store:[namespace, key]` would be {len(stream)}"
+                f" characters, over the limit of {MAX_NAME}"
+            )
         payload: msgspec.Struct
         if op.value is None:
             payload = StoreDeleted(namespace=namespace, key=op.key)
         else:
             index = None if op.index is None else ([] if op.index is False else list(op.index))
+            try:
+                value = dict(op.value)
+            except (TypeError, ValueError):
+                raise TypeError(
+                    f"value must be a mapping with str keys (a JSON object), got"
+                    f" {type(op.value).__name__}; put to {short(tuple(namespace))},"
+                    f" key {short(op.key)}"
+                ) from None
+            check_json(
+                value,
+                "value",
+                "store values",
+                f"put to {short(tuple(namespace))}, key {short(op.key)}",
+            )
             # JSON text, so the value is sealed under the actor's key (ADR 0039): the actor
             # (the store's writer) is the subject, as ``StorePut`` has no ``agent``.
-            value: dict[str, Any] | str
-            try:
-                value = json_text(dict(op.value))
-            except (TypeError, ValueError, msgspec.EncodeError):  # the ledger refuses it, as before
-                value = dict(op.value)
-            payload = StorePut(namespace=namespace, key=op.key, value=value, index=index)
-        return NewEvent.of(payload, stream=store_stream(namespace, op.key), actor=self.actor)
+            payload = StorePut(namespace=namespace, key=op.key, value=json_text(value), index=index)
+        return NewEvent.of(payload, stream=stream, actor=self.actor)
 
-    def _search(self, candidates: list[StoredItem], op: SearchOp) -> list[SearchItem]:
-        if op.filter:
-            candidates = [
-                item
-                for item in candidates
-                if all(_matches(item.value.get(k), v) for k, v in op.filter.items())
-            ]
-        if not (op.query and self._embeddings is not None):
-            page = candidates[op.offset : op.offset + op.limit]
-            return [_item(item, None, search=True) for item in page]
+    def _search(self, op: SearchOp, candidates: list[StoredItem]) -> list[SearchItem]:
+        if not self._ranks(op):
+            return _page(op, candidates)
         texts = {item.position: self._texts(item) for item in candidates}
-        query = np.asarray(self._embeddings.embed_query(op.query), dtype=np.float64)
-        vectors = self._embed(sorted({t for group in texts.values() for t in group}))
-        scored: list[tuple[float, int, StoredItem]] = []
-        scoreless: list[StoredItem] = []
-        for rank, item in enumerate(candidates):
-            group = texts[item.position]
-            if not group:
-                scoreless.append(item)
-                continue
-            best = max(_cosine(query, vectors[text]) for text in group)
-            scored.append((best, rank, item))
-        scored.sort(key=lambda entry: (-entry[0], entry[1]))
-        ranked: list[tuple[float | None, StoredItem]] = [(s, item) for s, _, item in scored]
-        ranked += [(None, item) for item in scoreless]
-        window = ranked[op.offset : op.offset + op.limit]
-        return [_item(item, score, search=True) for score, item in window]
+        query = self._embeddings.embed_query(op.query)
+        cached, missing = self._cached(texts)
+        fresh = self._embeddings.embed_documents(missing) if missing else []
+        return _ranked(op, candidates, texts, query, self._remember(cached, missing, fresh))
+
+    async def _asearch(self, op: SearchOp, candidates: list[StoredItem]) -> list[SearchItem]:
+        if not self._ranks(op):
+            return _page(op, candidates)
+        texts = {item.position: self._texts(item) for item in candidates}
+        query = await self._embeddings.aembed_query(op.query)
+        cached, missing = self._cached(texts)
+        fresh = await self._embeddings.aembed_documents(missing) if missing else []
+        return _ranked(op, candidates, texts, query, self._remember(cached, missing, fresh))
 
     def _texts(self, item: StoredItem) -> list[str]:
         if item.indexed is None:
@@ -210,14 +292,91 @@ class EngramStore(BaseStore):
             texts += get_text_at_path(item.value, field)
         return texts
 
-    def _embed(self, texts: list[str]) -> dict[str, np.ndarray]:
-        missing = [text for text in texts if text not in self._vectors]
-        if missing:
-            if len(self._vectors) + len(missing) > _VECTORS_KEPT:
-                self._vectors.clear()
-            fresh = self._embeddings.embed_documents(missing)
-            self._vectors.update(zip(missing, fresh, strict=True))
-        return {text: np.asarray(self._vectors[text], dtype=np.float64) for text in texts}
+    def _cached(self, texts: dict[int, list[str]]) -> tuple[dict[str, list[float]], list[str]]:
+        """Return the vectors kept for ``texts``, and the texts still to embed (sorted)."""
+        wanted = sorted({text for group in texts.values() for text in group})
+        with self._lock:
+            cached = {text: self._vectors[text] for text in wanted if text in self._vectors}
+        return cached, [text for text in wanted if text not in cached]
+
+    def _remember(
+        self, cached: dict[str, list[float]], missing: list[str], fresh: list[list[float]]
+    ) -> dict[str, np.ndarray]:
+        """Return this search's vectors, and keep them as the most recently used ones.
+
+        The answer is built before anything is evicted, so eviction never drops a vector this
+        search is about to use; the least recently used ones go once more than
+        ``_VECTORS_KEPT`` are kept.
+        """
+        vectors = dict(cached)
+        vectors.update(zip(missing, fresh, strict=True))
+        with self._lock:
+            for text in vectors:
+                self._vectors.pop(text, None)  # re-inserted below: the newest
+            self._vectors.update(vectors)
+            excess = len(self._vectors) - _VECTORS_KEPT
+            for text in list(islice(self._vectors, max(excess, 0))):
+                del self._vectors[text]
+        return {text: np.asarray(vector, dtype=np.float64) for text, vector in vectors.items()}
+
+
+def _check_namespace(namespace: Any, what: str) -> None:
+    """Refuse a namespace that is not a sequence of str, or holds text that is not unicode."""
+    if isinstance(namespace, str) or not isinstance(namespace, tuple | list):
+        raise QueryError(f"a {what} is a tuple of str, got {short(namespace)}")
+    for position, label in enumerate(namespace):
+        if not isinstance(label, str):
+            raise QueryError(f"a {what} is a tuple of str, got {short(namespace)}")
+        if not unicode(label):
+            raise ValueError(
+                f"{what} label {position} is not valid unicode (it holds a lone surrogate):"
+                f" {short(label)}"
+            )
+
+
+def _check_key(key: Any) -> None:
+    if isinstance(key, str) and not unicode(key):
+        raise ValueError(f"key is not valid unicode (it holds a lone surrogate): {short(key)}")
+
+
+def _filtered(candidates: list[StoredItem], op: SearchOp) -> list[StoredItem]:
+    if not op.filter:
+        return candidates
+    return [
+        item
+        for item in candidates
+        if all(_matches(item.value.get(k), v) for k, v in op.filter.items())
+    ]
+
+
+def _page(op: SearchOp, candidates: list[StoredItem]) -> list[SearchItem]:
+    page = candidates[op.offset : op.offset + op.limit]
+    return [_item(item, None, search=True) for item in page]
+
+
+def _ranked(
+    op: SearchOp,
+    candidates: list[StoredItem],
+    texts: dict[int, list[str]],
+    query: Sequence[float],
+    vectors: dict[str, np.ndarray],
+) -> list[SearchItem]:
+    """Rank ``candidates`` by their best field's cosine to ``query``; unindexed ones last."""
+    wanted = np.asarray(query, dtype=np.float64)
+    scored: list[tuple[float, int, StoredItem]] = []
+    scoreless: list[StoredItem] = []
+    for rank, item in enumerate(candidates):
+        group = texts[item.position]
+        if not group:
+            scoreless.append(item)
+            continue
+        best = max(_cosine(wanted, vectors[text]) for text in group)
+        scored.append((best, rank, item))
+    scored.sort(key=lambda entry: (-entry[0], entry[1]))
+    ranked: list[tuple[float | None, StoredItem]] = [(s, item) for s, _, item in scored]
+    ranked += [(None, item) for item in scoreless]
+    window = ranked[op.offset : op.offset + op.limit]
+    return [_item(item, score, search=True) for score, item in window]
 
 
 def _item(stored: StoredItem, score: float | None = None, *, search: bool = False) -> Any:

@@ -16,11 +16,18 @@ subject, which is the ``remember`` agent when there is one (the conversation is 
 messages are her memories too), else ``actor``. ``Memory.forget`` of that subject takes the
 session's items with its memories: :meth:`EngramSession.get_items` no longer returns them,
 and nothing stands in their place.
+
+An item must be a JSON object that reads back as it was added: str, int, float, bool, None,
+lists (a tuple is stored as a list) and dicts with str keys, at most 256 levels deep. NaN,
+infinity, bytes, sets, other keys or objects, and text that is not valid unicode are refused
+with an error naming the item and field (``items[0]['content']``) before anything is written;
+so is a session id the ledger cannot name a stream with (empty, over 504 characters, with
+surrounding spaces, NUL or invalid unicode).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgspec
@@ -41,6 +48,8 @@ from engram.ledger.catalog import (
     SessionItemsAdded,
 )
 from engram.ledger.catalog_adapters import json_text
+from engram.ledger.json_values import check_json, short, unicode
+from engram.ledger.planning import MAX_NAME
 from engram.projections.sessions import session_items
 
 __all__ = ["EngramSession", "item_text", "session_stream"]
@@ -91,8 +100,11 @@ class EngramSession:
     ) -> None:
         if not isinstance(session_id, str) or not session_id:
             raise ValueError(f"session_id must be a non-empty string, got {session_id!r}")
+        _check_name(session_id, "session_id", session_stream(session_id))
         if remember is not None and (not isinstance(remember, str) or not remember):
             raise ValueError(f"remember must be an agent name or None, got {remember!r}")
+        if remember is not None:
+            _check_name(remember, "remember", f"agent:{remember}")
         self.session_id = session_id
         self.session_settings = session_settings
         self.memory = memory
@@ -113,11 +125,16 @@ class EngramSession:
             )
         return [row.item for row in rows]
 
-    async def add_items(self, items: list[Any]) -> None:
-        """Append ``items`` to the session (and, opted in, to the agent's memories)."""
-        if not items:
+    async def add_items(self, items: Iterable[Any]) -> None:
+        """Append ``items`` to the session (and, opted in, to the agent's memories).
+
+        No items is a no-op. Raises TypeError or ValueError, naming the item and field,
+        for an item that is not a JSON object (see the module's docstring); nothing is then
+        written.
+        """
+        plain = [_plain(item, f"items[{index}]") for index, item in enumerate(items)]
+        if not plain:
             return
-        plain = [_plain(item) for item in items]
         # The items are sealed under the event's subject (ADR 0039): with ``remember``, the
         # agent whose conversation this is, named as the payload's ``agent``: the same words
         # are its memories, sealed under its key, so forgetting it takes both; the actor is
@@ -199,11 +216,22 @@ class EngramSession:
         return events
 
 
-def _plain(item: Any) -> dict[str, Any]:
+def _plain(item: Any, where: str) -> dict[str, Any]:
     """Return ``item`` as a JSON object (the SDK passes dicts; pydantic models are dumped)."""
     if hasattr(item, "model_dump"):
         item = item.model_dump(mode="json", exclude_unset=True)
     if not isinstance(item, dict):
-        raise TypeError(f"a session item is a dict, got {type(item).__name__}")
+        raise TypeError(f"{where}: a session item is a dict, got {type(item).__name__}")
+    check_json(item, where, "session items")
     decoded: dict[str, Any] = msgspec.json.decode(msgspec.json.encode(item))
     return decoded
+
+
+def _check_name(name: str, argument: str, stream: str) -> None:
+    """Refuse ``name`` when the ledger could not name its stream (or actor) with it."""
+    if len(stream) > MAX_NAME or name != name.strip() or "\x00" in name or not unicode(name):
+        raise ValueError(
+            f"{argument} must be at most {MAX_NAME - len(stream) + len(name)} characters"
+            f" without surrounding spaces, NUL or invalid unicode (it names the ledger stream"
+            f" {stream[: len(stream) - len(name)]}<{argument}>), got {short(name)}"
+        )
