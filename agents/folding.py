@@ -3,8 +3,8 @@
 Recall scores its candidates (:mod:`engram.agents.memory`), then keeps the first of each
 group of copies: memories with one normalised-text digest (the copies projection), or whose
 content words are equal, or the smaller set (three words or more) inside the larger with
-three quarters of its words. The kept item reports every visible copy of its digest and
-what it folded.
+three quarters of its words, one word misspelt at most (ADR 0117). The kept item reports
+every visible copy of its digest and what it folded.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from engram.agents.matching import Matching, stems_of
+from engram.agents.matching import STOPWORDS, Matching, stems_of
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
@@ -76,14 +76,16 @@ class Folder:
         self.folded: dict[int, list[int]] = {}
         self.seen: dict[str, int] = {}
         self.words: list[tuple[int, frozenset[str], int]] = []  # (position, words, count)
+        self.spelt: dict[int, str] = {}  # each kept one's text, for its words as spelt
         self._probe: list[tuple[list[str], int]] = []  # _probes(), for the first _probed words
         self._probed = 0
 
     def add(self, p: int) -> bool:
         """Fold ``p``, the next in the order, into a copy before it; say whether it is kept."""
         row = self.rows.get(p)
-        mine = _content(self.texts.get(p, ""))
-        into = self._into(row, mine)
+        text = self.texts.get(p, "")
+        mine = _content(text)
+        into = self._into(row, mine, text)
         if into is not None:
             self.folded[into].append(p)
             return False
@@ -93,6 +95,7 @@ class Folder:
             self.seen[row.digest] = p
         if mine:
             self.words.append((p, mine, len(mine)))
+            self.spelt[p] = text
         return True
 
     def finish(self, rest: Sequence[int]) -> bool:
@@ -132,7 +135,7 @@ class Folder:
         text = self.texts.get(p, "")
         if text.isascii() and not self._may_share(text.lower()):
             return None
-        return self._into(row, _content(text))
+        return self._into(row, _content(text), text)
 
     def _may_share(self, lowered: str) -> bool:
         """Say whether ``lowered`` holds enough of some kept set's stems to fold into it."""
@@ -150,40 +153,102 @@ class Folder:
     def _probes(self) -> list[tuple[list[str], int]]:
         """Return each kept set that can take a fold (two stems or more), its stems longest
         first (the ones a text holds least often by chance), and how many of them a text
-        may miss and still fold into it: ``m - max(2, ceil(3m / 4))`` of its ``m``."""
+        may miss and still fold into it: ``m - max(2, ceil(3m / 4))`` of its ``m``, and
+        :data:`TYPOS` more, misspelt."""
         if self._probed != len(self.words):
             self._probe = [
-                (sorted(theirs, key=len, reverse=True), m - max(2, -(-3 * m // 4)))
+                (sorted(theirs, key=len, reverse=True), m - max(2, -(-3 * m // 4)) + TYPOS)
                 for _, theirs, m in self.words
                 if m >= 2
             ]
             self._probed = len(self.words)
         return self._probe
 
-    def _into(self, row: copies.Copy | None, mine: frozenset[str]) -> int | None:
+    def _into(self, row: copies.Copy | None, mine: frozenset[str], text: str = "") -> int | None:
         into = self.seen.get(row.digest) if row else None
         if into is None and (n := len(mine)) >= 2:
-            # _same, its set comparisons reached only by the sizes that allow them: this
-            # runs for every candidate against every kept one (ADR 0096)
+            # Equal sets, or the smaller (of three words or more) inside the larger with three
+            # quarters of its words, one word of the smaller misspelt at most: the set
+            # comparisons reached only by the sizes that allow them, as this runs for every
+            # candidate against every kept one (ADR 0096).
             for q, theirs, m in self.words:
                 if n == m:
-                    if mine == theirs:
+                    if mine == theirs or _inside(mine, theirs, text, self.spelt.get(q, "")):
                         return q
                 elif n < m:
-                    if n >= 3 and n >= 0.75 * m and mine <= theirs:
+                    if (
+                        n >= 3
+                        and n >= 0.75 * m
+                        and _inside(mine, theirs, text, self.spelt.get(q, ""))
+                    ):
                         return q
-                elif m >= 3 and m >= 0.75 * n and theirs <= mine:
+                elif (
+                    m >= 3 and m >= 0.75 * n and _inside(theirs, mine, self.spelt.get(q, ""), text)
+                ):
                     return q
         return into
 
 
-def _same(a: frozenset[str], b: frozenset[str]) -> bool:
-    """Say whether two content-word sets say the same: equal, or the smaller (of three words
-    or more) inside the larger with three quarters of its words."""
-    small, large = (a, b) if len(a) <= len(b) else (b, a)
-    if small == large:
+def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = "") -> bool:
+    """Say whether two content-word sets say the same (the rule :meth:`Folder._into` keeps
+    by sizes): equal, or the smaller (of three words or more) inside the larger with three
+    quarters of its words, but for :data:`TYPOS` misspelt words of the smaller (read in the
+    texts, ``a_text`` and ``b_text``, where stemming has not cut them)."""
+    if len(a) > len(b):
+        a, b, a_text, b_text = b, a, b_text, a_text
+    if a == b:
         return True
-    return len(small) >= 3 and small <= large and len(small) >= 0.75 * len(large)
+    if len(a) == len(b):
+        return _inside(a, b, a_text, b_text)
+    return len(a) >= 3 and len(a) >= 0.75 * len(b) and _inside(a, b, a_text, b_text)
+
+
+#: The most words of a copy that may be misspelt and still fold ("The physio told me to do
+#: calf rasies twice a day"; ADR 0117).
+TYPOS = 1
+
+
+def _inside(small: frozenset[str], large: frozenset[str], small_text: str, large_text: str) -> bool:
+    """Say whether the stems ``small`` are inside ``large`` but for :data:`TYPOS` of them,
+    each the stem of a word of ``small_text`` misspelt (:func:`misspelt`) from a word of
+    ``large_text`` that the first lacks. Words are compared as spelt: a stem cuts a
+    misspelt word apart from its right one ("rasies" stems to "ras", "raises" to "rais")."""
+    if small <= large:
+        return True
+    if len(small - large) > TYPOS or not small_text or not large_text:
+        return False
+    mine, theirs = _spelt(small_text), _spelt(large_text)
+    return any(misspelt(word, other) for word in mine - theirs for other in theirs - mine)
+
+
+def _spelt(text: str) -> frozenset[str]:
+    """Return ``text``'s content words, lower-cased, as spelt (not stemmed)."""
+    return frozenset(
+        w for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
+    )
+
+
+def misspelt(a: str, b: str) -> bool:
+    """Say whether two different words (stems) are one word and its misspelling: two
+    neighbouring letters swapped ("hnederson", "henderson"), in words of four letters or
+    more; or one letter changed, added or dropped, in words of six or more. Numbers never
+    are: "2.4" and "2.5" are two values (ADR 0117)."""
+    la, lb = len(a), len(b)
+    if a == b or abs(la - lb) > 1 or min(la, lb) < 4:
+        return False
+    if any(c.isdigit() for c in a) or any(c.isdigit() for c in b):
+        return False
+    if la == lb:
+        diff = [i for i in range(la) if a[i] != b[i]]
+        if len(diff) == 2:
+            i, j = diff
+            return j == i + 1 and a[i] == b[j] and a[j] == b[i]
+        return len(diff) == 1 and la >= 6
+    short, long = (a, b) if la < lb else (b, a)
+    if len(short) < 5:
+        return False
+    i = next((k for k in range(len(short)) if short[k] != long[k]), len(short))
+    return short[i:] == long[i + 1 :]
 
 
 def _content(text: str) -> frozenset[str]:

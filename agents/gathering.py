@@ -20,7 +20,14 @@ import numpy.typing as npt
 
 from engram.agents import contiguity
 from engram.agents.calibration import Calibration, calibration_for
-from engram.agents.matching import Candidate, Matching, codes, note_absent, without_names
+from engram.agents.matching import (
+    Candidate,
+    Matching,
+    codes,
+    note_absent,
+    quoted_ids,
+    without_names,
+)
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder
@@ -63,7 +70,7 @@ class Gathering:
         out their ``match`` needs (None: the fallback set it)."""
         found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
-        matching = Matching(conn, self.fusion, codes=codes(query))
+        matching = Matching(conn, self.fusion, codes=codes(query), ids=quoted_ids(query))
         if "lexical" in paths:
             try:
                 terms = lexical.terms(conn, query, prune=self.prune, agent=self.agent)

@@ -44,6 +44,7 @@ from engram.agents.matching import (
     Candidate,
     Matching,
     cosines,
+    id_floors,
     note_detail,
     share_ceilings,
     work_out,
@@ -496,6 +497,8 @@ class AgentMemory(Gathering):
         # The query-level terms (ADR 0090, ADR 0095): the same for every item of the query.
         absent = (matching.absent, matching.absent_names) if matching is not None else (0.0, 0.0)
         detail = matching.detail if matching is not None else 0.0
+        # The memory holding the ids the query quotes is relevant whatever else (ADR 0117).
+        floors = id_floors(positions, matching) if matching is not None else {}
 
         def work(batch: Sequence[int]) -> None:
             """Work out the relevance and the score of ``batch`` (ADR 0051)."""
@@ -520,6 +523,8 @@ class AgentMemory(Gathering):
                         passage=cos if c.passage is None else c.passage,
                         length=c.length,
                     )
+                if p in floors:
+                    relevance[p] = max(relevance[p], floors[p])
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
         # A replaced memory under the floor, weighed down as replaced, still brings in what
@@ -536,6 +541,7 @@ class AgentMemory(Gathering):
             cosines(ranked, positions, matching)  # one batched read: the ceiling's tightest
             most = share_ceilings(positions, matching)  # the texts read, not split
             tops = ceilings(calibration, ranked, positions, matching, best, most)
+            tops.update({p: max(tops[p], f) for p, f in floors.items()})
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, first, rows, matching)
         if replaced:

@@ -322,6 +322,42 @@ def test_an_exact_id_held_by_one_memory_wins_over_near_misses(memory: Memory) ->
         assert ana.recall(query, 3, record=False).items[0].event.position == target
 
 
+@pytest.mark.parametrize("provider", ["hash", "onnx"])
+def test_an_id_quoted_in_a_question_serves_its_memory_above_the_floor(
+    tmp_path: Path, provider: str
+) -> None:
+    # ADR 0117: the memory holding the quoted id is served first and over the default floor,
+    # though its words and meaning share little else with the question and vector-near ids
+    # ("9f2c4e7", "PR #48211") read alike to a neural embedder.
+    if provider == "onnx":
+        pytest.importorskip("onnxruntime")
+        from engram.projections.embedding.onnx_provider import ready
+
+        if not ready():
+            pytest.skip("needs the onnx extra and the MiniLM weights")
+    routing = tmp_path / "routing.toml"
+    routing.write_text(f'[embedding.default]\nprovider = "{provider}"\n')
+    with engram.open_memory(str(tmp_path / "ledger.db"), routing=str(routing)) as memory:
+        ana = _filled(memory)
+        held = {
+            "INC0012345": ana.observe(
+                "INC0012345: the VPN dropped for the Singapore office.", at=NOW - 40 * DAY
+            ),
+            "9f2c4e1": ana.observe("Commit 9f2c4e1 broke the invoice rounding.", at=NOW - 30 * DAY),
+            "#4821": ana.observe("PR #4821 refactors the webhook retries.", at=NOW - 20 * DAY),
+        }
+        for near in ("INC0012354", "9f2c4e7", "9f2c4a1", "#482", "#48211"):
+            ana.observe(f"Seen {near} in the overnight logs, no user impact.", at=NOW - 10 * DAY)
+        for query, code in (
+            ("Can you pull up the notes for INC0012345?", "INC0012345"),
+            ("which change did commit 9f2c4e1 make?", "9f2c4e1"),
+            ("What does PR #4821 change?", "#4821"),
+        ):
+            items = ana.recall(query, 5, record=False).items
+            assert items and items[0].event.position == held[code], query
+            assert items[0].score >= DEFAULT_MIN_SCORE
+
+
 def test_the_score_is_absolute_and_an_unanswerable_question_gets_nothing(
     memory: Memory,
 ) -> None:

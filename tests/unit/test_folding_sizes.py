@@ -56,3 +56,24 @@ def test_a_later_candidate_folds_where_its_split_text_would(
         folder.add(p)
     for p in range(len(kept) + 1, len(texts) + 1):
         assert folder._later(p) == folder._into(None, _content(texts[p])), texts[p]
+
+
+def test_a_copy_with_one_misspelt_word_folds_and_two_values_do_not() -> None:
+    # ADR 0117: "rasies" is "raises" misspelt (stemmed, "ras" and "rais": compared as
+    # spelt); "2.4" and "2.5" are two values; "jonas" and "jonah" two names (one letter
+    # changed in a word under six letters).
+    folder = Folder({}, None)
+    said = "The physio told me to do calf raises twice a day."
+    folder.words = [(1, _content(said), len(_content(said)))]
+    folder.spelt = {1: said}
+    typo = "The physio told me to do calf rasies twice a day."
+    assert folder._into(None, _content(typo), typo) == 1
+    assert folder._into(None, _content(typo)) is None  # without its text, stems alone
+    two = "The physoi told me to do calf rasies twice a day."
+    assert folder._into(None, _content(two), two) is None  # two misspelt: not one copy
+    for a, b, same in (
+        ("Mr. Henderson is my landlord.", "Mr. Hnederson is my landlord.", True),
+        ("Tyre pressure is 2.4 bar.", "Tyre pressure is 2.5 bar.", False),
+        ("Jonas plays the cello.", "Jonah plays the cello.", False),
+    ):
+        assert _same(_content(a), _content(b), a, b) is same

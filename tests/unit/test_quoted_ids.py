@@ -1,0 +1,16 @@
+"""The ids a question quotes that name one thing (ADR 0117)."""
+
+from __future__ import annotations
+
+from engram.agents.matching import ID_LENGTH, quoted_ids
+
+
+def test_long_codes_and_hash_numbers_are_ids_ordinals_and_measures_are_not() -> None:
+    assert quoted_ids("Can you pull up INC0012345 and ERR-4471-B?") == ("inc0012345", "err-4471-b")
+    assert quoted_ids("which change did commit 9f2c4e1 make?") == ("9f2c4e1",)
+    assert quoted_ids("What does PR #4821 change? Not #48 nor x#482") == ("#4821",)
+    # Shorter than ID_LENGTH: an ordinal, a measure, a short tag.
+    for plain in ("How long ago was her 18th birthday?", "the 5K run", "GA4 tracking"):
+        assert quoted_ids(plain) == ()
+    assert ID_LENGTH == 5
+    assert quoted_ids("Bootstrap 5.3.0 and 5.3.0 again") == ("5.3.0",)
