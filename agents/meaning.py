@@ -63,9 +63,11 @@ _STOPWORD_TEXT = """
     always never should shall may first before whenever instead every any all each just
     sure ensure make made things thing something anything new old also because since lets
     keep kept avoid remember prefer try take put
+    actually really simply quite basically literally definitely certainly probably already
     """
 #: Function words and the words of any instruction ("always", "make sure", "keep",
-#: "avoid"): they say how, not what about.
+#: "avoid"), and the adverbs that only stress ("actually", "really"): they say how, not
+#: what about.
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # A light suffix stripper (Porter's step 1 in spirit): "backups", "backed", "backing" meet.

@@ -1,13 +1,15 @@
 """The learning loop, measured by what it changes: scripted multi-agent workloads.
 
-Two workloads (:data:`WORKLOADS`): the one the thresholds were calibrated on
-(:mod:`engram.bench.learning_workload`, twelve kinds of mistake) and a check workload never
+Three workloads (:data:`WORKLOADS`): the one the thresholds were calibrated on
+(:mod:`engram.bench.learning_workload`, twelve kinds of mistake), a check workload never
 tuned on (:mod:`engram.bench.learning_check`, ten other kinds, other words), whose figures
-are the ones to quote (ADR 0077). In each, six agents share a ledger; every kind of mistake
-is recorded two or three times, by different agents, in their own words; the learning
-step runs twice (after the first recordings, and after the repeats), a reviewer applies the
-drafts (refusing two kinds of lesson and marking one rule always-on), then a new agent asks
-for context frames on held-apart tasks worded differently again, and on unrelated ones.
+are the ones to quote (ADR 0077), and a fresh one written apart from both, in other domains
+(:mod:`engram.bench.learning_fresh`, ADR 0118). In each, six agents share a ledger; every
+kind of mistake is recorded two or three times, by different agents, in their own words; the
+learning step runs twice (after the first recordings, and after the repeats), a reviewer
+applies the drafts (refusing two kinds of lesson and marking one rule always-on), then a new
+agent asks for context frames on held-apart tasks worded differently again, and on unrelated
+ones.
 Each runs once with the hash embedder and once with MiniLM (the ``onnx`` or ``embeddings`` extra).
 
 Figures (each beside its reference measured in the same run, the loop as it was before
@@ -51,7 +53,7 @@ from engram.agents.lessons import Lessons
 from engram.agents.meaning import calibration_for, content_words
 from engram.agents.memory import AgentMemory
 from engram.agents.scars import Scars
-from engram.bench import learning_check, learning_workload
+from engram.bench import learning_check, learning_fresh, learning_workload
 from engram.bench.common import Config, Figure, log, remove_tree
 from engram.bench.learning_workload import Mistake
 from engram.bench.recall_bench import minilm
@@ -114,9 +116,14 @@ def _workload(name: str, module: ModuleType) -> Workload:
     )
 
 
-#: The workload the thresholds were calibrated on, and the check workload never tuned on
-#: (ADR 0077): the second's figures are the honest ones.
-WORKLOADS = (_workload("tuned", learning_workload), _workload("check", learning_check))
+#: The workload the thresholds were calibrated on, the check workload never tuned on (ADR
+#: 0077), and the fresh one written apart from both (ADR 0118): the last two's figures are
+#: the honest ones.
+WORKLOADS = (
+    _workload("tuned", learning_workload),
+    _workload("check", learning_check),
+    _workload("fresh", learning_fresh),
+)
 
 
 @dataclass

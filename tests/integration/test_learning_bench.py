@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from engram.agents.meaning import CALIBRATIONS, calibration_for
-from engram.bench import SUITES, learning_bench, learning_check, learning_workload
+from engram.bench import SUITES, learning_bench, learning_check, learning_fresh, learning_workload
 from engram.bench.common import QUICK, Config
 from engram.bench.learning_workload import MISTAKES, UNRELATED
 from engram.projections.embedding import HashEmbedder
@@ -63,7 +63,7 @@ def test_the_check_workload_shares_no_mistake_and_no_words_with_the_tuned_one() 
     assert learning_check.ALWAYS in keys
     assert learning_check.ALWAYS not in learning_check.REFUSED
     assert not set(learning_check.UNRELATED) & set(UNRELATED)
-    assert [w.name for w in learning_bench.WORKLOADS] == ["tuned", "check"]
+    assert [w.name for w in learning_bench.WORKLOADS][:2] == ["tuned", "check"]
 
 
 @pytest.mark.skipif(not (onnx_ready() or st_available()), reason="MiniLM is not installed")
@@ -74,3 +74,19 @@ def test_the_bench_runs_minilm_on_whichever_runtime_is_installed() -> None:
         calibration_for(model)
         is CALIBRATIONS[("sentence-transformers", "sentence-transformers/all-MiniLM-L6-v2")]
     )
+
+
+def test_the_fresh_workload_shares_no_mistake_and_no_words_with_the_other_two() -> None:
+    fresh = learning_fresh.MISTAKES
+    others = (*learning_workload.MISTAKES, *learning_check.MISTAKES)
+    assert len(fresh) == 10
+    assert not {m.key for m in fresh} & {m.key for m in others}
+    texts = {t for m in others for s in m.scars for t in s} | {t for m in others for t in m.tasks}
+    for mistake in fresh:
+        assert 2 <= len(mistake.scars) <= 3
+        assert len(mistake.tasks) == 3
+        assert len({s.lesson for s in mistake.scars}) == len(mistake.scars)
+        assert not ({t for s in mistake.scars for t in s} | set(mistake.tasks)) & texts
+    assert set(learning_fresh.REFUSED) <= {m.key for m in fresh}
+    assert learning_fresh.ALWAYS in {m.key for m in fresh}
+    assert [w.name for w in learning_bench.WORKLOADS] == ["tuned", "check", "fresh"]
