@@ -229,7 +229,7 @@ def _spelt(text: str) -> frozenset[str]:
 
 
 def misspelt(a: str, b: str) -> bool:
-    """Say whether two different words (stems) are one word and its misspelling: two
+    """Say whether two different words, as spelt, are one word and its misspelling: two
     neighbouring letters swapped ("hnederson", "henderson"), in words of four letters or
     more; or one letter changed, added or dropped, in words of six or more. Numbers never
     are: "2.4" and "2.5" are two values (ADR 0117)."""

@@ -271,6 +271,20 @@ STOPWORDS = frozenset(
         "know",
         "we",
         "anything",
+        # A request for what memory holds on a subject: how it asks, not what about ("What
+        # are the facts on the garden?", "Tell me everything about Marta"; ADR 0117). No
+        # memory says "facts"; counted, they made every answer a poor one.
+        "everything",
+        "fact",
+        "facts",
+        "detail",
+        "details",
+        "information",
+        "info",
+        "summary",
+        "summarise",
+        "summarize",
+        "overview",
     ]
 )
 _SUFFIXES = ("ing", "ies", "ied", "es", "ed", "ly", "s")

@@ -265,8 +265,9 @@ class _Said:
         self.phrases: dict[int, tuple[str, ...]] = {}
 
     def may_replace(self, position: int, old: _Held) -> bool:
-        """Say whether ``old`` may be replaced as far as its owner, time, shape, content and
-        ids go (the subject aside)."""
+        """Say whether ``old`` may be replaced as far as its place in the ledger (before the
+        new one), its shape (a statement), its content and its ids go: the subject, the
+        owner and the time are weighed apart."""
         return (
             old.position < position and statements.statement(old.text)
             and statements.differs(self.content, statements.content(old.text), self.change)
