@@ -149,11 +149,21 @@ _BREAK = re.compile(
 )
 
 
+#: A possessive first-person word: what follows it is the speaker's ("my manager", "our
+#: router"), and the statement speaks of the speaker only where it gives what that is.
+_POSSESSIVE = frozenset(("my", "our", "mine", "ours"))
+#: What a possessive gives of its speaker: the thing it names, in at most three words, then a
+#: copula or the "to" of a change ("my manager is Priya", "my new email is ...", "switched
+#: our internet provider to Sonic").
+_GIVEN = re.compile(r"(?:\s+[\w'-]+){1,3}?\s+(?:is|are|was|were|to)\b", re.IGNORECASE)
+
+
 def first_person(text: str) -> str | None:
     """Return whom ``text`` speaks of in the first person: its speaker's label, lower-cased
     ("" when the text has none), when it is one sentence and a first-person word ("I",
-    "my", "we", "our") comes before any name inside it; None when it speaks of someone or
-    something else, or says several things.
+    "my", "we", "our") comes before any name inside it, a possessive one ("my manager")
+    followed by what it gives ("... is Tomasz"); None when it speaks of someone or something
+    else ("my car needs new tyres" speaks of the car), or says several things.
 
     "I live in Lisbon" and "User: my manager is Priya" speak of their speaker, whose name
     the text does not say: the subject is the speaker. "Priya hired me" speaks of Priya
@@ -166,6 +176,8 @@ def first_person(text: str) -> str | None:
     pronoun = _PERSON.search(body)
     if pronoun is None:
         return None
+    if pronoun.group().lower() in _POSSESSIVE and not _GIVEN.match(body, pronoun.end()):
+        return None  # "my car needs new tyres" speaks of the car, "my manager is Tomasz" of me
     for run in _RUN.finditer(body, 0, pronoun.start()):
         if run.group() == "I" or before(body, run.start()).isdigit():
             continue

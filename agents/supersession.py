@@ -262,6 +262,10 @@ class _Said:
         self.text, self.change, self.values = text, change, values
         self.content = statements.content(text)
         self.ids, self.labels = set(codes(text)), statements.labels(text)
+        # The ids before the word announcing the change name what changed ("Commit 355b349
+        # bumped the logging library"), where the ones after it may be the values it gives
+        # ("moved the gateway to port 9090"): an old memory without them is another thing.
+        self.named = set(codes(text[: _announced_at(text)])) if change else set()
         self.phrases: dict[int, tuple[str, ...]] = {}
 
     def may_replace(self, position: int, old: _Held) -> bool:
@@ -274,6 +278,7 @@ class _Said:
             and statements.same_occurrences(
                 self.ids, self.labels, old.text, self.change, self.values
             )
+            and self.named <= set(codes(old.text))
         )  # fmt: skip
 
 
@@ -425,6 +430,18 @@ def value_format(code: str) -> str | None:
 def announces(text: str) -> bool:
     """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`)."""
     return any(stem(w) in CHANGE_WORDS for w in lexical.tokens(text))
+
+
+_WORD = re.compile(r"[^\W_]+")
+
+
+def _announced_at(text: str) -> int:
+    """Return where the first word announcing a change starts in ``text`` (its length when
+    none does)."""
+    for found in _WORD.finditer(text):
+        if stem(found.group().casefold()) in CHANGE_WORDS:
+            return found.start()
+    return len(text)
 
 
 def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:

@@ -354,7 +354,8 @@ def test_an_id_quoted_in_a_question_serves_its_memory_above_the_floor(
             ("What does PR #4821 change?", "#4821"),
         ):
             items = ana.recall(query, 5, record=False).items
-            assert items and items[0].event.position == held[code], query
+            assert items, query
+            assert items[0].event.position == held[code], query
             assert items[0].score >= DEFAULT_MIN_SCORE
 
 

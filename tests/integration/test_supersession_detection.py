@@ -283,6 +283,38 @@ def test_a_change_told_in_the_first_person_replaces_what_its_speaker_said(
     assert found == ([(tomasz, [manager]), (berlin, [lisbon])] if neural else [(tomasz, [manager])])
 
 
+def test_an_id_before_the_change_names_what_changed_not_its_value(memory: Memory) -> None:
+    # ADR 0116: "Commit 355b349 bumped the logging library" speaks of commit 355b349; the
+    # ids after a change word may be values ("moved the gateway to port 9090"), the ones
+    # before it name the thing: another commit's note is not replaced.
+    ana = memory.agent("ana")
+    ana.observe("Commit 3f9a2c1 removed the legacy session cache.", at=NOW - 60 * DAY)
+    ana.observe("Commit 95f8e3d updated the README.", at=NOW - 50 * DAY)
+    ana.observe("Commit 355b349 bumped the logging library.", at=NOW - 40 * DAY)
+    ana.observe("Commit 8a8a5e0 updated the README.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_a_possessive_speaks_of_its_speaker_only_where_it_gives_what_it_names(
+    memory: Memory,
+) -> None:
+    # ADR 0116: "my car needs new tyres" speaks of the car (its MOT, its tyres: two facts);
+    # "switched our internet provider to Sonic" gives what the speaker's provider is.
+    ana = memory.agent("ana")
+    ana.observe("FYI my car's MOT is due on 14 August", at=NOW - 90 * DAY)
+    ana.observe("My car does about 38 miles per gallon.", at=NOW - 80 * DAY)
+    comcast = ana.observe("Our internet provider is Comcast.", at=NOW - 70 * DAY)
+    ana.observe("My car needs new rear tyres soon.", at=NOW - 40 * DAY)
+    ana.observe("My car had its timing belt replaced at 60,000 miles.", at=NOW - 30 * DAY)
+    sonic = ana.observe(
+        "Switched our internet provider to a local fiber company, Sonic.", at=NOW - 20 * DAY
+    )
+    found = _superseded(memory)
+    assert found in ([], [(sonic, [comcast])])  # never a fact of the car
+    if ana.embedder is not None and ana.embedder.fingerprint.provider != "hash":
+        assert found == [(sonic, [comcast])]
+
+
 def test_first_person_talk_replaces_nothing(memory: Memory) -> None:
     # ADR 0116: a turn of several sentences, or a long first-person sentence (a request, a
     # worry), says several things: "now" and "new" in it announce no change of a fact.

@@ -91,3 +91,11 @@ def test_a_short_first_person_sentence_speaks_of_its_speaker() -> None:
     assert statements.first_person("Jon: Thanks! I won't quit on my dreams.") is None
     assert statements.first_person("I " + "really " * 20 + "like tea.") is None
     assert statements.impersonal("User: I'm sure my email is new") == "sure email is new"
+
+
+def test_a_possessive_first_person_gives_what_it_names() -> None:
+    # ADR 0116: "my manager is ..." speaks of the speaker; "my car needs ..." of the car.
+    assert statements.first_person("User: my manager is Priya") == "user"
+    assert statements.first_person("Switched our internet provider to Sonic.") == ""
+    assert statements.first_person("My car needs new rear tyres soon.") is None
+    assert statements.first_person("My car had its timing belt replaced.") is None
