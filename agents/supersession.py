@@ -169,19 +169,32 @@ class Candidate(NamedTuple):
 
 
 class Finding(NamedTuple):
-    """What detection decided: the memories replaced, the cosine, how and why."""
+    """What detection decided: the memories replaced, the cosine, how and why; ``by`` the
+    memory that replaces them where it is not the one observed (a memory told late of an
+    earlier time, replaced by one observed before it; ADR 0116)."""
 
     replaces: list[int]
     similarity: float
     method: str  # "overlap": the offline rule; "model": a routed model judged
     reason: str
+    by: int | None = None
 
 
 def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]:
     """Return the earlier memories ``text`` (observed at ``position``) may replace, the most
-    alike in what they say of the subject first.
+    alike in what they say of the subject first (:func:`_candidates`)."""
+    return _candidates(memory, position, text)[0]
 
-    Candidates are the agent's memories naming the same subject, quoting the same ids and
+
+def _candidates(
+    memory: AgentMemory, position: int, text: str, only: int | None = None
+) -> tuple[list[Candidate], list[tuple[int, str]]]:
+    """Return the memories ``text`` (observed at ``position``) may replace, the most alike in
+    what they say of the subject first, and those that passed every rule but their time: the
+    ones dated after it, each with its text, the most alike first.
+
+    Candidates are the agent's memories (``only`` that one, where given) naming the same
+    subject, quoting the same ids and
     numbered occurrences (:func:`_labels`), not replaced already, dated no later than the new
     memory, whose content differs from the new memory's both ways; the :data:`COMPARED` most
     similar (cosine of the stored vectors) are compared again with the subject's name taken
@@ -191,8 +204,8 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
     words (ADR 0116).
     """
     if memory.embedder is None or not statements.statement(text):
-        return []
-    memory.engine.wait_for(position)
+        return [], []
+    memory.engine.wait_for(max(position, only or 0))
     said = _Said(text, announces(text), statements.state_values(text, now=True))
     with memory.engine.read() as conn:
         try:
@@ -209,29 +222,34 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
                 else []
             )
         except (ProjectionError, sqlite3.Error):
-            return []
+            return [], []
         kinds = {h.position: "person" for h in spoken} | {h.position: "subject" for h in held}
-        pool = {h.position: h.text for h in (*spoken, *held)}
+        pool = {h.position: h.text for h in (*spoken, *held) if only is None or h.position == only}
         if not pool:
-            return []
+            return [], []
         # A memory told late of an earlier time ("moved to Berlin", dated March, observed
         # after "lives in Paris", dated May) replaces nothing dated after it: what is true is
         # what was true last, by the time each memory is of, not the order they were told.
         told = {e.position: e.at for e in memory.ledger.get([position, *pool])}
+        later = {p: t for p, t in pool.items() if told[p] > told[position]}
         pool = {p: t for p, t in pool.items() if told[p] <= told[position]}
-        stored = semantic.vectors_of(conn, list(pool))
-        replaced = set(supersession.replacements(conn, list(pool)))
+        stored = semantic.vectors_of(conn, [*pool, *later])
+        replaced = set(supersession.replacements(conn, [*pool, *later]))
     vector = np.asarray(memory.embedder.embed([text])[0], dtype=np.float32)
-    near = sorted(
-        (
-            (float(np.frombuffer(stored[p], dtype=np.float32) @ vector), p, t)
-            for p, t in pool.items()
-            if p in stored and p not in replaced
-        ),
-        reverse=True,
-    )[:COMPARED]
+
+    def alike(texts: dict[int, str]) -> list[tuple[float, int, str]]:
+        return sorted(
+            (
+                (float(np.frombuffer(stored[p], dtype=np.float32) @ vector), p, t)
+                for p, t in texts.items()
+                if p in stored and p not in replaced
+            ),
+            reverse=True,
+        )[:COMPARED]
+
+    near, after = alike(pool), [(p, t) for _, p, t in alike(later)]
     if not near:
-        return []
+        return [], after
     # What a statement says without its subject is in no ledger: kept by no cache.
     pairs = [
         side for _, old, old_text in near
@@ -250,7 +268,7 @@ def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]
                 (theirs - mine, mine - theirs),
             )
         )  # fmt: skip
-    return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position))
+    return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position)), after
 
 
 class _Said:
@@ -269,11 +287,10 @@ class _Said:
         self.phrases: dict[int, tuple[str, ...]] = {}
 
     def may_replace(self, position: int, old: _Held) -> bool:
-        """Say whether ``old`` may be replaced as far as its place in the ledger (before the
-        new one), its shape (a statement), its content and its ids go: the subject, the
-        owner and the time are weighed apart."""
+        """Say whether ``old`` may be replaced as far as its shape (a statement), its content
+        and its ids go: the subject, the owner and the time are weighed apart."""
         return (
-            old.position < position and statements.statement(old.text)
+            old.position != position and statements.statement(old.text)
             and statements.differs(self.content, statements.content(old.text), self.change)
             and statements.same_occurrences(
                 self.ids, self.labels, old.text, self.change, self.values
@@ -373,7 +390,7 @@ def _of_speaker(
         np.frombuffer(vector, dtype=np.float32), _CANDIDATES, agent=memory.agent,
         types=lexical.MEMORY_TYPES,
     )  # fmt: skip
-    texts = lexical.texts(conn, [h.position for h in found if h.position < position])
+    texts = lexical.texts(conn, [h.position for h in found if h.position != position])
     owners = lexical.owners(conn, list(texts))
     spoken = [_Spoken(p, owners.get(p, ""), t) for p, t in sorted(texts.items())]
     return [
@@ -451,7 +468,27 @@ def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:
     :data:`JUDGED` candidates; on a model error, or without one, the offline rule takes the
     most similar candidate whose cosine reaches :func:`threshold`.
     """
-    found = candidates(memory, position, text)
+    found, after = _candidates(memory, position, text)
+    forward = _decide(memory, text, found)
+    if forward is not None or not after:
+        return forward
+    # Told late of an earlier time, the new memory may be what a memory dated after it
+    # replaced ("lives in Vancouver", told after "moved to Toronto" but dated before it): the
+    # rule runs from the later one, with the new one its only candidate (ADR 0116).
+    for later, later_text in after[:REVERSED]:
+        back = _decide(memory, later_text, _candidates(memory, later, later_text, position)[0])
+        if back is not None and back.replaces == [position]:
+            return back._replace(by=later)
+    return None
+
+
+#: How many memories dated after a memory told late are tried as what replaced it.
+REVERSED = 3
+
+
+def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding | None:
+    """Return what the rule (or a routed model) decides of ``found``, the candidates of the
+    memory ``text``."""
     if not found:
         return None
     judge = memory.supersede_judge
@@ -534,15 +571,16 @@ def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | Non
         return None
     stream = f"agent:{memory.agent}"
     similarity = round(found.similarity, 6)
+    new = position if found.by is None else found.by
     if memory.supersede_policy == "apply":
-        at = memory.ledger.get([position])[0].at
+        at = memory.ledger.get([new])[0].at
         applied = MemorySuperseded(
-            agent=memory.agent, position=position, replaces=found.replaces, valid_from=at,
+            agent=memory.agent, position=new, replaces=found.replaces, valid_from=at,
             method="detected", similarity=similarity, reason=found.reason,
         )  # fmt: skip
         return memory.ledger.append(NewEvent.of(applied, stream=stream, actor=memory.agent))[0]
     proposed = SupersessionProposed(
-        agent=memory.agent, position=position, replaces=found.replaces, similarity=similarity,
+        agent=memory.agent, position=new, replaces=found.replaces, similarity=similarity,
         method=found.method, reason=found.reason,
     )  # fmt: skip
     return memory.ledger.append(NewEvent.of(proposed, stream=stream, actor=memory.agent))[0]

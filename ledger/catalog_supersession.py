@@ -12,16 +12,24 @@ from engram.ledger.payload import Name, Payload, Position, check_distinct
 SupersessionMethod = Literal["explicit", "detected", "reviewed"]
 
 
-def _check_replaces(position: int, replaces: list[int]) -> None:
+def _check_replaces(position: int, replaces: list[int], earlier: bool = True) -> None:
+    """Refuse a memory replacing itself, a position twice, and, said by an agent (``earlier``),
+    one recorded after it. Detection may find that a memory recorded earlier replaces one told
+    late of an earlier time: what replaces what is read in the time the memories are of, and
+    the events' positions only say when each was told (ADR 0116)."""
     check_distinct(replaces, "replaces")
+    if position in replaces:
+        raise ValueError(f"a memory does not replace itself; {position} is in replaces")
     later = sorted(p for p in replaces if p >= position)
-    if later:
+    if earlier and later:
         raise ValueError(f"a memory replaces only earlier ones; {later} are not before {position}")
 
 
 class MemorySuperseded(Payload, frozen=True):
-    """A memory (``position``) replaced earlier ones: they are no longer true from
-    ``valid_from`` (None: from the replacing memory's own time) on."""
+    """A memory (``position``) replaced others: they are no longer true from ``valid_from``
+    (None: from the replacing memory's own time) on. Said by an agent (``explicit``), they are
+    recorded before it; found by detection, one may be recorded after it, told late of an
+    earlier time (ADR 0116)."""
 
     __kind__: ClassVar[str] = "memory.superseded"
 
@@ -35,11 +43,12 @@ class MemorySuperseded(Payload, frozen=True):
     reason: str = ""  # why detection found it: the rule's evidence or the model's words
 
     def __post_init__(self) -> None:
-        _check_replaces(self.position, self.replaces)
+        _check_replaces(self.position, self.replaces, earlier=self.method == "explicit")
 
 
 class SupersessionProposed(Payload, frozen=True):
-    """Detection found earlier memories a memory may replace; a review decides."""
+    """Detection found memories a memory may replace (dated before it, recorded before or
+    after it); a review decides."""
 
     __kind__: ClassVar[str] = "supersession.proposed"
 
@@ -51,7 +60,7 @@ class SupersessionProposed(Payload, frozen=True):
     reason: str = ""  # why: the rule's evidence (subject, attribute, values) or the model's words
 
     def __post_init__(self) -> None:
-        _check_replaces(self.position, self.replaces)
+        _check_replaces(self.position, self.replaces, earlier=False)
 
 
 class SupersessionReviewed(Payload, frozen=True):

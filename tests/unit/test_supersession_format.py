@@ -3,7 +3,10 @@ value of the same structured notation names the attribute that changed."""
 
 from __future__ import annotations
 
+import pytest
+
 from engram.agents.supersession import same_format, value_format
+from engram.ledger.catalog import MemorySuperseded, SupersessionProposed
 
 
 def test_a_value_s_format_is_its_shape_to_the_second_separator() -> None:
@@ -19,3 +22,16 @@ def test_a_value_s_format_is_its_shape_to_the_second_separator() -> None:
     assert not same_format("moved it to eu-west-1", "it runs 2.4.1 in ap-south-1")  # two gone
     assert not same_format("it is on 2.5.0", "it runs at 05:15")  # a release for a time
     assert not same_format("it is in eu-west-1", "it is in eu-west-1 still")  # nothing new
+
+
+def test_only_a_memory_said_by_an_agent_must_replace_earlier_recorded_ones() -> None:
+    # ADR 0116: detection may find that a memory recorded earlier replaces one told late of
+    # an earlier time; an agent's own supersession names earlier ones, and none replaces
+    # itself.
+    assert MemorySuperseded(agent="a", position=5, replaces=[8], method="detected").replaces
+    assert SupersessionProposed(agent="a", position=5, replaces=[8], similarity=0.5).replaces
+    with pytest.raises(ValueError, match="only earlier ones"):
+        MemorySuperseded(agent="a", position=5, replaces=[8])
+    for method in ("explicit", "detected"):
+        with pytest.raises(ValueError, match="does not replace itself"):
+            MemorySuperseded(agent="a", position=5, replaces=[5], method=method)
