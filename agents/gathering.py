@@ -20,14 +20,8 @@ import numpy.typing as npt
 
 from engram.agents import contiguity
 from engram.agents.calibration import Calibration, calibration_for
-from engram.agents.matching import (
-    Candidate,
-    Matching,
-    codes,
-    note_absent,
-    quoted_ids,
-    without_names,
-)
+from engram.agents.matching import Candidate, Matching, codes, note_absent, without_names
+from engram.agents.quoted import quoted_ids
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder

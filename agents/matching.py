@@ -163,130 +163,20 @@ def cosines(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) 
 # -- absolute relevance (ADR 0051) -----------------------------------------------------------
 
 #: Function words: they say how a question is asked, not what it is about, so they carry no
-#: evidence of relevance; in a small store one no memory holds would weigh most of all.
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "after",
-        "all",
-        "also",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "before",
-        "being",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "done",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "no",
-        "not",
-        "now",
-        "of",
-        "on",
-        "or",
-        "our",
-        "out",
-        "over",
-        "she",
-        "so",
-        "some",
-        "still",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "too",
-        "up",
-        "us",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "currently",
-        "current",
-        "latest",
-        "these",
-        "days",
-        "tell",
-        "know",
-        "we",
-        "anything",
-        # A request for what memory holds on a subject: how it asks, not what about ("What
-        # are the facts on the garden?", "Tell me everything about Marta"; ADR 0117). No
-        # memory says "facts"; counted, they made every answer a poor one.
-        "everything",
-        "fact",
-        "facts",
-        "detail",
-        "details",
-        "information",
-        "info",
-        "summary",
-        "summarise",
-        "summarize",
-        "overview",
-    ]
-)
+#: evidence of relevance; in a small store one no memory holds would weigh most of all. The
+#: last ones ask for what memory holds on a subject ("What are the facts on the garden?",
+#: "Tell me everything about Marta"; ADR 0117): no memory says "facts", and counted, they
+#: made every answer a poor one.
+_STOPWORD_TEXT = """
+    a about after all also am an and any are as at be been before being but by can could did
+    do does doing done for from had has have having he her here hers him his how i if in
+    into is it its just me more most my no not now of on or our out over she so some still
+    such than that the their them then there these they this those to too up us was we were
+    what when where which while who whom whose why will with would you your currently
+    current latest these days tell know we anything everything fact facts detail details
+    information info summary summarise summarize overview
+    """
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 _SUFFIXES = ("ing", "ies", "ied", "es", "ed", "ly", "s")
 #: What the tokenizer leaves of a clitic ("Sato's" -> "sato", "s"): no word of its own, so a
 #: store whose texts hold no "'s" does not make it an absent word (:func:`absent_share`).
@@ -368,47 +258,6 @@ _CODE = re.compile(
 )
 
 
-#: The least relevance of the memory holding every id a query quotes, where it is the only
-#: candidate that does: as likely as not to be what is asked for (ADR 0117). Where several
-#: hold them (at most :data:`ID_HOLDERS`), each has its share of it.
-ID_HELD = 0.5
-#: The most candidates that may hold a query's ids for the ids to single them out.
-ID_HOLDERS = 3
-#: The fewest characters of a code that names one thing: "inc0012345", "9f2c4e1",
-#: "err-4471-b"; shorter codes are ordinals and measures as often ("18th", "5k", "ga4").
-ID_LENGTH = 5
-_REFERENCE = re.compile(r"(?<![\w#])#\d{3,}\b")  # an issue's or a request's number: "#4821"
-
-
-def quoted_ids(query: str) -> tuple[str, ...]:
-    """Return the ids ``query`` quotes that name one thing, lower-cased: its codes
-    (:func:`codes`) of at least :data:`ID_LENGTH` characters, and numbers written after a
-    "#" ("PR #4821"; ADR 0117)."""
-    named = [c for c in codes(query) if len(c) >= ID_LENGTH]
-    return tuple(dict.fromkeys([*named, *(m.group() for m in _REFERENCE.finditer(query))]))
-
-
-def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
-    """Return the least relevance of each candidate holding every id the query quotes
-    (:data:`ID_HELD` shared among them), where at most :data:`ID_HOLDERS` do; {} otherwise.
-
-    An id names one thing: the memory holding it verbatim is what the query asks about,
-    whatever else their words and meanings share (a vector-near id, "9f2c4e7" for
-    "9f2c4e1", is another thing). Reads the texts of the candidates not read yet."""
-    if not m.ids:
-        return {}
-    unread = [p for p in positions if p not in m.texts]
-    if unread:
-        m.texts.update(lexical.texts(m.conn, unread))
-    holders = [
-        p for p in positions
-        if (text := m.texts.get(p)) and all(_verbatim(i, text.casefold()) for i in m.ids)
-    ]  # fmt: skip
-    if not holders or len(holders) > ID_HOLDERS:
-        return {}
-    return dict.fromkeys(holders, ID_HELD / len(holders))
-
-
 def codes(query: str) -> tuple[str, ...]:
     """Return the ids and codes ``query`` quotes (words with digits, or joined by - . / :)."""
     return tuple(
@@ -465,7 +314,7 @@ def _held_share(query: _Stemmed, text: str) -> float:
     ids: float = 0  # as the empty sum was: an int 0
     if query.terms:
         lowered = text.casefold()
-        ids = sum(v for code, v in query.terms if _verbatim(code, lowered))
+        ids = sum(v for code, v in query.terms if verbatim(code, lowered))
         if not ids:
             return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
     held = stems_of(text).every
@@ -538,7 +387,7 @@ def saturated_share(
 
     ids = 0.0
     for code, v in terms:
-        if _verbatim(code, lowered):
+        if verbatim(code, lowered):
             ids += v * saturated(max(lowered.count(code), 1))
     if terms and not ids:
         return 0.0
@@ -644,7 +493,7 @@ def without_names(query: str) -> str | None:
     return " ".join(kept) + ("?" if query.rstrip().endswith("?") else "")
 
 
-def _verbatim(code: str, text: str) -> bool:
+def verbatim(code: str, text: str) -> bool:
     """Say whether ``text`` holds ``code`` as a whole (not "HE-855" inside "HE-8555")."""
     start = text.find(code)
     while start >= 0:

@@ -44,12 +44,12 @@ from engram.agents.matching import (
     Candidate,
     Matching,
     cosines,
-    id_floors,
     note_detail,
     share_ceilings,
     work_out,
 )
 from engram.agents.ordering import below_replacements, ceilings, lazily, with_replacements
+from engram.agents.quoted import id_floors
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engram.agents.matching import ID_LENGTH, quoted_ids
+from engram.agents.quoted import ID_LENGTH, quoted_ids
 
 
 def test_long_codes_and_hash_numbers_are_ids_ordinals_and_measures_are_not() -> None:

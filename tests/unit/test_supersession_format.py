@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engram.agents.supersession import same_format, value_format
+from engram.agents.candidacy import same_format, value_format
 from engram.ledger.catalog import MemorySuperseded, SupersessionProposed
 
 
