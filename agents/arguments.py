@@ -51,3 +51,28 @@ def checked_positions(positions: Sequence[int]) -> list[int]:
     if len(set(positions)) != len(positions):
         raise QueryError(f"positions must not repeat, got {list(positions)}")
     return list(positions)
+
+
+#: The longest query recall takes, in characters: a question or a task, not a document. A
+#: longer one is refused before anything is read or recorded (its ``memory.recalled`` would
+#: not fit the ledger's payload limit once sealed, and every word costs a lookup).
+MAX_QUERY = 100_000
+
+
+def check_query(query: object, what: str = "query") -> str:
+    """Return ``query`` checked to be a non-empty string of at most :data:`MAX_QUERY`
+    characters, else raise :class:`QueryError` saying which (without echoing a long one)."""
+    if not isinstance(query, str):
+        raise QueryError(f"{what} must be a non-empty string, got {type(query).__name__}")
+    if not query.strip():
+        raise QueryError(f"{what} must be a non-empty string, got {query[:40]!r}")
+    if len(query) > MAX_QUERY:
+        raise QueryError(
+            f"{what} is {len(query):,} characters long; at most {MAX_QUERY:,} are taken"
+            " (a question or a task, not a document)"
+        )
+    try:
+        query.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: no index nor ledger holds it
+        raise QueryError(f"{what} must be valid UTF-8 text; character {exc.start} is not") from None
+    return query

@@ -192,9 +192,6 @@ class _Held(Protocol):
     def position(self) -> int: ...
 
     @property
-    def agent(self) -> str: ...
-
-    @property
     def text(self) -> str: ...
 
 
@@ -253,10 +250,9 @@ def _bare(
 
 
 class _Spoken(NamedTuple):
-    """An earlier memory as the first-person search finds it."""
+    """An earlier memory of the agent's as the first-person search finds it."""
 
     position: int
-    agent: str
     text: str
 
 
@@ -276,13 +272,12 @@ def _of_speaker(
         np.frombuffer(vector, dtype=np.float32), _CANDIDATES, agent=memory.agent,
         types=lexical.MEMORY_TYPES,
     )  # fmt: skip
-    texts = lexical.texts(conn, [h.position for h in found if h.position != position])
-    owners = lexical.owners(conn, list(texts))
-    spoken = [_Spoken(p, owners.get(p, ""), t) for p, t in sorted(texts.items())]
+    others = [h.position for h in found if h.position != position]
+    own = lexical.own_texts(conn, others, memory.agent)
+    spoken = [_Spoken(p, t) for p, t in sorted(own.items())]
     return [
         h for h in spoken
-        if h.agent == memory.agent and statements.first_person(h.text) == person
-        and said.may_replace(position, h)
+        if statements.first_person(h.text) == person and said.may_replace(position, h)
     ]  # fmt: skip
 
 

@@ -40,9 +40,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 
+from engram.agents.arguments import check_query
 from engram.agents.frames import assemble, for_ledger
 from engram.agents.frames import sections as frame_sections
-from engram.agents.memory import AgentMemory, check_query
+from engram.agents.memory import AgentMemory
 
 # Re-exported ("as"): the weights are given to build_context, so they are named from here.
 from engram.agents.resonance import ContextWeights as ContextWeights

@@ -33,7 +33,12 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from engram.agents import scopes
-from engram.agents.arguments import checked_numbers, checked_paths, checked_positions
+from engram.agents.arguments import (
+    check_query,
+    checked_numbers,
+    checked_paths,
+    checked_positions,
+)
 from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
@@ -117,29 +122,6 @@ FUSION_BY_PROVIDER: dict[str, dict[str, float]] = {"hash": {"lexical": 1.0, "sem
 #: with MiniLM, a question's names no memory holds lowering its items (ADR 0090). Pass
 #: ``min_score=0`` for every candidate.
 DEFAULT_MIN_SCORE = 0.05
-#: The longest query recall takes, in characters: a question or a task, not a document. A
-#: longer one is refused before anything is read or recorded (its ``memory.recalled`` would
-#: not fit the ledger's payload limit once sealed, and every word costs a lookup).
-MAX_QUERY = 100_000
-
-
-def check_query(query: object, what: str = "query") -> str:
-    """Return ``query`` checked to be a non-empty string of at most :data:`MAX_QUERY`
-    characters, else raise :class:`QueryError` saying which (without echoing a long one)."""
-    if not isinstance(query, str):
-        raise QueryError(f"{what} must be a non-empty string, got {type(query).__name__}")
-    if not query.strip():
-        raise QueryError(f"{what} must be a non-empty string, got {query[:40]!r}")
-    if len(query) > MAX_QUERY:
-        raise QueryError(
-            f"{what} is {len(query):,} characters long; at most {MAX_QUERY:,} are taken"
-            " (a question or a task, not a document)"
-        )
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError as exc:  # a lone surrogate: no index nor ledger holds it
-        raise QueryError(f"{what} must be valid UTF-8 text; character {exc.start} is not") from None
-    return query
 
 
 class AgentMemory(Gathering):
@@ -383,7 +365,7 @@ class AgentMemory(Gathering):
             raise QueryError(f"valid_at must be a datetime, got {type(valid_at).__name__}")
         valid_us = at_us if valid_at is None else check_as_of(valid_at)
         types = lexical.memory_types(types)  # scars and reflections share the indexes
-        w = _weights(weights)
+        w = checked_numbers(weights or {}, DEFAULT_WEIGHTS, "weights")
         use = checked_paths(paths, PATHS)
         self.engine.wait_for(self.ledger.head())
         fetch = max(3 * k, 30)
@@ -527,10 +509,8 @@ class AgentMemory(Gathering):
                     relevance[p] = max(relevance[p], floors[p])
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
-        # A replaced memory under the floor, weighed down as replaced, still brings in what
-        # replaced it, which takes its relevance and scores with its own recency: where a
-        # candidate is replaced, the first pass serves the k best unfloored, and the floor is
-        # taken once the replacements are in.
+        # A replaced memory floored out by its weight still brings in its replacement, which
+        # takes its relevance: floor only once the replacements are in.
         first = ask._replace(min_score=0.0) if replaced else ask
         if calibration is None or matching is None or not self.lazy:
             work(positions)
@@ -617,7 +597,3 @@ class _Ask(NamedTuple):
 def wants_current(query: str) -> bool:
     """Say whether ``query`` asks for the current state ("now", "latest", "still"...)."""
     return bool(_CURRENT.search(query))
-
-
-def _weights(weights: Mapping[str, float] | None) -> dict[str, float]:
-    return checked_numbers(weights or {}, DEFAULT_WEIGHTS, "weights")

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from engram.projections.counts import check_count
 from engram.projections.errors import QueryError, UnknownProjectionError
@@ -359,51 +359,42 @@ def texts(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
     Read from the index's content table (FTS5's ``_content`` shadow table, the text in
     ``c0``), where a row by rowid is a plain b-tree lookup: the virtual table takes about
     twice as long a row (ADR 0096)."""
-    content = _table(conn)[:-1] + '_content"'
-    found: dict[int, str] = {}
-    wanted = sorted(set(positions))
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        rows = conn.execute(
-            f"SELECT id, c0 FROM {content} WHERE id IN ({','.join('?' * len(chunk))})", chunk
-        )
-        found.update(rows)
-    return found
+    return {p: str(t) for p, t in _content_rows(conn, positions, "c0")}
+
+
+def own_texts(conn: sqlite3.Connection, positions: Sequence[int], agent: str) -> dict[int, str]:
+    """Return the indexed text of each of ``positions`` that ``agent`` owns (archived
+    included), read as :func:`texts` reads."""
+    agent_ = _CONTENT_COLUMNS["agent"]
+    rows = _content_rows(conn, positions, "c0", f" AND {agent_} = ?", (agent,))
+    return {p: str(t) for p, t in rows}
 
 
 def visible_to(conn: sqlite3.Connection, positions: Sequence[int], agent: str) -> set[int]:
     """Return those of ``positions`` the index holds that ``agent`` may see: public rows and
     its own (archived included), read from the content table as :func:`texts` reads."""
-    content = _table(conn)[:-1] + '_content"'
     agent_, visibility = _CONTENT_COLUMNS["agent"], _CONTENT_COLUMNS["visibility"]
-    found: set[int] = set()
-    wanted = sorted(set(positions))
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        rows = conn.execute(
-            f"SELECT id FROM {content} WHERE id IN ({','.join('?' * len(chunk))})"
-            f" AND ({visibility} = 'public' OR {agent_} = ?)",
-            [*chunk, agent],
-        )
-        found.update(int(r[0]) for r in rows)
-    return found
+    where = f" AND ({visibility} = 'public' OR {agent_} = ?)"
+    return {p for p, _ in _content_rows(conn, positions, "NULL", where, (agent,))}
 
 
-def owners(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
-    """Return the agent that owns each of ``positions`` the index holds, read from the
-    content table as :func:`texts` reads."""
+def _content_rows(
+    conn: sqlite3.Connection,
+    positions: Sequence[int],
+    column: str,
+    where: str = "",
+    params: Sequence[object] = (),
+) -> Iterator[tuple[int, Any]]:
+    """Yield ``(id, column)`` of the content table's rows at ``positions`` that meet
+    ``where`` (with ``params``), 500 positions a statement."""
     content = _table(conn)[:-1] + '_content"'
-    agent_ = _CONTENT_COLUMNS["agent"]
-    found: dict[int, str] = {}
     wanted = sorted(set(positions))
     for start in range(0, len(wanted), 500):
         chunk = wanted[start : start + 500]
-        rows = conn.execute(
-            f"SELECT id, {agent_} FROM {content} WHERE id IN ({','.join('?' * len(chunk))})",
-            chunk,
+        marks = ",".join("?" * len(chunk))
+        yield from conn.execute(
+            f"SELECT id, {column} FROM {content} WHERE id IN ({marks}){where}", [*chunk, *params]
         )
-        found.update((int(p), str(a)) for p, a in rows)
-    return found
 
 
 def row_count(conn: sqlite3.Connection) -> int:

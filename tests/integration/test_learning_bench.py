@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from engram.agents.meaning import CALIBRATIONS, calibration_for
 from engram.bench import SUITES, learning_bench, learning_check, learning_fresh, learning_workload
 from engram.bench.common import QUICK, Config
-from engram.bench.learning_workload import MISTAKES, UNRELATED
+from engram.bench.learning_workload import MISTAKES, UNRELATED, Mistake
 from engram.projections.embedding import HashEmbedder
 from engram.projections.embedding.onnx_provider import ready as onnx_ready
 from engram.projections.embedding.st import available as st_available
@@ -49,15 +50,8 @@ def test_the_learning_suite_measures_the_loop_under_the_hash_embedder(tmp_path: 
 
 
 def test_the_check_workload_shares_no_mistake_and_no_words_with_the_tuned_one() -> None:
-    check, tuned = learning_check.MISTAKES, learning_workload.MISTAKES
-    assert len(check) == 10
-    assert not {m.key for m in check} & {m.key for m in tuned}
-    texts = {t for m in tuned for s in m.scars for t in s} | {t for m in tuned for t in m.tasks}
-    for mistake in check:
-        assert 2 <= len(mistake.scars) <= 3
-        assert len(mistake.tasks) == 3
-        assert len({s.lesson for s in mistake.scars}) == len(mistake.scars)
-        assert not ({t for s in mistake.scars for t in s} | set(mistake.tasks)) & texts
+    check = learning_check.MISTAKES
+    _held_apart(check, learning_workload.MISTAKES)
     keys = {m.key for m in check}
     assert set(learning_check.REFUSED) <= keys
     assert learning_check.ALWAYS in keys
@@ -78,15 +72,20 @@ def test_the_bench_runs_minilm_on_whichever_runtime_is_installed() -> None:
 
 def test_the_fresh_workload_shares_no_mistake_and_no_words_with_the_other_two() -> None:
     fresh = learning_fresh.MISTAKES
-    others = (*learning_workload.MISTAKES, *learning_check.MISTAKES)
-    assert len(fresh) == 10
-    assert not {m.key for m in fresh} & {m.key for m in others}
+    _held_apart(fresh, (*learning_workload.MISTAKES, *learning_check.MISTAKES))
+    assert set(learning_fresh.REFUSED) <= {m.key for m in fresh}
+    assert learning_fresh.ALWAYS in {m.key for m in fresh}
+    assert [w.name for w in learning_bench.WORKLOADS] == ["tuned", "check", "fresh"]
+
+
+def _held_apart(mistakes: Sequence[Mistake], others: Sequence[Mistake]) -> None:
+    """Assert ``mistakes`` are ten, each told two or three times with distinct lessons and
+    three tasks, and share no key and no scar or task text with ``others``."""
+    assert len(mistakes) == 10
+    assert not {m.key for m in mistakes} & {m.key for m in others}
     texts = {t for m in others for s in m.scars for t in s} | {t for m in others for t in m.tasks}
-    for mistake in fresh:
+    for mistake in mistakes:
         assert 2 <= len(mistake.scars) <= 3
         assert len(mistake.tasks) == 3
         assert len({s.lesson for s in mistake.scars}) == len(mistake.scars)
         assert not ({t for s in mistake.scars for t in s} | set(mistake.tasks)) & texts
-    assert set(learning_fresh.REFUSED) <= {m.key for m in fresh}
-    assert learning_fresh.ALWAYS in {m.key for m in fresh}
-    assert [w.name for w in learning_bench.WORKLOADS] == ["tuned", "check", "fresh"]

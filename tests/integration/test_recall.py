@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from engram.agents.arguments import MAX_QUERY
 from engram.agents.context import build_context
-from engram.agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, MAX_QUERY, AgentMemory
+from engram.agents.memory import DEFAULT_FUSION, FUSION_BY_PROVIDER, AgentMemory
 from engram.ledger import Ledger, PayloadError
 from engram.projections.embedding import Embedder, Fingerprint, HashEmbedder
 from engram.projections.engine import ProjectionEngine
