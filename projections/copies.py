@@ -59,9 +59,15 @@ FILLERS = frozenset(
 )
 
 
+#: A separator of a number's groups of three digits ("15,000", "15 000", "15_000"): a number
+#: written with one is the number written without (version 2).
+_GROUPED = re.compile(r"(?<=\d)[,_'\u00a0\u2009\u202f\u2019](?=\d{3}(?!\d))")
+
+
 def normalise(text: str) -> str:
-    """Return ``text``'s words, lowercased, filler words dropped, one space apart."""
-    words = _WORD.findall(text.casefold())
+    """Return ``text``'s words, lowercased, filler words dropped, one space apart; a
+    number's digit groups joined ("15,000" is "15000")."""
+    words = _WORD.findall(_GROUPED.sub("", text.casefold()))
     kept = [w for w in words if w not in FILLERS]
     return " ".join(kept or words)
 
@@ -86,7 +92,7 @@ class Copies(Projection):
     """Each memory's normalised-text digest and observation time."""
 
     name = "copies"
-    version = 1
+    version = 2
     kinds = (MemoryObserved, MemoryArchived, SubjectForgotten)
     tables = ("copies",)
 

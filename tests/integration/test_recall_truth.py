@@ -292,6 +292,20 @@ def test_copies_fold_into_one_item_that_says_how_often_it_was_seen(memory: Memor
     assert other in positions
 
 
+def test_a_number_written_with_its_digit_groups_apart_is_a_copy(memory: Memory) -> None:
+    # "15,000" and "15000" are one number: the copies' digest joins a number's groups of
+    # three digits (copies projection version 2).
+    ana = _filled(memory)
+    first = ana.observe("The Falcon budget for Q3 is 15,000 euros.", at=NOW - 9 * DAY)
+    again = ana.observe("the falcon budget for Q3 is 15000 euros", at=NOW - 8 * DAY)
+    spaced = ana.observe("The Falcon budget for Q3 is 15\u202f000 euros!", at=NOW - 7 * DAY)
+    other = ana.observe("The Falcon budget for Q3 is 15,500 euros.", at=NOW - 6 * DAY)
+    result = ana.recall("What is the Falcon budget for Q3?", 5, record=False, min_score=0)
+    (item,) = [r for r in result.items if r.event.position in {first, again, spaced}]
+    assert item.copy_positions == (first, again, spaced)
+    assert other in [r.event.position for r in result.items]
+
+
 def test_recency_tells_a_month_from_two_and_a_current_query_weighs_it_more(
     memory: Memory,
 ) -> None:

@@ -77,3 +77,13 @@ def test_a_copy_with_one_misspelt_word_folds_and_two_values_do_not() -> None:
         ("Jonas plays the cello.", "Jonah plays the cello.", False),
     ):
         assert _same(_content(a), _content(b), a, b) is same
+
+
+def test_a_number_s_digit_groups_join_only_where_they_are_groups_of_three() -> None:
+    from engram.projections.copies import normalise
+
+    assert normalise("Budget: 15,000 EUR") == normalise("budget 15000 eur") == "budget 15000 eur"
+    assert normalise("1,000,000 rows") == normalise("1_000_000 rows") == "1000000 rows"
+    assert normalise("rooms 1,2 and 12,34") == "rooms 1 2 and 12 34"  # not groups of three
+    assert normalise("pi is 3,14159") == "pi is 3 14159"  # five digits: not a group
+    assert normalise("version 2.100") == "version 2 100"  # a point is no group separator
