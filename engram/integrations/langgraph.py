@@ -132,9 +132,10 @@ class EngramStore(BaseStore):
             )
         self._vectors: dict[str, list[float]] = {}  # least recently used first
         self._lock = threading.Lock()
-        # One thread for abatch's ledger work: calls run in the order they came, and the
-        # projection store's reader connection (one per thread) is opened once.
-        self._worker = ThreadPoolExecutor(1, thread_name_prefix="engram-store")
+        # One thread for abatch's ledger work, started by the first call: calls run in the
+        # order they came, and the projection store's reader connection (one per thread) is
+        # opened once. close() ends it.
+        self._worker: ThreadPoolExecutor | None = None
 
     @classmethod
     def from_memory(
@@ -173,10 +174,28 @@ class EngramStore(BaseStore):
             await self._in_worker(self._append, events)
         return results
 
+    def close(self) -> None:
+        """End the worker thread :meth:`abatch` runs on, once its calls are done (the
+        engram itself stays open; a later :meth:`abatch` starts a new thread)."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.shutdown(wait=True)
+
+    def __enter__(self) -> EngramStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     # -- helpers ---------------------------------------------------------------------------
 
     async def _in_worker(self, call: Callable[..., _T], *args: Any) -> _T:
-        return await asyncio.wrap_future(self._worker.submit(call, *args))
+        with self._lock:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="engram-store")
+            future = self._worker.submit(call, *args)
+        return await asyncio.wrap_future(future)
 
     def _ranks(self, op: Op) -> bool:
         return isinstance(op, SearchOp) and bool(op.query) and self._embeddings is not None

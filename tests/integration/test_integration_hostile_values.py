@@ -307,6 +307,22 @@ def test_abatch_does_its_ledger_work_off_the_event_loop_in_call_order(
     assert threading.main_thread().name not in appended_on
 
 
+def test_close_ends_the_worker_thread_and_a_later_call_starts_another(memory: Any) -> None:
+    def workers() -> int:
+        return sum(t.name.startswith("engram-store") for t in threading.enumerate())
+
+    before = workers()
+    with EngramStore.from_memory(memory) as store:
+        asyncio.run(store.aput(("m",), "a", {"text": "the parser build failed"}))
+        assert workers() == before + 1
+    assert workers() == before  # ended with the block
+    asyncio.run(store.aput(("m",), "b", {"text": "the linter passed"}))
+    assert asyncio.run(store.aget(("m",), "a")).value == {"text": "the parser build failed"}
+    store.close()
+    store.close()  # twice is harmless
+    assert workers() == before
+
+
 def test_engram_s_own_embedder_serves_the_async_methods_too(memory: Any) -> None:
     store = EngramStore.from_memory(memory)
 
