@@ -20,7 +20,9 @@ class Recalled(NamedTuple):
     ``score`` (what orders the result) and ``relevance`` (the calibrated probability that it
     answers the query) are absolute, in 0..1 (ADR 0051); ``recency`` is ``1 / (1 + age /
     half-life)`` and ``importance`` the rating over 10. ``copies`` and ``copy_positions`` say
-    which memories it stands for; ``replaced_by`` what replaced it (ADR 0052). ``fused`` is the raw
+    which memories it stands for; ``replaced_by`` what replaced it (ADR 0052); ``refused``, for a
+    scar, that a reviewer refused its lesson: it is served as what happened only (its text by
+    :func:`engram.agents.scopes.item_text`), never as guidance. ``fused`` is the raw
     reciprocal-rank sum; ``bm25`` (FTS5's BM25, higher is better) and ``cosine`` (the query
     vector's cosine similarity) are the paths' raw scores, None where a path did not find
     the item (``cosine`` is filled in from the stored vector when only BM25 found it);
@@ -43,6 +45,7 @@ class Recalled(NamedTuple):
     copies: int = 1  # how many memories this item stands for (itself and its copies)
     copy_positions: tuple[int, ...] = ()  # their positions, oldest first
     replaced_by: int | None = None  # the memory that replaced this one (ADR 0052)
+    refused: bool = False  # a scar whose lesson a reviewer refused: what happened only
 
 
 class RecallResult(NamedTuple):

@@ -19,7 +19,7 @@ from datetime import datetime
 
 import numpy as np
 
-from engram.agents import doctrine, guidance
+from engram.agents import doctrine, guidance, scopes
 from engram.agents.folding import replaced_among
 from engram.agents.frames import Candidate, frame_of, top_k
 from engram.agents.memory import REPLACED_WEIGHT, AgentMemory
@@ -471,9 +471,7 @@ def frame_text(event: Event, *, refused: bool = False) -> str:
     """
     p = event.payload
     if event.kind == "scar.recorded":
-        if refused:
-            return f"what happened: {p.what}"
-        return f"{p.what} — lesson: {p.lesson}"
+        return scopes.item_text(event, refused=refused)
     if event.kind == "concept.upserted":
         return lexical.concept_text(p.id, p.label, p.payload)
     return str(p.text)

@@ -50,7 +50,7 @@ import numpy as np
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
-from engram.projections import lexical, rules, semantic, timetravel
+from engram.projections import lexical, rules, semantic, suggestions, timetravel
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.semantic import VectorHit, VectorSearcher
@@ -202,8 +202,8 @@ def recall(
             items += [r for r in ranked.items if r.match >= floor]
             if ranked.fallback and ranked.fallback not in fallbacks:
                 fallbacks.append(ranked.fallback)
-    items.sort(key=lambda r: (-r.score, -r.event.position))
-    items = items[:k]
+        items.sort(key=lambda r: (-r.score, -r.event.position))
+        items = _refusals(conn, items[:k])
     recorded = None
     if record and items:
         payload = MemoryRecalled(
@@ -218,10 +218,28 @@ def recall(
     return RecallResult(query, when, items, "; ".join(fallbacks) or None, recorded)
 
 
-def item_text(event: Event) -> str:
+def _refusals(conn: sqlite3.Connection, items: list[Recalled]) -> list[Recalled]:
+    """Return ``items`` with each scar whose lesson a reviewer refused marked ``refused``."""
+    scars = [r.event.id for r in items if r.event.kind == "scar.recorded"]
+    if not scars:
+        return items
+    try:
+        refused = suggestions.refused_scars(conn, scars)
+    except ProjectionError:  # no suggestions projection in this store: nothing was refused
+        return items
+    return [r._replace(refused=True) if r.event.id in refused else r for r in items]
+
+
+def item_text(event: Event, *, refused: bool = False) -> str:
     """Return what a recalled item says: a memory's or reflection's text, a scar's what and
-    lesson, a concept's id and label."""
+    lesson, a concept's id and label.
+
+    A scar whose lesson a reviewer ``refused`` says what happened only: the refused lesson
+    never reaches an agent as guidance (ADR 0057).
+    """
     if event.kind == "scar.recorded":
+        if refused:
+            return f"what happened: {event.payload.what}"
         return f"{event.payload.what} — lesson: {event.payload.lesson}"
     if event.kind == "concept.upserted":
         return f"{event.payload.id}: {event.payload.label}"

@@ -498,7 +498,7 @@ def _recalled(r: Recalled, rule_texts: Mapping[int, str]) -> dict[str, Any]:
     if event.kind == "suggestion.reviewed":
         text = rule_texts.get(event.position) or event.payload.text or ""
     else:
-        text = scopes.item_text(event)
+        text = scopes.item_text(event, refused=r.refused)
     return {
         "id": event.id,
         "position": event.position,
@@ -512,6 +512,7 @@ def _recalled(r: Recalled, rule_texts: Mapping[int, str]) -> dict[str, Any]:
         "copies": r.copies,
         "copy_positions": list(r.copy_positions or (event.position,)),
         "replaced_by": r.replaced_by,
+        "refused": r.refused,
     }
 
 

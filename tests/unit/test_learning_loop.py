@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from engram.agents import guidance, repeats
+from engram.agents import guidance, repeats, scopes
 from engram.agents.context import build_context
 from engram.agents.errors import SuggestionInputError
 from engram.agents.importance import HeuristicScorer
@@ -29,6 +29,7 @@ from engram.agents.meaning import (
     repeat_score,
 )
 from engram.jobs.dream import DreamSettings
+from engram.mcp.tools import MemoryTools
 from engram.jobs.errors import JobConfigError
 from engram.projections.embedding import Embedder, Fingerprint, HashEmbedder
 from engram.projections.rules import Rule
@@ -254,6 +255,24 @@ def test_a_refused_lesson_never_reaches_an_agent_but_what_happened_does(
     text = str(frame.frames)
     assert lesson not in text
     assert f"what happened: {what}" in text
+    # Searching the scars serves what happened, marked refused, never the lesson.
+    query = "the payment gateway handshake failed"
+    for scope in ("scars", "all"):
+        result = memory.agent("newcomer").recall(query, 5, scope=scope, record=False)
+        (served,) = [r for r in result.items if r.event.kind == "scar.recorded"]
+        assert served.refused
+        assert scopes.item_text(served.event, refused=served.refused) == f"what happened: {what}"
+        found = MemoryTools(memory, ["newcomer"]).search_memory(query, 5, scope=scope)
+        (item,) = [i for i in found["items"] if i["kind"] == "scar.recorded"]
+        assert (item["text"], item["refused"]) == (f"what happened: {what}", True)
+    # A scar whose lesson was not refused is served whole.
+    other = scar(memory, "ops", "The nightly ETL loaded duplicate rows.", "Merge on the key.")
+    found = MemoryTools(memory, ["newcomer"]).search_memory("ETL duplicate rows", 5, scope="scars")
+    (item,) = [i for i in found["items"] if i["id"] == other]
+    assert (item["text"], item["refused"]) == (
+        "The nightly ETL loaded duplicate rows. — lesson: Merge on the key.",
+        False,
+    )
 
 
 # -- importance routed to a model ----------------------------------------------------------
