@@ -135,11 +135,27 @@ def run(beat: float, poll: float, once: bool) -> None:
         Daemon(runner, settings.projection_store, beat=beat, poll=poll).run_forever()
 
 
-def _summary(result: RunResult) -> None:
+def _summary(result: RunResult, fmt: str = "table", *, rendered: bool = False) -> None:
+    """Print what a run did: a line on stdout under the table format; under a machine format
+    (json, jsonl, csv), stdout keeps only records, so the line goes to stderr after the
+    ``rendered`` records, or the run is printed as one record of its own."""
     window = result.window
     span = "" if window is None else f" {window.start.isoformat()} .. {window.end.isoformat()}"
     counts = ", ".join(f"{k} {v}" for k, v in result.plan.counts.items())
-    state().echo(f"{result.job}: {result.outcome}{span}" + (f" ({counts})" if counts else ""))
+    line = f"{result.job}: {result.outcome}{span}" + (f" ({counts})" if counts else "")
+    if fmt == "table":
+        state().echo(line)
+    elif rendered:
+        note(line)
+    else:
+        record = {
+            "job": result.job,
+            "outcome": result.outcome,
+            "window_start": None if window is None else window.start.isoformat(),
+            "window_end": None if window is None else window.end.isoformat(),
+            **result.plan.counts,
+        }
+        state().render([record], fmt, columns=list(record))
 
 
 @cli.command(
@@ -270,7 +286,7 @@ def run_by_hand(name: str, dry_run: bool, fmt: str, *, lines: bool = False) -> R
         return result
     if lines:
         out.render(result.plan.lines, fmt, columns=_PLAN_COLUMNS)
-    _summary(result)
+    _summary(result, fmt, rendered=lines)
     if result.outcome == "leased":
         note(f"another runner holds the {name} lease: try again when it is done")
         raise click.exceptions.Exit(1)

@@ -152,6 +152,24 @@ def test_dream_is_a_dry_run_until_apply_and_proposes_once(
     assert "clusters 0" in out  # its scars are named by a suggestion now
 
 
+def test_a_job_run_for_real_prints_only_records_under_a_machine_format(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The summary line went to stdout after the JSON array: stdout keeps records only.
+    assert run(capsys, "init", "--ledger", db)[0] == 0
+    for command in (["dream", "--apply"], ["skills", "--apply"], ["hygiene", "--record"]):
+        code, out, err = run(capsys, *command, "--format", "json", "--ledger", db)
+        assert code == 0, err
+        assert isinstance(json.loads(out), list), out
+        assert f"{command[0]}: ok" in err
+    code, out, err = run(capsys, "sleep", "--format", "json", "--ledger", db)
+    assert code == 0, err
+    (record,) = json.loads(out)
+    assert (record["job"], record["outcome"]) == ("sleep", "ok")
+    code, out, _ = run(capsys, "sleep", "--ledger", db)
+    assert out.startswith("sleep: ")  # the table format keeps its line
+
+
 def test_hygiene_lists_groups_and_records_a_report_that_lists_again(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
