@@ -81,6 +81,7 @@ class Candidate:
     hop: int
     text: str
     replaced_by: int | None = None  # the memory that replaced this one (ADR 0052, 0106)
+    always: bool = False  # an always-on rule (tier 1): taken first, placed first, kept last
 
     @property
     def node_type(self) -> str:
@@ -142,7 +143,8 @@ def assemble(
     weights = dict(query_weights or {})
     kept: dict[str, int] = {}
     ranked: list[Candidate] = []
-    for c in sorted(candidates, key=lambda c: (-c.score, -c.event.position)):
+    # Best first, the always-on rules before all (no type's cap leaves one out).
+    for c in sorted(candidates, key=lambda c: (not c.always, -c.score, -c.event.position)):
         node = c.node_type
         if kept.get(node, 0) < cap(node):
             kept[node] = kept.get(node, 0) + 1
@@ -152,11 +154,15 @@ def assemble(
     used = counter.count(encode(render(identity, problem, [])))
     shown: list[_Shown] = []
     spent = dict.fromkeys(FRAMES, 0)
-    # The rules go first, within their reserved share; the rest fill what is left.
+    # The rules go first: the always-on ones within the whole budget, the situational ones
+    # within the rules' reserved share; the rest fill what is left.
     reserve = used + int(budget * RULE_SHARE)
     rules = [c for c in ranked if c.frame == "constraints"]
     for c in rules + [c for c in ranked if c.frame != "constraints"]:
-        room = (min(reserve, budget) if c.frame == "constraints" else budget) - used
+        if c.always:
+            room = budget - used
+        else:
+            room = (min(reserve, budget) if c.frame == "constraints" else budget) - used
         if c.frame in SHARES:
             room = min(room, int(budget * SHARES[c.frame]) - spent[c.frame])
         fitted = _fit(c, room, weights)
@@ -240,7 +246,8 @@ def _render(
 ) -> dict[str, object]:
     knowledge: dict[str, Any] = {}
     lists: dict[str, list[dict[str, Any]]] = {"episodic": [], "constraints": [], "scratchpad": []}
-    for s in sorted(shown, key=lambda s: s.candidate.event.position):
+    # In a frame by position, but the always-on rules first.
+    for s in sorted(shown, key=lambda s: (not s.candidate.always, s.candidate.event.position)):
         if s.candidate.frame == "knowledge":
             _merge(knowledge, _entry(s.candidate, s.details))
         elif s.candidate.frame in lists:

@@ -387,12 +387,16 @@ class Probe:
             self.memory.embedder,
             clear=weights.rules_clear,
         )
-        return self._ledger_items(
-            [(s.rule.position, s.score, rules.one_line(s.rule.text)) for s in served],
-            "rule",
-            weights,
-            at_us,
-        )
+        always = {s.rule.position for s in served if s.rule.always}
+        return [
+            replace(c, always=True) if c.event.position in always else c
+            for c in self._ledger_items(
+                [(s.rule.position, s.score, rules.one_line(s.rule.text)) for s in served],
+                "rule",
+                weights,
+                at_us,
+            )
+        ]
 
     def _refused(self, events: Sequence[Event]) -> set[str]:
         """Return the ids of the scars among ``events`` whose lesson a reviewer refused."""

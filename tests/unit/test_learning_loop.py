@@ -210,6 +210,34 @@ def test_an_always_on_rule_is_served_for_every_task(memory: Memory, lessons: Les
     assert lessons.rules()[0].always
 
 
+def test_always_on_rules_come_first_and_stay_while_memories_are_trimmed(
+    memory: Memory, lessons: Lessons
+) -> None:
+    # Told after a situational rule, the always-on ones were listed after it; and an
+    # always-on rule past the rules' reserved share was dropped while a memory was kept.
+    situational = _rule(
+        memory, lessons, "A new release broke the build.", "Pin dependency versions in the lock file."
+    )
+    always = [
+        _rule(memory, lessons, "A prod table was dropped.", text, always=True)
+        for text in (
+            "Never run a destructive command against production without a second person"
+            " watching the session and a fresh backup verified.",
+            "Quote every customer-facing commitment only from the approved policy pages,"
+            " never from memory.",
+        )
+    ]
+    agent = memory.agent("newcomer")
+    for i in range(10):
+        agent.observe(f"Status {i}: the deploy pipeline of service {i} finished with notes.")
+    task = "Bump the dependency versions in the lock file."
+    assert _constraints(memory, task) == [*always, situational]
+    for budget in (250, 300, 500):
+        frame = build_context(agent, "Write a haiku about the sea.", budget=budget, save=False)
+        served = [str(e["text"]) for e in frame.frames["constraints"]]  # type: ignore[index]
+        assert served == always, budget
+
+
 def test_always_marks_an_applied_rule_only(memory: Memory, lessons: Lessons) -> None:
     sid = lessons.propose([scar(memory, "ops", "x", "Bisect it.")], "skill", "Bisect it.")
     with pytest.raises(SuggestionInputError, match="marks a rule"):
