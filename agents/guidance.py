@@ -34,6 +34,7 @@ above their mean, when there are :data:`POOL` rules or more to compare).
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
@@ -47,6 +48,8 @@ from engram.agents.meaning import (
     content_words,
     mapped,
 )
+from engram.projections import rules as rulebook
+from engram.projections import suggestions
 from engram.projections.embedding import Embedder
 from engram.projections.rules import Rule
 
@@ -57,6 +60,8 @@ __all__ = [
     "Served",
     "cache_for",
     "clear_of_the_rest",
+    "evidence_of",
+    "lookup",
     "scores",
     "serve",
     "stands_apart",
@@ -202,6 +207,34 @@ def serve(
         chosen.append((rule, match))
     chosen.sort(key=lambda c: (-c[1].typical, -c[1].best, c[0].position))
     return always + [Served(rule, match.best) for rule, match in chosen[:limit]]
+
+
+def evidence_of(conn: sqlite3.Connection, every: Sequence[Rule]) -> dict[str, list[str]]:
+    """Return each rule's evidence, by its suggestion id: what happened and the lesson of
+    each scar it cites, in turn (:func:`scores`)."""
+    scar_ids = list(dict.fromkeys(s for r in every for s in r.scars))
+    texts = suggestions.scar_texts(conn, scar_ids) if scar_ids else {}
+    return {r.suggestion: [t for s in r.scars if s in texts for t in texts[s]] for r in every}
+
+
+def lookup(
+    conn: sqlite3.Connection, query: str, k: int, embedder: Embedder | None = None
+) -> list[Rule]:
+    """Return the ``k`` rules in force that best meet ``query``, by meaning, as the frames
+    rank them (:func:`scores`: the situation score where the embedder sets meanings apart,
+    else the typical one), each with ``match`` its best score (0..1); rules nothing of the
+    query meets (best score 0) are left out. Always-on rules are ranked like the others:
+    this is a search, not a frame."""
+    every = rulebook.active(conn)
+    if not every or not query.strip():
+        return []
+    found = scores(every, query, evidence_of(conn, every), embedder)
+    apart = stands_apart(embedder)
+    order = sorted(
+        (i for i in range(len(every)) if found[i].best > 0),
+        key=lambda i: (-(found[i].situation if apart else found[i].typical), -found[i].best, i),
+    )
+    return [every[i]._replace(score=found[i].best, match=found[i].best) for i in order[:k]]
 
 
 def stands_apart(embedder: Embedder | None) -> bool:

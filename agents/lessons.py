@@ -24,7 +24,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from engram.agents import destinations
+from engram.agents import destinations, guidance
 from engram.agents.completion import Completer
 from engram.agents.errors import (
     DestinationError,
@@ -46,6 +46,8 @@ from engram.ledger.events import Expectation
 from engram.projections import rules, suggestions
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
+from engram.projections.counts import check_count
+from engram.projections.errors import QueryError
 from engram.projections.rules import Rule, one_line
 from engram.projections.suggestions import Suggestion, Waiting
 
@@ -154,10 +156,19 @@ class Lessons:
             return rules.active(conn)
 
     def rules_for_query(self, query: str, k: int = 5) -> list[Rule]:
-        """Return the ``k`` rules that best match ``query``."""
+        """Return the ``k`` rules that best meet ``query`` by meaning, as context frames rank
+        them (:func:`engram.agents.guidance.lookup`: this memory's embedder and the content
+        words), each with ``match`` how surely it applies (0..1).
+
+        Raises:
+            QueryError: ``query`` is not a str, or ``k`` not a positive int.
+        """
+        if not isinstance(query, str):
+            raise QueryError(f"query must be a string, got {type(query).__name__}")
+        check_count(k, "k")
         self._caught_up()
         with self.engine.read() as conn:
-            return rules.rules_for_query(conn, query, k)
+            return guidance.lookup(conn, query, k, self.embedder)
 
     # -- writing -------------------------------------------------------------------------
 

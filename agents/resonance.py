@@ -373,13 +373,9 @@ class Probe:
         meaning (:mod:`engram.agents.guidance`); each agent's constraints, placed first."""
         try:
             every = rules.active(self.conn)
-            scar_ids = list(dict.fromkeys(s for r in every for s in r.scars))
-            texts = suggestions.scar_texts(self.conn, scar_ids) if scar_ids else {}
+            evidence = guidance.evidence_of(self.conn, every)
         except ProjectionError:
             return []
-        evidence = {
-            r.suggestion: [t for s in r.scars if s in texts for t in texts[s]] for r in every
-        }
         served = guidance.serve(
             every,
             f"{self.query} {self.task}",

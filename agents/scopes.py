@@ -47,10 +47,11 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from engram.agents import guidance
 from engram.agents.recalled import Recalled, RecallResult
 from engram.ledger import Event, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
-from engram.projections import lexical, rules, semantic, suggestions, timetravel
+from engram.projections import lexical, semantic, suggestions, timetravel
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError, QueryError
 from engram.projections.semantic import VectorHit, VectorSearcher
@@ -117,19 +118,21 @@ class Scope:
 
 
 def _rules(ask: Ask, types: tuple[str, ...]) -> Ranked:
-    """Fetch the applied rules that match the query, scored by their match (0..1).
+    """Fetch the applied rules that meet the query by meaning, scored by how surely each
+    applies (0..1; :func:`engram.agents.guidance.lookup`, as context frames rank them).
 
     A rule has no importance or age to weigh: it holds until a person replaces it. As of a
     time, only rules applied by then are served. Rules are for every agent (visibility does
     not apply: a person reviewed them for everyone).
     """
     try:
-        found = rules.rules_for_query(ask.conn, ask.query, max(4 * ask.k, 20))
+        found = guidance.lookup(ask.conn, ask.query, max(4 * ask.k, 20), ask.memory.embedder)
     except ProjectionError as exc:
         return Ranked([], f"rules unavailable ({exc})")
     if not found:
         return Ranked([], None)
     events = {e.position: e for e in ask.memory.ledger.get([r.position for r in found])}
+    paths = ("lexical",) if ask.memory.embedder is None else ("semantic", "lexical")
     items = []
     for rule in found:
         event = events[rule.position]
@@ -142,8 +145,7 @@ def _rules(ask: Ask, types: tuple[str, ...]) -> Ranked:
                 rule.match,
                 0.0,
                 0.0,
-                ("lexical",),
-                bm25=rule.score,
+                paths,
                 match=rule.match,
             )
         )
@@ -152,7 +154,7 @@ def _rules(ask: Ask, types: tuple[str, ...]) -> Ranked:
 
 #: The scopes recall accepts, besides ``all``, which merges every one of them. ``memories``
 #: alone is memory recall's own path; its entry here ranks memories within ``all``. ``rules``
-#: are the applied suggestions of the rules projection, matched by their words; ``concepts``
+#: are the applied suggestions of the rules projection, matched by meaning; ``concepts``
 #: the concept tree's newest versions, indexed by label, id and payload (ADR 0037).
 SCOPES: dict[str, Scope] = {
     s.name: s

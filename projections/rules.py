@@ -49,8 +49,11 @@ class Rule(NamedTuple):
     suggestion: str
     scars: list[str]
     reviewer: str
-    score: float = 0.0  # BM25 (higher is better), for a query
-    match: float = 0.0  # the share of the query's distinct words the rule holds (0..1)
+    # For a query: by rules_for_query here, BM25 (higher is better) and the share of the
+    # query's distinct words the rule holds (0..1); by meaning (the agents' lookup), both how
+    # surely the rule applies (0..1).
+    score: float = 0.0
+    match: float = 0.0
     always: bool = False  # always-on (tier 1): the reviewer marked it so
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import engram
+from engram.projections.errors import QueryError
 from engram.runtime import Memory
 
 
@@ -41,3 +42,32 @@ def test_applied_rules_are_recalled_by_their_words_and_only_after_they_apply(
     assert applied in [r.event.position for r in everything.items]
     assert agent.recall("migration lock timeout", 3, scope="rules", as_of=before).items == []
     assert agent.recall("schema change on-call", 3, scope="rules", record=False).items == []
+
+
+def test_rules_are_looked_up_by_meaning_not_by_shared_function_words(memory: Memory) -> None:
+    # The lookup matched the rules' words by BM25: a rule sharing only "the" and "a" with the
+    # query was listed (match 0.0) above one sharing what the query is about.
+    lessons = memory.lessons()
+    texts = {}
+    for what, lesson in (
+        (
+            "The rep offered a discount to calm the upset user.",
+            "Offer a refund only as the policy allows.",
+        ),
+        (
+            "The rows of one customer were shuffled across the folds.",
+            "Split the data by the customer id.",
+        ),
+    ):
+        (scar,) = memory.ledger.get([memory.scars("ops").record("failure", what, lesson)])
+        texts[lesson] = lessons.apply(lessons.propose([scar.id], "rules", lesson), "ana")
+    query = "Answer the user who asks for a refund of the annual plan, as the policy says."
+    found = lessons.rules_for_query(query, 5)
+    assert [r.text for r in found][:1] == ["Offer a refund only as the policy allows."]
+    assert all(0 < r.match <= 1 for r in found)
+    assert [r.match for r in found] == sorted((r.match for r in found), reverse=True)
+    result = memory.agent("planner").recall(query, 5, scope="rules", record=False)
+    assert [r.event.position for r in result.items][:1] == [texts[found[0].text]]
+    assert lessons.rules_for_query("Write a haiku about the sea.", 5) == []
+    with pytest.raises(QueryError, match="query must be a string"):
+        lessons.rules_for_query(None, 5)  # type: ignore[arg-type]
