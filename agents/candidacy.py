@@ -17,8 +17,11 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 import numpy as np
 
 from engram.agents import statements
+from engram.agents.folding import retold
 from engram.agents.matching import codes, stem
-from engram.projections import lexical, semantic, supersession
+from engram.agents.quoted import cased, runs, written_ids
+from engram.agents.statements import CHANGE_WORDS
+from engram.projections import copies, lexical, semantic, supersession
 from engram.projections.errors import ProjectionError
 
 if TYPE_CHECKING:
@@ -31,25 +34,11 @@ __all__ = [
     "announces",
     "candidates",
     "same_format",
+    "same_keys",
     "search",
     "value_format",
 ]
 
-#: Words that announce a change of state, stemmed (:func:`stem`): "moved", "now", "no
-#: longer", "switched", "instead", "new"...
-CHANGE_WORDS = frozenset(
-    stem(w)
-    for w in (
-        "now", "new", "moved", "relocated", "switched", "changed", "instead", "longer",
-        "anymore", "became", "replaced", "transferred", "joined", "left", "started", "quit",
-        "nowadays", "currently",
-        # A state's value set anew (ADR 0106): what an agent's notes about things say.
-        "upgraded", "downgraded", "rescheduled", "postponed", "renamed", "updated", "rotated",
-        "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
-        # A release changed: "rolled the gateway forward to 2.5.0", "bumped it to 3.2" (ADR 0115).
-        "rolled", "bumped",
-    )
-)  # fmt: skip
 #: How many candidates, most similar first, are compared without the name.
 COMPARED = 5
 _CANDIDATES = 20
@@ -171,6 +160,8 @@ class _Said:
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
         self.named = set(codes(text[: _announced_at(text)])) if change else set()
         self.phrases: dict[int, tuple[str, ...]] = {}
+        self.digest = copies.digest(text)
+        self.identifiers = identifiers(text)
 
     def may_replace(self, position: int, old: _Held) -> bool:
         """Say whether ``old`` may be replaced as far as its shape (a statement), its content
@@ -182,6 +173,10 @@ class _Said:
                 self.ids, self.labels, old.text, self.change, self.values
             )
             and self.named <= set(codes(old.text))
+            and same_keys(self.text, old.text)
+            and (self.change or identifiers(old.text) == self.identifiers)
+            and copies.digest(old.text) != self.digest  # a copy replaces nothing
+            and not retold(self.text, old.text)
         )  # fmt: skip
 
 
@@ -279,6 +274,28 @@ def _of_speaker(
         h for h in spoken
         if statements.first_person(h.text) == person and said.may_replace(position, h)
     ]  # fmt: skip
+
+
+def same_keys(text: str, old: str) -> bool:
+    """Say whether the opaque keys written in both cases (:func:`~engram.agents.quoted.cased`)
+    that the two texts share, case aside, are written alike: ``cus_Nf8XkQ2pLm3z`` and
+    ``cus_nf8XkQ2pLm3z`` are two customers (ADR 0119)."""
+    mine = {k for k in runs(text) if cased(k)}
+    theirs = {k for k in runs(old) if cased(k)}
+    if not mine and not theirs:
+        return True
+    folded = {k.casefold() for k in mine} & {k.casefold() for k in theirs}
+    return all(k in theirs for k in mine if k.casefold() in folded) and all(
+        k in mine for k in theirs if k.casefold() in folded
+    )
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """Return the identifiers and opaque keys ``text`` writes
+    (:func:`~engram.agents.quoted.written_ids`: ``E_CONN_RESET``, ``/etc/nginx/api.conf``):
+    like an id, one names one thing, so a memory quoting another is of another thing unless
+    the new one announces a change (ADR 0119)."""
+    return frozenset(written_ids(text))
 
 
 def same_format(text: str, old: str) -> bool:

@@ -9,11 +9,13 @@ every visible copy of its digest and what it folded.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from engram.agents.matching import STOPWORDS, Matching, stems_of
+from engram.agents.quoted import runs
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
@@ -222,9 +224,37 @@ def _inside(small: frozenset[str], large: frozenset[str], small_text: str, large
 
 
 def _spelt(text: str) -> frozenset[str]:
-    """Return ``text``'s content words, lower-cased, as spelt (not stemmed)."""
-    return frozenset(
-        w for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
+    """Return ``text``'s content words, lower-cased, as spelt (not stemmed); a code, an id or
+    a path (a run with digits, "_", "/", "\\", ":" or an inner capital: ``E_CONN_RESKT``,
+    ``C:\\ProgramData``) as one word, as written, which no misspelling matches: one
+    character apart, it is another thing (ADR 0119)."""
+    out: set[str] = set()
+    for token in runs(text):
+        if _WORDS.fullmatch(token) and not _INNER_CAPITAL.search(token):
+            out.update(
+                w for w in lexical.tokens(token) if w not in STOPWORDS and w not in copies.FILLERS
+            )
+        elif any(c.isalnum() for c in token):
+            out.add(_CODE_MARK + token)
+    return frozenset(out)
+
+
+#: Plain words: letters, joined by an apostrophe or a hyphen ("Jansen's", "follow-up").
+_WORDS = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+_CODE_MARK = "\x00"  # a code kept whole: never a misspelling of a word (:func:`misspelt`)
+
+
+def retold(a: str, b: str) -> bool:
+    """Say whether two different texts say the same but for misspelt words: each content
+    word one holds and the other lacks is a misspelling of one the other holds ("phnoe" and
+    "phone", "accross" and "across"; ADR 0119)."""
+    mine, theirs = _spelt(a), _spelt(b)
+    only_mine, only_theirs = mine - theirs, theirs - mine
+    if not only_mine or not only_theirs:
+        return False
+    return all(any(misspelt(w, o) for o in only_theirs) for w in only_mine) and all(
+        any(misspelt(o, w) for w in only_mine) for o in only_theirs
     )
 
 
@@ -232,7 +262,9 @@ def misspelt(a: str, b: str) -> bool:
     """Say whether two different words, as spelt, are one word and its misspelling: two
     neighbouring letters swapped ("hnederson", "henderson"), in words of four letters or
     more; or one letter changed, added or dropped, in words of six or more. Numbers never
-    are: "2.4" and "2.5" are two values (ADR 0117)."""
+    are: "2.4" and "2.5" are two values (ADR 0117); nor are codes kept whole (ADR 0119)."""
+    if a.startswith(_CODE_MARK) or b.startswith(_CODE_MARK):
+        return False
     la, lb = len(a), len(b)
     if a == b or abs(la - lb) > 1 or min(la, lb) < 4:
         return False
@@ -264,12 +296,16 @@ def grouped(
     agent: str,
     cut: int | None,
 ) -> dict[int, tuple[int, ...]]:
-    """Return each served item's copies (itself included), oldest first."""
+    """Return each served item's copies (itself included), oldest first. A memory stands in
+    one item only: not in another's copies where it is served itself, nor in two items'
+    (the first served keeps it; ADR 0119)."""
     digests = {rows[p].digest for p in order if p in rows}
     try:
         same = copies.copies_of(conn, sorted(digests), agent=agent, as_of_us=cut)
     except sqlite3.Error:
         same = {}
+    served = set(order)
+    taken: set[int] = set()
     groups = {}
     for p in order:
         found = set(same.get(rows[p].digest, ())) if p in rows else set()
@@ -277,5 +313,7 @@ def grouped(
             found.add(q)
             if q in rows:
                 found.update(same.get(rows[q].digest, ()))
-        groups[p] = tuple(sorted(found | {p}))
+        group = (found - served - taken) | {p}
+        taken |= group
+        groups[p] = tuple(sorted(group))
     return groups

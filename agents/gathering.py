@@ -21,7 +21,7 @@ import numpy.typing as npt
 from engram.agents import contiguity
 from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.matching import Candidate, Matching, codes, note_absent, without_names
-from engram.agents.quoted import quoted_ids
+from engram.agents.quoted import quoted_ids, written_ids
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder
@@ -64,7 +64,12 @@ class Gathering:
         out their ``match`` needs (None: the fallback set it)."""
         found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
-        matching = Matching(conn, self.fusion, codes=codes(query), ids=quoted_ids(query))
+        # The query's codes and the identifiers it writes, digits or none (ADR 0119): each
+        # held only by a text holding it whole ("E_CONN_RESET" is not held by "E_CONN_RESETS").
+        quoted = (*codes(query), *(w.casefold() for w in written_ids(query)))
+        matching = Matching(
+            conn, self.fusion, codes=tuple(dict.fromkeys(quoted)), ids=quoted_ids(query)
+        )
         if "lexical" in paths:
             try:
                 terms = lexical.terms(conn, query, prune=self.prune, agent=self.agent)

@@ -44,9 +44,9 @@ from engram.ledger.catalog import (
 )
 from engram.ledger.events import Expectation
 from engram.projections import rules, suggestions
+from engram.projections.counts import check_count
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
-from engram.projections.counts import check_count
 from engram.projections.errors import QueryError
 from engram.projections.rules import Rule, one_line
 from engram.projections.suggestions import Suggestion, Waiting

@@ -551,7 +551,8 @@ class AgentMemory(Gathering):
                     c.match or 0.0,
                     copies=len(group),
                     copy_positions=group,
-                    replaced_by=replaced.get(p),
+                    # A copy does not replace what it copies (ADR 0119).
+                    replaced_by=None if replaced.get(p) in group else replaced.get(p),
                 )
             )
         return items

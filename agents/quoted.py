@@ -15,7 +15,17 @@ from collections.abc import Sequence
 from engram.agents.matching import Matching, codes, verbatim
 from engram.projections import lexical
 
-__all__ = ["ID_HELD", "ID_HOLDERS", "ID_LENGTH", "id_floors", "quoted_ids"]
+__all__ = [
+    "ID_HELD",
+    "ID_HOLDERS",
+    "ID_LENGTH",
+    "cased",
+    "id_floors",
+    "identifier",
+    "quoted_ids",
+    "runs",
+    "written_ids",
+]
 
 #: The least relevance of the memory holding every id a query quotes, where it is the only
 #: candidate that does: as likely as not to be what is asked for (ADR 0117). Where several
@@ -27,14 +37,65 @@ ID_HOLDERS = 3
 #: "err-4471-b"; shorter codes are ordinals and measures as often ("18th", "5k", "ga4").
 ID_LENGTH = 5
 _REFERENCE = re.compile(r"(?<![\w#])#\d{3,}\b")  # an issue's or a request's number: "#4821"
+#: What may open or close a quoted identifier in prose: quotes, brackets, a sentence's stop.
+_AROUND = "\"'`‘’“”()[]{}<>,;!?"
+_PLAIN = re.compile(r"[^\W\d_]+")
+_CAMEL = re.compile(r"[a-z][a-z0-9]*[A-Z]")
+_PATH_START = re.compile(r"^(?:~?/|\./|[A-Za-z]:\\)")
+
+
+def identifier(token: str) -> bool:
+    """Say whether ``token`` (a run without spaces) is written as a programmer names one
+    thing, digits or none: words joined by "_" (``E_CONN_RESET``,
+    ``flow_log_retention_days``), a lower camel case name (``hydrateCartSummary``), a file
+    or key name of dotted parts (``api.conf``, ``checkout.enable_split_tender``) or a path
+    (``/etc/nginx/api.conf``, ``C:\\ProgramData\\Acme``). Prose joins words with "-" and
+    "/" ("follow-up", "and/or", "e.g."), not so (ADR 0119)."""
+    if len(token) < ID_LENGTH or (_PLAIN.fullmatch(token) and not _CAMEL.match(token)):
+        return False
+    if _PATH_START.match(token):
+        return sum(token.count(c) for c in "/\\") >= 2
+    if "_" in token.strip("_"):
+        return True
+    if _CAMEL.match(token) and _PLAIN.fullmatch(token):
+        return len(token) >= 8
+    parts = token.split(".")
+    return len(parts) >= 2 and all(len(p) >= 2 and re.fullmatch(r"[\w-]+", p) for p in parts)
+
+
+def cased(code: str) -> bool:
+    """Say whether ``code`` is written in both cases with a digit (``cus_Nf8XkQ2pLm3z``):
+    an opaque key, whose case tells it apart from another (ADR 0119)."""
+    return any(c.isdigit() for c in code) and any(c.islower() for c in code) and sum(
+        c.isupper() for c in code[1:]
+    ) >= 1
+
+
+def runs(text: str) -> list[str]:
+    """Return ``text``'s runs without spaces, stripped of the quotes, brackets and stops
+    that prose puts around them (a path keeps its inner dots and colons)."""
+    return [t for raw in text.split() if (t := raw.strip(_AROUND).rstrip(".:"))]
+
+
+def written_ids(text: str) -> tuple[str, ...]:
+    """Return the identifiers and opaque keys ``text`` writes (:func:`identifier`,
+    :func:`cased`), lower-cased but the keys, which keep their case."""
+    found = (t if cased(t) else t.casefold() for t in runs(text) if identifier(t) or cased(t))
+    return tuple(dict.fromkeys(found))
 
 
 def quoted_ids(query: str) -> tuple[str, ...]:
-    """Return the ids ``query`` quotes that name one thing, lower-cased: its codes
-    (:func:`codes`) of at least :data:`ID_LENGTH` characters, and numbers written after a
-    "#" ("PR #4821"; ADR 0117)."""
+    """Return the ids ``query`` quotes that name one thing: its codes (:func:`codes`) of at
+    least :data:`ID_LENGTH` characters, numbers written after a "#" ("PR #4821"; ADR 0117),
+    and identifiers written as a programmer writes them, digits or none (:func:`identifier`,
+    ADR 0119). Each is lower-cased but an opaque key written in both cases (:func:`cased`),
+    which keeps its case."""
     named = [c for c in codes(query) if len(c) >= ID_LENGTH]
-    return tuple(dict.fromkeys([*named, *(m.group() for m in _REFERENCE.finditer(query))]))
+    written = written_ids(query)
+    kept = {w.casefold() for w in written if cased(w)}
+    named = [c for c in named if c not in kept]  # the cased spelling stands for it
+    ids = [*written, *named, *(m.group() for m in _REFERENCE.finditer(query))]
+    return tuple(dict.fromkeys(ids))
 
 
 def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
@@ -51,7 +112,8 @@ def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
         m.texts.update(lexical.texts(m.conn, unread))
     holders = [
         p for p in positions
-        if (text := m.texts.get(p)) and all(verbatim(i, text.casefold()) for i in m.ids)
+        if (text := m.texts.get(p))
+        and all(verbatim(i, text if cased(i) else text.casefold()) for i in m.ids)
     ]  # fmt: skip
     if not holders or len(holders) > ID_HOLDERS:
         return {}

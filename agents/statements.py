@@ -42,6 +42,22 @@ __all__ = [
 #: replaced about a third of the messages without this bound (ADR 0106).
 STATEMENT_WORDS = 50
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
+#: Words that announce a change of state, stemmed (:func:`stem`): "moved", "now", "no
+#: longer", "switched", "instead", "new"...
+CHANGE_WORDS = frozenset(
+    stem(w)
+    for w in (
+        "now", "new", "moved", "relocated", "switched", "changed", "instead", "longer",
+        "anymore", "became", "replaced", "transferred", "joined", "left", "started", "quit",
+        "nowadays", "currently",
+        # A state's value set anew (ADR 0106): what an agent's notes about things say.
+        "upgraded", "downgraded", "rescheduled", "postponed", "renamed", "updated", "rotated",
+        "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
+        # A release changed: "rolled the gateway forward to 2.5.0", "bumped it to 3.2" (ADR 0115).
+        "rolled", "bumped",
+    )
+)  # fmt: skip
+
 _RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*")
 #: A number right after a word labels an occurrence of it: "round 26", "shard 4". The word
 #: is at most 64 characters: a word may start at every hyphen of a long hyphenated run, and
@@ -85,6 +101,8 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
             return ""  # "The payments gateway is owned by Omar Said": the name is a value
         if len(words) > 1 or not opens(text, run.start()):
             return named[0]
+        if stem(named[0]) in CHANGE_WORDS:
+            continue  # "Moved the log shipper over to eu-west-1": a verb, not a name (ADR 0119)
         if _HEAD_OF.match(text, run.end()):
             continue  # "Ownership of the Atlas search service passed to ...": a head noun
         weights = lexical.terms(conn, named[0], prune=False).weights
@@ -256,10 +274,12 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
     """Say whether ``text`` and ``other`` name two things by the same ``words`` (stems, as
     :func:`shared_phrase` gives them, or a name's): each puts its own modifier before them
     ("the nightly backup job" and "the weekly backup job", "the staging API" and "the
-    production API"), or, with ``heads``, the words modify another noun in one of them
+    production API", "the public API" and "the partner webhook API"), or, with ``heads``,
+    the words modify another noun in one of them
     ("the payments gateway canary is" beside "the payments gateway is"). A modifier is a
-    content word right before the words, itself after a determiner or opening the text (a
-    verb, "moved the backup job", is neither); a head is a content word right after them
+    content word right before the words, opening a run of content words (a compound) that
+    follows a determiner or opens the text (a verb, "moved the backup job", is neither;
+    ADR 0119); a head is a content word right after them
     and right before a copula (ADR 0109)."""
 
     def around(said: str) -> tuple[str, str]:
@@ -269,13 +289,13 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
         i = _spelled(stems, words)
         if i < 0:
             return "", ""
-        before = tokens[i - 1] if i else ""
-        modifier = (
-            stems[i - 1]
-            if before.isalpha() and before not in STOPWORDS
-            and (i == 1 or tokens[i - 2] in _DETERMINERS)
-            else ""
-        )  # fmt: skip
+        # The modifier: the content word right before the words, opening a run of content
+        # words (a compound: "the partner webhook API") that follows a determiner or opens
+        # the text.
+        j = i - 1
+        while j >= 0 and tokens[j].isalpha() and tokens[j] not in STOPWORDS:
+            j -= 1
+        modifier = stems[i - 1] if j < i - 1 and (j < 0 or tokens[j] in _DETERMINERS) else ""
         after = tokens[i + n] if i + n < len(tokens) else ""
         head = (
             stems[i + n]

@@ -163,12 +163,17 @@ def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> fl
     """Return the cosine, names taken out, from which the offline rule takes a candidate
     (``old``, when given) for the new memory ``text``: lower when ``text`` announces a
     change, lowest when the two give values of one format in place of each other."""
-    provider = memory.embedder.fingerprint.provider if memory.embedder is not None else ""
+    provider = _provider(memory)
     if old is not None and same_format(text, old):
         table = FORMATTED
     else:
         table = ANNOUNCED if announces(text) else THRESHOLDS
     return table["hash" if provider == "hash" else "neural"]
+
+
+def _provider(memory: AgentMemory) -> str:
+    """Return the provider of ``memory``'s embedder ("" without one)."""
+    return memory.embedder.fingerprint.provider if memory.embedder is not None else ""
 
 
 def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:
@@ -208,8 +213,22 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
         except CompletionError:
             pass  # the offline rule decides, as if no model were routed
     # The most alike first; one further down is taken only where its values' format lowers
-    # its threshold below the cosines above it (ADR 0115).
-    best = next((c for c in found if c.said >= threshold(memory, text, c.text)), None)
+    # its threshold below the cosines above it (ADR 0115). Under hash vectors nearness alone
+    # is no change: their cosine counts shared letters, and two facts of one subject that
+    # share no word beyond it share only function words' letters ("manages the platform
+    # team", "'s daughter plays the violin"); the new memory must announce a change, give a
+    # value of the old one's format, or share a word of what it says ("lives in"). A neural
+    # embedder's cosine reads meaning ("plays the harp", "gave up the old instrument for
+    # the saxophone") and decides alone (ADR 0119).
+    letters = _provider(memory) == "hash" and not announces(text)
+    best = next(
+        (
+            c for c in found
+            if c.said >= threshold(memory, text, c.text)
+            and not (letters and not c.attribute and not same_format(text, c.text))
+        ),
+        None,
+    )  # fmt: skip
     if best is None:
         return None
     return Finding([best.position], best.said, "overlap", _evidence(best))

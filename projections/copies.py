@@ -59,16 +59,40 @@ FILLERS = frozenset(
 )
 
 
-#: A separator of a number's groups of three digits ("15,000", "15 000", "15_000"): a number
-#: written with one is the number written without (version 2).
-_GROUPED = re.compile(r"(?<=\d)[,_'\u00a0\u2009\u202f\u2019](?=\d{3}(?!\d))")
+#: A number written in groups of three digits, one separator between them ("15,000",
+#: "2 500", "1_000_000"): the number written without them (version 2).
+_GROUPED = re.compile(
+    r"(?<![\d.,])\d{1,3}(?:([,_' \u00a0\u2009\u202f\u2019])\d{3})(?:\1\d{3})*(?![\d])"
+)
+#: A number of thousands written with "k" ("$15k", "2.5k"): the number written whole.
+_THOUSANDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
+
+
+def _joined(match: re.Match[str]) -> str:
+    return match.group().replace(match.group(1), "")
+
+
+def _whole(match: re.Match[str]) -> str:
+    value = float(match.group(1)) * 1000
+    return str(int(value)) if value.is_integer() else match.group()
+
+
+def _case(word: str) -> str:
+    """Return ``word`` lowercased, but an opaque key written in both cases with a digit
+    ("Nf8XkQ2pLm3z"), whose case tells it apart from another, as written (version 2)."""
+    mixed = any(c.isupper() for c in word[1:]) and any(c.islower() for c in word)
+    if mixed and any(c.isdigit() for c in word):
+        return word
+    return word.casefold()
 
 
 def normalise(text: str) -> str:
-    """Return ``text``'s words, lowercased, filler words dropped, one space apart; a
-    number's digit groups joined ("15,000" is "15000")."""
-    words = _WORD.findall(_GROUPED.sub("", text.casefold()))
-    kept = [w for w in words if w not in FILLERS]
+    """Return ``text``'s words, lowercased (but opaque keys written in both cases), filler
+    words dropped, one space apart; a number's digit groups joined ("15,000" is "15000") and
+    its thousands written whole ("15k" is "15000")."""
+    text = _THOUSANDS.sub(_whole, _GROUPED.sub(_joined, text))
+    words = [_case(w) for w in _WORD.findall(text)]
+    kept = [w for w in words if w.casefold() not in FILLERS]
     return " ".join(kept or words)
 
 

@@ -79,7 +79,7 @@ def test_a_copy_with_one_misspelt_word_folds_and_two_values_do_not() -> None:
         assert _same(_content(a), _content(b), a, b) is same
 
 
-def test_a_number_s_digit_groups_join_only_where_they_are_groups_of_three() -> None:
+def test_a_number_s_digit_groups_join_and_an_opaque_key_keeps_its_case() -> None:
     from engram.projections.copies import normalise
 
     assert normalise("Budget: 15,000 EUR") == normalise("budget 15000 eur") == "budget 15000 eur"
@@ -87,3 +87,12 @@ def test_a_number_s_digit_groups_join_only_where_they_are_groups_of_three() -> N
     assert normalise("rooms 1,2 and 12,34") == "rooms 1 2 and 12 34"  # not groups of three
     assert normalise("pi is 3,14159") == "pi is 3 14159"  # five digits: not a group
     assert normalise("version 2.100") == "version 2 100"  # a point is no group separator
+    assert normalise("Order #10234 shipped 2 500 units") == "order 10234 shipped 2500 units"
+    assert normalise("In 2026 500 people came") == "in 2026 500 people came"  # four digits
+    assert normalise("The budget is $15k.") == normalise("the budget is 15,000") != normalise(
+        "the budget is 15"
+    )
+    assert normalise("2.5k rows") == "2500 rows"
+    # An opaque key's case tells it apart; a word's does not.
+    assert normalise("Customer cus_Nf8XkQ2pLm3z") == "customer cus Nf8XkQ2pLm3z"
+    assert normalise("CUSTOMER Q2 iPhone") == "customer q2 iphone"

@@ -29,8 +29,8 @@ from engram.agents.meaning import (
     repeat_score,
 )
 from engram.jobs.dream import DreamSettings
-from engram.mcp.tools import MemoryTools
 from engram.jobs.errors import JobConfigError
+from engram.mcp.tools import MemoryTools
 from engram.projections.embedding import Embedder, Fingerprint, HashEmbedder
 from engram.projections.rules import Rule
 from engram.runtime import Memory, open_memory
@@ -216,7 +216,10 @@ def test_always_on_rules_come_first_and_stay_while_memories_are_trimmed(
     # Told after a situational rule, the always-on ones were listed after it; and an
     # always-on rule past the rules' reserved share was dropped while a memory was kept.
     situational = _rule(
-        memory, lessons, "A new release broke the build.", "Pin dependency versions in the lock file."
+        memory,
+        lessons,
+        "A new release broke the build.",
+        "Pin dependency versions in the lock file.",
     )
     always = [
         _rule(memory, lessons, "A prod table was dropped.", text, always=True)

@@ -1,0 +1,153 @@
+"""What a third probe written apart found in detection, folding and quoted ids (ADR 0119).
+
+Each case failed before its fix: a copy with typos or a differently cased key taken for an
+update, two attributes of one subject taken for one under hash vectors, a sentence's opening
+verb taken for its subject, a compound modifier read as none, a memory served in two items,
+a near-miss error code or path outranking the one a question quotes. Real SQLite stores, the
+hash embedder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import engram
+from engram.agents import statements
+from engram.agents.folding import retold
+from engram.agents.quoted import identifier, quoted_ids
+from engram.projections import supersession
+from engram.runtime import Memory
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+DAY = timedelta(days=1)
+FILLER = [
+    f"{name} {verb}."
+    for name in ("Bilal Haddad", "Chen Wei", "Dmitri Volkov", "Eva Lindqvist")
+    for verb in ("keeps a vegetable garden", "collects old maps", "reads science fiction")
+]
+
+
+@pytest.fixture
+def memory(tmp_path: Path) -> Iterator[Memory]:
+    with engram.open_memory(str(tmp_path / "ledger.db")) as opened:
+        yield opened
+
+
+def _replaced(memory: Memory, old: str, new: str) -> bool:
+    """Observe ``old`` then, a month later, ``new``; say whether detection replaced it."""
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    first = ana.observe(old, at=NOW - 40 * DAY)
+    ana.observe(new, at=NOW - 10 * DAY)
+    memory.engine.wait_for(memory.ledger.head())
+    with memory.engine.read() as conn:
+        return any(first in s.replaces for s in supersession.in_force(conn, limit=100))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # Typos are no change of value.
+        (
+            "The kafka cluster has 12 brokers accross three AZs",
+            "The Kafka cluster has 12 brokers across three AZs.",
+        ),
+        (
+            "Customer Helga Jansen prefers to be contacted by phone, not emial.",
+            "Customer Helga Jansen prefers to be contacted by phnoe, not email.",
+        ),
+        # A key written in both cases is another key when its case differs.
+        (
+            "Stripe customer cus_Nf8XkQ2pLm3z belongs to Brightline Analytics.",
+            "Stripe customer cus_nf8XkQ2pLm3z switched to the annual plan.",
+        ),
+        # Two attributes of one subject that share no word (hash vectors count letters).
+        (
+            "Tomasz Nowak manages the platform team and sits in the Warsaw office.",
+            "Tomasz Nowak's daughter plays the violin.",
+        ),
+        # One number written two ways is one value.
+        ("The Q2 marketing budget is $15,000.", "The Q2 marketing budget is $15k."),
+    ],
+)
+def test_what_is_no_update_replaces_nothing(memory: Memory, old: str, new: str) -> None:
+    assert not _replaced(memory, old, new)
+
+
+def test_a_sentence_opened_by_its_change_verb_replaces_what_it_changed(memory: Memory) -> None:
+    # "Moved" opening the sentence was taken for its subject's name.
+    assert _replaced(
+        memory,
+        "The log shipper runs in the ap-south-1 region.",
+        "Moved the log shipper over to eu-west-1.",
+    )
+
+
+def test_a_compound_modifier_keeps_two_things_apart() -> None:
+    words = ("api",)
+    assert statements.modified_apart(
+        "The partner webhook API sends at most 50 events per second.",
+        "The public API rate limit is 60 requests per minute.",
+        words,
+        heads=False,
+    )
+    assert not statements.modified_apart(
+        "The public API rate limit is now 100 requests per minute.",
+        "The public API rate limit is 60 requests per minute.",
+        words,
+        heads=False,
+    )
+
+
+def test_retold_is_the_same_text_but_for_misspellings() -> None:
+    assert retold("contacted by phone, not emial", "contacted by phnoe, not email")
+    assert not retold("contacted by phone", "contacted by email")
+    # A code one character apart is another code, not a misspelling.
+    assert not retold("The agent logs E_CONN_RESKT.", "The agent logs E_CONN_RESQT.")
+
+
+def test_a_copy_is_served_in_one_item_and_never_replaced_by_itself(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    texts = [
+        "The Q2 marketing budget is $15,000.",
+        "The Q2 marketing budget is $15000.",
+        "The Q2 marketing budget is 15 000 dollars.",
+        "The Q2 marketing budget is $15k.",
+    ]
+    positions = [ana.observe(t, at=NOW - (20 - i) * DAY) for i, t in enumerate(texts)]
+    result = ana.recall("What is the Q2 marketing budget?", 10, record=False, min_score=0)
+    stood_for = [p for r in result.items for p in r.copy_positions]
+    assert len(stood_for) == len(set(stood_for))  # no memory in two items
+    assert {*positions[:2], positions[3]} <= set(stood_for)
+    for r in result.items:
+        assert r.replaced_by not in r.copy_positions
+
+
+def test_an_identifier_without_digits_is_quoted_and_singles_out_its_holder(
+    memory: Memory,
+) -> None:
+    assert quoted_ids("what causes E_CONN_RESET in the sync agent?") == ("e_conn_reset",)
+    assert quoted_ids("cus_Nf8XkQ2pLm3z") == ("cus_Nf8XkQ2pLm3z",)
+    for prose in ("e.g.", "and/or", "follow-up", "U.S.", "Caroline"):
+        assert not identifier(prose), prose
+    for written in ("flow_log_retention_days", "hydrateCartSummary", "/etc/nginx/api.conf"):
+        assert identifier(written), written
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    holder = ana.observe(
+        "The sync agent logs E_CONN_RESET when the corporate proxy drops idle connections.",
+        at=NOW - 30 * DAY,
+    )
+    for i, near in enumerate(("E_CONN_RESETS", "E_CONN_RESKT", "E_CONN_REFUSED")):
+        ana.observe(f"The sync agent logs {near} when the proxy blocks the host.", at=NOW - i * DAY)
+    result = ana.recall("what causes E_CONN_RESET in the sync agent?", 5, record=False)
+    assert result.items[0].event.position == holder
+    assert result.items[0].relevance >= 0.5
