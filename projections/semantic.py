@@ -356,7 +356,8 @@ def embedder_of(conn: sqlite3.Connection) -> tuple[str, str] | None:
     if row is None or "embedder=" not in str(row[0]):
         return None
     try:
-        fingerprint = json.loads(str(row[0]).split("embedder=", 1)[1])
+        # The fingerprint's JSON, then what else the identity names ("passages=128/96").
+        fingerprint, _ = json.JSONDecoder().raw_decode(str(row[0]).split("embedder=", 1)[1])
         return str(fingerprint["provider"]), str(fingerprint["model"])
     except (ValueError, KeyError, TypeError):
         return None

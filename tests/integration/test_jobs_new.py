@@ -255,3 +255,19 @@ def test_bad_new_job_settings_are_refused_naming_them() -> None:
         ReflectSettings(after=-1)
     with pytest.raises(JobConfigError, match=r"\[jobs.dream\]: unknown key"):
         jobs_from_config({"dream": {"similarity": 0.9}})
+
+
+def test_the_jobs_read_the_embedder_of_a_semantic_index_that_stores_passages(
+    memory: Memory,
+) -> None:
+    # The index's identity names its passages after the embedder's fingerprint; read whole,
+    # it was no JSON, so dream and skills (jobs.dream.calibration) compared scars by their
+    # words only.
+    from engram.projections.semantic import embedder_of
+
+    memory.agent("ana").observe("a first memory")
+    memory.engine.catch_up()
+    assert memory.embedder is not None
+    with memory.engine.read() as conn:
+        found = embedder_of(conn)
+    assert found == (memory.embedder.fingerprint.provider, memory.embedder.fingerprint.model)
