@@ -284,7 +284,9 @@ class Lessons:
             )
         problem = suggestions.review_problem(found.status, decision, text)
         if problem == "modified without a text":
-            raise SuggestionInputError("modified needs the final text (--text)")
+            raise SuggestionInputError(
+                "modified needs the final text: give the text the rule becomes"
+            )
         if problem is not None:
             raise SuggestionStateError(f"suggestion {found.id}: {problem}; nothing appended")
         final = None

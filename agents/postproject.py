@@ -44,7 +44,7 @@ from engram.agents.completion import (
 from engram.agents.errors import SuggestionInputError
 from engram.agents.meaning import content_words, overlap
 from engram.agents.privacy import scrub_text
-from engram.ledger import Event, Ledger, NewEvent
+from engram.ledger import NO_STREAM, ConcurrencyError, Event, Ledger, NewEvent
 from engram.ledger.catalog import ProjectClosed
 from engram.projections import reflections as reflection_rows
 from engram.projections import scars as scar_rows
@@ -269,7 +269,8 @@ def close_project(
 
     Raises:
         SuggestionInputError: an empty or overlong name, an outcome that is no str, hours
-            that are not a number of 0..1e6 (nothing is appended).
+            that are not a number of 0..1e6, or a project closed already (nothing is
+            appended).
     """
     for name, value in (("project", project), ("agent", agent)):
         if not isinstance(value, str) or not value.strip() or len(value) > 512:
@@ -296,4 +297,9 @@ def close_project(
         actual_hours=None if actual_hours is None else float(actual_hours),
     )
     event = NewEvent.of(payload, stream=f"project:{project}", actor=agent, at=at)
-    return ledger.append(event)[0]
+    try:
+        return ledger.append(event, expect=NO_STREAM)[0]
+    except ConcurrencyError:
+        raise SuggestionInputError(
+            f"project {project!r} is closed already: a project closes once (nothing was appended)"
+        ) from None

@@ -66,9 +66,11 @@ def identifier(token: str) -> bool:
 def cased(code: str) -> bool:
     """Say whether ``code`` is written in both cases with a digit (``cus_Nf8XkQ2pLm3z``):
     an opaque key, whose case tells it apart from another (ADR 0119)."""
-    return any(c.isdigit() for c in code) and any(c.islower() for c in code) and sum(
-        c.isupper() for c in code[1:]
-    ) >= 1
+    return (
+        any(c.isdigit() for c in code)
+        and any(c.islower() for c in code)
+        and sum(c.isupper() for c in code[1:]) >= 1
+    )
 
 
 def runs(text: str) -> list[str]:

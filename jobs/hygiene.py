@@ -150,5 +150,10 @@ def report_rules(ctx: JobContext, plan: Plan, unused: timedelta) -> None:
     ):
         plan.counts[name] = sum(1 for f in found if f.kind == kind)
     plan.lines += (
-        {"kind": f"rule.{f.kind}", "item": f"#{f.position}", "detail": f.detail} for f in found
+        {
+            "kind": f"rule.{f.kind}",
+            "item": f"#{f.position}",
+            "detail": f"{f.detail}: {f.text}" if f.text else f.detail,
+        }
+        for f in found
     )

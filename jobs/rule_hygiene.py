@@ -40,6 +40,16 @@ class Finding(NamedTuple):
     kind: str  # one of FINDINGS
     position: int  # the rule's (or the entry's) applying review
     detail: str
+    text: str = ""  # the rule's text (an entry's title), one line, cut at SHOWN characters
+
+
+#: How much of a rule's text a finding quotes.
+SHOWN = 80
+
+
+def _shown(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= SHOWN else line[: SHOWN - 1] + "…"
 
 
 def _key(text: str) -> str:
@@ -92,7 +102,11 @@ def findings(
     for r in every:
         gone = [s for s in r.scars if s not in known or known[s]]
         if gone:
-            out.append(Finding("dead_link", r.position, f"rule cites {len(gone)} gone scar(s)"))
+            out.append(
+                Finding(
+                    "dead_link", r.position, f"rule cites {len(gone)} gone scar(s)", _shown(r.text)
+                )
+            )
     for e in entries:
         gone = [s for s in e.scars if s not in known or known[s]]
         names = [t for t, _ in entry_links.get(e.position, []) if t.startswith("name:")]
@@ -103,12 +117,14 @@ def findings(
                     "dead_link",
                     e.position,
                     f"{e.kind} cites {len(gone)} gone scar(s), {unresolved} unknown name(s)",
+                    _shown(doctrine.title(e.text)),
                 )
             )
     for i, r in enumerate(every):
         later = [x for x in every[i + 1 :] if set(r.scars) <= set(x.scars)]
         if r.scars and later:
-            out.append(Finding("superseded", r.position, f"by the rule at #{later[0].position}"))
+            by = f"by the rule at #{later[0].position}"
+            out.append(Finding("superseded", r.position, by, _shown(r.text)))
     if served is not None and ids is not None:
         since = as_of - unused
         used = served_since(served, since, as_of)
@@ -117,12 +133,14 @@ def findings(
             if r.always or applied > since:
                 continue
             if event_id not in used and f"pos:{r.position}" not in used:
-                out.append(Finding("unused", r.position, f"served nowhere for {unused.days} days"))
+                why = f"served nowhere for {unused.days} days"
+                out.append(Finding("unused", r.position, why, _shown(r.text)))
     first: dict[str, int] = {}
     for r in every:
         key = _key(r.text)
         if key in first:
-            out.append(Finding("duplicate", r.position, f"same text as #{first[key]}"))
+            same = f"same text as #{first[key]}"
+            out.append(Finding("duplicate", r.position, same, _shown(r.text)))
         else:
             first[key] = r.position
     out.sort(key=lambda f: (FINDINGS.index(f.kind), f.position))

@@ -77,6 +77,10 @@ def test_a_closed_project_gets_a_five_part_lesson_and_a_small_one_is_skipped(
     close_project(memory.ledger, "tiny", "ana", at=at + timedelta(minutes=1))
     with pytest.raises(SuggestionInputError, match="actual_hours"):
         close_project(memory.ledger, "x", "ana", actual_hours=float("nan"))
+    closed = memory.ledger.head()
+    with pytest.raises(SuggestionInputError, match="closed already"):
+        close_project(memory.ledger, "tiny", "bob")  # a project closes once
+    assert memory.ledger.head() == closed
     runner = JobRunner(
         memory.ledger, memory.engine, [PostProjectJob()], clock=Clock(T0 + timedelta(hours=2))
     )
@@ -309,6 +313,11 @@ def test_hygiene_reports_stale_rules_and_changes_none(memory: Memory) -> None:
     assert ("rule.dead_link", f"#{gone}") in found
     assert ("rule.dead_link", f"#{note_at}") in found  # [[Warmup runbook]] names nothing
     assert ("rule.duplicate", f"#{dup}") in found
+    texts = dict(rules_before)
+    for line in dry.plan.lines:  # a finding names the rule by its text, not its position only
+        position = int(line["item"][1:])
+        if line["kind"].startswith("rule.") and position in texts:
+            assert line["detail"].endswith(": " + " ".join(texts[position].split())[:80])
     unused = {int(item[1:]) for kind, item in found if kind == "rule.unused"}
     assert unused == {newer, gone}  # old was recalled, dup served in a frame
     result = runner.run("hygiene")
