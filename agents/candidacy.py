@@ -18,8 +18,8 @@ import numpy as np
 
 from engram.agents import statements
 from engram.agents.folding import retold
-from engram.agents.matching import codes, stem
-from engram.agents.quoted import cased, runs, written_ids
+from engram.agents.matching import cased, codes, stem
+from engram.agents.quoted import runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.projections import copies, lexical, semantic, supersession
 from engram.projections.errors import ProjectionError
@@ -277,7 +277,7 @@ def _of_speaker(
 
 
 def same_keys(text: str, old: str) -> bool:
-    """Say whether the opaque keys written in both cases (:func:`~engram.agents.quoted.cased`)
+    """Say whether the opaque keys written in both cases (:func:`~engram.agents.matching.cased`)
     that the two texts share, case aside, are written alike: ``cus_Nf8XkQ2pLm3z`` and
     ``cus_nf8XkQ2pLm3z`` are two customers (ADR 0119)."""
     mine = {k for k in runs(text) if cased(k)}

@@ -314,7 +314,7 @@ def _held_share(query: _Stemmed, text: str) -> float:
     ids: float = 0  # as the empty sum was: an int 0
     if query.terms:
         lowered = text.casefold()
-        ids = sum(v for code, v in query.terms if verbatim(code, lowered))
+        ids = sum(v for code, v in query.terms if holds(code, text, lowered))
         if not ids:
             return 0.0  # an id names one thing: a text holding none of the quoted ids is not it
     held = stems_of(text).every
@@ -387,8 +387,8 @@ def saturated_share(
 
     ids = 0.0
     for code, v in terms:
-        if verbatim(code, lowered):
-            ids += v * saturated(max(lowered.count(code), 1))
+        if holds(code, text, lowered):
+            ids += v * saturated(max(lowered.count(code.casefold()), 1))
     if terms and not ids:
         return 0.0
     found = ids + sum(v * saturated(counts.get(stem(w), 0)) for w, v in content.items())
@@ -494,13 +494,37 @@ def without_names(query: str) -> str | None:
 
 
 def verbatim(code: str, text: str) -> bool:
-    """Say whether ``text`` holds ``code`` as a whole (not "HE-855" inside "HE-8555")."""
+    """Say whether ``text`` holds ``code`` as a whole: not "HE-855" inside "HE-8555", nor
+    "api.conf" inside "api.conf.bak" (a joining mark followed by a letter or digit goes on
+    with the code; ADR 0119)."""
     start = text.find(code)
     while start >= 0:
         end = start + len(code)
         before = text[start - 1] if start else " "
         after = text[end] if end < len(text) else " "
-        if not before.isalnum() and not after.isalnum():
+        beyond = text[end + 1] if end + 1 < len(text) else " "
+        joined = after in _JOINING and beyond.isalnum()
+        if not before.isalnum() and not after.isalnum() and not joined:
             return True
         start = text.find(code, start + 1)
     return False
+
+
+#: What joins a code's parts: "api.conf.bak", "E_CONN_RESET_2", "eu-west-1", "a/b".
+_JOINING = frozenset("._-/\\:")
+
+
+def cased(code: str) -> bool:
+    """Say whether ``code`` is written in both cases with a digit (``cus_Nf8XkQ2pLm3z``):
+    an opaque key, whose case tells it apart from another (ADR 0119)."""
+    return (
+        any(c.isdigit() for c in code)
+        and any(c.islower() for c in code)
+        and any(c.isupper() for c in code[1:])
+    )
+
+
+def holds(code: str, text: str, lowered: str) -> bool:
+    """Say whether ``text`` (``lowered``: it case-folded) holds the quoted ``code`` whole: an
+    opaque key written in both cases (:func:`cased`) as written, any other code case aside."""
+    return verbatim(code, text) if cased(code) else verbatim(code, lowered)

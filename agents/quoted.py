@@ -12,14 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from engram.agents.matching import Matching, codes, verbatim
+from engram.agents.matching import Matching, cased, codes, holds
 from engram.projections import lexical
 
 __all__ = [
     "ID_HELD",
     "ID_HOLDERS",
     "ID_LENGTH",
-    "cased",
     "id_floors",
     "identifier",
     "quoted_ids",
@@ -61,16 +60,6 @@ def identifier(token: str) -> bool:
         return len(token) >= 8
     parts = token.split(".")
     return len(parts) >= 2 and all(len(p) >= 2 and re.fullmatch(r"[\w-]+", p) for p in parts)
-
-
-def cased(code: str) -> bool:
-    """Say whether ``code`` is written in both cases with a digit (``cus_Nf8XkQ2pLm3z``):
-    an opaque key, whose case tells it apart from another (ADR 0119)."""
-    return (
-        any(c.isdigit() for c in code)
-        and any(c.islower() for c in code)
-        and sum(c.isupper() for c in code[1:]) >= 1
-    )
 
 
 def runs(text: str) -> list[str]:
@@ -115,7 +104,7 @@ def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
     holders = [
         p for p in positions
         if (text := m.texts.get(p))
-        and all(verbatim(i, text if cased(i) else text.casefold()) for i in m.ids)
+        and all(holds(i, text, text.casefold()) for i in m.ids)
     ]  # fmt: skip
     if not holders or len(holders) > ID_HOLDERS:
         return {}

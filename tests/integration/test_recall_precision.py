@@ -151,3 +151,31 @@ def test_an_identifier_without_digits_is_quoted_and_singles_out_its_holder(
     result = ana.recall("what causes E_CONN_RESET in the sync agent?", 5, record=False)
     assert result.items[0].event.position == holder
     assert result.items[0].relevance >= 0.5
+
+
+def test_a_code_goes_on_through_a_joining_mark_and_a_key_keeps_its_case() -> None:
+    from engram.agents.matching import holds, verbatim
+
+    assert not verbatim("/etc/nginx/api.conf", "/etc/nginx/api.conf.bak enables gzip")
+    assert verbatim("/etc/nginx/api.conf", "see /etc/nginx/api.conf. it sets gzip")
+    assert not verbatim("e_conn_reset", "logs e_conn_reset_2 on a timeout")
+    text = "Stripe customer cus_nf8XkQ2pLm3z switched"
+    assert not holds("cus_Nf8XkQ2pLm3z", text, text.casefold())
+    assert holds("cus_nf8XkQ2pLm3z", text, text.casefold())
+    assert holds("inc0012345", "Ticket INC0012345 closed", "ticket inc0012345 closed")
+
+
+def test_the_holder_of_a_quoted_key_or_path_comes_first(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    key = ana.observe("Stripe customer cus_Nf8XkQ2pLm3z belongs to Brightline.", at=NOW - 9 * DAY)
+    ana.observe("Stripe customer cus_nf8XkQ2pLm3z switched to the annual plan.", at=NOW - DAY)
+    path = ana.observe("/etc/nginx/api.conf sets client_max_body_size to 25m.", at=NOW - 8 * DAY)
+    ana.observe("/etc/nginx/api.conf.bak enables gzip for JSON responses.", at=NOW - DAY)
+    for query, holder in (
+        ("cus_Nf8XkQ2pLm3z", key),
+        ("what does /etc/nginx/api.conf configure?", path),
+    ):
+        result = ana.recall(query, 5, record=False)
+        assert result.items[0].event.position == holder, query
