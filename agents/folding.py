@@ -14,8 +14,8 @@ import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from engram.agents.matching import STOPWORDS, Matching, stems_of
-from engram.agents.quoted import runs
+from engram.agents.matching import STOPWORDS, Matching, codes, stems_of
+from engram.agents.quoted import runs, written_ids
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
@@ -174,21 +174,32 @@ class Folder:
             # comparisons reached only by the sizes that allow them, as this runs for every
             # candidate against every kept one (ADR 0096).
             for q, theirs, m in self.words:
+                kept = self.spelt.get(q, "")
                 if n == m:
-                    if mine == theirs or _inside(mine, theirs, text, self.spelt.get(q, "")):
-                        return q
+                    alike = mine == theirs or _inside(mine, theirs, text, kept)
                 elif n < m:
-                    if (
-                        n >= 3
-                        and n >= 0.75 * m
-                        and _inside(mine, theirs, text, self.spelt.get(q, ""))
-                    ):
-                        return q
-                elif (
-                    m >= 3 and m >= 0.75 * n and _inside(theirs, mine, self.spelt.get(q, ""), text)
-                ):
+                    alike = n >= 3 and n >= 0.75 * m and _inside(mine, theirs, text, kept)
+                else:
+                    alike = m >= 3 and m >= 0.75 * n and _inside(theirs, mine, kept, text)
+                if alike and same_ids(text, kept):
                     return q
         return into
+
+
+def same_ids(a_text: str, b_text: str) -> bool:
+    """Say whether two texts quote the same ids, codes and identifiers (case aside, but an
+    opaque key's): one names one thing, so texts quoting others are of other things, whatever
+    their words ("Order #448812 was refunded", "Order #484812 ..."; ADR 0119). Texts not
+    given (words compared alone) agree."""
+    if not a_text or not b_text:
+        return True
+    return _ids(a_text) == _ids(b_text)
+
+
+def _ids(text: str) -> frozenset[str]:
+    keys = written_ids(text)
+    folded = {k.casefold() for k in keys}
+    return frozenset((*keys, *(c for c in codes(text) if c not in folded)))
 
 
 def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = "") -> bool:
@@ -196,6 +207,8 @@ def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = 
     by sizes): equal, or the smaller (of three words or more) inside the larger with three
     quarters of its words, but for :data:`TYPOS` misspelt words of the smaller (read in the
     texts, ``a_text`` and ``b_text``, where stemming has not cut them)."""
+    if not same_ids(a_text, b_text):
+        return False
     if len(a) > len(b):
         a, b, a_text, b_text = b, a, b_text, a_text
     if a == b:

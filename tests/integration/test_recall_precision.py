@@ -179,3 +179,15 @@ def test_the_holder_of_a_quoted_key_or_path_comes_first(memory: Memory) -> None:
     ):
         result = ana.recall(query, 5, record=False)
         assert result.items[0].event.position == holder, query
+
+
+def test_texts_quoting_other_ids_are_no_copies(memory: Memory) -> None:
+    # Word for word one inside the other, but of two files: not one memory told twice.
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    one = ana.observe(r"C:\ProgramData\Acme\dgent\config.yaml stores the updater channel.")
+    two = ana.observe(r"C:\ProgramData\Acme\updater\config.yaml stores the updater channel.")
+    result = ana.recall("Which config.yaml stores the updater channel?", 5, record=False)
+    groups = {r.event.position: r.copy_positions for r in result.items}
+    assert groups.get(one) == (one,) and groups.get(two) == (two,)
