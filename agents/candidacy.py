@@ -53,6 +53,9 @@ class Candidate(NamedTuple):
     said: float  # cosine of what they say of the subject: its name taken out of both
     attribute: frozenset[str]  # content words both hold beyond the names
     values: tuple[frozenset[str], frozenset[str]]  # (the old's own words, the new's own)
+    #: Content words both hold beyond the subject's own, other names included ("at Stripe"):
+    #: evidence that they speak of one attribute where hash vectors cannot tell (ADR 0119).
+    shared: frozenset[str] = frozenset()
 
 
 def candidates(memory: AgentMemory, position: int, text: str) -> list[Candidate]:
@@ -133,14 +136,17 @@ def search(
     bare = np.asarray(memory.embedder.embed_transient(pairs), dtype=np.float32)
     cosines = [float(bare[2 * i] @ bare[2 * i + 1]) for i in range(len(near))]
     mine, names = statements.content(text), statements.names(text)
+    named = statements.content(statements.name_run(text, subject)) if subject else frozenset()
     found = []
     for i, (similarity, old, old_text) in enumerate(near):
         theirs = statements.content(old_text)
+        own = named if kinds[old] == "subject" else frozenset()
         found.append(
             Candidate(
                 old, old_text, similarity, cosines[i],
                 (mine & theirs) - names - statements.names(old_text),
                 (theirs - mine, mine - theirs),
+                (mine & theirs) - own - frozenset(said.phrases.get(old, ())),
             )
         )  # fmt: skip
     return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position)), after

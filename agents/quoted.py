@@ -64,8 +64,14 @@ def identifier(token: str) -> bool:
 
 def runs(text: str) -> list[str]:
     """Return ``text``'s runs without spaces, stripped of the quotes, brackets and stops
-    that prose puts around them (a path keeps its inner dots and colons)."""
-    return [t for raw in text.split() if (t := raw.strip(_AROUND).rstrip(".:"))]
+    that prose puts around them (a path keeps its inner dots and colons); a setting written
+    ``KEY=value`` is two runs, the key and its value."""
+    return [
+        t
+        for raw in text.split()
+        for part in raw.split("=")
+        if (t := part.strip(_AROUND).rstrip(".:"))
+    ]
 
 
 def written_ids(text: str) -> tuple[str, ...]:

@@ -48,7 +48,8 @@ CHANGE_WORDS = frozenset(
     stem(w)
     for w in (
         "now", "new", "moved", "relocated", "switched", "changed", "instead", "longer",
-        "anymore", "became", "replaced", "transferred", "joined", "left", "started", "quit",
+        "anymore", "became", "become", "becomes", "replaced", "transferred", "joined",
+        "left", "started", "quit",
         "nowadays", "currently",
         # A state's value set anew (ADR 0106): what an agent's notes about things say.
         "upgraded", "downgraded", "rescheduled", "postponed", "renamed", "updated", "rotated",

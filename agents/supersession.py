@@ -217,15 +217,15 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
     # is no change: their cosine counts shared letters, and two facts of one subject that
     # share no word beyond it share only function words' letters ("manages the platform
     # team", "'s daughter plays the violin"); the new memory must announce a change, give a
-    # value of the old one's format, or share a word of what it says ("lives in"). A neural
-    # embedder's cosine reads meaning ("plays the harp", "gave up the old instrument for
-    # the saxophone") and decides alone (ADR 0119).
+    # value of the old one's format, or share a word beyond the subject ("lives in", "at
+    # Stripe"). A neural embedder's cosine reads meaning ("plays the harp", "gave up the old
+    # instrument for the saxophone") and decides alone (ADR 0119).
     letters = _provider(memory) == "hash" and not announces(text)
     best = next(
         (
             c for c in found
             if c.said >= threshold(memory, text, c.text)
-            and not (letters and not c.attribute and not same_format(text, c.text))
+            and not (letters and not c.shared and not same_format(text, c.text))
         ),
         None,
     )  # fmt: skip

@@ -64,6 +64,8 @@ FILLERS = frozenset(
 _GROUPED = re.compile(
     r"(?<![\d.,])\d{1,3}(?:([,_' \u00a0\u2009\u202f\u2019])\d{3})(?:\1\d{3})*(?![\d])"
 )
+#: A hyphen between two letters: "e-mail" is "email", "re-use" is "reuse" (version 2).
+_HYPHEN = re.compile(r"(?<=[^\W\d_])-(?=[^\W\d_])")
 #: A number of thousands written with "k" ("$15k", "2.5k"): the number written whole.
 _THOUSANDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
 
@@ -88,9 +90,10 @@ def _case(word: str) -> str:
 
 def normalise(text: str) -> str:
     """Return ``text``'s words, lowercased (but opaque keys written in both cases), filler
-    words dropped, one space apart; a number's digit groups joined ("15,000" is "15000") and
-    its thousands written whole ("15k" is "15000")."""
-    text = _THOUSANDS.sub(_whole, _GROUPED.sub(_joined, text))
+    words dropped, one space apart; a number's digit groups joined ("15,000" is "15000"), its
+    thousands written whole ("15k" is "15000"), and words joined by a hyphen written as one
+    ("e-mail" is "email")."""
+    text = _HYPHEN.sub("", _THOUSANDS.sub(_whole, _GROUPED.sub(_joined, text)))
     words = [_case(w) for w in _WORD.findall(text)]
     kept = [w for w in words if w.casefold() not in FILLERS]
     return " ".join(kept or words)
