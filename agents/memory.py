@@ -25,7 +25,6 @@ do not apply; ``valid_at=T`` asks what was true at ``T``.
 from __future__ import annotations
 
 import builtins
-import re
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
@@ -53,9 +52,17 @@ from engram.agents.matching import (
     share_ceilings,
     work_out,
 )
-from engram.agents.ordering import below_replacements, ceilings, lazily, with_replacements
+from engram.agents.ordering import (
+    CURRENT_STATE_BOOST,
+    below_replacements,
+    ceilings,
+    lazily,
+    wants_current,
+    with_replacements,
+)
 from engram.agents.quoted import id_floors
 from engram.agents.recalled import Recalled, RecallResult
+from engram.agents.typed import NO_VALUE, asked, kind_texts
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (
     MemoryArchived,
@@ -85,14 +92,6 @@ DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.05, "importa
 #: months old (imported history, an idle agent, a replayed ledger) still tells a change
 #: from what it changed (ADR 0108).
 HALF_LIFE_DAYS = 30.0
-#: A query asking for the current state ("now", "latest", "still") weighs recency this many
-#: times more (ADR 0050).
-CURRENT_STATE_BOOST = 10.0
-_CURRENT = re.compile(
-    r"\b(now|nowadays|currently|current|latest|still|these days|today|anymore|any more"
-    r"|at the moment|at present|most recent|newest|new)\b",
-    re.IGNORECASE,
-)
 _US_PER_DAY = 86_400_000_000
 #: What a replaced memory's score is multiplied by: it stays findable, below what replaced
 #: it (ADR 0052).
@@ -479,13 +478,17 @@ class AgentMemory(Gathering):
         # The query-level terms (ADR 0090, ADR 0095): the same for every item of the query.
         absent = (matching.absent, matching.absent_names) if matching is not None else (0.0, 0.0)
         detail = matching.detail if matching is not None else 0.0
-        # The memory holding the ids the query quotes is relevant whatever else (ADR 0117).
+        # The memory holding the ids the query quotes is relevant whatever else (ADR 0117);
+        # one holding no value of the kind it asks for is no answer (ADR 0120).
         floors = id_floors(positions, matching) if matching is not None else {}
+        kind = asked(ask.query) if matching is not None else None
 
         def work(batch: Sequence[int]) -> None:
             """Work out the relevance and the score of ``batch`` (ADR 0051)."""
+            texts: Mapping[int, str] = {}
             if matching is not None:
                 work_out(ranked, batch, matching)
+                texts = kind_texts(kind, batch, matching)
             for p in batch:
                 c = ranked[p]
                 if calibration is None:
@@ -507,6 +510,8 @@ class AgentMemory(Gathering):
                     )
                 if p in floors:
                     relevance[p] = max(relevance[p], floors[p])
+                if kind is not None and not kind.held(texts.get(p, "")):
+                    relevance[p] = min(relevance[p], NO_VALUE)
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 
         # A replaced memory floored out by its weight still brings in its replacement, which
@@ -593,8 +598,3 @@ class _Ask(NamedTuple):
     weights: Mapping[str, float]
     min_score: float
     valid_us: int  # the valid time asked about (default: the record time asked about)
-
-
-def wants_current(query: str) -> bool:
-    """Say whether ``query`` asks for the current state ("now", "latest", "still"...)."""
-    return bool(_CURRENT.search(query))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
@@ -24,13 +25,30 @@ from engram.projections import copies, lexical
 
 __all__ = [
     "BATCH",
+    "CURRENT_STATE_BOOST",
     "below_replacements",
     "ceiling",
     "ceilings",
     "lazily",
     "lift_replacements",
+    "wants_current",
     "with_replacements",
 ]
+
+#: A query asking for the current state ("now", "latest", "still") weighs recency this many
+#: times more (ADR 0050).
+CURRENT_STATE_BOOST = 10.0
+_CURRENT = re.compile(
+    r"\b(now|nowadays|currently|current|latest|still|these days|today|anymore|any more"
+    r"|at the moment|at present|most recent|newest|new)\b",
+    re.IGNORECASE,
+)
+
+
+def wants_current(query: str) -> bool:
+    """Say whether ``query`` asks for the current state ("now", "latest", "still"...)."""
+    return bool(_CURRENT.search(query))
+
 
 #: Candidates worked out at a time (recall asks for ``k`` items, 10 by default).
 BATCH = 10

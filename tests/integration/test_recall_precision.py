@@ -71,21 +71,42 @@ def _replaced(memory: Memory, old: str, new: str) -> bool:
             "Tomasz Nowak manages the platform team and sits in the Warsaw office.",
             "Tomasz Nowak's daughter plays the violin.",
         ),
-        # One number written two ways is one value.
+        # One number written two ways is one value; one word, "e-mail" or "email".
         ("The Q2 marketing budget is $15,000.", "The Q2 marketing budget is $15k."),
+        ("Contact Mei Chen by e-mail only.", "Contact Mei Chen by email only."),
     ],
 )
 def test_what_is_no_update_replaces_nothing(memory: Memory, old: str, new: str) -> None:
     assert not _replaced(memory, old, new)
 
 
-def test_a_sentence_opened_by_its_change_verb_replaces_what_it_changed(memory: Memory) -> None:
-    # "Moved" opening the sentence was taken for its subject's name.
-    assert _replaced(
-        memory,
-        "The log shipper runs in the ap-south-1 region.",
-        "Moved the log shipper over to eu-west-1.",
-    )
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # "Moved" opening the sentence was taken for its subject's name.
+        (
+            "The log shipper runs in the ap-south-1 region.",
+            "Moved the log shipper over to eu-west-1.",
+        ),
+        # A setting's key is the identifier, its value what changes.
+        (
+            "LOG_RETENTION_DAYS=14 in the production env file.",
+            "LOG_RETENTION_DAYS=30 in the production env file.",
+        ),
+        # Under hash vectors a name shared beyond the subject says they speak of one
+        # attribute; "become" announces a change as "became" does.
+        (
+            "Priya Nair is a product manager at Stripe.",
+            "Priya Nair is a director of engineering at Stripe.",
+        ),
+        (
+            "Sofia Rossi works as an architect.",
+            "Sofia Rossi gave up architecture to become a pastry chef.",
+        ),
+    ],
+)
+def test_a_change_is_taken_where_its_evidence_is_said(memory: Memory, old: str, new: str) -> None:
+    assert _replaced(memory, old, new)
 
 
 def test_a_compound_modifier_keeps_two_things_apart() -> None:
@@ -191,3 +212,27 @@ def test_texts_quoting_other_ids_are_no_copies(memory: Memory) -> None:
     result = ana.recall("Which config.yaml stores the updater channel?", 5, record=False)
     groups = {r.event.position: r.copy_positions for r in result.items}
     assert groups.get(one) == (one,) and groups.get(two) == (two,)
+
+
+def test_a_question_for_a_phone_number_is_answered_only_by_one_that_holds_a_number(
+    memory: Memory,
+) -> None:
+    # ADR 0120: "What is Priya's phone number?" of a memory that holds Priya's city only.
+    from engram.agents.typed import NO_VALUE, asked
+
+    assert asked("What is Priya Raman's phone number?") is not None
+    assert asked("Did she change her phone?") is None
+    assert asked("Where is the IP team?") is None
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    city = ana.observe("Priya Raman lives in Pune and works for the logistics team.")
+    assert ana.recall("What is Priya Raman's phone number?", 5, record=False).items == []
+    every = ana.recall("What is Priya Raman's phone number?", 5, record=False, min_score=0)
+    assert every.items[0].event.position == city
+    assert every.items[0].relevance <= NO_VALUE
+    phone = ana.observe("Priya Raman's phone number is +91 98450 12345.")
+    found = ana.recall("What is Priya Raman's phone number?", 5, record=False)
+    assert [r.event.position for r in found.items][:1] == [phone]
+    ip = ana.recall("What is the IP address of db-prod-07?", 5, record=False)
+    assert ip.items == []

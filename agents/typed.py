@@ -1,0 +1,96 @@
+"""The kind of value a question asks for, and whether a memory holds one (ADR 0120).
+
+"What is Priya's phone number?" asks for a phone number: a memory about Priya that holds
+none ("Priya lives in Pune") does not answer it, however near its words and meaning are. A
+few kinds of value are written in a form a pattern can tell: a phone number, an email
+address, an IP address, a web address. Where a question asks for one of them, a candidate
+holding no value of that kind is relevant at most :data:`NO_VALUE` (under recall's default
+floor, so such a question nothing in memory answers gets nothing by default; with
+``min_score=0`` the candidates are still served, those holding a value first).
+
+The question's words must name the kind plainly ("phone number", "email address", "IP
+address", "URL", "link to"): "Did she change her phone?" asks of a phone, "Which website
+did we launch?" of a site, not for a number or an address.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from engram.projections import lexical
+
+if TYPE_CHECKING:
+    from engram.agents.matching import Matching
+
+__all__ = ["NO_VALUE", "Kind", "asked", "kind_texts"]
+
+#: The most relevance of a candidate holding no value of the kind a question asks for: half
+#: recall's default floor (0.05), so the default serves none of them.
+NO_VALUE = 0.025
+
+
+class Kind(NamedTuple):
+    """A kind of value: its name, how a question asks for it, how a text writes one."""
+
+    name: str
+    question: re.Pattern[str]
+    value: re.Pattern[str]
+
+    def held(self, text: str) -> bool:
+        """Say whether ``text`` holds a value of this kind."""
+        return self.value.search(text) is not None
+
+
+_PHONE_VALUE = re.compile(r"(?<![\w.])\+?\(?\d(?:[\d\s().-]{5,}\d)(?![\w.]*\d)")
+KINDS = (
+    Kind(
+        "phone number",
+        re.compile(
+            r"\b(?:phone|mobile|cell|telephone|landline|fax)\s*(?:number|no\b|#)|\bnumber to"
+            r" (?:call|reach|text)\b",
+            re.IGNORECASE,
+        ),
+        _PHONE_VALUE,
+    ),
+    Kind(
+        "email address",
+        re.compile(r"\be-?mail\s+address|\be-?mail\s*\?|\be-?mail\s*$", re.IGNORECASE),
+        re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"),
+    ),
+    Kind(
+        "IP address",
+        re.compile(r"\bIP\s+(?:address|of|for)\b|\bIPv[46]\b", re.IGNORECASE),
+        re.compile(
+            r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.]*\d)|\b[0-9a-f]{1,4}(?::[0-9a-f]{0,4}){2,7}\b",
+            re.IGNORECASE,
+        ),
+    ),
+    Kind(
+        "web address",
+        re.compile(r"\burl\b|\bweb\s+address|\bweb\s*site\s+address|\blink\s+to\b", re.IGNORECASE),
+        re.compile(
+            r"https?://\S+|\bwww\.\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|co|ai"
+            r"|edu|gov|info|me|uk|de|fr|eu)\b",
+            re.IGNORECASE,
+        ),
+    ),
+)
+
+
+def asked(query: str) -> Kind | None:
+    """Return the kind of value ``query`` asks for, if it names one plainly (the first
+    named, when it names several), else None."""
+    found = [(m.start(), k) for k in KINDS if (m := k.question.search(query))]
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
+def kind_texts(kind: Kind | None, positions: Sequence[int], m: Matching) -> dict[int, str]:
+    """Return ``m.texts``, with the texts of ``positions`` read where ``kind`` is asked for
+    (a value is looked for in them)."""
+    if kind is not None:
+        unread = [p for p in positions if p not in m.texts]
+        if unread:
+            m.texts.update(lexical.texts(m.conn, unread))
+    return m.texts
