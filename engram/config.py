@@ -9,7 +9,8 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     durability = "full"                              # or "fast"
     projections = "/var/lib/engram/projections"      # the local projection store
     decay_rate = 0.99                                # salience kept per hour
-    routing = "~/.config/engram/routing.toml"        # embedders by use (default: hash)
+    routing = "~/.config/engram/routing.toml"        # embedders by use (default: MiniLM on
+                                                     # ONNX where installed, else hash)
     reflect_every = 100                              # reflect after N visible memories (0: off)
     reflect_importance = 150                         # ... or once their importance sums to this
     seal = true                                      # seal personal fields (ADR 0039, 0086);
