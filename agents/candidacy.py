@@ -164,7 +164,8 @@ class _Said:
         # The ids before the word announcing the change name what changed ("Commit 355b349
         # bumped the logging library"), where the ones after it may be the values it gives
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
-        self.named = set(codes(text[: _announced_at(text)])) if change else set()
+        before = text[: _announced_at(text)]
+        self.named = {*codes(before), *written_ids(before)} if change else set()
         self.phrases: dict[int, tuple[str, ...]] = {}
         self.digest = copies.digest(text)
         self.identifiers = identifiers(text)
@@ -178,7 +179,7 @@ class _Said:
             and statements.same_occurrences(
                 self.ids, self.labels, old.text, self.change, self.values
             )
-            and self.named <= set(codes(old.text))
+            and self.named <= {*codes(old.text), *identifiers(old.text)}
             and same_keys(self.text, old.text)
             and (self.change or identifiers(old.text) == self.identifiers)
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
@@ -337,8 +338,22 @@ def value_format(code: str) -> str | None:
 
 
 def announces(text: str) -> bool:
-    """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`)."""
-    return any(stem(w) in CHANGE_WORDS for w in lexical.tokens(text))
+    """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`, or a phrase
+    of :data:`CHANGE_PHRASES`)."""
+    return any(stem(w) in CHANGE_WORDS for w in lexical.tokens(text)) or bool(
+        CHANGE_PHRASES.search(text)
+    )
+
+
+#: Phrases that announce a change where no one word does: "gave up the harp for the
+#: saxophone", "sold the old car", "these days prefers amber", "used to live in Lyon" (ADR
+#: 0119). "The old" alone does not ("a leftover from the old experiment").
+CHANGE_PHRASES = re.compile(
+    r"\b(?:gave|give|given|giving)\s+up\b|\bthese\s+days\b|\bused\s+to\b|\bno\s+more\b"
+    r"|\b(?:sold|ditched|scrapped|retired|swapped|traded|abandoned)\s+"
+    r"(?:the|her|his|their|my|our|its)\s+old\b",
+    re.IGNORECASE,
+)
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -347,7 +362,9 @@ _WORD = re.compile(r"[^\W_]+")
 def _announced_at(text: str) -> int:
     """Return where the first word announcing a change starts in ``text`` (its length when
     none does)."""
-    for found in _WORD.finditer(text):
+    phrase = CHANGE_PHRASES.search(text)
+    end = phrase.start() if phrase else len(text)
+    for found in _WORD.finditer(text, 0, end):
         if stem(found.group().casefold()) in CHANGE_WORDS:
             return found.start()
-    return len(text)
+    return end

@@ -45,6 +45,7 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
+from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
     MemorySuperseded,
@@ -220,12 +221,15 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
     # value of the old one's format, or share a word beyond the subject ("lives in", "at
     # Stripe"). A neural embedder's cosine reads meaning ("plays the harp", "gave up the old
     # instrument for the saxophone") and decides alone (ADR 0119).
-    letters = _provider(memory) == "hash" and not announces(text)
+    change = announces(text)
     best = next(
         (
             c for c in found
             if c.said >= threshold(memory, text, c.text)
-            and not (letters and not c.shared and not same_format(text, c.text))
+            and (
+                change or c.shared or announces(c.text)
+                or same_format(text, c.text) or same_kind(text, c.text)
+            )
         ),
         None,
     )  # fmt: skip

@@ -24,7 +24,7 @@ from engram.projections import lexical
 if TYPE_CHECKING:
     from engram.agents.matching import Matching
 
-__all__ = ["NO_VALUE", "Kind", "asked", "kind_texts"]
+__all__ = ["NO_VALUE", "Kind", "asked", "kind_texts", "same_kind"]
 
 #: The most relevance of a candidate holding no value of the kind a question asks for: half
 #: recall's default floor (0.05), so the default serves none of them.
@@ -77,6 +77,18 @@ KINDS = (
         ),
     ),
 )
+
+
+def same_kind(text: str, other: str) -> bool:
+    """Say whether two texts give different values of one kind ("+44 20 7946 0011" and
+    "+351 21 555 0199"): the kind says which attribute they give, where their words may not
+    ("'s phone number is", "you can reach her on"; ADR 0119)."""
+    for kind in KINDS:
+        mine = {m.group() for m in kind.value.finditer(text)}
+        theirs = {m.group() for m in kind.value.finditer(other)}
+        if mine and theirs and mine != theirs:
+            return True
+    return False
 
 
 def asked(query: str) -> Kind | None:

@@ -66,10 +66,20 @@ def _replaced(memory: Memory, old: str, new: str) -> bool:
             "Stripe customer cus_Nf8XkQ2pLm3z belongs to Brightline Analytics.",
             "Stripe customer cus_nf8XkQ2pLm3z switched to the annual plan.",
         ),
-        # Two attributes of one subject that share no word (hash vectors count letters).
+        # Two attributes of one subject that share no word, nor a change, nor a value's kind.
         (
             "Tomasz Nowak manages the platform team and sits in the Warsaw office.",
             "Tomasz Nowak's daughter plays the violin.",
+        ),
+        ("Globex Corp has 250 employees.", "Globex Corp's headquarters are in Chicago."),
+        # "The old" is no change word; an identifier before a change must be the old one's.
+        (
+            "The flag enableNewCheckoutFlow is on for 10% of users.",
+            "The flag enableNewCheckoutFlows is a leftover from the old experiment.",
+        ),
+        (
+            "The flag enableNewCheckoutFlow is on for 10% of users.",
+            "The flag enableLegacyCart was switched off for every user.",
         ),
         # One number written two ways is one value; one word, "e-mail" or "email".
         ("The Q2 marketing budget is $15,000.", "The Q2 marketing budget is $15k."),
@@ -103,9 +113,11 @@ def test_what_is_no_update_replaces_nothing(memory: Memory, old: str, new: str) 
             "Sofia Rossi works as an architect.",
             "Sofia Rossi gave up architecture to become a pastry chef.",
         ),
+        ("Beatrice Hale plays the harp.", "Beatrice Hale gave up the harp for the saxophone."),
     ],
 )
 def test_a_change_is_taken_where_its_evidence_is_said(memory: Memory, old: str, new: str) -> None:
+    # (Also: "gave up ... for", a change phrase.)
     assert _replaced(memory, old, new)
 
 
@@ -211,7 +223,8 @@ def test_texts_quoting_other_ids_are_no_copies(memory: Memory) -> None:
     two = ana.observe(r"C:\ProgramData\Acme\updater\config.yaml stores the updater channel.")
     result = ana.recall("Which config.yaml stores the updater channel?", 5, record=False)
     groups = {r.event.position: r.copy_positions for r in result.items}
-    assert groups.get(one) == (one,) and groups.get(two) == (two,)
+    assert groups.get(one) == (one,)
+    assert groups.get(two) == (two,)
 
 
 def test_a_question_for_a_phone_number_is_answered_only_by_one_that_holds_a_number(
@@ -236,3 +249,19 @@ def test_a_question_for_a_phone_number_is_answered_only_by_one_that_holds_a_numb
     assert [r.event.position for r in found.items][:1] == [phone]
     ip = ana.recall("What is the IP address of db-prod-07?", 5, record=False)
     assert ip.items == []
+
+
+def test_values_of_one_kind_tell_which_attribute_two_texts_give() -> None:
+    from engram.agents.candidacy import announces
+    from engram.agents.typed import same_kind
+
+    assert same_kind(
+        "Nikos Pappas's phone number is +44 20 7946 0011.",
+        "You can reach Nikos Pappas on +351 21 555 0199.",
+    )
+    assert not same_kind("Ana lives in Porto.", "Ana's phone is +351 21 555 0199.")
+    assert not same_kind("Call +351 21 555 0199.", "Or call +351 21 555 0199 later.")  # one value
+    assert announces("Beatrice gave up the harp for the saxophone.")
+    assert announces("Emil sold the old car and bought a Fiat.")
+    assert announces("These days Ximena prefers amber.")
+    assert not announces("The flag is a leftover from the old experiment.")
