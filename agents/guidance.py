@@ -93,11 +93,16 @@ class Served(NamedTuple):
 
 
 def cache_for(embedder: Embedder) -> VectorCache:
-    """Return the vector cache of ``embedder`` (one per fingerprint, kept for the process)."""
+    """Return the vector cache of ``embedder``'s fingerprint (one per fingerprint, kept for
+    the process: one model gives one text one vector), embedding what it lacks with
+    ``embedder``, the caller's: the embedder that made it may belong to an engram closed
+    since, whose embedding cache is gone."""
     key = str(embedder.fingerprint)
-    if key not in _CACHES:
-        _CACHES[key] = VectorCache(embedder)
-    return _CACHES[key]
+    cache = _CACHES.get(key)
+    if cache is None:
+        cache = _CACHES[key] = VectorCache(embedder)
+    cache.embedder = embedder
+    return cache
 
 
 class Match(NamedTuple):

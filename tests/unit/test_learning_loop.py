@@ -627,3 +627,22 @@ def test_a_frame_takes_the_background_test_from_its_weights(
     for bad in (1.5, -0.1, "x"):
         with pytest.raises(QueryError, match="rules_clear"):
             ContextWeights(rules_clear=bad)  # type: ignore[arg-type]
+
+
+def test_the_rules_vector_cache_embeds_with_its_caller_s_embedder(tmp_path: Path) -> None:
+    # The vectors are kept per fingerprint for the process; they were embedded with the
+    # embedder that made the cache, whose embedding cache may have closed with its engram
+    # ("embedding cache ... failed (Cannot operate on a closed database.)").
+    import warnings
+
+    from engram.projections.embedding import CachedEmbedder, EmbeddingCache
+
+    first_cache = EmbeddingCache(str(tmp_path / "one.db"))
+    first = CachedEmbedder(HashEmbedder(), first_cache)
+    guidance.cache_for(first).vectors(["Pin the versions."])
+    first_cache.close()
+    second = CachedEmbedder(HashEmbedder(), EmbeddingCache(str(tmp_path / "two.db")))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        (vector,) = guidance.cache_for(second).vectors(["Back up the database first."])
+    assert vector.shape == (second.dimension,)
