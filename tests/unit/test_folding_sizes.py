@@ -89,8 +89,10 @@ def test_a_number_s_digit_groups_join_and_an_opaque_key_keeps_its_case() -> None
     assert normalise("version 2.100") == "version 2 100"  # a point is no group separator
     assert normalise("Order #10234 shipped 2 500 units") == "order 10234 shipped 2500 units"
     assert normalise("In 2026 500 people came") == "in 2026 500 people came"  # four digits
-    assert normalise("The budget is $15k.") == normalise("the budget is 15,000") != normalise(
-        "the budget is 15"
+    assert (
+        normalise("The budget is $15k.")
+        == normalise("the budget is 15,000")
+        != normalise("the budget is 15")
     )
     assert normalise("2.5k rows") == "2500 rows"
     # An opaque key's case tells it apart; a word's does not.
