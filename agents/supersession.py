@@ -214,13 +214,12 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
         except CompletionError:
             pass  # the offline rule decides, as if no model were routed
     # The most alike first; one further down is taken only where its values' format lowers
-    # its threshold below the cosines above it (ADR 0115). Under hash vectors nearness alone
-    # is no change: their cosine counts shared letters, and two facts of one subject that
-    # share no word beyond it share only function words' letters ("manages the platform
-    # team", "'s daughter plays the violin"); the new memory must announce a change, give a
-    # value of the old one's format, or share a word beyond the subject ("lives in", "at
-    # Stripe"). A neural embedder's cosine reads meaning ("plays the harp", "gave up the old
-    # instrument for the saxophone") and decides alone (ADR 0119).
+    # its threshold below the cosines above it (ADR 0115). Nearness alone is no change: two
+    # facts of one subject sharing no word beyond it are two attributes as often ("manages
+    # the platform team", "'s daughter plays the violin"; "has 250 employees",
+    # "headquarters are in Chicago"). One of the two must announce a change ("gave up the
+    # harp for the saxophone"), the new one give a value of the old one's format or kind,
+    # or they share a word beyond the subject ("lives in", "at Stripe"; ADR 0119).
     change = announces(text)
     best = next(
         (
