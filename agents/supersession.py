@@ -163,9 +163,10 @@ class Finding(NamedTuple):
 def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> float:
     """Return the cosine, names taken out, from which the offline rule takes a candidate
     (``old``, when given) for the new memory ``text``: lower when ``text`` announces a
-    change, lowest when the two give values of one format in place of each other."""
+    change, lowest when the two give values of one format in place of each other, or of
+    one kind a pattern tells exactly (an email, an IP or a web address; ADR 0119)."""
     provider = _provider(memory)
-    if old is not None and same_format(text, old):
+    if old is not None and (same_format(text, old) or same_kind(text, old, exact=True)):
         table = FORMATTED
     else:
         table = ANNOUNCED if announces(text) else THRESHOLDS

@@ -79,11 +79,13 @@ KINDS = (
 )
 
 
-def same_kind(text: str, other: str) -> bool:
+def same_kind(text: str, other: str, *, exact: bool = False) -> bool:
     """Say whether two texts give different values of one kind ("+44 20 7946 0011" and
     "+351 21 555 0199"): the kind says which attribute they give, where their words may not
-    ("'s phone number is", "you can reach her on"; ADR 0119)."""
-    for kind in KINDS:
+    ("'s phone number is", "you can reach her on"; ADR 0119). ``exact``: only the kinds
+    whose pattern no other value matches (an email, an IP or a web address; a phone
+    number's digits may be a date's)."""
+    for kind in KINDS[1:] if exact else KINDS:
         mine = {m.group() for m in kind.value.finditer(text)}
         theirs = {m.group() for m in kind.value.finditer(other)}
         if mine and theirs and mine != theirs:

@@ -114,6 +114,12 @@ def test_what_is_no_update_replaces_nothing(memory: Memory, old: str, new: str) 
             "Sofia Rossi gave up architecture to become a pastry chef.",
         ),
         ("Beatrice Hale plays the harp.", "Beatrice Hale gave up the harp for the saxophone."),
+        # An email for an email: the kind of value says which attribute changed, where the
+        # words around it do not ("'s email is", "now uses").
+        (
+            "Sofia Rossi's email is sofia.r@gmail.com.",
+            "Sofia Rossi now uses sofia.rossi@proton.me.",
+        ),
     ],
 )
 def test_a_change_is_taken_where_its_evidence_is_said(memory: Memory, old: str, new: str) -> None:
@@ -261,6 +267,10 @@ def test_values_of_one_kind_tell_which_attribute_two_texts_give() -> None:
     )
     assert not same_kind("Ana lives in Porto.", "Ana's phone is +351 21 555 0199.")
     assert not same_kind("Call +351 21 555 0199.", "Or call +351 21 555 0199 later.")  # one value
+    # A phone number's digits may be a date's: only the exact kinds lower the bar.
+    assert same_kind("Joined on 2024-05-01.", "Leaves on 2025-01-31.")
+    assert not same_kind("Joined on 2024-05-01.", "Leaves on 2025-01-31.", exact=True)
+    assert same_kind("mail a@b.io", "mail c@d.io", exact=True)
     assert announces("Beatrice gave up the harp for the saxophone.")
     assert announces("Emil sold the old car and bought a Fiat.")
     assert announces("These days Ximena prefers amber.")
