@@ -14,8 +14,8 @@ import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from engram.agents.matching import STOPWORDS, Matching, codes, stems_of
-from engram.agents.quoted import runs, written_ids
+from engram.agents.matching import STOPWORDS, Matching, stems_of
+from engram.agents.quoted import quoted_codes, runs
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
@@ -193,13 +193,7 @@ def same_ids(a_text: str, b_text: str) -> bool:
     given (words compared alone) agree."""
     if not a_text or not b_text:
         return True
-    return _ids(a_text) == _ids(b_text)
-
-
-def _ids(text: str) -> frozenset[str]:
-    keys = written_ids(text)
-    folded = {k.casefold() for k in keys}
-    return frozenset((*keys, *(c for c in codes(text) if c not in folded)))
+    return set(quoted_codes(a_text)) == set(quoted_codes(b_text))
 
 
 def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = "") -> bool:

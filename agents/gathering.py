@@ -23,12 +23,10 @@ from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.matching import (
     Candidate,
     Matching,
-    cased,
-    codes,
     note_absent,
     without_names,
 )
-from engram.agents.quoted import quoted_ids, written_ids
+from engram.agents.quoted import quoted_codes, quoted_ids
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder
@@ -73,12 +71,7 @@ class Gathering:
         problems: list[str] = []
         # The query's codes and the identifiers it writes, digits or none (ADR 0119): each
         # held only by a text holding it whole ("E_CONN_RESET" is not held by "E_CONN_RESETS").
-        written = written_ids(query)  # an opaque key keeps its case, its codes do not
-        keys = {w.casefold() for w in written if cased(w)}
-        quoted = (*written, *(c for c in codes(query) if c not in keys))
-        matching = Matching(
-            conn, self.fusion, codes=tuple(dict.fromkeys(quoted)), ids=quoted_ids(query)
-        )
+        matching = Matching(conn, self.fusion, codes=quoted_codes(query), ids=quoted_ids(query))
         if "lexical" in paths:
             try:
                 terms = lexical.terms(conn, query, prune=self.prune, agent=self.agent)

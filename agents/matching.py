@@ -93,6 +93,14 @@ class Matching:
     #: The ids the query quotes that name one thing (:func:`quoted_ids`, ADR 0117).
     ids: tuple[str, ...] = ()
 
+    def read(self, positions: Sequence[int]) -> dict[int, str]:
+        """Return :attr:`texts`, with the texts of ``positions`` not read yet read, in one
+        statement."""
+        unread = [p for p in positions if p not in self.texts]
+        if unread:
+            self.texts.update(lexical.texts(self.conn, unread))
+        return self.texts
+
 
 def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching) -> None:
     """Set the ``match`` of ``positions``: the fusion-weighted mean of the paths' absolute
@@ -105,9 +113,7 @@ def work_out(fused: dict[int, Candidate], positions: Sequence[int], m: Matching)
     """
     parts: dict[str, dict[int, float]] = {}
     if m.weights is not None or m.share_weights is not None:
-        unread = [p for p in positions if p not in m.texts]
-        if unread:
-            m.texts.update(lexical.texts(m.conn, unread))
+        m.read(positions)
     texts = m.texts
     if m.weights is not None:
         weights = m.weights
@@ -336,9 +342,7 @@ def share_ceilings(positions: Sequence[int], m: Matching) -> dict[int, float] | 
     """
     if m.share_weights is None:
         return None
-    unread = [p for p in positions if p not in m.texts]
-    if unread:
-        m.texts.update(lexical.texts(m.conn, unread))
+    m.read(positions)
     query = _stemmed_terms(m.share_weights, m.codes)
     if not query.total:
         return dict.fromkeys(positions, 0.0)

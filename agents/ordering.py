@@ -189,9 +189,7 @@ def lazily(
     if matching.weights is not None or matching.share_weights is not None:
         # Folding reads every candidate's text in the end (below), worked out or not: one
         # statement for all of them, not one for each batch and one for the rest.
-        unread = [p for p in positions if p not in matching.texts]
-        if unread:
-            matching.texts.update(lexical.texts(matching.conn, unread))
+        matching.read(positions)
     pending = sorted(positions, key=lambda p: (-bound[p], -p))
     heap: list[tuple[float, int]] = []  # (-score, -position): the worked-out, not yet placed
     folder = Folder(rows, matching)

@@ -13,7 +13,6 @@ import re
 from collections.abc import Sequence
 
 from engram.agents.matching import Matching, cased, codes, holds
-from engram.projections import lexical
 
 __all__ = [
     "ID_HELD",
@@ -21,6 +20,7 @@ __all__ = [
     "ID_LENGTH",
     "id_floors",
     "identifier",
+    "quoted_codes",
     "quoted_ids",
     "runs",
     "written_ids",
@@ -81,18 +81,24 @@ def written_ids(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
+def quoted_codes(text: str) -> tuple[str, ...]:
+    """Return what ``text`` quotes that names one thing whole: its identifiers and opaque
+    keys (:func:`written_ids`), then its codes (:func:`codes`) but those a key written in
+    both cases stands for, its case aside (ADR 0119)."""
+    written = written_ids(text)
+    keys = {w.casefold() for w in written if cased(w)}
+    return tuple(dict.fromkeys((*written, *(c for c in codes(text) if c not in keys))))
+
+
 def quoted_ids(query: str) -> tuple[str, ...]:
     """Return the ids ``query`` quotes that name one thing: its codes (:func:`codes`) of at
     least :data:`ID_LENGTH` characters, numbers written after a "#" ("PR #4821"; ADR 0117),
     and identifiers written as a programmer writes them, digits or none (:func:`identifier`,
     ADR 0119). Each is lower-cased but an opaque key written in both cases (:func:`cased`),
     which keeps its case."""
-    named = [c for c in codes(query) if len(c) >= ID_LENGTH]
-    written = written_ids(query)
-    kept = {w.casefold() for w in written if cased(w)}
-    named = [c for c in named if c not in kept]  # the cased spelling stands for it
-    ids = [*written, *named, *(m.group() for m in _REFERENCE.finditer(query))]
-    return tuple(dict.fromkeys(ids))
+    written = set(written_ids(query))
+    named = [c for c in quoted_codes(query) if c in written or len(c) >= ID_LENGTH]
+    return tuple(dict.fromkeys([*named, *(m.group() for m in _REFERENCE.finditer(query))]))
 
 
 def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
@@ -104,9 +110,7 @@ def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
     "9f2c4e1", is another thing). Reads the texts of the candidates not read yet."""
     if not m.ids:
         return {}
-    unread = [p for p in positions if p not in m.texts]
-    if unread:
-        m.texts.update(lexical.texts(m.conn, unread))
+    m.read(positions)
     holders = [
         p for p in positions
         if (text := m.texts.get(p))

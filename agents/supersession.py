@@ -165,17 +165,12 @@ def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> fl
     (``old``, when given) for the new memory ``text``: lower when ``text`` announces a
     change, lowest when the two give values of one format in place of each other, or of
     one kind a pattern tells exactly (an email, an IP or a web address; ADR 0119)."""
-    provider = _provider(memory)
+    provider = memory.embedder.fingerprint.provider if memory.embedder is not None else ""
     if old is not None and (same_format(text, old) or same_kind(text, old, exact=True)):
         table = FORMATTED
     else:
         table = ANNOUNCED if announces(text) else THRESHOLDS
     return table["hash" if provider == "hash" else "neural"]
-
-
-def _provider(memory: AgentMemory) -> str:
-    """Return the provider of ``memory``'s embedder ("" without one)."""
-    return memory.embedder.fingerprint.provider if memory.embedder is not None else ""
 
 
 def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:

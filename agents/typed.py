@@ -19,8 +19,6 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from engram.projections import lexical
-
 if TYPE_CHECKING:
     from engram.agents.matching import Matching
 
@@ -103,8 +101,4 @@ def asked(query: str) -> Kind | None:
 def kind_texts(kind: Kind | None, positions: Sequence[int], m: Matching) -> dict[int, str]:
     """Return ``m.texts``, with the texts of ``positions`` read where ``kind`` is asked for
     (a value is looked for in them)."""
-    if kind is not None:
-        unread = [p for p in positions if p not in m.texts]
-        if unread:
-            m.texts.update(lexical.texts(m.conn, unread))
-    return m.texts
+    return m.read(positions) if kind is not None else m.texts
