@@ -24,7 +24,6 @@ do not apply; ``valid_at=T`` asks what was true at ``T``.
 
 from __future__ import annotations
 
-import builtins
 import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import nullcontext
@@ -219,10 +218,7 @@ class AgentMemory(Gathering):
         from engram.agents import supersession  # it builds on this module
 
         replaces = supersession.check_supersedes(self, supersedes) if supersedes else []
-        # ``type`` is the memory's type here: builtins.type names a value's class.
-        if valid_from is not None and not isinstance(valid_from, datetime):
-            kind = builtins.type(valid_from).__name__
-            raise QueryError(f"valid_from must be a datetime, got {kind}")
+        supersession.check_valid_from(valid_from)
         if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
             raise QueryError(f"tags must be a sequence of strings, got {tags!r}")
         if importance is None and isinstance(text, str) and text and isinstance(type, str):

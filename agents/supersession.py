@@ -111,6 +111,21 @@ def check_supersedes(memory: AgentMemory, replaces: Sequence[int]) -> list[int]:
     return _checked(memory, replaces, "supersedes")
 
 
+def check_valid_from(valid_from: object) -> None:
+    """Refuse a ``valid_from`` that is not a datetime with a time zone (QueryError): a naive
+    time names no moment, and a replacement must say when the old memories stopped being
+    true."""
+    if valid_from is None:
+        return
+    if not isinstance(valid_from, datetime):
+        raise QueryError(f"valid_from must be a datetime, got {type(valid_from).__name__}")
+    if valid_from.tzinfo is None or valid_from.utcoffset() is None:
+        raise QueryError(
+            f"valid_from {valid_from.isoformat()} has no time zone: give one"
+            " (e.g. datetime(..., tzinfo=timezone.utc)); nothing was appended"
+        )
+
+
 def supersede(
     memory: AgentMemory,
     position: int,
@@ -128,8 +143,7 @@ def supersede(
     olds = _checked(memory, replaces, "replaces")
     if any(old >= new for old in olds):
         raise QueryError(f"a memory replaces only earlier ones: {olds} are not all before {new}")
-    if valid_from is not None and not isinstance(valid_from, datetime):
-        raise QueryError(f"valid_from must be a datetime, got {type(valid_from).__name__}")
+    check_valid_from(valid_from)
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         try:

@@ -12,9 +12,11 @@ on the class or set when it is registered, so code may name a kind by its payloa
 from __future__ import annotations
 
 import re
+import typing
 import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -78,10 +80,16 @@ class KindSpec:
     decoder: msgspec.json.Decoder[Any] = field(init=False, repr=False)
     #: Whether payloads can be compared after a round trip (Structs with eq=False cannot).
     compare: bool = field(init=False, repr=False)
+    #: The payload's top-level datetime fields: an append refuses a naive one (it names no
+    #: moment, and the projections that read it compare it with aware times).
+    times: tuple[str, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.decoder = msgspec.json.Decoder(self.type)
         self.compare = bool(self.type.__struct_config__.eq)
+        self.times = tuple(
+            f.name for f in msgspec.structs.fields(self.type) if _holds_datetime(f.type)
+        )
 
     def decode(self, data: bytes, schema: int) -> msgspec.Struct:
         """Decode stored payload bytes written at ``schema`` into the current Struct."""
@@ -231,3 +239,11 @@ class KindRegistry:
             clone.upcasters.update(spec.upcasters)
             other._specs[spec.name] = clone
         return other
+
+
+def _holds_datetime(annotation: Any) -> bool:
+    """Say whether a field's type is a datetime, alone or in a union (``datetime | None``)."""
+    if annotation is datetime:
+        return True
+    args = typing.get_args(annotation)
+    return any(_holds_datetime(a) for a in args) if args else False

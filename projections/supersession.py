@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Sequence
+from datetime import UTC
 from typing import NamedTuple
 
 from engram.ledger import FORGOTTEN, Event, chunked
@@ -142,7 +143,10 @@ class Supersessions(Projection):
         for e in events:
             p = e.payload
             if e.kind == "memory.superseded":
-                valid = micros(p.valid_from) if p.valid_from is not None else micros(e.at)
+                when = p.valid_from if p.valid_from is not None else e.at
+                if when.tzinfo is None:  # written before appends refused a naive time: UTC
+                    when = when.replace(tzinfo=UTC)
+                valid = micros(when)
                 self._add(db, e, p.agent, p.position, p.replaces, valid, p.method, p.reason)
             elif e.kind == "supersession.proposed":
                 db.conn.execute(

@@ -67,6 +67,38 @@ def test_observe_refuses_a_valid_from_that_is_not_a_datetime(alice: AgentMemory)
     )
 
 
+def test_a_naive_valid_from_is_refused_before_anything_is_written(alice: AgentMemory) -> None:
+    # A naive time used to be appended as memory.superseded and stopped the supersessions
+    # projection for good (every later observe and recall, a reopen and a rebuild failed).
+    naive = datetime(2024, 1, 1)
+    refused(
+        alice.ledger,
+        lambda: alice.observe("Alice moved to Berlin", supersedes=[1], valid_from=naive),
+        QueryError,
+        "valid_from 2024-01-01T00:00:00 has no time zone",
+    )
+    new = alice.observe("The deploy was fixed at 4am")
+    refused(alice.ledger, lambda: alice.supersede(new, [1], valid_from=naive), QueryError, "zone")
+    assert alice.recall("deploy", min_score=0).items  # the projections still work
+
+
+def test_the_ledger_refuses_a_naive_datetime_in_any_payload(ledger: Ledger) -> None:
+    from engram.ledger import NewEvent
+    from engram.ledger.catalog_supersession import MemorySuperseded
+
+    naive = datetime(2024, 1, 1)
+    for payload in (
+        MemorySuperseded(agent="alice", position=3, replaces=[1], valid_from=naive),
+        {"agent": "alice", "position": 3, "replaces": [1], "valid_from": naive.isoformat()},
+    ):
+        event = NewEvent(stream="agent:alice", kind="memory.superseded", payload=payload)
+        refused(ledger, lambda e=event: ledger.append(e), PayloadError, "`valid_from` is a naive")
+    aware = MemorySuperseded(
+        agent="alice", position=3, replaces=[1], valid_from=naive.replace(tzinfo=UTC)
+    )
+    assert ledger.append(NewEvent(stream="agent:alice", kind="memory.superseded", payload=aware))
+
+
 def test_observe_refuses_an_unhashable_type_through_the_ledger(alice: AgentMemory) -> None:
     # Like an unknown type, the ledger refuses it naming the field; the scorer never sees it.
     refused(
@@ -228,3 +260,27 @@ def test_log_follow_refuses_a_timeout_that_is_not_finite(
     assert run.returncode == 2, run.stderr
     assert f"Invalid value for '--timeout': {timeout} is not a number of seconds" in run.stderr
     assert memory.ledger.head() == 1
+
+
+def test_a_naive_valid_from_written_before_the_refusal_reads_as_utc() -> None:
+    # A ledger written before appends refused a naive time holds one: the projection reads
+    # it as UTC instead of failing at it for good.
+    import sqlite3
+
+    from engram.ledger.catalog_supersession import MemorySuperseded
+    from engram.ledger.events import Event
+    from engram.projections.base import Tables
+    from engram.projections.supersession import Supersessions
+
+    conn = sqlite3.connect(":memory:")
+    db = Tables(conn, {t: f'"{t}"' for t in Supersessions.tables})
+    projection = Supersessions()
+    projection.create(db)
+    naive = datetime(2024, 1, 1)
+    payload = MemorySuperseded(agent="alice", position=3, replaces=[1], valid_from=naive)
+    at = datetime(2024, 2, 1, tzinfo=UTC)
+    event = Event(4, "0" * 32, "agent:alice", 1, "memory.superseded", 1, "alice", at, payload,
+                  None, None, b"")  # fmt: skip
+    projection.apply(db, [event])
+    (valid,) = conn.execute("SELECT valid_from_us FROM supersessions").fetchone()
+    assert valid == int(naive.replace(tzinfo=UTC).timestamp() * 1_000_000)
