@@ -76,3 +76,13 @@ def check_query(query: object, what: str = "query") -> str:
     except UnicodeEncodeError as exc:  # a lone surrogate: no index nor ledger holds it
         raise QueryError(f"{what} must be valid UTF-8 text; character {exc.start} is not") from None
     return query
+
+
+def check_text(text: object, what: str = "text") -> None:
+    """Refuse a memory's text that holds nothing to remember: only blanks or control
+    characters (a text of another type is the ledger's to refuse, naming the field)."""
+    if isinstance(text, str) and not any(c.isprintable() and not c.isspace() for c in text):
+        raise QueryError(
+            f"{what} holds nothing to remember (only blanks or control characters),"
+            f" got {text[:40]!r}; nothing was written"
+        )

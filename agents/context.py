@@ -126,6 +126,8 @@ def build_context(
     check_query(query)
     if not isinstance(task, str):
         raise QueryError(f"task must be a string, got {type(task).__name__}")
+    if task:
+        check_query(task, "task")
     if (
         not isinstance(budget, int)
         or isinstance(budget, bool)

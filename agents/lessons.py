@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from engram.agents import destinations, guidance
+from engram.agents.arguments import check_query
 from engram.agents.completion import Completer
 from engram.agents.errors import (
     DestinationError,
@@ -47,7 +48,6 @@ from engram.projections import rules, suggestions
 from engram.projections.counts import check_count
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
-from engram.projections.errors import QueryError
 from engram.projections.rules import Rule, one_line
 from engram.projections.suggestions import Suggestion, Waiting
 
@@ -161,10 +161,10 @@ class Lessons:
         words), each with ``match`` how surely it applies (0..1).
 
         Raises:
-            QueryError: ``query`` is not a str, or ``k`` not a positive int.
+            QueryError: ``query`` is not a non-empty str (:func:`check_query`), or ``k`` not
+                a positive int.
         """
-        if not isinstance(query, str):
-            raise QueryError(f"query must be a string, got {type(query).__name__}")
+        check_query(query)
         check_count(k, "k")
         self._caught_up()
         with self.engine.read() as conn:

@@ -33,6 +33,7 @@ from typing import NamedTuple
 from engram.agents import scopes
 from engram.agents.arguments import (
     check_query,
+    check_text,
     checked_numbers,
     checked_paths,
     checked_positions,
@@ -217,8 +218,14 @@ class AgentMemory(Gathering):
         """
         from engram.agents import supersession  # it builds on this module
 
+        check_text(text)
         replaces = supersession.check_supersedes(self, supersedes) if supersedes else []
-        supersession.check_valid_from(valid_from)
+        valid_from = supersession.check_valid_from(valid_from)
+        if valid_from is not None and not replaces:
+            raise QueryError(
+                "valid_from says when what a memory replaces stopped being true:"
+                " give it with supersedes"
+            )
         if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
             raise QueryError(f"tags must be a sequence of strings, got {tags!r}")
         if importance is None and isinstance(text, str) and text and isinstance(type, str):
@@ -350,15 +357,20 @@ class AgentMemory(Gathering):
             or not 0 <= min_score <= 1
         ):
             raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
+        if valid_at is not None and not isinstance(valid_at, datetime):
+            raise QueryError(f"valid_at must be a datetime, got {type(valid_at).__name__}")
         if scope != "memories":
+            if valid_at is not None:
+                raise QueryError(
+                    f"valid_at asks what was true at a time, of memories: scope {scope!r} has"
+                    " no replacements (as_of asks what the store knew then)"
+                )
             return scopes.recall(
                 self, query, k, scope, as_of=as_of, record=record, floor=min_score, types=types
             )
         when = as_of or datetime.now(UTC)
         at_us = check_as_of(when)
-        if valid_at is not None and not isinstance(valid_at, datetime):
-            raise QueryError(f"valid_at must be a datetime, got {type(valid_at).__name__}")
-        valid_us = at_us if valid_at is None else check_as_of(valid_at)
+        valid_us = at_us if valid_at is None else check_as_of(valid_at, "valid_at")
         types = lexical.memory_types(types)  # scars and reflections share the indexes
         w = checked_numbers(weights or {}, DEFAULT_WEIGHTS, "weights")
         use = checked_paths(paths, PATHS)

@@ -22,7 +22,7 @@ import os
 import sqlite3
 import warnings
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
@@ -53,7 +53,7 @@ from engram.ledger.catalog import (
     SupersessionReverted,
     SupersessionReviewed,
 )
-from engram.projections import supersession
+from engram.projections import salience, supersession
 from engram.projections.counts import check_count
 from engram.projections.errors import QueryError
 
@@ -111,12 +111,12 @@ def check_supersedes(memory: AgentMemory, replaces: Sequence[int]) -> list[int]:
     return _checked(memory, replaces, "supersedes")
 
 
-def check_valid_from(valid_from: object) -> None:
-    """Refuse a ``valid_from`` that is not a datetime with a time zone (QueryError): a naive
-    time names no moment, and a replacement must say when the old memories stopped being
-    true."""
+def check_valid_from(valid_from: object) -> datetime | None:
+    """Return ``valid_from`` in UTC (the ledger keeps no offset of seconds), refusing one
+    that is not a datetime with a time zone (QueryError): a naive time names no moment, and
+    a replacement must say when the old memories stopped being true."""
     if valid_from is None:
-        return
+        return None
     if not isinstance(valid_from, datetime):
         raise QueryError(f"valid_from must be a datetime, got {type(valid_from).__name__}")
     if valid_from.tzinfo is None or valid_from.utcoffset() is None:
@@ -124,6 +124,7 @@ def check_valid_from(valid_from: object) -> None:
             f"valid_from {valid_from.isoformat()} has no time zone: give one"
             " (e.g. datetime(..., tzinfo=timezone.utc)); nothing was appended"
         )
+    return valid_from.astimezone(UTC)
 
 
 def supersede(
@@ -143,13 +144,22 @@ def supersede(
     olds = _checked(memory, replaces, "replaces")
     if any(old >= new for old in olds):
         raise QueryError(f"a memory replaces only earlier ones: {olds} are not all before {new}")
-    check_valid_from(valid_from)
+    valid_from = check_valid_from(valid_from)
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         try:
             said = supersession.already(conn, new, olds)
         except sqlite3.Error:  # a store without the supersessions projection
             said = {}
+        try:
+            retired = salience.memory_facts(conn, [new])[new].archived
+        except (sqlite3.Error, KeyError):  # a store without salience: nothing says archived
+            retired = False
+    if retired:
+        raise QueryError(
+            f"memory {new} is archived: no recall serves it, so it cannot stand for what it"
+            " would replace; nothing was appended"
+        )
     if said:
         raise QueryError(
             f"memory {new} already replaces {sorted(said)} (supersession event"

@@ -170,6 +170,19 @@ class Ledger:
         assert request.positions is not None
         return request.positions
 
+    def check(self, events: Sequence[NewEvent] | NewEvent) -> None:
+        """Check ``events`` as :meth:`append` would (each payload against its kind, its size
+        once its personal fields are sealed), writing nothing: a caller that appends a
+        batch in several steps checks it whole first.
+
+        Raises:
+            EventError: a malformed event (names the event and the field).
+        """
+        self._check_open()
+        if self.sealer is not None:
+            self.sealer.keys.refresh()
+        prepare(events, ANY, self.registry, self.max_payload_bytes, self.sealer)
+
     def _commit(self, group: list[Request]) -> None:
         try:
             try:

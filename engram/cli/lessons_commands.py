@@ -375,7 +375,9 @@ def rules(query: str | None, k: int, fmt: str) -> None:
     """List the rules every session loads: applied suggestions with destination rules."""
     out = state()
     with _lessons(out.settings()) as lessons:
-        found: list[Rule] = lessons.rules_for_query(query, k) if query else lessons.rules()
+        found: list[Rule] = (
+            lessons.rules_for_query(query, k) if query is not None else lessons.rules()
+        )
     out.render(
         (r._asdict() for r in found),
         fmt,

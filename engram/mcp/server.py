@@ -45,7 +45,7 @@ from engram.ledger import LedgerError
 from engram.mcp import lesson_tools, seed, supersession_tools
 from engram.mcp.dispatch import ToolServer
 from engram.mcp.fields import Agent, Number, Whole
-from engram.mcp.tools import KEY_ENV, KEY_ENV_PREFIX, MemoryTools, ToolInputError
+from engram.mcp.tools import KEY_ENV, KEY_ENV_PREFIX, MAX_ITEMS, MemoryTools, ToolInputError
 from engram.projections.errors import ProjectionError
 from engram.runtime import open_parts
 
@@ -180,10 +180,12 @@ def build_server(worker: Worker) -> MCPServer:
     @server.tool(annotations=writes)
     async def upsert_memory(
         observations: Annotated[
-            list[Observation], Field(description="Memories to add (append-only).")
+            list[Observation],
+            Field(max_length=MAX_ITEMS, description="Memories to add (append-only)."),
         ] = [],  # noqa: B006 - pydantic copies defaults
         concepts: Annotated[
-            list[Concept], Field(description="Concepts to create or replace (newest wins).")
+            list[Concept],
+            Field(max_length=MAX_ITEMS, description="Concepts to create or replace (newest wins)."),
         ] = [],  # noqa: B006
         agent: Agent = None,
     ) -> dict[str, Any]:

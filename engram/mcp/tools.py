@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from engram.agents import scopes
+from engram.agents.arguments import check_text
 from engram.agents.context import ContextWeights, build_context
 from engram.agents.frames import saved_frames, split_written
 from engram.agents.packs import PackKey, export_pack, import_pack
@@ -30,8 +31,10 @@ from engram.agents.tokens import default_counter
 from engram.errors import InterfaceError
 from engram.ledger import NewEvent
 from engram.ledger.catalog import ConceptUpserted, ContextSaved, MemoryObserved
+from engram.ledger.errors import EventError
 from engram.projections import concepts as concept_rows
 from engram.projections import rules, salience, suggestions
+from engram.projections.errors import QueryError
 from engram.projections.store import ProjectionStore
 from engram.runtime import Memory
 
@@ -41,6 +44,9 @@ KEY_ENV = "ENGRAM_PACK_KEY"
 KEY_ENV_PREFIX = "ENGRAM_"
 #: recall_context's scopes: what the context is built from.
 CONTEXT_SCOPES = ("task", "session", "agent")
+#: The most observations, and the most concepts, one ``upsert_memory`` call takes: calls run
+#: one at a time, so one call of thousands would hold every other for minutes.
+MAX_ITEMS = 100
 #: What project_snapshot counts: a name and the projection view holding those rows.
 #: The projection tables whose row counts a snapshot reports (memories: those not archived).
 COUNTED = ("concepts", "scars", "reflections", "suggestions", "rules")
@@ -123,8 +129,15 @@ class MemoryTools:
         who = self.caller(agent)
         if not observations and not concepts:
             raise ToolInputError("give at least one observation or concept")
-        _check_items(who, observations, concepts)
+        for group, items in (("observations", observations), ("concepts", concepts)):
+            if len(items) > MAX_ITEMS:
+                raise ToolInputError(
+                    f"{group}: at most {MAX_ITEMS} a call (each one is appended and checked for"
+                    f" what it replaces while other calls wait), got {len(items)}"
+                )
+        payloads = _check_items(who, observations, concepts)
         self._check_owners(who, [c["id"] for c in concepts])
+        self._check_sizes(who, payloads, len(observations))
         stream = self.memory.agent(who)
         book = self.memory.concepts(who)
         written: dict[str, list[int]] = {"observations": [], "concepts": []}
@@ -150,6 +163,18 @@ class MemoryTools:
                 )
             )
         return {"agent": who, "positions": written}
+
+    def _check_sizes(self, who: str, payloads: Sequence[msgspec.Struct], observed: int) -> None:
+        """Check every item as the ledger will append it (its size once sealed included), so
+        a batch whose last item is refused writes nothing before it."""
+        events = [NewEvent.of(p, stream=f"agent:{who}", actor=who) for p in payloads]
+        try:
+            self.memory.ledger.check(events)
+        except EventError as exc:
+            i = exc.index or 0
+            group, i = ("observations", i) if i < observed else ("concepts", i - observed)
+            message = str(exc).split(": ", 1)[-1]
+            raise ToolInputError(f"{group}[{i}]: {message}; nothing was written") from None
 
     def _check_owners(self, who: str, ids: Sequence[str]) -> None:
         if not ids:
@@ -518,18 +543,23 @@ def _recalled(r: Recalled, rule_texts: Mapping[int, str]) -> dict[str, Any]:
 
 def _check_items(
     who: str, observations: Sequence[Mapping[str, Any]], concepts: Sequence[Mapping[str, Any]]
-) -> None:
-    """Check every item against its event's payload type before anything is appended."""
+) -> list[msgspec.Struct]:
+    """Check every item against its event's payload type before anything is appended;
+    return the payloads, observations first."""
     checks: list[tuple[str, Mapping[str, Any], type[msgspec.Struct]]]
     checks = [("observations", o, MemoryObserved) for o in observations]
     checks += [("concepts", c, ConceptUpserted) for c in concepts]
     counters = {"observations": 0, "concepts": 0}
+    payloads: list[msgspec.Struct] = []
     for group, item, payload in checks:
         i = counters[group]
         counters[group] += 1
         if not isinstance(item, Mapping):
             raise ToolInputError(f"{group}[{i}] must be an object")
         try:
-            msgspec.convert({**item, "agent": who}, payload)
-        except msgspec.ValidationError as exc:
+            payloads.append(msgspec.convert({**item, "agent": who}, payload))
+            if payload is MemoryObserved:
+                check_text(item.get("text"))
+        except (msgspec.ValidationError, QueryError) as exc:
             raise ToolInputError(f"{group}[{i}]: {exc}") from None
+    return payloads

@@ -21,6 +21,7 @@ from mcp_client import call, refused, server_pid  # noqa: E402
 
 from engram.config import resolve_settings  # noqa: E402
 from engram.ledger import Ledger  # noqa: E402
+from engram.mcp.tools import MAX_ITEMS  # noqa: E402
 from engram.runtime import open_settings  # noqa: E402
 
 KEY = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
@@ -233,6 +234,16 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(tmp_path: Path) -> None
             client, "export_pack", path=str(db), name="n", version="1", concepts="a"
         )
         assert "exists" in overwrite
+        # Checked whole before the first is written: a last item over the ledger's payload
+        # limit, or a text of blanks alone, used to leave the items before it written.
+        big = "x" * (1_100_000)
+        for observations, says in (
+            ([{"text": "kept out"}, {"text": big}], "observations[1]: payload is"),
+            ([{"text": "kept out"}, {"text": " \n\t"}], "observations[1]: text holds nothing"),
+            ([{"text": f"memory {i}"} for i in range(MAX_ITEMS + 1)], "at most 100"),
+        ):
+            message = await refused(client, "upsert_memory", observations=observations)
+            assert says in message, message
         after = await call(client, "project_snapshot")
         assert after["ledger"]["head"] == before  # every refusal wrote nothing
         found = await call(client, "search_memory", query="first memory")

@@ -69,5 +69,8 @@ def test_rules_are_looked_up_by_meaning_not_by_shared_function_words(memory: Mem
     result = memory.agent("planner").recall(query, 5, scope="rules", record=False)
     assert [r.event.position for r in result.items][:1] == [texts[found[0].text]]
     assert lessons.rules_for_query("Write a haiku about the sea.", 5) == []
-    with pytest.raises(QueryError, match="query must be a string"):
+    with pytest.raises(QueryError, match="query must be a non-empty string, got NoneType"):
         lessons.rules_for_query(None, 5)  # type: ignore[arg-type]
+    for blank in ("", "   "):  # it used to answer [] (and the CLI listed every rule for "")
+        with pytest.raises(QueryError, match="query must be a non-empty string"):
+            lessons.rules_for_query(blank, 5)

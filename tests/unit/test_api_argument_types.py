@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +79,15 @@ def test_a_naive_valid_from_is_refused_before_anything_is_written(alice: AgentMe
     )
     new = alice.observe("The deploy was fixed at 4am")
     refused(alice.ledger, lambda: alice.supersede(new, [1], valid_from=naive), QueryError, "zone")
+    # Without supersedes it would say nothing: refused, not ignored.
+    at = naive.replace(tzinfo=UTC)
+    refused(alice.ledger, lambda: alice.observe("x", valid_from=at), QueryError, "supersedes")
+    # An offset of seconds, which the ledger cannot store, is kept in UTC: nothing half-written.
+    odd = datetime(2024, 1, 1, tzinfo=timezone(timedelta(hours=1, seconds=30)))
+    revised = alice.observe("The deploy was fixed at 5am", supersedes=[new], valid_from=odd)
+    (event,) = alice.ledger.read(kinds=["memory.superseded"])
+    assert event.payload.position == revised
+    assert event.payload.valid_from == odd
     assert alice.recall("deploy", min_score=0).items  # the projections still work
 
 
@@ -141,7 +150,9 @@ def test_recall_refuses_a_query_that_is_not_utf8(alice: AgentMemory) -> None:
 def test_observe_and_recall_take_what_they_took(alice: AgentMemory) -> None:
     head = alice.ledger.head()
     at = datetime(2024, 1, 1, tzinfo=UTC)
-    position = alice.observe("The deploy was fixed", type="plan", tags=("ops",), valid_from=at)
+    position = alice.observe(
+        "The deploy was fixed", type="plan", tags=("ops",), supersedes=[1], valid_from=at
+    )
     assert position > head
     assert alice.ledger.get([position])[0].payload.tags == ["ops"]
     assert alice.recall("deploy", scope="all", record=False).items
@@ -284,3 +295,44 @@ def test_a_naive_valid_from_written_before_the_refusal_reads_as_utc() -> None:
     projection.apply(db, [event])
     (valid,) = conn.execute("SELECT valid_from_us FROM supersessions").fetchone()
     assert valid == int(naive.replace(tzinfo=UTC).timestamp() * 1_000_000)
+
+
+@pytest.mark.parametrize("text", ["   ", "\x00", " \n\t\u200b"])
+def test_observe_refuses_a_text_with_nothing_to_remember(alice: AgentMemory, text: str) -> None:
+    # Stored before, though recall refuses such a query.
+    refused(alice.ledger, lambda: alice.observe(text), QueryError, "holds nothing to remember")
+
+
+@pytest.mark.parametrize("scope", ["scars", "all", "rules", "reflections"])
+def test_valid_at_is_checked_and_refused_where_it_means_nothing(
+    alice: AgentMemory, scope: str
+) -> None:
+    # It was ignored there (and the recall recorded), whatever its value.
+    for value, says in (("not a time", "valid_at must be a datetime"), (datetime.now(UTC), "")):
+        refused(
+            alice.ledger,
+            lambda v=value: alice.recall("deploy", scope=scope, valid_at=v),  # type: ignore[arg-type]
+            QueryError,
+            says or "valid_at asks what was true at a time, of memories",
+        )
+
+
+def test_a_task_that_is_not_utf8_is_a_query_error(alice: AgentMemory) -> None:
+    from engram.agents.context import build_context
+
+    refused(
+        alice.ledger,
+        lambda: build_context(alice, "deploy", task=SURROGATE),
+        QueryError,
+        "task must be valid UTF-8 text",
+    )
+
+
+def test_an_archived_memory_cannot_replace_another(alice: AgentMemory) -> None:
+    # It was appended: the fact it replaced was then served ranked down and labelled with a
+    # position no recall serves.
+    new = alice.observe("The deploy was moved to 4am")
+    alice.archive([new])
+    refused(
+        alice.ledger, lambda: alice.supersede(new, [1]), QueryError, f"memory {new} is archived"
+    )
