@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from engram.projections.errors import QueryError
 
@@ -85,4 +86,19 @@ def check_text(text: object, what: str = "text") -> None:
         raise QueryError(
             f"{what} holds nothing to remember (only blanks or control characters),"
             f" got {text[:40]!r}; nothing was written"
+        )
+
+
+def check_valid_at(valid_at: object, scope: str) -> None:
+    """Refuse a ``valid_at`` that is not a datetime, or given to a ``scope`` other than
+    memories: it asks what was true at a time, and only memories are replaced (``as_of``
+    asks what the store knew then, of every scope)."""
+    if valid_at is None:
+        return
+    if not isinstance(valid_at, datetime):
+        raise QueryError(f"valid_at must be a datetime, got {type(valid_at).__name__}")
+    if scope != "memories":
+        raise QueryError(
+            f"valid_at asks what was true at a time, of memories: scope {scope!r} has no"
+            " replacements (as_of asks what the store knew then)"
         )

@@ -30,10 +30,13 @@ from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from msgspec import UNSET
+
 from engram.agents import scopes
 from engram.agents.arguments import (
     check_query,
     check_text,
+    check_valid_at,
     checked_numbers,
     checked_paths,
     checked_positions,
@@ -211,21 +214,16 @@ class AgentMemory(Gathering):
         Bad values (empty text, importance outside 1..10, unknown type or visibility) are
         refused by the ledger with an error naming the field; nothing is written.
 
-        ``supersedes`` names earlier memories of this agent the new one replaces (appended
-        as ``memory.superseded``, true from ``valid_from``, default the new memory's time);
-        they are checked first, so a bad position writes nothing. Without it, detection may
-        propose or apply a replacement, as the agent's policy says (ADR 0052).
+        ``supersedes`` names earlier memories of this agent the new one replaces, no longer
+        true from ``valid_from`` (default: the new memory's time), said in the observation's
+        own event (ADR 0121), checked first: a bad position writes nothing. Without it,
+        detection may propose or apply a replacement, as the agent's policy says (ADR 0052).
         """
         from engram.agents import supersession  # it builds on this module
 
         check_text(text)
         replaces = supersession.check_supersedes(self, supersedes) if supersedes else []
-        valid_from = supersession.check_valid_from(valid_from)
-        if valid_from is not None and not replaces:
-            raise QueryError(
-                "valid_from says when what a memory replaces stopped being true:"
-                " give it with supersedes"
-            )
+        valid_from = supersession.check_valid_from(valid_from, replaces)
         if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
             raise QueryError(f"tags must be a sequence of strings, got {tags!r}")
         if importance is None and isinstance(text, str) and text and isinstance(type, str):
@@ -238,6 +236,8 @@ class AgentMemory(Gathering):
             visibility=visibility,
             source=source,
             tags=list(tags),
+            supersedes=replaces or UNSET,  # one event: a revision is written whole (ADR 0121)
+            valid_from=valid_from or UNSET,
         )
         event = NewEvent(
             stream=f"agent:{self.agent}",
@@ -247,9 +247,7 @@ class AgentMemory(Gathering):
             at=at,
         )
         position = self.ledger.append(event)[0]
-        if replaces:
-            supersession.supersede(self, position, replaces, valid_from=valid_from)
-        elif self.supersede_policy != "off":
+        if not replaces and self.supersede_policy != "off":
             supersession.propose_or_apply(self, position, text)
         return position
 
@@ -357,14 +355,8 @@ class AgentMemory(Gathering):
             or not 0 <= min_score <= 1
         ):
             raise QueryError(f"min_score must be a number in 0..1, got {min_score!r}")
-        if valid_at is not None and not isinstance(valid_at, datetime):
-            raise QueryError(f"valid_at must be a datetime, got {type(valid_at).__name__}")
+        check_valid_at(valid_at, scope)
         if scope != "memories":
-            if valid_at is not None:
-                raise QueryError(
-                    f"valid_at asks what was true at a time, of memories: scope {scope!r} has"
-                    " no replacements (as_of asks what the store knew then)"
-                )
             return scopes.recall(
                 self, query, k, scope, as_of=as_of, record=record, floor=min_score, types=types
             )

@@ -111,10 +111,11 @@ def check_supersedes(memory: AgentMemory, replaces: Sequence[int]) -> list[int]:
     return _checked(memory, replaces, "supersedes")
 
 
-def check_valid_from(valid_from: object) -> datetime | None:
+def check_valid_from(valid_from: object, replaces: Sequence[int]) -> datetime | None:
     """Return ``valid_from`` in UTC (the ledger keeps no offset of seconds), refusing one
     that is not a datetime with a time zone (QueryError): a naive time names no moment, and
-    a replacement must say when the old memories stopped being true."""
+    a replacement must say when the old memories stopped being true; given without memories
+    it ``replaces``, it would say nothing."""
     if valid_from is None:
         return None
     if not isinstance(valid_from, datetime):
@@ -123,6 +124,11 @@ def check_valid_from(valid_from: object) -> datetime | None:
         raise QueryError(
             f"valid_from {valid_from.isoformat()} has no time zone: give one"
             " (e.g. datetime(..., tzinfo=timezone.utc)); nothing was appended"
+        )
+    if not replaces:
+        raise QueryError(
+            "valid_from says when what a memory replaces stopped being true: give it with"
+            " supersedes"
         )
     return valid_from.astimezone(UTC)
 
@@ -144,7 +150,7 @@ def supersede(
     olds = _checked(memory, replaces, "replaces")
     if any(old >= new for old in olds):
         raise QueryError(f"a memory replaces only earlier ones: {olds} are not all before {new}")
-    valid_from = check_valid_from(valid_from)
+    valid_from = check_valid_from(valid_from, olds)
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         try:

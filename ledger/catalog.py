@@ -130,7 +130,13 @@ class ConnectionReweighted(Payload, frozen=True):
 
 
 class MemoryObserved(Payload, frozen=True):
-    """An agent recorded an observation, a plan or a thought."""
+    """An agent recorded an observation, a plan or a thought.
+
+    ``supersedes`` names earlier memories of the agent this one replaces, said as it is
+    observed, no longer true from ``valid_from`` (unset: from this memory's own time): one
+    event, so a process killed while it is written leaves both or neither (ADR 0121). Both
+    are unset in most memories, and an unset field is not written.
+    """
 
     __kind__: ClassVar[str] = "memory.observed"
 
@@ -141,6 +147,16 @@ class MemoryObserved(Payload, frozen=True):
     visibility: Visibility = "public"
     source: str | None = None
     tags: list[Name] = []
+    supersedes: Annotated[list[Position], msgspec.Meta(min_length=1)] | msgspec.UnsetType = (
+        msgspec.UNSET
+    )
+    valid_from: datetime | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        if self.supersedes is not msgspec.UNSET:
+            check_distinct(self.supersedes, "supersedes")
+        elif self.valid_from is not msgspec.UNSET:
+            raise ValueError("valid_from says when what it supersedes stopped being true")
 
 
 class RecalledItem(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -6,6 +6,8 @@ and the chain of replacements is in the ledger and in these tables, for SQL.
 - ``memory.superseded``: one ``supersessions`` row per replaced memory: the event, the
   replaced (``old``) and replacing (``new``) positions, the agent, the valid time from which
   the old one no longer holds, the record time, the method;
+- ``memory.observed`` with ``supersedes`` (a revision, ADR 0121): the same rows, keyed by
+  the observation itself (``event`` = ``new``), method ``explicit``;
 - ``supersession.proposed``: a ``supersession_proposals`` row, ``pending``;
 - ``supersession.reviewed``: a pending proposal becomes ``applied`` (its rows are added,
   keyed by the review's position) or ``refused``; a review of anything else changes nothing
@@ -28,6 +30,7 @@ from typing import NamedTuple
 
 from engram.ledger import FORGOTTEN, Event, chunked
 from engram.ledger.catalog import (
+    MemoryObserved,
     MemorySuperseded,
     SubjectForgotten,
     SupersessionProposed,
@@ -94,8 +97,9 @@ class Supersessions(Projection):
     """Which memory replaced which, and the proposals under review."""
 
     name = "supersessions"
-    version = 3  # 3: a forgotten subject's reasons go
+    version = 4  # 3: a forgotten subject's reasons go; 4: a revision's own memory.observed
     kinds = (
+        MemoryObserved,
         MemorySuperseded,
         SupersessionProposed,
         SupersessionReviewed,
@@ -142,7 +146,13 @@ class Supersessions(Projection):
         """Apply each event, in position order."""
         for e in events:
             p = e.payload
-            if e.kind == "memory.superseded":
+            if e.kind == "memory.observed":  # a revision: it says what it replaces itself
+                if p.supersedes:
+                    when = p.valid_from if p.valid_from else e.at
+                    self._add(
+                        db, e, p.agent, e.position, p.supersedes, micros(when), "explicit", ""
+                    )
+            elif e.kind == "memory.superseded":
                 when = p.valid_from if p.valid_from is not None else e.at
                 if when.tzinfo is None:  # written before appends refused a naive time: UTC
                     when = when.replace(tzinfo=UTC)

@@ -786,6 +786,10 @@ def _history(
                 visibility=c.pick(("public", "private")),
                 source=c.pick((None, "tool")),
                 tags=c.pick(([], ["x"], ["x", "ÿ"])),
+                # A revision says what it replaces in its own event (ADR 0121).
+                supersedes=[c.pick(memories[-6:])]
+                if memories and c.integer(0, 4) == 0
+                else msgspec.UNSET,
             )
         elif kind in ("memory.recalled", "memory.archived", "scar.archived"):
             # Recalls serve memories and scars; each archive may name the other's items too.

@@ -89,9 +89,9 @@ def observe(
     """Append an agent's observation, plan or thought.
 
     One memory.observed event on AGENT's stream. Without --importance the heuristic scorer rates
-    it once; the rating is stored in the event, so a rebuild replays it. With --supersedes, a
-    memory.superseded event says it replaces those earlier memories (checked first: a bad
-    position writes nothing).
+    it once; the rating is stored in the event, so a rebuild replays it. With --supersedes, the
+    same event says it replaces those earlier memories (checked first: a bad position writes
+    nothing).
     """
     out = state()
     with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:

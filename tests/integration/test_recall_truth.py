@@ -184,6 +184,21 @@ def test_a_supersession_is_reverted_by_an_event(memory: Memory) -> None:
     assert again > event
 
 
+def test_a_revision_is_one_event_and_is_reverted_like_any_supersession(memory: Memory) -> None:
+    # observe(supersedes=...) wrote the memory, then memory.superseded: a process killed
+    # between the two appends left the new memory without its replacement (ADR 0121).
+    ana = _filled(memory)
+    old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
+    new = ana.observe("Alice Moreau moved to Berlin.", at=NOW - 30 * DAY, supersedes=[old])
+    assert memory.ledger.head() == new
+    assert list(memory.ledger.read(kinds=["memory.superseded"])) == []
+    found = ana.recall("Alice Moreau Paris", 3, record=False, min_score=0).items
+    assert {r.event.position: r.replaced_by for r in found}[old] == new
+    ana.revert_supersession(new, reviewer="lead", note="she moved back")
+    found = ana.recall("Alice Moreau Paris", 3, record=False, min_score=0).items
+    assert {r.event.position: r.replaced_by for r in found}[old] is None
+
+
 @pytest.mark.parametrize(
     ("supersedes", "error", "needle"),
     [
