@@ -88,6 +88,8 @@ def search(
     with memory.engine.read() as conn:
         try:
             subject = statements.subject(conn, text)
+            if subject and len(run := statements.name_run(text, subject).split()) > 1:
+                said.name = " ".join(run)
             held = _of_subject(memory, conn, position, said, subject)
             # Spoken of in the first person, and of nothing the memories name alike ("We
             # moved the shipper to eu-west-1" speaks of the shipper), the subject is the
@@ -165,10 +167,16 @@ class _Said:
         # bumped the logging library"), where the ones after it may be the values it gives
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
         before = text[: _announced_at(text)]
-        self.named = {*codes(before), *written_ids(before)} if change else set()
+        self.named = {*codes(before), *identifiers(before)} if change else set()
         self.phrases: dict[int, tuple[str, ...]] = {}
         self.digest = copies.digest(text)
         self.identifiers = identifiers(text)
+        self.name = ""  # the subject's name, where it is a run of two or more words
+
+    def named_by(self, old: str) -> bool:
+        """Say whether ``old`` names the subject by the new memory's full name ("Marta
+        Silva"): one person, whatever other names each gives (ADR 0122)."""
+        return bool(self.name) and self.name in statements.name_runs(old)
 
     def may_replace(self, position: int, old: _Held) -> bool:
         """Say whether ``old`` may be replaced as far as its shape (a statement), its content
@@ -182,6 +190,9 @@ class _Said:
             and self.named <= {*codes(old.text), *identifiers(old.text)}
             and same_keys(self.text, old.text)
             and (self.change or identifiers(old.text) == self.identifiers)
+            and (self.change or self.named_by(old.text) or not statements.named_apart(
+                self.text, old.text
+            ))
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
             and not retold(self.text, old.text)
         )  # fmt: skip
@@ -228,7 +239,8 @@ def _of_subject(
     named = (stem(subject),) if subject else ()
     return [
         h for h in held
-        if (subject or (
+        if (not subject or statements.one_named(said.text, h.text, subject))
+        and (subject or (
             said.phrases[h.position] and not statements.other_things(said.text, h.text)
         ))
         and not statements.modified_apart(
@@ -297,12 +309,19 @@ def same_keys(text: str, old: str) -> bool:
     )
 
 
+#: Lowercase words joined by hyphens, without digits: a service's or a tool's name as teams
+#: write it ("image-resizer", "cart-api"); "eu-west-1" is a value's notation, and a part of
+#: an address ("ap@umbrella-health.io") is the address's (ADR 0122).
+_KEBAB = re.compile(r"(?<![\w@./-])[a-z]{2,}(?:-[a-z]{2,})+(?![\w-]|\.\w)")
+
+
 def identifiers(text: str) -> frozenset[str]:
     """Return the identifiers and opaque keys ``text`` writes
-    (:func:`~engram.agents.quoted.written_ids`: ``E_CONN_RESET``, ``/etc/nginx/api.conf``):
-    like an id, one names one thing, so a memory quoting another is of another thing unless
-    the new one announces a change (ADR 0119)."""
-    return frozenset(written_ids(text))
+    (:func:`~engram.agents.quoted.written_ids`: ``E_CONN_RESET``, ``/etc/nginx/api.conf``)
+    and its hyphenated lowercase names (``image-resizer``): like an id, one names one thing,
+    so a memory quoting another is of another thing unless the new one announces a change
+    (ADR 0119, ADR 0122)."""
+    return frozenset(written_ids(text)) | frozenset(_KEBAB.findall(text))
 
 
 def same_format(text: str, old: str) -> bool:

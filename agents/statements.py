@@ -139,6 +139,20 @@ def name_run(text: str, subject: str) -> str:
     return subject
 
 
+def name_runs(text: str) -> list[str]:
+    """Return the runs of capitalised words ``text`` writes, spaces made single."""
+    return [" ".join(run.split()) for run in _RUN.findall(text)]
+
+
+def one_named(text: str, other: str, subject: str) -> bool:
+    """Say whether the two texts name their ``subject`` alike: the words of one's name for
+    it hold the other's ("Alice" and "Alice Moreau"), where "Mr Kapoor" and "Mr Okonkwo",
+    "Project Harbor" and "Project Quarry" are two (ADR 0122)."""
+    mine = {w.casefold() for w in name_run(text, subject).split()}
+    theirs = {w.casefold() for w in name_run(other, subject).split()}
+    return mine <= theirs or theirs <= mine
+
+
 def without(text: str, name: str, subject: str) -> str:
     """Return ``text`` without the subject's name (and its possessive)."""
     for said in (name, subject):
@@ -338,6 +352,56 @@ def _spelled(stems: list[str], phrase: tuple[str, ...]) -> int:
 def names(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s capitalised words: the names, never an attribute."""
     return frozenset(stem(w) for m in _NAME.findall(text) for w in lexical.tokens(m))
+
+
+#: Capitalised by the calendar, not names: a day or a month is a value ("arriving Friday").
+_CALENDAR = frozenset(
+    stem(w)
+    for w in (
+        "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
+        "january", "february", "march", "april", "may", "june", "july", "august",
+        "september", "october", "november", "december",
+    )
+)  # fmt: skip
+
+
+def _inner_names(text: str) -> frozenset[str]:
+    """Return the stems of the names ``text`` writes inside its sentences (a word opening one
+    is capitalised by it alone), days and months aside."""
+    return (
+        frozenset(
+            stem(w)
+            for m in _NAME.finditer(text)
+            if not opens(text, m.start())
+            for w in lexical.tokens(m.group())
+        )
+        - _CALENDAR
+    )
+
+
+def named_apart(text: str, other: str) -> bool:
+    """Say whether the two texts speak of two named things: each names someone or something
+    inside its sentences, they share no such name, and they differ beyond those names too
+    ("Parcel from John Lewis arriving Saturday" and "Parcel from Decathlon arriving Friday":
+    two parcels). A name given in place of a name, and nothing else, may be a value changed
+    ("Alice lives in Paris" and "Alice lives in Berlin"; ADR 0122)."""
+    mine, theirs = _inner_names(text), _inner_names(other)
+    if mine & theirs or not mine or not theirs:  # a name both give is what both speak of
+        return False
+    if _opens_clause(text, mine) or _opens_clause(other, theirs):
+        return True  # "Note to self: Farid prefers texts": whom the clause speaks of
+    ours, others = content(text), content(other)
+    return bool((ours - others - mine) or (others - ours - theirs))
+
+
+def _opens_clause(text: str, names: frozenset[str]) -> bool:
+    """Say whether one of ``names`` opens a clause of ``text`` (after a colon, a semicolon
+    or a dash): what that clause speaks of, not a value it gives."""
+    return any(
+        before(text, m.start()) in ":;\u2014\u2013"
+        and any(stem(w) in names for w in lexical.tokens(m.group()))
+        for m in _NAME.finditer(text)
+    )
 
 
 def content(text: str) -> frozenset[str]:

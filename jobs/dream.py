@@ -1,7 +1,8 @@
 """The nightly dream: scars that keep repeating become one rule suggestion for a person.
 
-As of a window's end, the *candidates* are the scars the learning queue still waits on
-(learnable, public, not archived, named by no suggestion: :func:`suggestions.waiting`),
+As of a window's end, the *candidates* are the failures the learning queue still waits on
+(learnable, public, not archived, named by no suggestion: :func:`suggestions.waiting`; a
+repeated victory is the skills job's, :mod:`engram.jobs.skills`),
 recorded at or before the window's end, that have a vector in the semantic index. They are
 grouped by meaning as the learning step groups them (:func:`engram.agents.repeats.group`,
 ADR 0056): a scar joins the group it is most like on average when the calibrated score of
@@ -139,7 +140,10 @@ def candidates(ctx: JobContext) -> list[Candidate]:
     needed = (suggestions.NAME, scar_table.ScarsTable.name, SemanticIndex.name)
     if any(ProjectionStore.live_generation(conn, name) is None for name in needed):
         return []
-    waiting = suggestions.waiting(conn)
+    # A victory repeated is a pattern to keep, the skills job's to propose; a rule says what
+    # not to do again, drawn from failures alone (a victory's lesson among them drafted a
+    # rule from a success).
+    waiting = [w for w in suggestions.waiting(conn) if w.kind == "failure"]
     rows = scar_table.by_positions(conn, [w.position for w in waiting])
     horizon = micros(ctx.window.as_of)
     kept = [

@@ -98,6 +98,24 @@ def test_dream_proposes_one_rule_per_repeated_lesson_once(memory: Memory) -> Non
     assert [e.kind for e in memory.ledger.get(second.positions)] == ["job.completed"]
 
 
+def test_dream_drafts_rules_from_failures_only(memory: Memory) -> None:
+    # Three victories teaching one pattern are the skills job's; the dream clustered them,
+    # with a failure beside them, into a rule drawn from a success.
+    for i, agent in enumerate(("alice", "bob", "carol")):
+        memory.scars(agent).record(
+            "victory",
+            f"the release went out cleanly after a canary (run {i})",
+            LESSON,
+            importance=5,
+            at=T0 + timedelta(minutes=i),
+        )
+    _repeat(memory, "dave", 1, LESSON, T0 + timedelta(hours=1))
+    clock = Clock(T0 + timedelta(days=1))
+    runner = JobRunner(memory.ledger, memory.engine, [DreamJob()], clock=clock)
+    dry = runner.run("dream", dry_run=True)
+    assert dry.plan.counts == {"candidates": 1, "clusters": 0, "scars": 0}
+
+
 def test_scar_archival_retires_old_unrecalled_scars_only(memory: Memory) -> None:
     old = memory.scars("alice").record("failure", "cache stampede", "add jitter", at=T0)
     recalled = memory.scars("alice").record(
