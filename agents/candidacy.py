@@ -168,6 +168,9 @@ class _Said:
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
         before = text[: _announced_at(text)]
         self.named = {*codes(before), *identifiers(before)} if change else set()
+        # So do the occurrences numbered before it: "Ticket #88413: customer cannot change
+        # email" speaks of ticket 88413, not of a ticket renumbered (ADR 0122).
+        self.numbered = statements.labels(before) if change else frozenset()
         self.phrases: dict[int, tuple[str, ...]] = {}
         self.digest = copies.digest(text)
         self.identifiers = identifiers(text)
@@ -188,6 +191,7 @@ class _Said:
                 self.ids, self.labels, old.text, self.change, self.values
             )
             and self.named <= {*codes(old.text), *identifiers(old.text)}
+            and self.numbered <= statements.labels(old.text)
             and same_keys(self.text, old.text)
             and (self.change or identifiers(old.text) == self.identifiers)
             and (self.change or self.named_by(old.text) or not statements.named_apart(

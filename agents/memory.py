@@ -508,8 +508,8 @@ class AgentMemory(Gathering):
                         passage=cos if c.passage is None else c.passage,
                         length=c.length,
                     )
-                if p in floors:
-                    relevance[p] = max(relevance[p], floors[p])
+                if p in floors:  # (the least, the share kept)
+                    relevance[p] = max(relevance[p], floors[p][0]) * floors[p][1]
                 if kind is not None and not kind.held(texts.get(p, "")):
                     relevance[p] = min(relevance[p], NO_VALUE)
                 total[p] = scored(relevance[p] ** w["relevance"], p)
@@ -526,7 +526,7 @@ class AgentMemory(Gathering):
             cosines(ranked, positions, matching)  # one batched read: the ceiling's tightest
             most = share_ceilings(positions, matching)  # the texts read, not split
             tops = ceilings(calibration, ranked, positions, matching, best, most)
-            tops.update({p: max(tops[p], f) for p, f in floors.items()})
+            tops.update({p: max(tops[p], lo) * kept for p, (lo, kept) in floors.items()})
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, first, rows, matching)
         if replaced:

@@ -18,6 +18,7 @@ __all__ = [
     "ID_HELD",
     "ID_HOLDERS",
     "ID_LENGTH",
+    "ID_RIVAL",
     "id_floors",
     "identifier",
     "quoted_codes",
@@ -36,6 +37,13 @@ ID_HOLDERS = 3
 #: "err-4471-b"; shorter codes are ordinals and measures as often ("18th", "5k", "ga4").
 ID_LENGTH = 5
 _REFERENCE = re.compile(r"(?<![\w#])#\d{3,}\b")  # an issue's or a request's number: "#4821"
+#: A number of eight digits or more names one thing (an order, an account, a microchip, a
+#: phone), where amounts, years and counts are shorter or written with separators.
+_LONG_NUMBER = re.compile(r"(?<![\w.,#])\d{8,}(?![\w]|[.,]\d)")
+#: The share of its relevance a candidate keeps that quotes, in place of an id the query
+#: quotes, another id written alike ("#88421" for "#88412"), where another candidate holds
+#: the id: the question is of the holder, and this one is second at most (ADR 0122).
+ID_RIVAL = ID_HELD / 2
 #: What may open or close a quoted identifier in prose: quotes, brackets, a sentence's stop.
 _AROUND = "\"'`‘’“”()[]{}<>,;!?"
 _PLAIN = re.compile(r"[^\W\d_]+")
@@ -98,16 +106,26 @@ def quoted_ids(query: str) -> tuple[str, ...]:
     which keeps its case."""
     written = set(written_ids(query))
     named = [c for c in quoted_codes(query) if c in written or len(c) >= ID_LENGTH]
-    return tuple(dict.fromkeys([*named, *(m.group() for m in _REFERENCE.finditer(query))]))
+    numbers = (m.group() for r in (_REFERENCE, _LONG_NUMBER) for m in r.finditer(query))
+    return tuple(dict.fromkeys([*named, *numbers]))
 
 
-def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
-    """Return the least relevance of each candidate holding every id the query quotes
-    (:data:`ID_HELD` shared among them), where at most :data:`ID_HOLDERS` do; {} otherwise.
+def _shape(code: str) -> str:
+    """Return how ``code`` is written: each digit a 9, each letter an a, the rest kept."""
+    return re.sub(r"[^\W\d_]", "a", re.sub(r"\d", "9", code.casefold()))
+
+
+def id_floors(positions: Sequence[int], m: Matching) -> dict[int, tuple[float, float]]:
+    """Return, for the candidates an id the query quotes singles out, the least relevance
+    and the share of it kept: at least :data:`ID_HELD` (shared among them) for each holding
+    every id, where at most :data:`ID_HOLDERS` do; :data:`ID_RIVAL` of it, at most that, for
+    each quoting, in place of one, another id written alike, where one does; {} otherwise.
 
     An id names one thing: the memory holding it verbatim is what the query asks about,
     whatever else their words and meanings share (a vector-near id, "9f2c4e7" for
-    "9f2c4e1", is another thing). Reads the texts of the candidates not read yet."""
+    "9f2c4e1", is another thing, even where the question's other words are its: "Is
+    985112004317256 Pepper's microchip?"). Reads the texts of the candidates not read
+    yet."""
     if not m.ids:
         return {}
     m.read(positions)
@@ -118,4 +136,11 @@ def id_floors(positions: Sequence[int], m: Matching) -> dict[int, float]:
     ]  # fmt: skip
     if not holders or len(holders) > ID_HOLDERS:
         return {}
-    return dict.fromkeys(holders, ID_HELD / len(holders))
+    shapes = {_shape(i) for i in m.ids}
+    rivals = [
+        p for p in positions
+        if p not in holders and any(_shape(r) in shapes for r in runs(m.texts.get(p, "")))
+    ]  # fmt: skip
+    return dict.fromkeys(rivals, (0.0, ID_RIVAL)) | dict.fromkeys(
+        holders, (ID_HELD / len(holders), 1.0)
+    )

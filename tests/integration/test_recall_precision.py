@@ -108,6 +108,11 @@ def _replaced(memory: Memory, old: str, new: str) -> bool:
             "Note to self: Farid prefers texts over calls.",
             "Note to self: Chloe prefers texts over calls.",
         ),
+        # An occurrence numbered before the change word is what the memory speaks of.
+        (
+            "Ticket #88412: customer cannot reset password from the mobile app.",
+            "Ticket #88413: customer cannot change email from the mobile app.",
+        ),
         # A hyphenated lowercase name is a service's, like an identifier, before a change
         # word too.
         ("image-resizer uses Postgres for storage.", "webhook-relay uses Postgres for storage."),
@@ -265,6 +270,32 @@ def test_the_holder_of_a_quoted_key_or_path_comes_first(memory: Memory) -> None:
     ):
         result = ana.recall(query, 5, record=False)
         assert result.items[0].event.position == holder, query
+
+
+def test_the_holder_comes_first_where_the_question_s_other_words_are_a_near_id_s(
+    memory: Memory,
+) -> None:
+    # The distractor held the question's other words ("Pepper's", "web app") and a near id,
+    # and came first; a long number was no id at all (ADR 0122).
+    assert quoted_ids("Is 985112004317256 Pepper's microchip?") == ("985112004317256",)
+    assert quoted_ids("The budget is 15,000,000 and the year 2024") == ()
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    chip = ana.observe("Biscuit's microchip number is 985112004317256.", at=NOW - 9 * DAY)
+    near = ana.observe("Pepper's microchip number is 985112004317265.", at=NOW - 8 * DAY)
+    ticket = ana.observe(
+        "Ticket #88412: customer cannot reset password from the mobile app.", at=NOW - 7 * DAY
+    )
+    ana.observe("Ticket #88421: customer cannot reset password from the web app.", at=NOW - DAY)
+    for query, holder in (
+        ("Is 985112004317256 Pepper's microchip?", chip),
+        ("customer can't reset the password from the web app: is that ticket #88412?", ticket),
+    ):
+        items = ana.recall(query, 5, record=False).items
+        assert items[0].event.position == holder, query
+    items = ana.recall("Is 985112004317256 Pepper's microchip?", 5, record=False).items
+    assert near in [r.event.position for r in items]  # second, still served
 
 
 def test_texts_quoting_other_ids_are_no_copies(memory: Memory) -> None:
