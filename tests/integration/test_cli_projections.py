@@ -138,6 +138,12 @@ def test_graph_top_as_of(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2
     assert "has no timezone" in err
     assert "2030-01-01T00:00:00Z" in err
+    # A date alone: the hint is a time the command takes (it offered "2030-01-01Z").
+    code, _, err = run(capsys, "--ledger", db, "graph", "top", "--as-of", "2030-01-01")
+    assert code == 2
+    hint = err.split("e.g. ")[1].split()[0]
+    assert hint == "2030-01-01T00:00:00Z"
+    assert run(capsys, "--ledger", db, "graph", "top", "--as-of", hint)[0] == 0
 
 
 def test_graph_top_shows_salience_from_0_to_1_and_what_each_item_is(

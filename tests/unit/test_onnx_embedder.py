@@ -288,8 +288,13 @@ def test_the_default_route_is_minilm_on_onnx_where_it_can_run(
     monkeypatch.setenv("ENGRAM_EMBEDDER", "auto")
     monkeypatch.setattr(routing_module, "onnx_ready", lambda: False)
     assert load_routing().route("recall").__class__.__name__ == "HashRoute"
-    monkeypatch.setenv("ENGRAM_EMBEDDER", "minilm")
-    with pytest.raises(EmbeddingConfigError, match="ENGRAM_EMBEDDER"):
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "minilm")  # asked for, and not installed: said so
+    with pytest.raises(EmbeddingConfigError, match="ENGRAM_EMBEDDER=minilm needs MiniLM"):
+        load_routing()
+    monkeypatch.setattr(routing_module, "onnx_ready", lambda: True)
+    assert load_routing().route("recall") == OnnxRoute()
+    monkeypatch.setenv("ENGRAM_EMBEDDER", "bert")
+    with pytest.raises(EmbeddingConfigError, match="'auto', 'hash' or 'minilm'"):
         load_routing()
 
 
