@@ -82,7 +82,12 @@ def check_query(query: object, what: str = "query") -> str:
 def check_text(text: object, what: str = "text") -> None:
     """Refuse a memory's text that holds nothing to remember: only blanks or control
     characters (a text of another type is the ledger's to refuse, naming the field)."""
-    if isinstance(text, str) and not any(c.isprintable() and not c.isspace() for c in text):
+    # An empty text is the ledger's to refuse, naming the field, as any payload's.
+    if (
+        isinstance(text, str)
+        and text
+        and not any(c.isprintable() and not c.isspace() for c in text)
+    ):
         raise QueryError(
             f"{what} holds nothing to remember (only blanks or control characters),"
             f" got {text[:40]!r}; nothing was written"

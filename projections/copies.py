@@ -70,6 +70,14 @@ _HYPHEN = re.compile(r"(?<=[^\W\d_])-(?=[^\W\d_])")
 _THOUSANDS = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)k\b", re.IGNORECASE)
 
 
+#: A unit written apart from its number ("3:15 pm", "30 s", "25 GB"): the number's, written
+#: with it (version 3).
+_UNIT = re.compile(
+    r"(?<=\d)[ \u00a0\u202f]+(?=(?:am|pm|ms|s|sec|min|h|hrs?|kb|mb|gb|tb|km|kg|mg|g|cm|mm|m)\b|%)",
+    re.IGNORECASE,
+)
+
+
 def _joined(match: re.Match[str]) -> str:
     return match.group().replace(match.group(1), "")
 
@@ -91,9 +99,11 @@ def _case(word: str) -> str:
 def normalise(text: str) -> str:
     """Return ``text``'s words, lowercased (but opaque keys written in both cases), filler
     words dropped, one space apart; a number's digit groups joined ("15,000" is "15000"), its
-    thousands written whole ("15k" is "15000"), and words joined by a hyphen written as one
-    ("e-mail" is "email")."""
+    thousands written whole ("15k" is "15000"), a unit written with its number ("3:15 pm" is
+    "3:15pm", "30 s" is "30s"), and words joined by a hyphen written as one ("e-mail" is
+    "email")."""
     text = _HYPHEN.sub("", _THOUSANDS.sub(_whole, _GROUPED.sub(_joined, text)))
+    text = _UNIT.sub("", text)
     words = [_case(w) for w in _WORD.findall(text)]
     kept = [w for w in words if w.casefold() not in FILLERS]
     return " ".join(kept or words)
@@ -119,7 +129,7 @@ class Copies(Projection):
     """Each memory's normalised-text digest and observation time."""
 
     name = "copies"
-    version = 2
+    version = 3  # 2: digit groups, thousands, hyphens, keys' case; 3: units
     kinds = (MemoryObserved, MemoryArchived, SubjectForgotten)
     tables = ("copies",)
 

@@ -541,7 +541,10 @@ def _kind_rows(spec: Any) -> Iterator[dict[str, Any]]:
             "field": f.encode_name,
             "type": type_name(f.type),
             "required": f.required,
-            "default": None if f.required else msgspec.to_builtins(default),
+            # An unset default (a field written only when given) reads as none.
+            "default": None
+            if f.required or default is msgspec.UNSET
+            else msgspec.to_builtins(default),
         }
 
 

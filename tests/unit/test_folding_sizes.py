@@ -95,6 +95,12 @@ def test_a_number_s_digit_groups_join_and_an_opaque_key_keeps_its_case() -> None
         != normalise("the budget is 15")
     )
     assert normalise("2.5k rows") == "2500 rows"
+    # A unit written apart from its number is the number's (version 3).
+    assert normalise("pick-up is at 3:15 pm") == normalise("pickup is at 3:15pm")
+    assert normalise("times out after 30 s") == normalise("times out after 30s")
+    assert normalise("25 GB disk, 40 %") == "25gb disk 40"
+    assert normalise("2 of them") == "2 of them"  # a word, no unit
+    assert normalise("at 3 am") != normalise("at 3 pm")
     # An opaque key's case tells it apart; a word's does not.
     assert normalise("Customer cus_Nf8XkQ2pLm3z") == "customer cus Nf8XkQ2pLm3z"
     assert normalise("CUSTOMER Q2 iPhone") == "customer q2 iphone"
