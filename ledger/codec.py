@@ -42,7 +42,7 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
         PayloadError: wrong type, a field that does not fit, a value JSON cannot hold
             (NaN, infinity, invalid unicode), or larger than ``max_bytes``.
     """
-    if isinstance(payload, spec.type) and not (spec.times and _naive(payload, spec.times)):
+    if isinstance(payload, spec.type) and not (spec.times and naive(payload, spec.times)):
         # The common case, checked as below; anything unusual takes the path that explains.
         try:
             data = _encoder.encode(payload)
@@ -96,7 +96,7 @@ def _encode_checked(spec: KindSpec, payload: object, index: int, max_bytes: int)
                 index=index,
                 field="payload",
             )
-        for name in _naive(value, spec.times):
+        for name in naive(value, spec.times):
             raise PayloadError(
                 f"{where}: field `{name}` is a naive datetime ({getattr(value, name)}); "
                 "give it a time zone (e.g. tzinfo=timezone.utc)",
@@ -127,7 +127,7 @@ def _encode_checked(spec: KindSpec, payload: object, index: int, max_bytes: int)
     return data
 
 
-def _naive(value: object, names: tuple[str, ...]) -> list[str]:
+def naive(value: object, names: tuple[str, ...]) -> list[str]:
     """Return the fields of ``names`` whose value is a datetime without a time zone."""
     return [
         name

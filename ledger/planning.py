@@ -20,6 +20,7 @@ from engram.ledger.codec import (
     encode_header,
     encode_payload,
     format_at,
+    naive,
     seal_payload,
     utc_now_text,
 )
@@ -194,10 +195,10 @@ def prepare(
             actor = _name(actor, "actor", i)
         value = ev.payload
         # encode_payload's common case inline (a payload of the kind's own type that reads
-        # back as itself, with no datetime field to check for a time zone); anything else
-        # takes encode_payload, which explains a refusal.
+        # back as itself, no datetime field of it naive); anything else takes
+        # encode_payload, which explains a refusal.
         data = None
-        if type(value) is spec.type and not spec.times:
+        if type(value) is spec.type and not (spec.times and naive(value, spec.times)):
             try:
                 data = encode(value)
                 decoded = spec.decoder.decode(data)  # the validation: types, constraints
