@@ -84,12 +84,10 @@ def search(
     if memory.embedder is None or not statements.statement(text):
         return [], []
     memory.engine.wait_for(max(position, only or 0))
-    said = _Said(text, announces(text), statements.state_values(text, now=True))
     with memory.engine.read() as conn:
         try:
             subject = statements.subject(conn, text)
-            if subject and len(run := statements.name_run(text, subject).split()) > 1:
-                said.name = " ".join(run)
+            said = _Said(text, announces(text), statements.state_values(text, now=True), subject)
             held = _of_subject(memory, conn, position, said, subject)
             # Spoken of in the first person, and of nothing the memories name alike ("We
             # moved the shipper to eu-west-1" speaks of the shipper), the subject is the
@@ -159,7 +157,9 @@ class _Said:
     the state values it gives now, its content words, ids and labels; and, found on the
     way, the phrase it shares with each unnamed candidate."""
 
-    def __init__(self, text: str, change: bool, values: frozenset[str]) -> None:
+    def __init__(
+        self, text: str, change: bool, values: frozenset[str], subject: str | None = None
+    ) -> None:
         self.text, self.change, self.values = text, change, values
         self.content = statements.content(text)
         self.ids, self.labels = set(codes(text)), statements.labels(text)
@@ -174,26 +174,29 @@ class _Said:
         self.phrases: dict[int, tuple[str, ...]] = {}
         self.digest = copies.digest(text)
         self.identifiers = identifiers(text)
-        self.name = ""  # the subject's name, where it is a run of two or more words
+        run = " ".join(statements.name_run(text, subject).split()) if subject else ""
+        #: The subject's full name, where it is a run of two or more words ("Marta Silva").
+        self.full_name = run if " " in run else ""
 
     def named_by(self, old: str) -> bool:
         """Say whether ``old`` names the subject by the new memory's full name ("Marta
         Silva"): one person, whatever other names each gives (ADR 0122)."""
-        return bool(self.name) and self.name in statements.name_runs(old)
+        return bool(self.full_name) and self.full_name in statements.name_runs(old)
 
     def may_replace(self, position: int, old: _Held) -> bool:
         """Say whether ``old`` may be replaced as far as its shape (a statement), its content
         and its ids go: the subject, the owner and the time are weighed apart."""
+        theirs = identifiers(old.text)
         return (
             old.position != position and statements.statement(old.text)
             and statements.differs(self.content, statements.content(old.text), self.change)
             and statements.same_occurrences(
                 self.ids, self.labels, old.text, self.change, self.values
             )
-            and self.named <= {*codes(old.text), *identifiers(old.text)}
+            and self.named <= {*codes(old.text), *theirs}
             and self.numbered <= statements.labels(old.text)
             and same_keys(self.text, old.text)
-            and (self.change or identifiers(old.text) == self.identifiers)
+            and (self.change or theirs == self.identifiers)
             and (self.change or self.named_by(old.text) or not statements.named_apart(
                 self.text, old.text
             ))
