@@ -136,7 +136,14 @@ def search(
     bare = np.asarray(memory.embedder.embed_transient(pairs), dtype=np.float32)
     cosines = [float(bare[2 * i] @ bare[2 * i + 1]) for i in range(len(near))]
     mine, names = statements.content(text), statements.names(text)
-    named = statements.content(statements.name_run(text, subject)) if subject else frozenset()
+    # The subject's own words: its name, and the kind of thing it names ("the Jennings
+    # matter"), which two memories of it share whatever attributes they give (ADR 0123).
+    named = (
+        statements.content(statements.name_run(text, subject))
+        | ({statements.kind(text, subject)} - {""})
+        if subject
+        else frozenset()
+    )
     found = []
     for i, (similarity, old, old_text) in enumerate(near):
         theirs = statements.content(old_text)
@@ -183,23 +190,35 @@ class _Said:
         Silva"): one person, whatever other names each gives (ADR 0122)."""
         return bool(self.full_name) and self.full_name in statements.name_runs(old)
 
+    def anew(self, old: str) -> bool:
+        """Say whether the new memory is ``old`` with one value given anew
+        (:func:`statements.value_anew`), a number that labels no occurrence ("bed 12" is
+        another bed than "bed 9"): a change, announced or not (ADR 0123)."""
+        return statements.value_anew(self.text, old) and statements.labels(old) == self.labels
+
     def may_replace(self, position: int, old: _Held) -> bool:
         """Say whether ``old`` may be replaced as far as its shape (a statement), its content
         and its ids go: the subject, the owner and the time are weighed apart."""
         theirs = identifiers(old.text)
+        change = self.change or self.anew(old.text)
         return (
             old.position != position and statements.statement(old.text)
-            and statements.differs(self.content, statements.content(old.text), self.change)
-            and statements.same_occurrences(
-                self.ids, self.labels, old.text, self.change, self.values
-            )
+            and statements.differs(self.content, statements.content(old.text), change)
+            and statements.same_occurrences(self.ids, self.labels, old.text, change, self.values)
             and self.named <= {*codes(old.text), *theirs}
             and self.numbered <= statements.labels(old.text)
             and same_keys(self.text, old.text)
-            and (self.change or theirs == self.identifiers)
-            and (self.change or self.named_by(old.text) or not statements.named_apart(
+            and (change or theirs == self.identifiers)
+            and (change or self.named_by(old.text) or not statements.named_apart(
                 self.text, old.text
             ))
+            and (change or (
+                statements.planned(self.text) == statements.planned(old.text)
+                and not statements.same_value(self.text, old.text)
+            ))
+            and not statements.said_of_another(self.text, old.text)
+            and not statements.others_named(self.text, old.text)
+            and not statements.attributes_apart(self.text, old.text)
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
             and not retold(self.text, old.text)
         )  # fmt: skip
@@ -224,10 +243,12 @@ def _of_subject(
 ) -> list[_Held]:
     """Return the earlier memories that name the subject of the new one (a name, or an
     unnamed thing by the words both name it by) and may be replaced by it."""
-    # Unnamed, the new memory must say that something changed, or give a state's value
-    # anew ("is on release 2.5.0"; ADR 0109).
-    if subject is None or (subject == "" and not (said.change or said.values)):
+    # Unnamed, the new memory must say that something changed, give a state's value anew
+    # ("is on release 2.5.0"; ADR 0109), or be an earlier memory with one value given anew
+    # ("The open playtest has 500 slots" of "... 200 slots"; ADR 0123).
+    if subject is None:
         return []
+    plain = subject == "" and not (said.change or said.values)
     # An index small enough to search whole is searched with every word: pruning leaves out
     # the words half its rows hold, which in a young store are the very words the new memory
     # shares with what it replaces (ADR 0112).
@@ -236,8 +257,10 @@ def _of_subject(
         types=lexical.MEMORY_TYPES, prune=lexical.row_count(conn) > lexical.MAX_POSTINGS,
     )  # fmt: skip
     held: list[_Held] = [
-        h for h in hits if h.agent == memory.agent and said.may_replace(position, h)
-    ]
+        h for h in hits
+        if h.agent == memory.agent and (not plain or said.anew(h.text))
+        and said.may_replace(position, h)
+    ]  # fmt: skip
     if not subject:
         # Unnamed, what both speak of is the longest run of words they share (ADR 0106).
         said.phrases.update({h.position: statements.shared_phrase(said.text, h.text) for h in held})
@@ -246,14 +269,32 @@ def _of_subject(
     named = (stem(subject),) if subject else ()
     return [
         h for h in held
-        if (not subject or statements.one_named(said.text, h.text, subject))
+        if (not subject or (
+            statements.one_named(said.text, h.text, subject)
+            and not statements.kinds_apart(said.text, h.text, subject)
+            and _speaks_of(conn, h.text, said.text, subject)
+        ))
         and (subject or (
             said.phrases[h.position] and not statements.other_things(said.text, h.text)
         ))
         and not statements.modified_apart(
             said.text, h.text, named or said.phrases[h.position], heads=not subject
         )
+        and not statements.topic_only(h.text, named or said.phrases[h.position])
     ]  # fmt: skip
+
+
+def _speaks_of(conn: sqlite3.Connection, old: str, text: str, subject: str) -> bool:
+    """Say whether ``old`` speaks of the new memory's named ``subject``, not of another
+    thing the new memory names beside it ("The Hamlet production's director is Farouk
+    Nakamura" speaks of the production, which "Farouk Nakamura plays the lead in Hamlet"
+    names beside its subject): its own subject, where it is a name the new memory writes, is
+    a word of the subject's name (ADR 0123). A subject read from a verb opening the old
+    memory ("Send Umbrella Health's invoices ...") is no name the new one writes."""
+    own = statements.subject(conn, old)
+    if not own or own in lexical.tokens(statements.name_run(text, subject)):
+        return True
+    return not any(own in lexical.tokens(run) for run in statements.name_runs(text))
 
 
 def _bare(

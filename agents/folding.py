@@ -135,7 +135,7 @@ class Folder:
         if row and (into := self.seen.get(row.digest)) is not None:
             return into
         text = self.texts.get(p, "")
-        if text.isascii() and not self._may_share(text.lower()):
+        if text.isascii() and not self._may_share(copies.numbers_apart(text).lower()):
             return None
         return self._into(row, _content(text), text)
 
@@ -193,7 +193,9 @@ def same_ids(a_text: str, b_text: str) -> bool:
     given (words compared alone) agree."""
     if not a_text or not b_text:
         return True
-    return set(quoted_codes(a_text)) == set(quoted_codes(b_text))
+    # A number is one however written ("1,800 kg", "1800kg"): compared as written alike.
+    a_codes = quoted_codes(copies.numbers_apart(a_text))
+    return set(a_codes) == set(quoted_codes(copies.numbers_apart(b_text)))
 
 
 def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = "") -> bool:
@@ -236,7 +238,7 @@ def _spelt(text: str) -> frozenset[str]:
     ``C:\\ProgramData``) as one word, as written, which no misspelling matches: one
     character apart, it is another thing (ADR 0119)."""
     out: set[str] = set()
-    for token in runs(text):
+    for token in runs(copies.numbers_apart(text)):
         if _WORDS.fullmatch(token) and not _INNER_CAPITAL.search(token):
             out.update(
                 w for w in lexical.tokens(token) if w not in STOPWORDS and w not in copies.FILLERS
@@ -291,8 +293,9 @@ def misspelt(a: str, b: str) -> bool:
 
 
 def _content(text: str) -> frozenset[str]:
-    """Return the stems of ``text``'s content words (function and filler words set aside)."""
-    return stems_of(text).content
+    """Return the stems of ``text``'s content words (function and filler words set aside),
+    its numbers written alike (:func:`~engram.projections.copies.numbers_apart`)."""
+    return stems_of(copies.numbers_apart(text)).content
 
 
 def grouped(

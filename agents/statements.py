@@ -9,29 +9,39 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from engram.agents.matching import STOPWORDS, codes, stem
+from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
 from engram.projections import copies, lexical
 
 __all__ = [
     "RARE",
     "STATEMENT_WORDS",
+    "TITLES",
+    "attributes_apart",
     "content",
     "content_stems",
     "differs",
     "dropped",
     "first_person",
     "impersonal",
+    "kind",
+    "kinds_apart",
     "labels",
     "modified_apart",
     "name_run",
     "names",
     "opens",
     "other_things",
+    "others_named",
+    "planned",
+    "said_of_another",
     "same_occurrences",
+    "same_value",
     "shared_phrase",
     "state_values",
     "statement",
     "subject",
+    "topic_only",
+    "value_anew",
     "without",
 ]
 
@@ -56,10 +66,15 @@ CHANGE_WORDS = frozenset(
         "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
         # A release changed: "rolled the gateway forward to 2.5.0", "bumped it to 3.2" (ADR 0115).
         "rolled", "bumped",
+        # An amount set anew (ADR 0123): "the budget was cut to 24 hours", "doubled to 500".
+        "cut", "halved", "doubled", "extended", "shortened", "revised", "amended", "adjusted",
     )
 )  # fmt: skip
 
-_RUN = re.compile(r"\b[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*")
+#: A run of capitalised words: a name. A possessive followed by a capitalised word is the
+#: name's own ("Bishop's Walk", "Grey's Chambers"; ADR 0123).
+_WORD_OF_NAME = r"[A-Z][\w-]*(?:['\u2019]s(?=\s+[A-Z]))?"
+_RUN = re.compile(rf"\b{_WORD_OF_NAME}(?:\s+{_WORD_OF_NAME})*")
 #: A number right after a word labels an occurrence of it: "round 26", "shard 4". The word
 #: is at most 64 characters: a word may start at every hyphen of a long hyphenated run, and
 #: an unbounded one scanned the rest of the run from each (time quadratic in its length).
@@ -69,6 +84,16 @@ _LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) #?(\d+)\b")
 #: tenth (ln 9) left out the people of a young store: four facts of one person among forty
 #: memories are a tenth (ADR 0075).
 RARE = 1.4
+#: Titles written before a name ("Mrs Bello", "Dr Castellanos", "Judge Ainsley"): the name
+#: is the words after it. Two people share a title, never a name by it, so a title is
+#: neither the word a subject is searched by nor a name two memories share (ADR 0123).
+TITLES = frozenset(
+    (
+        "mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sir", "dame", "lord",
+        "lady", "rev", "judge", "justice", "capt", "captain", "sgt", "sergeant", "officer",
+        "nurse", "sister", "matron", "coach", "president", "senator", "councillor", "cllr",
+    )
+)  # fmt: skip
 
 
 def subject(conn: sqlite3.Connection, text: str) -> str | None:
@@ -90,14 +115,16 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
     for run in _RUN.finditer(text):
         # "Margaret Okoye became Nikos Pappas's new manager": the attribute is the owner's.
         if text.startswith(("'s", "\u2019s"), run.end()) and not opens(text, run.start()):
-            owner = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
+            owner = _name_words(run.group())
             if owner:
                 return owner[0]
     for run in _RUN.finditer(text):
         words = run.group().split()
-        named = [w for w in lexical.tokens(run.group()) if w not in STOPWORDS]
+        named = _name_words(run.group())
         if not named or before(text, run.start()).isdigit():
             continue
+        if all(stem(w) in _CALENDAR for w in named):
+            continue  # "... meets on Wednesdays": a day is a value, never a subject (ADR 0123)
         if not opens(text, run.start()) and _word_before(text, run.start()) in _VALUE_AFTER:
             return ""  # "The payments gateway is owned by Omar Said": the name is a value
         if len(words) > 1 or not opens(text, run.start()):
@@ -112,16 +139,24 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
 
 
 #: The words after which a sentence's first name is what is said of an unnamed thing, not
-#: its subject: a passive's agent ("The payments gateway is owned by Omar Said"; ADR 0108).
+#: its subject: a passive's agent ("The payments gateway is owned by Omar Said"; ADR 0108),
+#: or what a copula gives ("The charge nurse on night shift is Sister Brennan"; ADR 0123).
 #: Other prepositions ("the schedule moved to Friday") leave the first name the subject as
 #: before: taking the sentence for an unnamed thing's there made "Lunch with Carol about the
 #: deploy schedule" replaced by it.
-_VALUE_AFTER = frozenset(("by",))
-#: One capitalised word opening a sentence and followed by "of" heads a noun phrase
-#: ("Ownership of the Atlas search service", "Maintenance of the mail relay"): a common noun
-#: the sentence capitalises, not a name; the subject is looked for after it (ADR 0109).
-_HEAD_OF = re.compile(r"\s+of\b")
+_VALUE_AFTER = frozenset(("by", "is", "are", "was", "were"))
+#: One capitalised word opening a sentence and followed by "of" or "for" heads a noun phrase
+#: ("Ownership of the Atlas search service", "Maintenance of the mail relay", "Tickets for
+#: Pygmalion"): a common noun the sentence capitalises, not a name; the subject is looked for
+#: after it (ADR 0109, ADR 0123).
+_HEAD_OF = re.compile(r"\s+(?:of|for)\b")
 _LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
+
+
+def _name_words(run: str) -> list[str]:
+    """Return the words of a run of capitalised words that may name something: function
+    words and titles aside ("Mrs Bello" is named by "bello")."""
+    return [w for w in lexical.tokens(run) if w not in STOPWORDS and w not in TITLES]
 
 
 def _word_before(text: str, start: int) -> str:
@@ -137,6 +172,26 @@ def name_run(text: str, subject: str) -> str:
         if subject in lexical.tokens(run):
             return str(run)
     return subject
+
+
+_NEXT_WORD = re.compile(r"\s+([A-Za-z]+)\b")
+
+
+def kind(text: str, subject: str) -> str:
+    """Return the stem of the common noun the subject's name is given to, where the name
+    follows "the" ("the Jennings matter", "The Moss Citadel level's music"): the kind of
+    thing the subject is, part of how the text names it, not an attribute two memories of
+    it share; "" when there is none (ADR 0123)."""
+    for run in _RUN.finditer(text):
+        words = lexical.tokens(run.group())
+        if subject not in words:
+            continue
+        after = _NEXT_WORD.match(text, run.end())
+        the = words[0] == "the" or _word_before(text, run.start()) == "the"
+        if the and after and after.group(1).islower() and after.group(1) not in STOPWORDS:
+            return stem(after.group(1))
+        return ""
+    return ""
 
 
 def name_runs(text: str) -> list[str]:
@@ -374,9 +429,29 @@ def _inner_names(text: str) -> frozenset[str]:
             for m in _NAME.finditer(text)
             if not opens(text, m.start())
             for w in lexical.tokens(m.group())
+            if w not in TITLES
         )
         - _CALENDAR
     )
+
+
+#: The words after which what a text names is its topic, not the bearer of a state it gives:
+#: "Lunch with Carol about the deploy schedule" tells of a lunch.
+_TOPIC = frozenset(("about", "regarding", "concerning", "re"))
+
+
+def topic_only(text: str, words: tuple[str, ...]) -> bool:
+    """Say whether ``text`` names ``words`` (stems: a name's, or a phrase two memories share)
+    only as a topic, after "about" or "regarding" with at most a determiner between: it
+    gives no state of them, so a change of them replaces nothing it says (ADR 0123)."""
+    tokens = lexical.tokens(text)
+    i = _spelled([stem(t) for t in tokens], words)
+    if i < 0:
+        return False
+    j = i - 1
+    if j >= 0 and tokens[j] in _DETERMINERS:
+        j -= 1
+    return j >= 0 and tokens[j] in _TOPIC
 
 
 def named_apart(text: str, other: str) -> bool:
@@ -390,8 +465,126 @@ def named_apart(text: str, other: str) -> bool:
         return False
     if _opens_clause(text, mine) or _opens_clause(other, theirs):
         return True  # "Note to self: Farid prefers texts": whom the clause speaks of
+    if others_named(text, other):
+        return True
     ours, others = content(text), content(other)
     return bool((ours - others - mine) or (others - ours - theirs))
+
+
+_BARE_COPULA = re.compile(r"\b(?:is|are|was|were)\b", re.IGNORECASE)
+
+
+def said_of_another(text: str, other: str) -> bool:
+    """Say whether the two texts say one thing of two things: what follows the first copula
+    of each holds the same content words, and what precedes it does not ("Mrs Bello's
+    falls risk score is medium" and "Mr Grieve's falls risk score is medium"; "Opposing
+    counsel in the Ashford matter is Lyle & Fenwick" and "... in the Brandt matter is ...").
+    A value changed is another value said of one thing; the same value said of another
+    thing replaces nothing (ADR 0123)."""
+    mine, theirs = _BARE_COPULA.search(text), _BARE_COPULA.search(other)
+    if mine is None or theirs is None:
+        return False
+    said = content(text[mine.end() :])
+    return (
+        bool(said)
+        and said == content(other[theirs.end() :])
+        and content(text[: mine.start()]) != content(other[: theirs.start()])
+    )
+
+
+#: A copula or a preposition: what follows the last one in a statement is the value it gives
+#: ("... is medium", "... recorded at Koto Sound", "... serviced in June").
+_GIVES = re.compile(r"\b(?:is|are|was|were|in|at|on|to|for|by|from|with)\b", re.IGNORECASE)
+
+
+def same_value(text: str, other: str) -> bool:
+    """Say whether the two texts give the same value of two things or two attributes: what
+    follows the last copula or preposition of each holds the same content words, and what
+    precedes it does not ("The flat's boiler was last serviced in June" and "The flat's
+    lease ends in June"). Where both have a copula, what follows it is the value ("is a
+    product manager at Stripe", "is a director of engineering at Stripe": one attribute, two
+    values), and this says no. Weighed where no change is announced: "is no longer allergic to
+    peanuts" gives the value of "is allergic to peanuts" again, to say it stopped (ADR
+    0123)."""
+    if _BARE_COPULA.search(text) and _BARE_COPULA.search(other):
+        return False  # both give a state: what follows the copula is the value (said_of_another)
+    mine, theirs = list(_GIVES.finditer(text)), list(_GIVES.finditer(other))
+    if not mine or not theirs:
+        return False
+    given = content(text[mine[-1].end() :])
+    return (
+        bool(given)
+        and given == content(other[theirs[-1].end() :])
+        and content(text[: mine[-1].start()]) != content(other[: theirs[-1].start()])
+    )
+
+
+#: What says a plan, not a state: "Ms Ostrowski will cover the choir club on Wednesday".
+_PLAN = re.compile(r"\b(?:will|shall|going to)\b|'ll\b", re.IGNORECASE)
+
+
+def planned(text: str) -> bool:
+    """Say whether ``text`` tells a plan ("will cover the club on Wednesday"): a plan replaces
+    a plan, never a state ("runs the club"), unless a change is announced (ADR 0123)."""
+    return bool(_PLAN.search(text))
+
+
+#: A possessive: what follows it is an attribute of what precedes it ("the account's carrier").
+_OWNED = re.compile(r"['\u2019]s\s(?![A-Z])")
+#: The most words an attribute is given in ("the level's target frame rate is 60 fps").
+_ATTRIBUTE_WORDS = 6
+
+
+def attribute(text: str) -> frozenset[str]:
+    """Return the content stems of the attribute ``text`` gives a value of: the words after
+    its first possessive and before the copula or the word announcing a change that follows
+    within :data:`_ATTRIBUTE_WORDS` words ("The Alder Timber account's carrier is MSC":
+    carrier; "Mrs Okafor's obs changed to 1-hourly": obs); empty where the text has no such
+    shape (ADR 0123)."""
+    found = _OWNED.search(text)
+    if found is None:
+        return frozenset()
+    words = lexical.tokens(text[found.end() :])
+    for i, word in enumerate(words[: _ATTRIBUTE_WORDS + 1]):
+        if word in _COPULA_WORDS or word == "now" or stem(word) in CHANGE_WORDS:
+            return content(" ".join(words[:i]))
+    return frozenset()
+
+
+def attributes_apart(text: str, other: str) -> bool:
+    """Say whether the two texts give values of two attributes ("the account's carrier is
+    MSC", "the account's delivery address is Shed 7"): each names one after a possessive,
+    and the two share no word. Two attributes of one thing both stay true (ADR 0123)."""
+    mine, theirs = attribute(text), attribute(other)
+    return bool(mine) and bool(theirs) and not mine & theirs
+
+
+def others_named(text: str, other: str) -> bool:
+    """Say whether each text names two or more things inside its sentences and the two share
+    no name ("Voice lines for the Amber Dunes level are recorded at Bluefin Audio" and "...
+    for the Rook Bastion level ... at Koto Sound"): a change gives one value anew, so names
+    given in place of every name, two or more, speak of another thing (ADR 0123)."""
+    if _inner_runs(text) < 2 or _inner_runs(other) < 2:
+        return False
+    return not _inner_names(text) & _inner_names(other)
+
+
+def _inner_runs(text: str) -> int:
+    """Return how many runs of capitalised words ``text`` writes inside its sentences, days,
+    months and lone titles aside: each names someone or something."""
+    return sum(
+        1
+        for run in _RUN.finditer(text)
+        if not opens(text, run.start())
+        and any(stem(w) not in _CALENDAR for w in _name_words(run.group()))
+    )
+
+
+def kinds_apart(text: str, other: str, subject: str) -> bool:
+    """Say whether the two texts give their subject's name to two kinds of thing ("the
+    Kettering matter" and "the Kettering client"): two things of one name (ADR 0123)."""
+    mine, theirs = kind(text, subject), kind(other, subject)
+    return bool(mine) and bool(theirs) and mine != theirs
 
 
 def _opens_clause(text: str, names: frozenset[str]) -> bool:
@@ -405,8 +598,13 @@ def _opens_clause(text: str, names: frozenset[str]) -> bool:
 
 
 def content(text: str) -> frozenset[str]:
+    """Return the stems of ``text``'s content words, each number written whole and apart from
+    its unit (:func:`~engram.projections.copies.numbers_apart`): function words, fillers and
+    what the tokenizer leaves of a clitic ("level's" -> "level", "s") aside."""
     return frozenset(
-        stem(w) for w in lexical.tokens(text) if w not in STOPWORDS and w not in copies.FILLERS
+        stem(w)
+        for w in lexical.tokens(copies.numbers_apart(text))
+        if w not in STOPWORDS and w not in copies.FILLERS and w not in CLITICS
     )
 
 
@@ -476,6 +674,9 @@ def same_occurrences(
     if theirs == ids and their_labels == numbered:
         return True
     if change:
+        # A quantity ("1.5", "800k") is a value the change may give where the old memory
+        # gave a whole number ("3 mg" -> "reduced to 1.5 mg"), not an id (ADR 0123).
+        theirs, ids = _unquantified(theirs), _unquantified(ids)
         return (
             bool(theirs) == bool(ids)
             and _kinds(theirs - ids) == _kinds(ids - theirs)
@@ -489,6 +690,56 @@ def same_occurrences(
         and ids - values == theirs - their_values
         and _kinds(their_values) == _kinds(values)
         and their_labels == numbered
+    )
+
+
+_QUANTITY = re.compile(r"\d+(?:\.\d+)?[a-z%]{0,3}")
+
+
+def _unquantified(quoted: set[str]) -> set[str]:
+    """Return ``quoted`` codes without the quantities among them ("1.5", "800k", "40%")."""
+    return {code for code in quoted if not _QUANTITY.fullmatch(code.lower())}
+
+
+#: A text's words as value_anew compares them: a number written whole, with its decimals or
+#: its clock's colon ("5.4", "09:30"), is one word.
+_VALUE_WORD = re.compile(r"[^\W_]+(?:[.:][^\W_]+)*")
+#: The most words a value given anew may span ("Sister Mwangi", "Charge Nurse Olawale").
+_VALUE_WORDS = 3
+
+
+def value_anew(text: str, old: str) -> bool:
+    """Say whether ``text`` gives one value in place of ``old``'s and says nothing else anew:
+    the two are the same words but for one span of at most :data:`_VALUE_WORDS` words, a
+    number in both ("The open playtest has 200 slots" -> "... has 500 slots", "runs Unreal
+    Engine 5.2" -> "... 5.4"), or a name in both after a copula ("The charge nurse on night
+    shift is Sister Brennan" -> "... is Sister Mwangi"). The same sentence with its one
+    value changed is a state said anew, whether or not a change is announced (ADR 0123). The
+    values are quantities: an id quoted in place of another ("AB-123", "AB-124") is not."""
+    mine = _VALUE_WORD.findall(copies.numbers_apart(text))
+    theirs = _VALUE_WORD.findall(copies.numbers_apart(old))
+    lead = 0
+    while lead < min(len(mine), len(theirs)) and mine[lead].lower() == theirs[lead].lower():
+        lead += 1
+    tail = 0
+    while (
+        tail < min(len(mine), len(theirs)) - lead
+        and mine[-1 - tail].lower() == theirs[-1 - tail].lower()
+    ):
+        tail += 1
+    given, gone = mine[lead : len(mine) - tail], theirs[lead : len(theirs) - tail]
+    if not given or not gone or len(given) > _VALUE_WORDS or len(gone) > _VALUE_WORDS:
+        return False
+    if _unquantified(set(codes(text)) ^ set(codes(old))):
+        return False  # an id one character off ("AB-123", "AB-124") names another thing
+    if all(w[0].isdigit() for w in given) and all(w[0].isdigit() for w in gone):
+        return True
+    copula = any(w.lower() in _COPULA_WORDS for w in mine[:lead])
+    return (
+        copula
+        and all(w[0].isupper() for w in given)
+        and all(w[0].isupper() for w in gone)
+        and not {w.lower() for w in given} & {w.lower() for w in gone}
     )
 
 

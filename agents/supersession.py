@@ -45,6 +45,7 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
+from engram.agents.statements import value_anew
 from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
@@ -252,7 +253,7 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
             c for c in found
             if c.said >= threshold(memory, text, c.text)
             and (
-                change or c.shared or announces(c.text)
+                change or c.shared or announces(c.text) or value_anew(text, c.text)
                 or same_format(text, c.text) or same_kind(text, c.text)
             )
         ),

@@ -18,6 +18,7 @@ Handlers read only their event and the table (DESIGN.md, rule 2).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import sqlite3
@@ -29,7 +30,7 @@ from engram.ledger.catalog import MemoryArchived, MemoryObserved, SubjectForgott
 from engram.projections.base import Projection, Tables
 from engram.projections.salience import micros
 
-__all__ = ["Copies", "Copy", "copies_of", "facts", "normalise"]
+__all__ = ["Copies", "Copy", "copies_of", "facts", "normalise", "numbers_apart", "numbers_whole"]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 #: Words that mark a repetition rather than say something: a copy prefixed with "Note:" or
@@ -78,6 +79,26 @@ _UNIT = re.compile(
 )
 
 
+#: An apostrophe inside a word ("counsel's", "don't"): written or left out, the same word
+#: ("counsels", "dont"; version 4).
+_APOSTROPHE = re.compile(r"(?<=[^\W\d_])['\u2019](?=[^\W\d_])")
+
+
+#: An ordinal's suffix: "5th March" is "5 March" (version 4).
+_ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)\b", re.IGNORECASE)
+#: A time stamp in brackets: a date and time written as logs write them ("[2025-03-01
+#: 14:05]"), or a time after a word of writing down ("(logged 09:12)", "(noted 21:40)"):
+#: when a note was taken, which its event keeps, not what it says (version 4). A time in
+#: brackets alone ("Standup (09:30)") is what a note says and stays.
+_STAMP = re.compile(
+    r"[(\[]\s*(?:(?:logged|noted|recorded|written|updated|added|posted|saved|edited|entered)"
+    r"\s+(?:at\s+|on\s+)?)?\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?Z?)?\s*[)\]]"
+    r"|[(\[]\s*(?:logged|noted|recorded|written|updated|added|posted|saved|edited|entered)"
+    r"\s+(?:at\s+)?\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]m)?(?:\s*UTC)?\s*[)\]]",
+    re.IGNORECASE,
+)
+
+
 def _joined(match: re.Match[str]) -> str:
     return match.group().replace(match.group(1), "")
 
@@ -96,13 +117,41 @@ def _case(word: str) -> str:
     return word.casefold()
 
 
+def numbers_whole(text: str) -> str:
+    """Return ``text`` with each number written whole: its digit groups joined ("15,000" is
+    "15000") and its thousands written out ("15k" is "15000")."""
+    return _THOUSANDS.sub(_whole, _GROUPED.sub(_joined, text))
+
+
+#: A unit written onto a number that is a word of its own ("22fps", "3:15pm", "12500kg"; not
+#: the tail of an id, "3f9a1c").
+_ONTO = re.compile(r"\b(\d+(?:[.,:]\d+)*)([^\W\d_]{1,5})\b")
+
+
+@functools.lru_cache(maxsize=8192)
+def numbers_apart(text: str) -> str:
+    """Return ``text`` with each number written whole (:func:`numbers_whole`), without an
+    ordinal's suffix ("5th" is "5"), and apart from a unit written onto it ("22fps" is "22
+    fps"): a text's words as a set, whatever way its numbers were written. Recall's folding
+    reads every candidate through it: a text without a digit is returned as it is, at the
+    cost of one search."""
+    if _DIGIT.search(text) is None:
+        return text
+    return _ONTO.sub(r"\1 \2", numbers_whole(_ORDINAL.sub("", text)))
+
+
+_DIGIT = re.compile(r"\d")
+
+
 def normalise(text: str) -> str:
     """Return ``text``'s words, lowercased (but opaque keys written in both cases), filler
     words dropped, one space apart; a number's digit groups joined ("15,000" is "15000"), its
     thousands written whole ("15k" is "15000"), a unit written with its number ("3:15 pm" is
-    "3:15pm", "30 s" is "30s"), and words joined by a hyphen written as one ("e-mail" is
-    "email")."""
-    text = _HYPHEN.sub("", _THOUSANDS.sub(_whole, _GROUPED.sub(_joined, text)))
+    "3:15pm", "30 s" is "30s"), and words joined by a hyphen or an apostrophe written as one
+    ("e-mail" is "email", "counsel's" is "counsels"), an ordinal's suffix dropped ("5th" is
+    "5"), and a time stamp in brackets ("(logged 09:12)") set aside."""
+    text = _STAMP.sub(" ", text)
+    text = _APOSTROPHE.sub("", _HYPHEN.sub("", numbers_whole(_ORDINAL.sub("", text))))
     text = _UNIT.sub("", text)
     words = [_case(w) for w in _WORD.findall(text)]
     kept = [w for w in words if w.casefold() not in FILLERS]
@@ -129,7 +178,8 @@ class Copies(Projection):
     """Each memory's normalised-text digest and observation time."""
 
     name = "copies"
-    version = 3  # 2: digit groups, thousands, hyphens, keys' case; 3: units
+    # 2: digit groups, thousands, hyphens, keys' case; 3: units; 4: apostrophes in words
+    version = 4
     kinds = (MemoryObserved, MemoryArchived, SubjectForgotten)
     tables = ("copies",)
 

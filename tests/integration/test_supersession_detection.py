@@ -404,3 +404,113 @@ def test_a_young_store_finds_what_an_unnamed_thing_s_change_replaces(
         old = ana.observe("The billing exporter listens on port 5000.", at=NOW - 60 * DAY)
         new = ana.observe("We moved the billing exporter to port 8443.", at=NOW - 30 * DAY)
         assert _superseded(young) == [(new, [old])]
+
+
+def test_a_title_is_not_a_name_two_people_share(memory: Memory) -> None:
+    # ADR 0123: "Mrs Ahmed" is named by "Ahmed"; taken by "Mrs", whose stem "Mr" shares,
+    # she was one subject with every titled person of the store.
+    ana = memory.agent("ana")
+    ana.observe("Mrs Ahmed's diet is soft food only.", at=NOW - 60 * DAY)
+    ana.observe("Mr Hollis's diet is diabetic with no added sugar.", at=NOW - 50 * DAY)
+    ana.observe("Dr Lindgren's clinic is on Thursdays.", at=NOW - 40 * DAY)
+    ana.observe("Mrs Oyelowo's diet is pureed.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_one_value_said_of_two_things_replaces_neither(memory: Memory) -> None:
+    # ADR 0123: what follows the copula is the same; what precedes it names two things.
+    ana = memory.agent("ana")
+    ana.observe("The Lisbon office's fire drill is on the first Tuesday.", at=NOW - 60 * DAY)
+    ana.observe("The Porto office's fire drill is on the first Tuesday.", at=NOW - 50 * DAY)
+    ana.observe("Catering for the Hamlet tour is Bell & Co.", at=NOW - 40 * DAY)
+    ana.observe("Catering for the Tempest tour is Bell & Co.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_two_attributes_of_one_thing_both_stay_true_and_one_changes_alone(
+    memory: Memory,
+) -> None:
+    # ADR 0123: "the account's tier" and "the account's billing contact" are two attributes;
+    # the words of one possessive's attribute share none of the other's.
+    ana = memory.agent("ana")
+    ana.observe("The Orion Freight account's billing contact is Jun Park.", at=NOW - 60 * DAY)
+    tier = ana.observe("The Orion Freight account's tier is gold.", at=NOW - 55 * DAY)
+    ana.observe("The Orion Freight account's renewal date is in March.", at=NOW - 50 * DAY)
+    assert _superseded(memory) == []
+    new = ana.observe("The Orion Freight account's tier was raised to platinum.", at=NOW - 9 * DAY)
+    assert _superseded(memory) == [(new, [tier])]
+
+
+def test_names_given_in_place_of_every_name_speak_of_another_thing(memory: Memory) -> None:
+    # ADR 0123: a change gives one value anew; each memory names two things and they share
+    # none, so the second is of another thing.
+    ana = memory.agent("ana")
+    ana.observe("Costumes for the Hamlet production come from Bell Studio.", at=NOW - 60 * DAY)
+    ana.observe("Costumes for the Tempest production come from Ruiz Atelier.", at=NOW - 50 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_a_name_given_to_two_kinds_of_thing_names_two_things(memory: Memory) -> None:
+    # ADR 0123: "the Kestrel project" and "the Kestrel client" share a name, not a subject;
+    # the kind noun is the subject's, not an attribute both speak of.
+    ana = memory.agent("ana")
+    ana.observe("The Kestrel project is billed at 90 euros an hour.", at=NOW - 60 * DAY)
+    ana.observe("The Kestrel client paid a deposit of 2,000 euros.", at=NOW - 50 * DAY)
+    ana.observe("The Kestrel project is led by Ines Duarte.", at=NOW - 40 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_the_same_sentence_with_one_value_anew_replaces_it(memory: Memory) -> None:
+    # ADR 0123: no change word, no quoted code: the same words but one number, or a name
+    # after the copula, is the state said anew; a number labelling an occurrence is not.
+    ana = memory.agent("ana")
+    seats = ana.observe("The spring recital has 120 seats.", at=NOW - 60 * DAY)
+    vet = ana.observe("The on-call vet this weekend is Dr Sousa.", at=NOW - 58 * DAY)
+    ana.observe("Kennel 4 is free.", at=NOW - 56 * DAY)
+    more = ana.observe("The spring recital has 150 seats.", at=NOW - 30 * DAY)
+    lam = ana.observe("The on-call vet this weekend is Dr Lam.", at=NOW - 28 * DAY)
+    ana.observe("Kennel 6 is free.", at=NOW - 26 * DAY)
+    assert sorted(_superseded(memory)) == [(more, [seats]), (lam, [vet])]
+
+
+def test_a_decimal_a_change_gives_is_a_value_not_an_id(memory: Memory) -> None:
+    # ADR 0123: "2.5" is a quantity; where the old memory gave "4", both give a number.
+    ana = memory.agent("ana")
+    old = ana.observe("Bella Marsh's insulin dose is 4 units.", at=NOW - 60 * DAY)
+    new = ana.observe("Bella Marsh's insulin dose was reduced to 2.5 units.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == [(new, [old])]
+
+
+def test_a_day_is_a_value_and_a_plan_replaces_no_state(memory: Memory) -> None:
+    # ADR 0123: "on Wednesdays" names no subject two clubs share; "will cover the club on
+    # Tuesday" tells a plan beside the state "runs the club", not a change of it.
+    ana = memory.agent("ana")
+    ana.observe("The chess club meets in the library on Wednesdays.", at=NOW - 60 * DAY)
+    ana.observe("The choir club meets in the hall on Wednesdays.", at=NOW - 50 * DAY)
+    ana.observe("Ms Varga runs the film club.", at=NOW - 40 * DAY)
+    ana.observe("Ms Varga will cover the film club on Tuesday.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_one_value_of_two_attributes_replaces_neither(memory: Memory) -> None:
+    # ADR 0123: what follows the last preposition is the same, what precedes it is not.
+    ana = memory.agent("ana")
+    ana.observe("The Quarry Lane flat's gas check was done in May.", at=NOW - 60 * DAY)
+    ana.observe("The Quarry Lane flat's lease ends in May.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_what_a_memory_names_beside_its_own_subject_is_not_its_subject(memory: Memory) -> None:
+    # ADR 0123: "Tickets for Medea" heads a noun phrase; "The Medea production's director is
+    # Yara Costa" speaks of the production, not of Yara Costa; a name with its own "'s"
+    # ("Grey's Inn Road") is one name; a lunch about the recital tells of the lunch.
+    ana = memory.agent("ana")
+    ana.observe("Tickets for Medea cost 30 pounds.", at=NOW - 70 * DAY)
+    ana.observe("Tickets for Arcadia cost 30 pounds.", at=NOW - 65 * DAY)
+    ana.observe("The Medea production's director is Yara Costa.", at=NOW - 60 * DAY)
+    ana.observe("Yara Costa plays the lead in Arcadia.", at=NOW - 55 * DAY)
+    ana.observe("The Grey's Inn Road flat's rent is 1,200 pounds.", at=NOW - 50 * DAY)
+    ana.observe("The tenant of the Grey's Inn Road flat is Mr Abara.", at=NOW - 45 * DAY)
+    ana.observe("Lunch with Tomas about the spring recital.", at=NOW - 40 * DAY)
+    ana.observe("The spring recital moved to Friday.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []

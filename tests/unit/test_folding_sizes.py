@@ -104,3 +104,37 @@ def test_a_number_s_digit_groups_join_and_an_opaque_key_keeps_its_case() -> None
     # An opaque key's case tells it apart; a word's does not.
     assert normalise("Customer cus_Nf8XkQ2pLm3z") == "customer cus Nf8XkQ2pLm3z"
     assert normalise("CUSTOMER Q2 iPhone") == "customer q2 iphone"
+
+
+def test_an_apostrophe_an_ordinal_and_a_bracketed_stamp_are_written_alike() -> None:
+    # Version 4 of the copies digest (ADR 0123).
+    from engram.projections.copies import normalise
+
+    assert normalise("The caterer's quote is 900 euros") == normalise(
+        "The caterers quote is 900 euros"
+    )
+    assert normalise("Rehearsal moved to the 5th of June") == normalise(
+        "Rehearsal moved to the 5 of June"
+    )
+    assert normalise("Stage lights need 40 amps (noted 21:40)") == normalise(
+        "Stage lights need 40 amps"
+    )
+    assert normalise("[2025-06-02 08:15] Stage lights need 40 amps") == normalise(
+        "Stage lights need 40 amps"
+    )
+    # A time in brackets that is not a stamp is what the note says.
+    assert normalise("Standup (09:30)") != normalise("Standup (10:00)")
+    assert normalise("Call (at 10:30) moved") != normalise("Call moved")
+
+
+def test_a_copy_with_its_numbers_written_otherwise_folds_in_any_order() -> None:
+    # A number's digit groups, its thousands and a unit written onto it are the number's,
+    # in the words compared as a set (ADR 0123), but an id's tail stays the id's.
+    for a, b, same in (
+        ("The van carries 1,800 kg when full.", "When full, the van carries 1800kg.", True),
+        ("The projector runs at 24fps in hall B.", "In hall B the projector runs at 24 fps.", True),
+        ("The grant is 12k euros.", "The grant is 12,000 euros.", True),
+        ("The van carries 1,800 kg when full.", "The van carries 1,600 kg when full.", False),
+        ("Build 3f9a1c passed.", "Build 3f9a1 c passed.", False),
+    ):
+        assert _same(_content(a), _content(b), a, b) is same, (a, b)
