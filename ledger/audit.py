@@ -173,6 +173,11 @@ class AuditSession:
         Raises AuditWriteError, running nothing, if any statement could write.
         """
         con = self._connection()
+        if isinstance(sql, str) and _PRAGMA.search(sql):  # DuckDB runs one as it parses it
+            raise AuditWriteError(
+                "audit is read-only: a PRAGMA reaches past the read-only attachments;"
+                " only SELECT and EXPLAIN are allowed"
+            )
         try:
             statements = duckdb.extract_statements(sql)
         except duckdb.Error as exc:
@@ -395,6 +400,13 @@ def _extension_path(name: str) -> str:
             f"but DuckDB is v{duckdb.__version__}: install {wanted}"
         )
     return str(path)
+
+
+#: A PRAGMA opening a statement, comments before it aside: DuckDB rewrites one into a SELECT
+#: before it can be checked ("PRAGMA database_list", "PRAGMA import_database('dir')").
+_PRAGMA = re.compile(
+    r"(?:^|;)\s*(?:(?:--[^\n]*(?:\n|$)|/\*.*?\*/)\s*)*PRAGMA\b", re.IGNORECASE | re.DOTALL
+)
 
 
 def _check_read_only(index: int, statement: duckdb.Statement) -> None:

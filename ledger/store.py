@@ -156,8 +156,10 @@ class Ledger:
         self._check_open()
         if self.backend.readonly:
             raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
+        forgotten: list[str] = []
         if self.sealer is not None:
             self.sealer.keys.refresh()
+            events, forgotten = self._forgets_first(events)
         committer = self._committer
         committer.enter()
         try:
@@ -168,7 +170,50 @@ class Ledger:
         if request.error is not None:
             raise request.error
         assert request.positions is not None
+        if forgotten and self.sealer is not None:
+            for subject in forgotten:
+                self.sealer.keys.forgetting_done(subject)
         return request.positions
+
+    def _forgets_first(
+        self, events: Sequence[NewEvent] | NewEvent
+    ) -> tuple[Sequence[NewEvent] | NewEvent, list[str]]:
+        """Destroy the keys of each subject a ``subject.forgotten`` of ``events`` names that
+        still holds a live key, as :meth:`forget` does, before the batch is appended; return
+        the batch (each such event given an id and a time, so a crash is finished by
+        :meth:`finish_forgets` without appending it twice) and the subjects to mark done.
+
+        The event attests an erasure: appended alone it told every audit that the subject's
+        text was gone while the keys still opened it (ADR 0124). The batch is checked whole
+        first, so a malformed one destroys nothing."""
+        batch = [events] if isinstance(events, NewEvent) else events
+        if self.sealer is None or not isinstance(batch, Sequence):
+            return events, []  # prepare names what is wrong with a batch that is no sequence
+        out = list(batch)
+        pending: dict[str, NewEvent] = {}
+        live: set[str] | None = None
+        for index, event in enumerate(batch):
+            if not isinstance(event, NewEvent) or event.kind != "subject.forgotten":
+                continue
+            payload = event.payload
+            subject = (
+                payload.get("subject") if isinstance(payload, Mapping)
+                else getattr(payload, "subject", None)
+            )  # fmt: skip
+            if live is None:
+                live = {k.subject for k in self.sealer.keys.subjects() if k.live}
+            if not isinstance(subject, str) or subject not in live or subject in pending:
+                continue
+            out[index] = msgspec.structs.replace(
+                event, id=event.id or new_id(), at=event.at or datetime.now(UTC)
+            )
+            pending[subject] = out[index]
+        if not pending:
+            return events, []
+        prepare(out, ANY, self.registry, self.max_payload_bytes, self.sealer)
+        for subject, event in pending.items():
+            self.sealer.keys.forget(subject, unfinished=_unfinished(event))
+        return out, list(pending)
 
     def check(self, events: Sequence[NewEvent] | NewEvent) -> None:
         """Check ``events`` as :meth:`append` would (each payload against its kind, its size

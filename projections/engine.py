@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import logging
 import sqlite3
 import threading
 import time
@@ -36,6 +37,11 @@ from engram.projections.store import Generation, ProjectionStore
 #: Called as ``progress(label, done, total)`` while a long catch-up or rebuild runs.
 Progress = Callable[[str, int, int], None]
 
+_log = logging.getLogger(__name__)
+
+#: The store-level setting recording the newest event the store has read: its position, its
+#: hash and the ledger's id (ADR 0124).
+LINEAGE = "ledger_lineage"
 DEFAULT_BATCH = 5000
 #: A rebuild reads at least this many events per batch. The generation it builds is invisible
 #: until the swap, so fewer, larger transactions cost only memory, and each batch loads and
@@ -101,6 +107,10 @@ class ProjectionEngine:
             for projection in checked:
                 if projection.name not in live:
                     self.store.create_generation(conn, projection, "live")
+        self._ledger_id = ledger.identity()[0]
+        #: Why the store was emptied when this engine opened it (None: it was not): it had
+        #: been built from another ledger, or from another history of this one (ADR 0124).
+        self.reset: str | None = self._check_lineage()
 
     @staticmethod
     def _known_kinds(projection: Projection, ledger: Ledger) -> frozenset[str]:
@@ -135,6 +145,54 @@ class ProjectionEngine:
                         f"table {table!r} is declared by both {tables[table]!r} and {p.name!r}"
                     )
                 tables[table] = p.name
+
+    # -- lineage ---------------------------------------------------------------------------
+
+    def _check_lineage(self) -> str | None:
+        """Empty the store when the ledger is not the one it was built from, or not the
+        history it read (a ledger file replaced, an older backup restored, a PostgreSQL schema
+        dropped and made again): its checkpoints would skip the new events at the positions it
+        has read and serve the old ones' rows (ADR 0124). Every projection then starts again
+        from position 0 on the next catch-up. Return why, or None."""
+        with self.store.transaction() as conn:
+            kept = self.store.get(conn, LINEAGE)
+            why = self._diverged(kept) if kept else None
+            if why is None:
+                return None
+            for generation in self.store.generations(conn):
+                self.store.drop_generation(conn, generation.generation)
+            self.store.put(conn, LINEAGE, "")
+            for projection in self.projections.values():
+                self.store.create_generation(conn, projection, "live")
+        _log.warning("projection store %s emptied, to be built again: %s", self.store.path, why)
+        return why
+
+    def _diverged(self, kept: str) -> str | None:
+        """Say how the ledger differs from the one whose newest read event ``kept`` records
+        (``position hash ledger-id``); None when it holds that very event."""
+        try:
+            said, digest, ledger_id = kept.split(" ", 2)
+            position = int(said)
+        except ValueError:
+            return f"its record of the ledger it read is malformed ({kept[:80]!r})"
+        if ledger_id and self._ledger_id and ledger_id != self._ledger_id:
+            return f"it was built from ledger {ledger_id}, not from this one ({self._ledger_id})"
+        head = self.ledger.head()
+        if position > head:
+            return f"it read position {position}, past this ledger's head ({head})"
+        (event,) = self.ledger.get([position])
+        if event.hash.hex() != digest:
+            return f"the event at position {position} is not the one it read"
+        return None
+
+    def _read_up_to(self, conn: sqlite3.Connection, event: Event) -> None:
+        """Record ``event`` as the newest the store has read, where it is newer."""
+        kept = self.store.get(conn, LINEAGE)
+        if kept:
+            said = kept.split(" ", 1)[0]
+            if said.isdigit() and int(said) >= event.position:
+                return
+        self.store.put(conn, LINEAGE, f"{event.position} {event.hash.hex()} {self._ledger_id}")
 
     # -- catch-up --------------------------------------------------------------------------
 
@@ -288,6 +346,8 @@ class ProjectionEngine:
         kinds = sorted(frozenset[str]().union(*consumed.values()))
         events = list(self.ledger.read(low, kinds=kinds, upto=head, limit=size))
         covered = events[-1].position if len(events) == size else head
+        if events:
+            self._read_up_to(conn, events[-1])
         read = frozenset(kinds)
         results = []
         for target in targets:

@@ -9,8 +9,9 @@ stdout (``engram log | head``) ends the command quietly with 0. Ctrl-C exits wit
 from __future__ import annotations
 
 import os
+import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from typing import IO, Any, TypeVar
@@ -33,6 +34,7 @@ from engram.ledger import (
     backends,
 )
 from engram.progress import ProgressBar
+from engram.projections.engine import ProjectionStatus
 from engram.projections.errors import ProjectionError, UnknownProjectionError
 from engram.runtime import Memory, open_parts, open_settings, registry_for
 
@@ -363,10 +365,7 @@ def bring_up_to_date(memory: Memory) -> None:
         return
     head = rows[0].head if rows else 0
     if rebuilding:
-        note(
-            f"rebuilding {', '.join(rebuilding)} first (a rebuild was interrupted or the "
-            f"projection changed; {head:,} events)"
-        )
+        note(f"rebuilding {', '.join(rebuilding)} first ({_why_rebuilt(rows)}; {head:,} events)")
     elif max(r.lag for r in behind) >= NOTICE_LAG:
         lag = max(r.lag for r in behind)
         note(f"catching up {', '.join(r.name for r in behind)}: {lag:,} new events")
@@ -377,6 +376,27 @@ def bring_up_to_date(memory: Memory) -> None:
     label, total = ("rebuild", head) if rebuilding else ("catch-up", max(r.lag for r in behind))
     with bar.start(label, total):
         memory.engine.catch_up(progress=bar)
+
+
+_EMBEDDER = re.compile(r'embedder=\{"provider":"([^"]*)","model":"([^"]*)"')
+
+
+def _why_rebuilt(rows: Sequence[ProjectionStatus]) -> str:
+    """Say why the projections being rebuilt are: the embedder changed (the store was built
+    with another, named), the projection's code or config changed, or a rebuild was cut."""
+    for row in rows:
+        if row.state != "stale" or not row.stored_identity:
+            continue
+        now, then = _EMBEDDER.search(row.identity), _EMBEDDER.search(row.stored_identity)
+        if now and then and now.groups() != then.groups():
+            return (
+                f"the store was built with the {then[1]} embedder ({then[2]}), this command"
+                f" runs {now[1]} ({now[2]}): ENGRAM_EMBEDDER or the routing file chose it;"
+                " set it as before to keep the store's vectors"
+            )
+    if any(r.state == "stale" for r in rows):
+        return "the projection's code or configuration changed"
+    return "a rebuild was interrupted"
 
 
 def sync_vectors(memory: Memory) -> None:

@@ -306,6 +306,9 @@ def test_empty_ledger_has_head_zero(tmp_path: Path) -> None:
         ),
         ("SELECT * FROM \"query\"/**/('SELECT 1')", "statement 1 calls the table function query"),
         ("SELECT 1; DELETE FROM ledger.events", "statement 2 is DELETE"),
+        # DuckDB rewrites a PRAGMA into a SELECT before it can be checked (ADR 0124).
+        ("PRAGMA database_list", "a PRAGMA"),
+        ("SELECT 1; /* then */ pragma import_database('{out}')", "a PRAGMA"),
     ],
 )
 def test_refuses_every_write_and_changes_nothing(

@@ -82,3 +82,29 @@ def test_a_changed_projection_is_announced_before_the_command_waits_for_it(
         ).stdout
     )
     assert "stale" not in status.stdout
+
+
+def test_the_notice_names_an_embedder_switch(tmp_path: Path) -> None:
+    # The semantic index built with one embedder and opened with another is rebuilt whole:
+    # the notice says which two, and what chose the new one.
+    from engram.cli.base import _why_rebuilt
+    from engram.projections.embedding import HashEmbedder
+    from engram.projections.engine import ProjectionStatus
+    from engram.projections.semantic import SemanticIndex
+
+    built = SemanticIndex(HashEmbedder()).identity()
+    now = built.replace('"provider":"hash","model":"feature-hash-v1"',
+                        '"provider":"onnx","model":"all-MiniLM-L6-v2"')  # fmt: skip
+    assert now != built
+
+    def row(identity: str, stored: str, state: str) -> ProjectionStatus:
+        return ProjectionStatus("semantic", 6, identity, stored, 3, 9, 9, 0, state, None, None)
+
+    said = _why_rebuilt([row(now, built, "stale")])
+    assert "built with the hash embedder (feature-hash-v1)" in said
+    assert "runs onnx (all-MiniLM-L6-v2)" in said
+    assert "ENGRAM_EMBEDDER" in said
+    assert _why_rebuilt([row(built + " passages=64/48", built, "stale")]) == (
+        "the projection's code or configuration changed"
+    )
+    assert _why_rebuilt([row(built, built, "rebuilding")]) == "a rebuild was interrupted"

@@ -501,3 +501,34 @@ def test_forget_retracts_other_agents_reflections_drawn_from_the_subject(
         FORGOTTEN,  # carol's, drawn from bob's
         "lunch with the team matters",  # opened with bob's key: not drawn from alice
     ]
+
+
+def test_a_raw_subject_forgotten_destroys_the_keys_it_says_are_gone(sealed: Sealed) -> None:
+    # ADR 0124: the event attests an erasure; appended alone, it told every audit that
+    # alice's text was gone while her keys still opened it. Appended now, it forgets her as
+    # Ledger.forget does; a malformed batch holding one destroys nothing.
+    from engram.ledger import EventError
+    from engram.ledger.catalog import SubjectForgotten
+
+    found = fill(sealed)
+    keys = sealed.ledger.sealer.keys
+    head = sealed.ledger.head()
+    forged = NewEvent.of(SubjectForgotten(subject="alice"), stream="subjects", actor="mallory")
+    bad = NewEvent(stream="agent:bob", kind="memory.observed", payload={"agent": 3})
+    with pytest.raises(EventError):
+        sealed.ledger.append([forged, bad])
+    assert sealed.ledger.head() == head
+    assert {k.subject: k.live for k in keys.subjects()}["alice"]
+    alice = sealed.agent("alice")
+    served = alice.recall(SECRET, 10, record=False).items
+    assert found["memory"] in {r.event.position for r in served}
+
+    (position,) = sealed.ledger.append(forged)
+    assert position == head + 1
+    assert not {k.subject: k.live for k in keys.subjects()}["alice"]
+    assert keys.unfinished_forgets() == {}
+    (stored,) = sealed.ledger.get([found["memory"]])
+    assert stored.payload.text == FORGOTTEN
+    sealed.engine.catch_up()
+    served = alice.recall(f"{SECRET} database outage", 10, record=False).items
+    assert all(r.event.payload.agent == "bob" for r in served)

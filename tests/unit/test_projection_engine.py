@@ -426,22 +426,28 @@ def test_readers_keep_the_writer_s_page_cache(ledger: Ledger, tmp_path: Path) ->
 # -- the store belongs to one ledger --------------------------------------------------------
 
 
-@pytest.mark.parametrize("other_head", [0, 4])
-def test_a_store_opened_against_a_shorter_ledger_is_refused(
+@pytest.mark.parametrize("other_head", [0, 4, 12])
+def test_a_store_opened_against_another_ledger_is_built_again_from_it(
     ledger: Ledger, tmp_path: Path, other_head: int
 ) -> None:
+    # ADR 0124 (amending ADR 0011, which refused a store whose checkpoint was past the head
+    # and trusted it once the head had passed it): the store records the history it read,
+    # and one opened over another ledger, shorter or longer, is emptied and built again.
     _history(ledger, 10)
     store = tmp_path / "store"
     with ProjectionEngine(ledger, store, [NeuronGraph(), SalienceIndex()]) as engine:
+        assert engine.reset is None
         engine.catch_up()
-        digest = engine.digest("neuron_graph")
     with Ledger.open(str(tmp_path / "other.db")) as other:
         if other_head:
             _history(other, other_head)
         with ProjectionEngine(other, store, [NeuronGraph(), SalienceIndex()]) as engine:
-            with pytest.raises(ProjectionStoreError, match="another ledger"):
-                engine.catch_up()
-            assert engine.digest("neuron_graph") == digest  # nothing was touched
+            assert engine.reset is not None
+            assert engine.catch_up() == other_head
+            digest = engine.digest("neuron_graph")
+        with ProjectionEngine(other, tmp_path / "fresh", [NeuronGraph(), SalienceIndex()]) as fresh:
+            fresh.catch_up()
+            assert fresh.digest("neuron_graph") == digest  # as if built from it alone
 
 
 def test_every_projection_error_derives_from_the_root() -> None:
