@@ -21,6 +21,7 @@ from engram.agents.folding import retold
 from engram.agents.matching import cased, codes, stem
 from engram.agents.quoted import runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
+from engram.agents.typed import same_kind
 from engram.projections import copies, lexical, semantic, supersession
 from engram.projections.errors import ProjectionError
 
@@ -31,6 +32,7 @@ __all__ = [
     "CHANGE_WORDS",
     "COMPARED",
     "Candidate",
+    "announced",
     "announces",
     "candidates",
     "same_format",
@@ -87,16 +89,16 @@ def search(
     with memory.engine.read() as conn:
         try:
             subject = statements.subject(conn, text)
-            said = _Said(text, announces(text), statements.state_values(text, now=True), subject)
+            said = _Said(text, announced(text), statements.state_values(text, now=True), subject)
             held = _of_subject(memory, conn, position, said, subject)
             # Spoken of in the first person, and of nothing the memories name alike ("We
             # moved the shipper to eu-west-1" speaks of the shipper), the subject is the
             # speaker, whose name the text does not say; like an unnamed thing's, its change
-            # must be said (ADR 0116).
+            # must be said (ADR 0116), or one value given anew (ADR 0123: _of_speaker).
             person = statements.first_person(text)
             spoken = (
                 _of_speaker(memory, conn, position, said, person)
-                if person is not None and not held and (said.change or said.values)
+                if person is not None and not held
                 else []
             )
         except (ProjectionError, sqlite3.Error):
@@ -215,6 +217,14 @@ class _Said:
             and (change or (
                 statements.planned(self.text) == statements.planned(old.text)
                 and not statements.same_value(self.text, old.text)
+                and not statements.told_event(self.text)
+                # An event that announces a change ("gave up the harp for the trumpet", "got
+                # a new number") tells a state's change, which a later state may replace.
+                and not (statements.told_event(old.text) and not announces(old.text))
+                and not statements.keeps_names(self.text, old.text)
+                and (not statements.attribute_one_sided(self.text, old.text)
+                     or announces(old.text)
+                     or same_kind(self.text, old.text) or same_format(self.text, old.text))
             ))
             and not statements.said_of_another(self.text, old.text)
             and not statements.others_named(self.text, old.text)
@@ -275,7 +285,8 @@ def _of_subject(
             and _speaks_of(conn, h.text, said.text, subject)
         ))
         and (subject or (
-            said.phrases[h.position] and not statements.other_things(said.text, h.text)
+            (said.phrases[h.position] or said.anew(h.text))
+            and not statements.other_things(said.text, h.text)
         ))
         and not statements.modified_apart(
             said.text, h.text, named or said.phrases[h.position], heads=not subject
@@ -285,16 +296,21 @@ def _of_subject(
 
 
 def _speaks_of(conn: sqlite3.Connection, old: str, text: str, subject: str) -> bool:
-    """Say whether ``old`` speaks of the new memory's named ``subject``, not of another
-    thing the new memory names beside it ("The Hamlet production's director is Farouk
-    Nakamura" speaks of the production, which "Farouk Nakamura plays the lead in Hamlet"
-    names beside its subject): its own subject, where it is a name the new memory writes, is
-    a word of the subject's name (ADR 0123). A subject read from a verb opening the old
-    memory ("Send Umbrella Health's invoices ...") is no name the new one writes."""
+    """Say whether ``old`` speaks of the new memory's named ``subject``, not of a thing of
+    its own ("The Hamlet production's director is Farouk Nakamura" speaks of the
+    production, not of Farouk Nakamura, whom "Farouk Nakamura plays the lead in Hamlet"
+    speaks of; "Acme Corp's account manager is Priya Nair" of Acme): its own subject, where
+    it names one, is a word of the subject's name (ADR 0123). A subject read from a verb
+    opening the old memory ("Send Umbrella Health's invoices ...") that the new one writes
+    as a plain word is no subject of its own."""
     own = statements.subject(conn, old)
     if not own or own in lexical.tokens(statements.name_run(text, subject)):
         return True
-    return not any(own in lexical.tokens(run) for run in statements.name_runs(text))
+    # Another subject of its own: a name the new memory writes beside its subject, or does
+    # not write at all ("Farid has a dog called Pepper" is not "I have a cat called Pepper");
+    # a word the new memory writes as a plain word was never a name ("Send ...").
+    named = any(own in lexical.tokens(run) for run in statements.name_runs(text))
+    return not named and own in lexical.tokens(text)
 
 
 def _bare(
@@ -340,6 +356,7 @@ def _of_speaker(
     return [
         h for h in spoken
         if statements.first_person(h.text) == person and said.may_replace(position, h)
+        and (said.change or said.values or said.anew(h.text))
     ]  # fmt: skip
 
 
@@ -410,6 +427,15 @@ def announces(text: str) -> bool:
     return any(stem(w) in CHANGE_WORDS for w in lexical.tokens(text)) or bool(
         CHANGE_PHRASES.search(text)
     )
+
+
+def announced(text: str) -> bool:
+    """Say whether ``text`` announces a change that happened (:func:`announces`), not only
+    one it plans ("Will upgrade payments-api to version 4.4.0 on Thursday",
+    :func:`statements.planned_change`; ADR 0123)."""
+    if not announces(text):
+        return False
+    return bool(CHANGE_PHRASES.search(text)) or not statements.planned_change(text)
 
 
 #: Phrases that announce a change where no one word does: "gave up the harp for the

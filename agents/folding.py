@@ -19,7 +19,7 @@ from engram.agents.quoted import quoted_codes, runs
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
-__all__ = ["Folder", "copy_rows", "fold", "grouped", "replaced_among"]
+__all__ = ["Folder", "copy_rows", "fold", "grouped", "replaced_among", "same_polarity"]
 
 
 def replaced_among(
@@ -181,7 +181,7 @@ class Folder:
                     alike = n >= 3 and n >= 0.75 * m and _inside(mine, theirs, text, kept)
                 else:
                     alike = m >= 3 and m >= 0.75 * n and _inside(theirs, mine, kept, text)
-                if alike and same_ids(text, kept):
+                if alike and same_ids(text, kept) and same_polarity(text, kept):
                     return q
         return into
 
@@ -198,12 +198,26 @@ def same_ids(a_text: str, b_text: str) -> bool:
     return set(a_codes) == set(quoted_codes(copies.numbers_apart(b_text)))
 
 
+#: The words that turn a statement into its opposite: "no longer interested", "isn't".
+_NEGATION = re.compile(r"\b(?:not|no|never|nor|cannot|without|anymore)\b|n['\u2019]t\b", re.I)
+
+
+def same_polarity(a_text: str, b_text: str) -> bool:
+    """Say whether two texts deny alike: "Omar is interested in the role" and "Omar is no
+    longer interested in the role" hold the same content words, one of them added, and say
+    opposite things, so they are never copies (ADR 0123). Texts not given agree."""
+    if not a_text or not b_text:
+        return True
+    found = [{m.group().lower() for m in _NEGATION.finditer(t)} for t in (a_text, b_text)]
+    return found[0] == found[1]
+
+
 def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = "") -> bool:
     """Say whether two content-word sets say the same (the rule :meth:`Folder._into` keeps
     by sizes): equal, or the smaller (of three words or more) inside the larger with three
     quarters of its words, but for :data:`TYPOS` misspelt words of the smaller (read in the
     texts, ``a_text`` and ``b_text``, where stemming has not cut them)."""
-    if not same_ids(a_text, b_text):
+    if not same_ids(a_text, b_text) or not same_polarity(a_text, b_text):
         return False
     if len(a) > len(b):
         a, b, a_text, b_text = b, a, b_text, a_text

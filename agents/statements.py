@@ -16,6 +16,7 @@ __all__ = [
     "RARE",
     "STATEMENT_WORDS",
     "TITLES",
+    "attribute_one_sided",
     "attributes_apart",
     "content",
     "content_stems",
@@ -23,6 +24,7 @@ __all__ = [
     "dropped",
     "first_person",
     "impersonal",
+    "keeps_names",
     "kind",
     "kinds_apart",
     "labels",
@@ -33,6 +35,7 @@ __all__ = [
     "other_things",
     "others_named",
     "planned",
+    "planned_change",
     "said_of_another",
     "same_occurrences",
     "same_value",
@@ -40,6 +43,7 @@ __all__ = [
     "state_values",
     "statement",
     "subject",
+    "told_event",
     "topic_only",
     "value_anew",
     "without",
@@ -72,8 +76,12 @@ CHANGE_WORDS = frozenset(
 )  # fmt: skip
 
 #: A run of capitalised words: a name. A possessive followed by a capitalised word is the
-#: name's own ("Bishop's Walk", "Grey's Chambers"; ADR 0123).
-_WORD_OF_NAME = r"[A-Z][\w-]*(?:['\u2019]s(?=\s+[A-Z]))?"
+#: name's own ("Bishop's Walk", "Grey's Chambers"), as a title's point is ("Dr. Moreau";
+#: ADR 0123).
+_WORD_OF_NAME = (
+    r"(?:(?:Mr|Mrs|Ms|Mx|Dr|Prof|Rev|Capt|Sgt|Cllr)\.(?=\s+[A-Z])"  # "Dr. Moreau" is one name
+    r"|[A-Z][\w-]*(?:['\u2019]s(?=\s+[A-Z]))?)"
+)
 _RUN = re.compile(rf"\b{_WORD_OF_NAME}(?:\s+{_WORD_OF_NAME})*")
 #: A number right after a word labels an occurrence of it: "round 26", "shard 4". The word
 #: is at most 64 characters: a word may start at every hyphen of a long hyphenated run, and
@@ -145,11 +153,11 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
 #: before: taking the sentence for an unnamed thing's there made "Lunch with Carol about the
 #: deploy schedule" replaced by it.
 _VALUE_AFTER = frozenset(("by", "is", "are", "was", "were"))
-#: One capitalised word opening a sentence and followed by "of" or "for" heads a noun phrase
-#: ("Ownership of the Atlas search service", "Maintenance of the mail relay", "Tickets for
-#: Pygmalion"): a common noun the sentence capitalises, not a name; the subject is looked for
-#: after it (ADR 0109, ADR 0123).
-_HEAD_OF = re.compile(r"\s+(?:of|for)\b")
+#: One capitalised word opening a sentence and followed by "of", "for" or "with" heads a noun
+#: phrase ("Ownership of the Atlas search service", "Tickets for Pygmalion", "Demo with
+#: Fourth Coffee", "Deal with Litware"): a common noun the sentence capitalises, not a name;
+#: the subject is looked for after it (ADR 0109, ADR 0123).
+_HEAD_OF = re.compile(r"\s+(?:of|for|with)\b")
 _LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
 
 
@@ -519,14 +527,68 @@ def same_value(text: str, other: str) -> bool:
     )
 
 
-#: What says a plan, not a state: "Ms Ostrowski will cover the choir club on Wednesday".
-_PLAN = re.compile(r"\b(?:will|shall|going to)\b|'ll\b", re.IGNORECASE)
+#: What says a plan or a task, not a state: "Ms Ostrowski will cover the choir club on
+#: Wednesday", "Need to send Nora the photos from Geneva".
+_PLAN = re.compile(
+    r"\b(?:will|shall|going to|need to|needs to|have to|has to|must|should|remember to"
+    r"|planning to|plan to|plans to)\b|'ll\b",
+    re.IGNORECASE,
+)
 
 
 def planned(text: str) -> bool:
     """Say whether ``text`` tells a plan ("will cover the club on Wednesday"): a plan replaces
     a plan, never a state ("runs the club"), unless a change is announced (ADR 0123)."""
     return bool(_PLAN.search(text))
+
+
+def planned_change(text: str) -> bool:
+    """Say whether the only change ``text`` announces is the one it plans ("Will upgrade
+    payments-api to version 4.4.0 on Thursday"): a change planned has not happened, and
+    replaces nothing; "The standup will now be at 10:00" announces one ("now")."""
+    words = lexical.tokens(text)
+    said = [i for i, w in enumerate(words) if stem(w) in CHANGE_WORDS]
+    return bool(said) and all(
+        i > 0 and words[i - 1] in ("will", "shall", "ll", "to") and words[i] not in _NOT_VERBS
+        for i in said
+    )
+
+
+#: Change words that are no verb a plan could hold: "will now be at 10:00" announces one.
+_NOT_VERBS = frozenset(("now", "currently", "nowadays", "instead", "longer", "anymore", "new"))
+
+
+#: Verbs in the past tense that tell an event, a thing done or said ("Had lunch with Maya",
+#: "Bruno recommended a restaurant", "Tyrell asked for a discount"): what happened once stays
+#: true beside what happened again, and says no state changed (ADR 0123).
+_IRREGULAR_PAST = frozenset(
+    (
+        "had", "went", "met", "saw", "lent", "gave", "took", "made", "got", "bought", "told",
+        "said", "sent", "ran", "ate", "drank", "wrote", "spoke", "came", "brought", "found",
+        "lost", "paid", "won", "heard", "felt", "thought", "did", "held", "kept", "sang",
+        "taught", "caught", "flew", "drove", "rode",
+    )
+)  # fmt: skip
+
+
+def told_event(text: str) -> bool:
+    """Say whether ``text`` tells an event in the past tense: its first word, or the word
+    after the name opening it, is a verb in the simple past ("Had lunch with Maya on
+    Monday", "Bruno recommended a restaurant in Lisbon", "Tyrell asked for a discount"), a
+    change word aside ("moved", "switched": those announce a change)."""
+    text = text.lstrip()
+    words = lexical.tokens(text)
+    opening = _RUN.match(text)
+    if words and not _past(words[0]) and opening:
+        words = lexical.tokens(text[opening.end() :])
+    return bool(words) and _past(words[0])
+
+
+def _past(word: str) -> bool:
+    """Say whether ``word`` is a verb in the simple past that no change word is."""
+    if stem(word) in CHANGE_WORDS:
+        return False
+    return word in _IRREGULAR_PAST or (len(word) > 4 and word.endswith("ed"))
 
 
 #: A possessive: what follows it is an attribute of what precedes it ("the account's carrier").
@@ -541,22 +603,55 @@ def attribute(text: str) -> frozenset[str]:
     within :data:`_ATTRIBUTE_WORDS` words ("The Alder Timber account's carrier is MSC":
     carrier; "Mrs Okafor's obs changed to 1-hourly": obs); empty where the text has no such
     shape (ADR 0123)."""
+    return frozenset(_attribute_words(text))
+
+
+def _attribute_words(text: str) -> list[str]:
+    """Return :func:`attribute`'s stems in their order (the last is the attribute's head
+    noun: "billing contact", "billing address")."""
     found = _OWNED.search(text)
     if found is None:
-        return frozenset()
+        return []
     words = lexical.tokens(text[found.end() :])
     for i, word in enumerate(words[: _ATTRIBUTE_WORDS + 1]):
         if word in _COPULA_WORDS or word == "now" or stem(word) in CHANGE_WORDS:
-            return content(" ".join(words[:i]))
-    return frozenset()
+            return [
+                stem(w) for w in words[:i]
+                if w not in STOPWORDS and w not in copies.FILLERS and w not in CLITICS
+            ]  # fmt: skip
+    return []
 
 
 def attributes_apart(text: str, other: str) -> bool:
     """Say whether the two texts give values of two attributes ("the account's carrier is
-    MSC", "the account's delivery address is Shed 7"): each names one after a possessive,
-    and the two share no word. Two attributes of one thing both stay true (ADR 0123)."""
-    mine, theirs = attribute(text), attribute(other)
-    return bool(mine) and bool(theirs) and not mine & theirs
+    MSC", "the account's delivery address is Shed 7"; "the billing contact", "the billing
+    address"): each names one after a possessive, and the two share no word or end in two
+    head nouns. Two attributes of one thing both stay true (ADR 0123)."""
+    mine, theirs = _attribute_words(text), _attribute_words(other)
+    return bool(mine) and bool(theirs) and (not set(mine) & set(theirs) or mine[-1] != theirs[-1])
+
+
+def keeps_names(text: str, other: str) -> bool:
+    """Say whether ``other``'s value is a name that ``text`` gives again ("Pablo is visiting
+    Lisbon in June" of "Pablo lives in Lisbon"): it does not replace that value, so without a
+    change announced it replaces nothing (ADR 0123). A value is what follows the first
+    copula, or without one the last preposition ("is a product manager at Stripe" gives a
+    role, not Stripe)."""
+    found = _BARE_COPULA.search(other) or next(reversed(list(_GIVES.finditer(other))), None)
+    if found is None:
+        return False
+    value = content(other[found.end() :])
+    given = other[found.end() :]
+    names = {stem(w) for m in _NAME.finditer(given) for w in lexical.tokens(m.group())}
+    return bool(value) and value <= names and value <= content(text)
+
+
+def attribute_one_sided(text: str, other: str) -> bool:
+    """Say whether one of the two texts gives an attribute after a possessive and the other
+    gives none ("Globex's billing contact is Carlos Diaz", "Globex prefers contact by
+    phone"): without a change announced, a memory that does not name the attribute does not
+    give it anew (ADR 0123)."""
+    return bool(_attribute_words(text)) != bool(_attribute_words(other))
 
 
 def others_named(text: str, other: str) -> bool:
@@ -694,6 +789,8 @@ def same_occurrences(
 
 
 _QUANTITY = re.compile(r"\d+(?:\.\d+)?[a-z%]{0,3}")
+#: A value written as a code: a quantity or a release ("3.5.0", "v2.4.1"; value_anew).
+_VALUE_CODE = re.compile(r"v?\d+(?:\.\d+)*[a-z%]{0,3}")
 
 
 def _unquantified(quoted: set[str]) -> set[str]:
@@ -730,7 +827,7 @@ def value_anew(text: str, old: str) -> bool:
     given, gone = mine[lead : len(mine) - tail], theirs[lead : len(theirs) - tail]
     if not given or not gone or len(given) > _VALUE_WORDS or len(gone) > _VALUE_WORDS:
         return False
-    if _unquantified(set(codes(text)) ^ set(codes(old))):
+    if {c for c in set(codes(text)) ^ set(codes(old)) if not _VALUE_CODE.fullmatch(c.lower())}:
         return False  # an id one character off ("AB-123", "AB-124") names another thing
     if all(w[0].isdigit() for w in given) and all(w[0].isdigit() for w in gone):
         return True
@@ -763,8 +860,13 @@ def before(text: str, start: int) -> str:
 
 
 def opens(text: str, start: int) -> bool:
-    """Say whether ``text[start:]`` opens a sentence of ``text``."""
+    """Say whether ``text[start:]`` opens a sentence of ``text``: the point of a title or an
+    initial ("Dr. Moreau", "J. Smith") ends none (ADR 0123)."""
     last = before(text, start)
+    if last == ".":
+        word = _LAST_WORD.search(text, 0, text.rindex(".", 0, start) + 1)
+        if word and (word.group(1).lower() in TITLES or len(word.group(1)) == 1):
+            return False
     return not last or last in ".!?"
 
 

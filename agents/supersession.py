@@ -29,6 +29,7 @@ import msgspec
 
 from engram.agents.candidacy import (
     Candidate,
+    announced,
     announces,
     candidates,
     same_format,
@@ -247,7 +248,7 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
     # "headquarters are in Chicago"). One of the two must announce a change ("gave up the
     # harp for the saxophone"), the new one give a value of the old one's format or kind,
     # or they share a word beyond the subject ("lives in", "at Stripe"; ADR 0119).
-    change = announces(text)
+    change = announced(text)
     best = next(
         (
             c for c in found

@@ -514,3 +514,46 @@ def test_what_a_memory_names_beside_its_own_subject_is_not_its_subject(memory: M
     ana.observe("Lunch with Tomas about the spring recital.", at=NOW - 40 * DAY)
     ana.observe("The spring recital moved to Friday.", at=NOW - 30 * DAY)
     assert _superseded(memory) == []
+
+
+def test_a_title_s_point_ends_no_sentence_and_a_release_is_a_value(memory: Memory) -> None:
+    # ADR 0123: "Dr. Aalto" is one name after the copula, given anew; "2.9.0" is a release
+    # given anew in the same sentence; a change only planned replaces nothing.
+    ana = memory.agent("ana")
+    physio = ana.observe("My physio is Dr. Aalto.", at=NOW - 60 * DAY)
+    sync = ana.observe("ledger-sync runs version 2.8.1.", at=NOW - 58 * DAY)
+    ana.observe("Will upgrade ledger-sync to version 3.0.0 next week.", at=NOW - 40 * DAY)
+    assert _superseded(memory) == []
+    brandt = ana.observe("My physio is Dr. Brandt.", at=NOW - 30 * DAY)
+    newer = ana.observe("ledger-sync runs version 2.9.0.", at=NOW - 28 * DAY)
+    assert sorted(_superseded(memory)) == [(brandt, [physio]), (newer, [sync])]
+
+
+def test_events_told_and_what_another_thing_gives_replace_nothing(memory: Memory) -> None:
+    # ADR 0123: two events told in the past tense both happened; a request told is no state;
+    # "Orbit Ltd's account manager is Sana Patel" speaks of Orbit Ltd, not of Sana Patel;
+    # "Meeting with Zenith Labs" heads a noun phrase; "billing contact" and "billing
+    # address" are two attributes.
+    ana = memory.agent("ana")
+    ana.observe("Had coffee with Noor on Monday.", at=NOW - 70 * DAY)
+    ana.observe("Had coffee with Noor on Thursday.", at=NOW - 68 * DAY)
+    ana.observe("Quill Media is on the starter plan.", at=NOW - 66 * DAY)
+    ana.observe("Quill Media asked for a discount on the annual plan.", at=NOW - 64 * DAY)
+    ana.observe("Orbit Ltd's account manager is Sana Patel.", at=NOW - 62 * DAY)
+    ana.observe("Sana Patel moved to the Berlin office.", at=NOW - 60 * DAY)
+    ana.observe(
+        "Meeting with Zenith Labs went well; they liked the export tool.", at=NOW - 58 * DAY
+    )
+    ana.observe("Meeting with Orion Bank went well; they liked the export tool.", at=NOW - 56 * DAY)
+    ana.observe("Halcyon's billing contact is Ravi Shah.", at=NOW - 54 * DAY)
+    ana.observe("Halcyon's billing address is in Leeds.", at=NOW - 52 * DAY)
+    assert _superseded(memory) == []
+
+
+def test_a_change_told_as_an_event_is_replaced_by_a_later_state(memory: Memory) -> None:
+    # ADR 0123: an event told in the past tense replaces nothing and is replaced by nothing,
+    # but one that announces a change ("gave up ... for ...") tells a state's change.
+    ana = memory.agent("ana")
+    old = ana.observe("Rhea Moss gave up the old instrument for the trumpet.", at=NOW - 60 * DAY)
+    new = ana.observe("Rhea Moss plays the cello.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == [(new, [old])]

@@ -138,3 +138,18 @@ def test_a_copy_with_its_numbers_written_otherwise_folds_in_any_order() -> None:
         ("Build 3f9a1c passed.", "Build 3f9a1 c passed.", False),
     ):
         assert _same(_content(a), _content(b), a, b) is same, (a, b)
+
+
+def test_a_statement_and_its_negation_are_never_copies() -> None:
+    # ADR 0123: one content word added ("longer") made the opposite a copy of the statement.
+    for a, b in (
+        ("Omar is interested in the data role.", "Omar is no longer interested in the data role."),
+        ("The bridge is open to lorries.", "The bridge isn't open to lorries."),
+    ):
+        assert not _same(_content(a), _content(b), a, b), (a, b)
+    folder = Folder({}, None)
+    said = "Omar is interested in the data role."
+    folder.words = [(1, _content(said), len(_content(said)))]
+    folder.spelt = {1: said}
+    denied = "Omar is no longer interested in the data role."
+    assert folder._into(None, _content(denied), denied) is None
