@@ -167,6 +167,16 @@ class ProjectionEngine:
         _log.warning("projection store %s emptied, to be built again: %s", self.store.path, why)
         return why
 
+    def _recheck_lineage(self) -> None:
+        """Check the store's record against the ledger again, as an open does, before a
+        catch-up: a ledger restored from a backup under a running process (a server, the
+        daemon) would otherwise have its new events applied on top of the old history's rows,
+        and the record moved on past the evidence (ADR 0124). One read of one event."""
+        with self.store.snapshot() as conn:
+            kept = self.store.get(conn, LINEAGE)
+        if kept and self._diverged(kept) is not None:
+            self.reset = self._check_lineage()
+
     def _diverged(self, kept: str) -> str | None:
         """Say how the ledger differs from the one whose newest read event ``kept`` records
         (``position hash ledger-id``); None when it holds that very event."""
@@ -210,6 +220,7 @@ class ProjectionEngine:
         projection whose handler raises stops at the failing event; the others still reach
         the head, then :class:`CatchUpError` reports every failure.
         """
+        self._recheck_lineage()
         selected = self._select(names)
         head = self._head(upto)
         stale = self._needing_rebuild(selected)
@@ -455,6 +466,12 @@ class ProjectionEngine:
             self.ledger.wait(position - 1, min(remaining, 0.5))
         with self.store.snapshot() as conn:
             live = {g.name: g.checkpoint for g in self.store.generations(conn) if g.state == "live"}
+        if live and max(live.values()) > self.ledger.head():
+            self._recheck_lineage()  # a store past the head: the ledger was restored under it
+            with self.store.snapshot() as conn:
+                live = {
+                    g.name: g.checkpoint for g in self.store.generations(conn) if g.state == "live"
+                }
         if min(live.get(name, 0) for name in self.projections) < position:
             self.catch_up(upto=position)
 

@@ -252,6 +252,16 @@ def _earlier(writer: AgentMemory, stream: str, manifest: Manifest) -> int | None
                 " export changed content under a new version"
             )
         return event.position
+    # A pack of the same name and version under another id (crafted, or exported twice) is
+    # the same pack: its content must be the one imported (ADR 0124).
+    for event in writer.ledger.read(0, kinds=[PackImported.__kind__]):
+        same = (event.payload.name, event.payload.version) == (manifest.name, manifest.version)
+        if same and event.payload.checksum != manifest.checksum:
+            raise PackConflictError(
+                f"pack {manifest.name}@{manifest.version} was imported at position"
+                f" {event.position} with other content (checksum {event.payload.checksum[:12]}…);"
+                " export changed content under a new version"
+            )
     return None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import sys
 import threading
 import time
@@ -12,20 +11,12 @@ from typing import TYPE_CHECKING
 
 import click
 
+from engram.addresses import loopback
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, open_ledger, state
 
 if TYPE_CHECKING:
     import uvicorn
-
-
-def _loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @cli.command(
@@ -95,7 +86,7 @@ def hub(
 
     if (checkpoints is None) != (public_key is None):
         raise click.UsageError("--checkpoints and --public-key go together")
-    if not _loopback(host) and token is None:
+    if not loopback(host) and token is None:
         raise click.UsageError(
             f"--host {host} is not a loopback address: choose the token (--token or "
             "ENGRAM_HUB_TOKEN) so it is not only in this terminal's scroll-back"

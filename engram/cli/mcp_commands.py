@@ -40,6 +40,13 @@ from engram.cli.base import CliError, note, state
     "--port", type=click.IntRange(1, 65535), default=8765, show_default=True, help="HTTP: port."
 )
 @click.option(
+    "--token",
+    envvar="ENGRAM_MCP_TOKEN",
+    default=None,
+    help="HTTP: the bearer token every request must carry (env ENGRAM_MCP_TOKEN); required"
+    " when --host is not a loopback address.",
+)
+@click.option(
     "--pack-dir",
     type=click.Path(file_okay=False, exists=True),
     default=None,
@@ -47,7 +54,12 @@ from engram.cli.base import CliError, note, state
     " config; unset: the pack tools refuse).",
 )
 def mcp(
-    agents: tuple[str, ...], transport: str, host: str, port: int, pack_dir: str | None
+    agents: tuple[str, ...],
+    transport: str,
+    host: str,
+    port: int,
+    token: str | None,
+    pack_dir: str | None,
 ) -> None:
     """Serve engram's memory tools over the Model Context Protocol.
 
@@ -61,6 +73,19 @@ def mcp(
         from engram.mcp.server import serve
     except ImportError as exc:
         raise CliError(f"the MCP SDK is not installed ({exc}); pip install 'engram[mcp]'") from None
+    if transport == "http":
+        from engram.mcp.auth import check_token, loopback
+
+        if token is None and not loopback(host):
+            raise click.UsageError(
+                f"--host {host} is not a loopback address: choose a token (--token or"
+                " ENGRAM_MCP_TOKEN) that every request must carry as 'Authorization: Bearer"
+                " TOKEN'"
+            )
+        try:
+            token = check_token(token) if token is not None else None
+        except ValueError as exc:
+            raise click.UsageError(str(exc)) from None
     settings = state().settings()  # a mistyped path is refused, never created
     if pack_dir is not None:
         settings = dataclasses.replace(settings, mcp_pack_dir=os.path.abspath(pack_dir))
@@ -72,4 +97,4 @@ def mcp(
             f"serving MCP over streamable HTTP at http://{shown}:{port}/mcp for "
             f"{', '.join(agents)}; Ctrl-C stops it"
         )
-    serve(settings, agents, transport=transport, host=host, port=port)  # type: ignore[arg-type]
+    serve(settings, agents, transport=transport, host=host, port=port, token=token)  # type: ignore[arg-type]

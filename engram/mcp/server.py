@@ -43,6 +43,7 @@ from engram.agents.errors import AgentError
 from engram.config import Settings
 from engram.ledger import LedgerError
 from engram.mcp import lesson_tools, seed, supersession_tools
+from engram.mcp.auth import BearerGuard, loopback
 from engram.mcp.dispatch import ToolServer
 from engram.mcp.fields import Agent, Number, Whole
 from engram.mcp.tools import KEY_ENV, KEY_ENV_PREFIX, MAX_ITEMS, MemoryTools, ToolInputError
@@ -367,13 +368,33 @@ def serve(
     transport: Literal["stdio", "http"] = "stdio",
     host: str = "127.0.0.1",
     port: int = 8765,
+    token: str | None = None,
 ) -> None:
-    """Run the server until its client goes away (stdio) or it is stopped (HTTP)."""
+    """Run the server until its client goes away (stdio) or it is stopped (HTTP).
+
+    Over HTTP, ``token`` (required on an address other than loopback, ADR 0124) must come
+    with every request as ``Authorization: Bearer TOKEN``."""
+    if transport == "http" and token is None and not loopback(host):
+        raise ValueError(
+            f"host {host} is not a loopback address: choose a token (--token or"
+            " ENGRAM_MCP_TOKEN) that every request must carry"
+        )
     with serving(settings, agents) as server:
         if transport == "stdio":
             anyio.run(_run_stdio, server)
         else:
-            server.run("streamable-http", host=host, port=port)
+            anyio.run(_run_http, server, host, port, token)
+
+
+async def _run_http(server: MCPServer, host: str, port: int, token: str | None) -> None:
+    """Serve streamable HTTP as the SDK does, behind the bearer token where one is given."""
+    import uvicorn
+
+    app: Any = server.streamable_http_app(host=host)
+    if token is not None:
+        app = BearerGuard(app, token)
+    config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
+    await uvicorn.Server(config).serve()
 
 
 async def _run_stdio(server: MCPServer) -> None:

@@ -316,10 +316,25 @@ def test_a_killed_server_loses_nothing_it_acknowledged(tmp_path: Path) -> None:
     assert found["items"][0]["text"] == "before the burst"
 
 
+def _wait_for(server: Any, port: int) -> None:
+    """Wait until the server process listens on ``port`` (a minute at most)."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + 60
+    while True:
+        assert server.poll() is None, server.stderr.read() if server.stderr else ""
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            assert time.monotonic() < deadline, "the HTTP server did not start"
+            time.sleep(0.2)
+
+
 def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
     import socket
     import subprocess
-    import time
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -331,15 +346,7 @@ def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
     env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
     server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert server.poll() is None, server.stderr.read() if server.stderr else ""
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "the HTTP server did not start"
-                time.sleep(0.2)
+        _wait_for(server, port)
 
         async def body() -> dict[str, Any]:
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
@@ -418,3 +425,70 @@ def test_a_client_of_the_seed_s_contract_works_with_its_names_alone(tmp_path: Pa
     done = session(db, "alice")(body)
     assert done["snapshot"]["ledger"]["head"] > 0
     assert pack.is_file()
+
+
+def test_http_beyond_loopback_needs_a_token_and_every_request_carries_it(tmp_path: Path) -> None:
+    # ADR 0124: bound to 0.0.0.0 without a token, anyone reaching the port called the tools
+    # as any agent served. A host other than loopback is refused without a token; with one,
+    # a request lacking it is answered 401 before the SDK reads it.
+    import socket
+    import subprocess
+
+    import httpx
+
+    db = tmp_path / "ledger.db"
+    Ledger.open(str(db)).close()
+    env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
+    env.pop("ENGRAM_MCP_TOKEN", None)
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "engram",
+            "mcp",
+            "--ledger",
+            str(db),
+            "--agent",
+            "alice",
+            "--transport",
+            "http",
+            "--host",
+            "0.0.0.0",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert "not a loopback address: choose a token" in refused.stderr
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    token = "t0ken-" + "x" * 20
+    argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice",
+            "--transport", "http", "--port", str(port)]  # fmt: skip
+    server = subprocess.Popen(
+        argv, env={**env, "ENGRAM_MCP_TOKEN": token}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        _wait_for(server, port)
+        hello = {
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "probe", "version": "1"}},
+        }  # fmt: skip
+        headers = {"accept": "application/json, text/event-stream"}
+        url = f"http://127.0.0.1:{port}/mcp"
+        bare = httpx.post(url, json=hello, headers=headers, timeout=30)
+        assert bare.status_code == 401
+        wrong = httpx.post(url, json=hello, timeout=30,
+                           headers={**headers, "authorization": "Bearer " + "y" * 26})  # fmt: skip
+        assert wrong.status_code == 401
+        right = httpx.post(url, json=hello, timeout=30,
+                           headers={**headers, "authorization": f"Bearer {token}"})  # fmt: skip
+        assert right.status_code == 200, right.text
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -141,6 +141,29 @@ def test_the_same_version_with_other_content_is_refused(source: Memory, tmp_path
         assert target.ledger.head() == head
 
 
+def test_the_same_name_and_version_under_another_id_is_refused(
+    source: Memory, tmp_path: Path
+) -> None:
+    # ADR 0124: the refusal was keyed on the pack's id, which a pack made by hand need not
+    # derive from its name and version: kiwi@1 with other content was imported.
+    import msgspec
+
+    from engram.agents.packs import import_nodes, read_pack
+
+    first, second = tmp_path / "a.pack", tmp_path / "b.pack"
+    _export(source, first, agent="alice")
+    source.agent("alice").observe("A third public idiom: use dict.get with a default.")
+    _export(source, second, agent="alice")
+    manifest, nodes = read_pack(second, KEY)
+    crafted = msgspec.structs.replace(manifest, id="0" * 32)
+    with engram.open_memory(str(tmp_path / "target.db")) as target:
+        import_pack(target.agent("carol"), first, KEY)
+        head = target.ledger.head()
+        with pytest.raises(PackConflictError, match=r"imported at position \d+ with other"):
+            import_nodes(target.agent("carol"), crafted, nodes)
+        assert target.ledger.head() == head
+
+
 def _cached(store: Path, fingerprint: str, text: str) -> np.ndarray | None:
     with sqlite3.connect(store / "embeddings.db") as conn:
         row = conn.execute(

@@ -204,3 +204,38 @@ def test_a_postgresql_schema_made_again_empties_the_store(
     finally:
         engine.close()
         ledger.close()
+
+
+def test_a_ledger_restored_under_a_running_engine_is_caught_before_the_next_batch(
+    tmp_path: Path,
+) -> None:
+    # ADR 0124: a process that keeps its engine open (a server, the daemon) over a ledger
+    # restored from a backup applied the new events on top of the old history's rows, and
+    # moved its record on past the evidence: another agent's private memories were then
+    # served for the old positions' hits. The record is checked again before each catch-up.
+    target, store = str(tmp_path / "ledger.db"), tmp_path / "store"
+    ledger, engine = _opened(target, store)
+    try:
+        alice = _memory(ledger, engine, store)
+        bob = AgentMemory("bob", ledger, engine, embedder=alice.embedder, searcher=alice.searcher)
+        alice.observe("a baseline note about zebras")
+        backup = sqlite3.connect(tmp_path / "backup.db")
+        with sqlite3.connect(target) as live:
+            live.backup(backup)
+        live.close()
+        for i in range(3):
+            alice.observe(f"walrus migration notes part {i}")
+        assert any("walrus" in t for t in _texts(alice, "walrus migration notes"))
+        with sqlite3.connect(target) as live:
+            backup.backup(live)  # restored while this engine stays open
+        live.close()
+        backup.close()
+        for i in range(4):
+            bob.observe(f"bob's private bank PIN is 90{i}1", visibility="private")
+        texts = _texts(alice, "walrus migration notes")  # the first read finds it out
+        assert engine.reset is not None
+        assert not any("PIN" in t or "walrus" in t for t in texts)
+        assert sum("PIN" in t for t in _texts(bob, "bank PIN")) == 4
+    finally:
+        engine.close()
+        ledger.close()
