@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
-from engram.agents import statements
+from engram.agents import shapes, statements
 from engram.agents.folding import retold
 from engram.agents.matching import cased, codes, stem
 from engram.agents.quoted import runs, written_ids
@@ -194,9 +194,29 @@ class _Said:
 
     def anew(self, old: str) -> bool:
         """Say whether the new memory is ``old`` with one value given anew
-        (:func:`statements.value_anew`), a number that labels no occurrence ("bed 12" is
+        (:func:`shapes.value_anew`), a number that labels no occurrence ("bed 12" is
         another bed than "bed 9"): a change, announced or not (ADR 0123)."""
-        return statements.value_anew(self.text, old) and statements.labels(old) == self.labels
+        return shapes.value_anew(self.text, old) and statements.labels(old) == self.labels
+
+    def told_apart(self, old: str) -> bool:
+        """Say whether, no change announced, the new memory and ``old`` tell things of other
+        shapes (ADR 0123): a plan beside a state, one value of two attributes, an event told
+        in the past tense, the old value given again, an attribute named on one side only."""
+        return (
+            shapes.planned(self.text) != shapes.planned(old)
+            or shapes.same_value(self.text, old)
+            or shapes.told_event(self.text)
+            # An event that announces a change ("gave up the harp for the trumpet", "got a
+            # new number") tells a state's change, which a later state may replace.
+            or (shapes.told_event(old) and not announces(old))
+            or shapes.keeps_names(self.text, old)
+            or (
+                shapes.attribute_one_sided(self.text, old)
+                and not announces(old)
+                and not same_kind(self.text, old)
+                and not same_format(self.text, old)
+            )
+        )
 
     def may_replace(self, position: int, old: _Held) -> bool:
         """Say whether ``old`` may be replaced as far as its shape (a statement), its content
@@ -214,21 +234,10 @@ class _Said:
             and (change or self.named_by(old.text) or not statements.named_apart(
                 self.text, old.text
             ))
-            and (change or (
-                statements.planned(self.text) == statements.planned(old.text)
-                and not statements.same_value(self.text, old.text)
-                and not statements.told_event(self.text)
-                # An event that announces a change ("gave up the harp for the trumpet", "got
-                # a new number") tells a state's change, which a later state may replace.
-                and not (statements.told_event(old.text) and not announces(old.text))
-                and not statements.keeps_names(self.text, old.text)
-                and (not statements.attribute_one_sided(self.text, old.text)
-                     or announces(old.text)
-                     or same_kind(self.text, old.text) or same_format(self.text, old.text))
-            ))
-            and not statements.said_of_another(self.text, old.text)
+            and (change or not self.told_apart(old.text))
+            and not shapes.said_of_another(self.text, old.text)
             and not statements.others_named(self.text, old.text)
-            and not statements.attributes_apart(self.text, old.text)
+            and not shapes.attributes_apart(self.text, old.text)
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
             and not retold(self.text, old.text)
         )  # fmt: skip
@@ -432,10 +441,10 @@ def announces(text: str) -> bool:
 def announced(text: str) -> bool:
     """Say whether ``text`` announces a change that happened (:func:`announces`), not only
     one it plans ("Will upgrade payments-api to version 4.4.0 on Thursday",
-    :func:`statements.planned_change`; ADR 0123)."""
+    :func:`shapes.planned_change`; ADR 0123)."""
     if not announces(text):
         return False
-    return bool(CHANGE_PHRASES.search(text)) or not statements.planned_change(text)
+    return bool(CHANGE_PHRASES.search(text)) or not shapes.planned_change(text)
 
 
 #: Phrases that announce a change where no one word does: "gave up the harp for the

@@ -13,18 +13,19 @@ from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
 from engram.projections import copies, lexical
 
 __all__ = [
+    "CHANGE_WORDS",
+    "COPULA_WORDS",
+    "NAME",
+    "NAME_RUN",
     "RARE",
     "STATEMENT_WORDS",
     "TITLES",
-    "attribute_one_sided",
-    "attributes_apart",
     "content",
     "content_stems",
     "differs",
     "dropped",
     "first_person",
     "impersonal",
-    "keeps_names",
     "kind",
     "kinds_apart",
     "labels",
@@ -34,18 +35,12 @@ __all__ = [
     "opens",
     "other_things",
     "others_named",
-    "planned",
-    "planned_change",
-    "said_of_another",
     "same_occurrences",
-    "same_value",
     "shared_phrase",
     "state_values",
     "statement",
     "subject",
-    "told_event",
     "topic_only",
-    "value_anew",
     "without",
 ]
 
@@ -56,6 +51,8 @@ __all__ = [
 #: replaced about a third of the messages without this bound (ADR 0106).
 STATEMENT_WORDS = 50
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
+#: A capitalised word: a name's (:mod:`engram.agents.shapes` reads it too).
+NAME = _NAME
 #: Words that announce a change of state, stemmed (:func:`stem`): "moved", "now", "no
 #: longer", "switched", "instead", "new"...
 CHANGE_WORDS = frozenset(
@@ -83,6 +80,7 @@ _WORD_OF_NAME = (
     r"|[A-Z][\w-]*(?:['\u2019]s(?=\s+[A-Z]))?)"
 )
 _RUN = re.compile(rf"\b{_WORD_OF_NAME}(?:\s+{_WORD_OF_NAME})*")
+NAME_RUN = _RUN
 #: A number right after a word labels an occurrence of it: "round 26", "shard 4". The word
 #: is at most 64 characters: a word may start at every hyphen of a long hyphenated run, and
 #: an unbounded one scanned the rest of the run from each (time quadratic in its length).
@@ -479,181 +477,6 @@ def named_apart(text: str, other: str) -> bool:
     return bool((ours - others - mine) or (others - ours - theirs))
 
 
-_BARE_COPULA = re.compile(r"\b(?:is|are|was|were)\b", re.IGNORECASE)
-
-
-def said_of_another(text: str, other: str) -> bool:
-    """Say whether the two texts say one thing of two things: what follows the first copula
-    of each holds the same content words, and what precedes it does not ("Mrs Bello's
-    falls risk score is medium" and "Mr Grieve's falls risk score is medium"; "Opposing
-    counsel in the Ashford matter is Lyle & Fenwick" and "... in the Brandt matter is ...").
-    A value changed is another value said of one thing; the same value said of another
-    thing replaces nothing (ADR 0123)."""
-    mine, theirs = _BARE_COPULA.search(text), _BARE_COPULA.search(other)
-    if mine is None or theirs is None:
-        return False
-    said = content(text[mine.end() :])
-    return (
-        bool(said)
-        and said == content(other[theirs.end() :])
-        and content(text[: mine.start()]) != content(other[: theirs.start()])
-    )
-
-
-#: A copula or a preposition: what follows the last one in a statement is the value it gives
-#: ("... is medium", "... recorded at Koto Sound", "... serviced in June").
-_GIVES = re.compile(r"\b(?:is|are|was|were|in|at|on|to|for|by|from|with)\b", re.IGNORECASE)
-
-
-def same_value(text: str, other: str) -> bool:
-    """Say whether the two texts give the same value of two things or two attributes: what
-    follows the last copula or preposition of each holds the same content words, and what
-    precedes it does not ("The flat's boiler was last serviced in June" and "The flat's
-    lease ends in June"). Where both have a copula, what follows it is the value ("is a
-    product manager at Stripe", "is a director of engineering at Stripe": one attribute, two
-    values), and this says no. Weighed where no change is announced: "is no longer allergic to
-    peanuts" gives the value of "is allergic to peanuts" again, to say it stopped (ADR
-    0123)."""
-    if _BARE_COPULA.search(text) and _BARE_COPULA.search(other):
-        return False  # both give a state: what follows the copula is the value (said_of_another)
-    mine, theirs = list(_GIVES.finditer(text)), list(_GIVES.finditer(other))
-    if not mine or not theirs:
-        return False
-    given = content(text[mine[-1].end() :])
-    return (
-        bool(given)
-        and given == content(other[theirs[-1].end() :])
-        and content(text[: mine[-1].start()]) != content(other[: theirs[-1].start()])
-    )
-
-
-#: What says a plan or a task, not a state: "Ms Ostrowski will cover the choir club on
-#: Wednesday", "Need to send Nora the photos from Geneva".
-_PLAN = re.compile(
-    r"\b(?:will|shall|going to|need to|needs to|have to|has to|must|should|remember to"
-    r"|planning to|plan to|plans to)\b|'ll\b",
-    re.IGNORECASE,
-)
-
-
-def planned(text: str) -> bool:
-    """Say whether ``text`` tells a plan ("will cover the club on Wednesday"): a plan replaces
-    a plan, never a state ("runs the club"), unless a change is announced (ADR 0123)."""
-    return bool(_PLAN.search(text))
-
-
-def planned_change(text: str) -> bool:
-    """Say whether the only change ``text`` announces is the one it plans ("Will upgrade
-    payments-api to version 4.4.0 on Thursday"): a change planned has not happened, and
-    replaces nothing; "The standup will now be at 10:00" announces one ("now")."""
-    words = lexical.tokens(text)
-    said = [i for i, w in enumerate(words) if stem(w) in CHANGE_WORDS]
-    return bool(said) and all(
-        i > 0 and words[i - 1] in ("will", "shall", "ll", "to") and words[i] not in _NOT_VERBS
-        for i in said
-    )
-
-
-#: Change words that are no verb a plan could hold: "will now be at 10:00" announces one.
-_NOT_VERBS = frozenset(("now", "currently", "nowadays", "instead", "longer", "anymore", "new"))
-
-
-#: Verbs in the past tense that tell an event, a thing done or said ("Had lunch with Maya",
-#: "Bruno recommended a restaurant", "Tyrell asked for a discount"): what happened once stays
-#: true beside what happened again, and says no state changed (ADR 0123).
-_IRREGULAR_PAST = frozenset(
-    (
-        "had", "went", "met", "saw", "lent", "gave", "took", "made", "got", "bought", "told",
-        "said", "sent", "ran", "ate", "drank", "wrote", "spoke", "came", "brought", "found",
-        "lost", "paid", "won", "heard", "felt", "thought", "did", "held", "kept", "sang",
-        "taught", "caught", "flew", "drove", "rode",
-    )
-)  # fmt: skip
-
-
-def told_event(text: str) -> bool:
-    """Say whether ``text`` tells an event in the past tense: its first word, or the word
-    after the name opening it, is a verb in the simple past ("Had lunch with Maya on
-    Monday", "Bruno recommended a restaurant in Lisbon", "Tyrell asked for a discount"), a
-    change word aside ("moved", "switched": those announce a change)."""
-    text = text.lstrip()
-    words = lexical.tokens(text)
-    opening = _RUN.match(text)
-    if words and not _past(words[0]) and opening:
-        words = lexical.tokens(text[opening.end() :])
-    return bool(words) and _past(words[0])
-
-
-def _past(word: str) -> bool:
-    """Say whether ``word`` is a verb in the simple past that no change word is."""
-    if stem(word) in CHANGE_WORDS:
-        return False
-    return word in _IRREGULAR_PAST or (len(word) > 4 and word.endswith("ed"))
-
-
-#: A possessive: what follows it is an attribute of what precedes it ("the account's carrier").
-_OWNED = re.compile(r"['\u2019]s\s(?![A-Z])")
-#: The most words an attribute is given in ("the level's target frame rate is 60 fps").
-_ATTRIBUTE_WORDS = 6
-
-
-def attribute(text: str) -> frozenset[str]:
-    """Return the content stems of the attribute ``text`` gives a value of: the words after
-    its first possessive and before the copula or the word announcing a change that follows
-    within :data:`_ATTRIBUTE_WORDS` words ("The Alder Timber account's carrier is MSC":
-    carrier; "Mrs Okafor's obs changed to 1-hourly": obs); empty where the text has no such
-    shape (ADR 0123)."""
-    return frozenset(_attribute_words(text))
-
-
-def _attribute_words(text: str) -> list[str]:
-    """Return :func:`attribute`'s stems in their order (the last is the attribute's head
-    noun: "billing contact", "billing address")."""
-    found = _OWNED.search(text)
-    if found is None:
-        return []
-    words = lexical.tokens(text[found.end() :])
-    for i, word in enumerate(words[: _ATTRIBUTE_WORDS + 1]):
-        if word in _COPULA_WORDS or word == "now" or stem(word) in CHANGE_WORDS:
-            return [
-                stem(w) for w in words[:i]
-                if w not in STOPWORDS and w not in copies.FILLERS and w not in CLITICS
-            ]  # fmt: skip
-    return []
-
-
-def attributes_apart(text: str, other: str) -> bool:
-    """Say whether the two texts give values of two attributes ("the account's carrier is
-    MSC", "the account's delivery address is Shed 7"; "the billing contact", "the billing
-    address"): each names one after a possessive, and the two share no word or end in two
-    head nouns. Two attributes of one thing both stay true (ADR 0123)."""
-    mine, theirs = _attribute_words(text), _attribute_words(other)
-    return bool(mine) and bool(theirs) and (not set(mine) & set(theirs) or mine[-1] != theirs[-1])
-
-
-def keeps_names(text: str, other: str) -> bool:
-    """Say whether ``other``'s value is a name that ``text`` gives again ("Pablo is visiting
-    Lisbon in June" of "Pablo lives in Lisbon"): it does not replace that value, so without a
-    change announced it replaces nothing (ADR 0123). A value is what follows the first
-    copula, or without one the last preposition ("is a product manager at Stripe" gives a
-    role, not Stripe)."""
-    found = _BARE_COPULA.search(other) or next(reversed(list(_GIVES.finditer(other))), None)
-    if found is None:
-        return False
-    value = content(other[found.end() :])
-    given = other[found.end() :]
-    names = {stem(w) for m in _NAME.finditer(given) for w in lexical.tokens(m.group())}
-    return bool(value) and value <= names and value <= content(text)
-
-
-def attribute_one_sided(text: str, other: str) -> bool:
-    """Say whether one of the two texts gives an attribute after a possessive and the other
-    gives none ("Globex's billing contact is Carlos Diaz", "Globex prefers contact by
-    phone"): without a change announced, a memory that does not name the attribute does not
-    give it anew (ADR 0123)."""
-    return bool(_attribute_words(text)) != bool(_attribute_words(other))
-
-
 def others_named(text: str, other: str) -> bool:
     """Say whether each text names two or more things inside its sentences and the two share
     no name ("Voice lines for the Amber Dunes level are recorded at Bluefin Audio" and "...
@@ -732,6 +555,7 @@ def _counts(word: str) -> bool:
 #: "was upgraded to version 2.4.1", "now runs at 01:00"); the present tense's, and "now",
 #: say what holds now.
 _COPULA_WORDS = frozenset(("is", "are", "was", "were"))
+COPULA_WORDS = _COPULA_WORDS
 _COPULA = re.compile(rf"\b(?:{'|'.join(sorted(_COPULA_WORDS))}|now)\b", re.IGNORECASE)
 _PRESENT = frozenset(("is", "are", "now"))
 
@@ -789,55 +613,11 @@ def same_occurrences(
 
 
 _QUANTITY = re.compile(r"\d+(?:\.\d+)?[a-z%]{0,3}")
-#: A value written as a code: a quantity or a release ("3.5.0", "v2.4.1"; value_anew).
-_VALUE_CODE = re.compile(r"v?\d+(?:\.\d+)*[a-z%]{0,3}")
 
 
 def _unquantified(quoted: set[str]) -> set[str]:
     """Return ``quoted`` codes without the quantities among them ("1.5", "800k", "40%")."""
     return {code for code in quoted if not _QUANTITY.fullmatch(code.lower())}
-
-
-#: A text's words as value_anew compares them: a number written whole, with its decimals or
-#: its clock's colon ("5.4", "09:30"), is one word.
-_VALUE_WORD = re.compile(r"[^\W_]+(?:[.:][^\W_]+)*")
-#: The most words a value given anew may span ("Sister Mwangi", "Charge Nurse Olawale").
-_VALUE_WORDS = 3
-
-
-def value_anew(text: str, old: str) -> bool:
-    """Say whether ``text`` gives one value in place of ``old``'s and says nothing else anew:
-    the two are the same words but for one span of at most :data:`_VALUE_WORDS` words, a
-    number in both ("The open playtest has 200 slots" -> "... has 500 slots", "runs Unreal
-    Engine 5.2" -> "... 5.4"), or a name in both after a copula ("The charge nurse on night
-    shift is Sister Brennan" -> "... is Sister Mwangi"). The same sentence with its one
-    value changed is a state said anew, whether or not a change is announced (ADR 0123). The
-    values are quantities: an id quoted in place of another ("AB-123", "AB-124") is not."""
-    mine = _VALUE_WORD.findall(copies.numbers_apart(text))
-    theirs = _VALUE_WORD.findall(copies.numbers_apart(old))
-    lead = 0
-    while lead < min(len(mine), len(theirs)) and mine[lead].lower() == theirs[lead].lower():
-        lead += 1
-    tail = 0
-    while (
-        tail < min(len(mine), len(theirs)) - lead
-        and mine[-1 - tail].lower() == theirs[-1 - tail].lower()
-    ):
-        tail += 1
-    given, gone = mine[lead : len(mine) - tail], theirs[lead : len(theirs) - tail]
-    if not given or not gone or len(given) > _VALUE_WORDS or len(gone) > _VALUE_WORDS:
-        return False
-    if {c for c in set(codes(text)) ^ set(codes(old)) if not _VALUE_CODE.fullmatch(c.lower())}:
-        return False  # an id one character off ("AB-123", "AB-124") names another thing
-    if all(w[0].isdigit() for w in given) and all(w[0].isdigit() for w in gone):
-        return True
-    copula = any(w.lower() in _COPULA_WORDS for w in mine[:lead])
-    return (
-        copula
-        and all(w[0].isupper() for w in given)
-        and all(w[0].isupper() for w in gone)
-        and not {w.lower() for w in given} & {w.lower() for w in gone}
-    )
 
 
 def _kinds(quoted: set[str] | frozenset[str]) -> frozenset[str]:

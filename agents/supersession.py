@@ -46,7 +46,7 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
-from engram.agents.statements import value_anew
+from engram.agents.shapes import value_anew
 from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (

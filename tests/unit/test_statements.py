@@ -3,7 +3,7 @@ values and not things, a state's quoted values, and the kinds a value is replace
 
 from __future__ import annotations
 
-from engram.agents import statements
+from engram.agents import shapes, statements
 from engram.agents.matching import stem
 
 
@@ -99,3 +99,11 @@ def test_a_possessive_first_person_gives_what_it_names() -> None:
     assert statements.first_person("Switched our internet provider to Sonic.") == ""
     assert statements.first_person("My car needs new rear tyres soon.") is None
     assert statements.first_person("My car had its timing belt replaced.") is None
+
+
+def test_a_long_number_given_anew_is_an_id_not_a_value() -> None:
+    # ADR 0123 (value_anew) with ADR 0122: a number of eight digits or more names a thing.
+    assert shapes.value_anew("The open playtest has 500 slots.", "The open playtest has 200 slots.")
+    assert not shapes.value_anew(
+        "Pepper's microchip is 985112004317265.", "Pepper's microchip is 985112004317256."
+    )
