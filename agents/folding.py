@@ -90,6 +90,8 @@ class Folder:
         into = self._into(row, mine, text)
         if into is not None:
             self.folded[into].append(p)
+            if row:  # a copy of this copy folds where it did (ADR 0123)
+                self.seen.setdefault(row.digest, into)
             return False
         self.kept.append(p)
         self.folded[p] = []

@@ -132,12 +132,13 @@ _ONTO = re.compile(r"\b(\d+(?:[.,:]\d+)*)([^\W\d_]{1,5})\b")
 def numbers_apart(text: str) -> str:
     """Return ``text`` with each number written whole (:func:`numbers_whole`), without an
     ordinal's suffix ("5th" is "5"), and apart from a unit written onto it ("22fps" is "22
-    fps"): a text's words as a set, whatever way its numbers were written. Recall's folding
+    fps"), a stamp in brackets set aside ("(logged 09:12)"): a text's words as a set,
+    whatever way its numbers were written. Recall's folding
     reads every candidate through it: a text without a digit is returned as it is, at the
     cost of one search."""
     if _DIGIT.search(text) is None:
         return text
-    return _ONTO.sub(r"\1 \2", numbers_whole(_ORDINAL.sub("", text)))
+    return _ONTO.sub(r"\1 \2", numbers_whole(_ORDINAL.sub("", _STAMP.sub(" ", text))))
 
 
 _DIGIT = re.compile(r"\d")

@@ -153,3 +153,29 @@ def test_a_statement_and_its_negation_are_never_copies() -> None:
     folder.spelt = {1: said}
     denied = "Omar is no longer interested in the data role."
     assert folder._into(None, _content(denied), denied) is None
+
+
+def test_a_copy_of_a_folded_copy_folds_where_it_did_and_a_stamp_is_no_word() -> None:
+    # ADR 0123: the second folds into the first by its words (another order); the third is
+    # the second's copy by digest (the hyphen), not the first's by words ("e", "mail"), and
+    # stayed apart: it folds where its copy did.
+    from engram.projections.copies import Copy, digest
+
+    texts = {
+        1: "My sister's email address is on file.",
+        2: "On file: my sister's email address.",
+        3: "On file: my sister's e-mail address.",
+    }
+    rows = {p: Copy(p, digest(t), 0, "ana", "public", False) for p, t in texts.items()}
+
+    class Texts:
+        def __init__(self) -> None:
+            self.texts = texts
+
+    folder = Folder(rows, Texts())  # type: ignore[arg-type]
+    for p in (1, 2, 3):
+        folder.add(p)
+    assert folder.kept == [1]
+    assert folder.folded[1] == [2, 3]
+    a, b = "The lease ends on 31 May 2026.", "The lease ends 31 May 2026 (logged 14:05)"
+    assert _content(a) == _content(b)
