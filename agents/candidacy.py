@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
-from engram.agents import shapes, statements
+from engram.agents import shapes, speakers, statements
 from engram.agents.folding import retold
 from engram.agents.matching import cased, codes, stem
 from engram.agents.quoted import runs, written_ids
@@ -95,7 +95,7 @@ def search(
             # moved the shipper to eu-west-1" speaks of the shipper), the subject is the
             # speaker, whose name the text does not say; like an unnamed thing's, its change
             # must be said (ADR 0116), or one value given anew (ADR 0123: _of_speaker).
-            person = statements.first_person(text)
+            person = speakers.first_person(text)
             spoken = (
                 _of_speaker(memory, conn, position, said, person)
                 if person is not None and not held
@@ -186,6 +186,7 @@ class _Said:
         run = " ".join(statements.name_run(text, subject).split()) if subject else ""
         #: The subject's full name, where it is a run of two or more words ("Marta Silva").
         self.full_name = run if " " in run else ""
+        self._anew: dict[str, bool] = {}
 
     def named_by(self, old: str) -> bool:
         """Say whether ``old`` names the subject by the new memory's full name ("Marta
@@ -196,7 +197,11 @@ class _Said:
         """Say whether the new memory is ``old`` with one value given anew
         (:func:`shapes.value_anew`), a number that labels no occurrence ("bed 12" is
         another bed than "bed 9"): a change, announced or not (ADR 0123)."""
-        return shapes.value_anew(self.text, old) and statements.labels(old) == self.labels
+        if old not in self._anew:  # asked by the search's filter and by may_replace
+            self._anew[old] = (
+                shapes.value_anew(self.text, old) and statements.labels(old) == self.labels
+            )
+        return self._anew[old]
 
     def told_apart(self, old: str) -> bool:
         """Say whether, no change announced, the new memory and ``old`` tell things of other
@@ -329,7 +334,7 @@ def _bare(
     speaker's first-person words, without the subject's name, or without the phrase two
     unnamed memories share."""
     if kind == "person":
-        return statements.impersonal(text), statements.impersonal(old)
+        return speakers.impersonal(text), speakers.impersonal(old)
     if subject:
         name = statements.name_run(text, subject)
         return statements.without(text, name, subject), statements.without(old, name, subject)
@@ -347,7 +352,7 @@ def _of_speaker(
     memory: AgentMemory, conn: sqlite3.Connection, position: int, said: _Said, person: str
 ) -> list[_Held]:
     """Return the agent's earlier memories nearest in meaning to the one at ``position`` that
-    speak of the same speaker in the first person (:func:`statements.first_person`) and may
+    speak of the same speaker in the first person (:func:`speakers.first_person`) and may
     be replaced by it: their words for the subject are pronouns, which name nothing a word
     search could find (ADR 0116)."""
     searcher = memory.searcher
@@ -364,7 +369,7 @@ def _of_speaker(
     spoken = [_Spoken(p, t) for p, t in sorted(own.items())]
     return [
         h for h in spoken
-        if statements.first_person(h.text) == person and said.may_replace(position, h)
+        if speakers.first_person(h.text) == person and said.may_replace(position, h)
         and (said.change or said.values or said.anew(h.text))
     ]  # fmt: skip
 

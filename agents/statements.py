@@ -20,12 +20,11 @@ __all__ = [
     "RARE",
     "STATEMENT_WORDS",
     "TITLES",
+    "before",
     "content",
     "content_stems",
     "differs",
     "dropped",
-    "first_person",
-    "impersonal",
     "kind",
     "kinds_apart",
     "labels",
@@ -219,73 +218,6 @@ def without(text: str, name: str, subject: str) -> str:
     for said in (name, subject):
         text = re.sub(rf"(?i)\b{re.escape(said)}(?:'s)?\b", " ", text)
     return " ".join(text.split()) or text
-
-
-#: A speaker's label opening a turn of a transcript: "User: ...", "Caroline: ...", "Dr Lee: ".
-_SPEAKER = re.compile(r"\A\s*([A-Za-z][\w'-]{0,31}(?: [A-Z][\w'-]{0,31})?):\s")
-#: The words by which a statement speaks of its speaker ("us" lower-case only: "US" is a
-#: country), with the contractions of "I" and "we".
-_PERSON = re.compile(
-    r"\b(?:(?:I|[Ww]e)'(?:m|ve|d|ll|re)|I|[Mm]y|[Mm]e|[Mm]ine|[Mm]yself|[Ww]e|[Oo]urs?"
-    r"|[Oo]urselves|us)\b"
-)
-
-
-#: The most words a memory told in the first person may hold to be weighed as one fact of
-#: its speaker: "I moved to Berlin in March", "User: btw my new email is sam@reyes.dev, the
-#: gmail one is dead". A longer first-person sentence is talk: a request, a worry, a story,
-#: where "now" and "new" say nothing changed (ADR 0116).
-PERSON_WORDS = 20
-#: A sentence's end inside a text: what ends it, a blank, and a capital opening the next;
-#: not the point of a title or an initial ("Dr. Okafor", "Mrs. Reyes", "the U.S. Army").
-_BREAK = re.compile(
-    r"(?:(?<!\b[A-Z])(?<!\b[A-Z][a-z])(?<!\b[A-Z][a-z]{2})\.|[!?])[\"')\]]*\s+(?=[\"'(]?[A-Z])"
-)
-
-
-#: A possessive first-person word: what follows it is the speaker's ("my manager", "our
-#: router"), and the statement speaks of the speaker only where it gives what that is.
-_POSSESSIVE = frozenset(("my", "our", "mine", "ours"))
-#: What a possessive gives of its speaker: the thing it names, in at most three words, then a
-#: copula or the "to" of a change ("my manager is Priya", "my new email is ...", "switched
-#: our internet provider to Sonic").
-_GIVEN = re.compile(r"(?:\s+[\w'-]+){1,3}?\s+(?:is|are|was|were|to)\b", re.IGNORECASE)
-
-
-def first_person(text: str) -> str | None:
-    """Return whom ``text`` speaks of in the first person: its speaker's label, lower-cased
-    ("" when the text has none), when it is one sentence and a first-person word ("I",
-    "my", "we", "our") comes before any name inside it, a possessive one ("my manager")
-    followed by what it gives ("... is Tomasz"); None when it speaks of someone or something
-    else ("my car needs new tyres" speaks of the car), or says several things.
-
-    "I live in Lisbon" and "User: my manager is Priya" speak of their speaker, whose name
-    the text does not say: the subject is the speaker. "Priya hired me" speaks of Priya
-    (a name opening a sentence counts when it is two words or more, "Mei Chen told me",
-    since one capitalised word opening a sentence may be any word; ADR 0116)."""
-    found = _SPEAKER.match(text)
-    label, body = (found.group(1).lower(), text[found.end() :]) if found else ("", text)
-    if _BREAK.search(body.strip()) or len(lexical.tokens(body)) > PERSON_WORDS:
-        return None  # a turn of several sentences, or a long one, says several things
-    pronoun = _PERSON.search(body)
-    if pronoun is None:
-        return None
-    if pronoun.group().lower() in _POSSESSIVE and not _GIVEN.match(body, pronoun.end()):
-        return None  # "my car needs new tyres" speaks of the car, "my manager is Tomasz" of me
-    for run in _RUN.finditer(body, 0, pronoun.start()):
-        if run.group() == "I" or before(body, run.start()).isdigit():
-            continue
-        if not opens(body, run.start()) or len(run.group().split()) > 1:
-            return None
-    return label
-
-
-def impersonal(text: str) -> str:
-    """Return ``text`` without its speaker's label and its first-person words: what it says
-    of its speaker ("I moved to Berlin in March" -> "moved to Berlin in March")."""
-    found = _SPEAKER.match(text)
-    body = text[found.end() :] if found else text
-    return " ".join(_PERSON.sub(" ", body).split()) or body
 
 
 def content_stems(text: str) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from engram.ledger import backends
+from engram.ledger import backends, erasure
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import decode_payload
@@ -159,7 +159,9 @@ class Ledger:
         forgotten: list[str] = []
         if self.sealer is not None:
             self.sealer.keys.refresh()
-            events, forgotten = self._forgets_first(events)
+            events, forgotten = erasure.forgotten_first(
+                events, self.sealer, self.registry, self.max_payload_bytes
+            )
         committer = self._committer
         committer.enter()
         try:
@@ -174,46 +176,6 @@ class Ledger:
             for subject in forgotten:
                 self.sealer.keys.forgetting_done(subject)
         return request.positions
-
-    def _forgets_first(
-        self, events: Sequence[NewEvent] | NewEvent
-    ) -> tuple[Sequence[NewEvent] | NewEvent, list[str]]:
-        """Destroy the keys of each subject a ``subject.forgotten`` of ``events`` names that
-        still holds a live key, as :meth:`forget` does, before the batch is appended; return
-        the batch (each such event given an id and a time, so a crash is finished by
-        :meth:`finish_forgets` without appending it twice) and the subjects to mark done.
-
-        The event attests an erasure: appended alone it told every audit that the subject's
-        text was gone while the keys still opened it (ADR 0124). The batch is checked whole
-        first, so a malformed one destroys nothing."""
-        batch = [events] if isinstance(events, NewEvent) else events
-        if self.sealer is None or not isinstance(batch, Sequence):
-            return events, []  # prepare names what is wrong with a batch that is no sequence
-        out = list(batch)
-        pending: dict[str, NewEvent] = {}
-        live: set[str] | None = None
-        for index, event in enumerate(batch):
-            if not isinstance(event, NewEvent) or event.kind != "subject.forgotten":
-                continue
-            payload = event.payload
-            subject = (
-                payload.get("subject") if isinstance(payload, Mapping)
-                else getattr(payload, "subject", None)
-            )  # fmt: skip
-            if live is None:
-                live = {k.subject for k in self.sealer.keys.subjects() if k.live}
-            if not isinstance(subject, str) or subject not in live or subject in pending:
-                continue
-            out[index] = msgspec.structs.replace(
-                event, id=event.id or new_id(), at=event.at or datetime.now(UTC)
-            )
-            pending[subject] = out[index]
-        if not pending:
-            return events, []
-        prepare(out, ANY, self.registry, self.max_payload_bytes, self.sealer)
-        for subject, event in pending.items():
-            self.sealer.keys.forget(subject, unfinished=_unfinished(event))
-        return out, list(pending)
 
     def check(self, events: Sequence[NewEvent] | NewEvent) -> None:
         """Check ``events`` as :meth:`append` would (each payload against its kind, its size
@@ -295,7 +257,7 @@ class Ledger:
             id=new_id(),
             at=datetime.now(UTC),
         )
-        self.sealer.keys.forget(subject, unfinished=_unfinished(event))
+        self.sealer.keys.forget(subject, unfinished=erasure.unfinished(event))
         position = self.append(event)[0]
         self.sealer.keys.forgetting_done(subject)
         return position
@@ -309,7 +271,7 @@ class Ledger:
         if self.sealer is None or self.backend.readonly:
             return
         for subject, kept in self.sealer.keys.unfinished_forgets().items():
-            self.append(_finished(kept))
+            self.append(erasure.finished(kept))
             self.sealer.keys.forgetting_done(subject)
 
     # -- reading ---------------------------------------------------------------------------
@@ -618,25 +580,3 @@ def _check_utf8(value: str, name: str) -> None:
 def _check_timeout(value: object) -> None:
     if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < math.inf:
         raise ConfigError(f"timeout must be a number of seconds >= 0, got {value!r}")
-
-
-def _unfinished(event: NewEvent) -> str:
-    """Return what the key store keeps of a ``subject.forgotten`` not appended yet."""
-    payload = msgspec.to_builtins(event.payload)
-    at = event.at.isoformat() if event.at is not None else None
-    kept = {"id": event.id, "at": at, "actor": event.actor, "payload": payload}
-    return msgspec.json.encode(kept).decode()
-
-
-def _finished(kept: str) -> NewEvent:
-    """Return the ``subject.forgotten`` event :func:`_unfinished` kept."""
-    from engram.ledger.catalog import SubjectForgotten
-
-    data = msgspec.json.decode(kept)
-    return NewEvent.of(
-        msgspec.convert(data["payload"], SubjectForgotten),
-        stream="subjects",
-        actor=data["actor"],
-        id=data["id"],
-        at=datetime.fromisoformat(data["at"]),
-    )

@@ -456,17 +456,17 @@ class ProjectionEngine:
         if not isinstance(position, int) or isinstance(position, bool) or position < 0:
             raise ProjectionConfigError(f"position must be an int >= 0, got {position!r}")
         deadline = time.monotonic() + timeout
-        while self.ledger.head() < position:
+        while (head := self.ledger.head()) < position:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise WaitTimeoutError(
                     f"the ledger has not reached position {position} within {timeout}s"
-                    f" (head {self.ledger.head()})"
+                    f" (head {head})"
                 )
             self.ledger.wait(position - 1, min(remaining, 0.5))
         with self.store.snapshot() as conn:
             live = {g.name: g.checkpoint for g in self.store.generations(conn) if g.state == "live"}
-        if live and max(live.values()) > self.ledger.head():
+        if live and max(live.values()) > head:
             self._recheck_lineage()  # a store past the head: the ledger was restored under it
             with self.store.snapshot() as conn:
                 live = {

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from engram.addresses import loopback
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, open_ledger, state
+from engram.netguard import loopback
 
 if TYPE_CHECKING:
     import uvicorn
@@ -78,7 +78,7 @@ def hub(
         import uvicorn
 
         from engram.hub import HubConfig, create_app, new_token
-        from engram.hub.security import check_token
+        from engram.netguard import check_token
     except ImportError as exc:
         raise CliError(
             f"the hub's server is not installed ({exc}); pip install 'engram[hub]'"

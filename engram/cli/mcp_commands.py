@@ -83,7 +83,7 @@ def mcp(
                 " TOKEN'"
             )
         try:
-            token = check_token(token) if token is not None else None
+            token = check_token(token, "MCP") if token is not None else None
         except ValueError as exc:
             raise click.UsageError(str(exc)) from None
     settings = state().settings()  # a mistyped path is refused, never created

@@ -26,6 +26,8 @@ from urllib.parse import parse_qsl, quote, urlencode
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from engram.netguard import check_token
+
 COOKIE = "engram_hub"
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 CSP = (
@@ -39,22 +41,11 @@ HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
-#: The shortest token accepted from an operator: guessing must stay out of reach.
-MIN_TOKEN = 16
 
 
 def new_token() -> str:
     """Return a fresh random access token (256 bits, URL-safe)."""
     return secrets.token_urlsafe(32)
-
-
-def check_token(token: str) -> str:
-    """Return ``token`` if it is fit to guard the hub, else raise ValueError saying why."""
-    if not isinstance(token, str) or len(token) < MIN_TOKEN:
-        raise ValueError(f"the hub token must be at least {MIN_TOKEN} characters")
-    if not token.isascii() or not token.isprintable() or " " in token or ";" in token:
-        raise ValueError("the hub token must be printable ASCII without spaces or ';'")
-    return token
 
 
 def host_name(header: str) -> str:

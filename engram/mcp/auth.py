@@ -14,21 +14,9 @@ import hmac
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from engram.addresses import loopback
+from engram.netguard import MIN_TOKEN, check_token, loopback
 
 __all__ = ["MIN_TOKEN", "BearerGuard", "check_token", "loopback"]
-
-#: The shortest token accepted: guessing it must stay out of reach.
-MIN_TOKEN = 16
-
-
-def check_token(token: str) -> str:
-    """Return ``token`` if it is fit to guard the server, else raise ValueError saying why."""
-    if not isinstance(token, str) or len(token) < MIN_TOKEN:
-        raise ValueError(f"the MCP token must be at least {MIN_TOKEN} characters")
-    if not token.isascii() or not token.isprintable() or " " in token:
-        raise ValueError("the MCP token must be printable ASCII without spaces")
-    return token
 
 
 class BearerGuard:
@@ -36,7 +24,7 @@ class BearerGuard:
 
     def __init__(self, app: ASGIApp, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {check_token(token)}".encode()
+        self.expected = f"Bearer {check_token(token, 'MCP')}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -12,9 +12,10 @@ pytest.importorskip("starlette")
 
 import engram
 from engram.hub.live import OVERFLOW, QUEUE, Broadcaster, Subscriber, _put
-from engram.hub.security import check_token, host_name
+from engram.hub.security import host_name
 from engram.ledger import NewEvent
 from engram.ledger.catalog import MemoPosted, NeuronActivated
+from engram.netguard import check_token
 
 
 def _messages(queue: asyncio.Queue[bytes | None]) -> list[bytes | None]:

@@ -3,7 +3,7 @@ values and not things, a state's quoted values, and the kinds a value is replace
 
 from __future__ import annotations
 
-from engram.agents import shapes, statements
+from engram.agents import shapes, speakers, statements
 from engram.agents.matching import stem
 
 
@@ -83,22 +83,22 @@ def test_two_things_named_by_the_same_words_with_their_own_modifiers_stay_apart(
 def test_a_short_first_person_sentence_speaks_of_its_speaker() -> None:
     # ADR 0116: the speaker's label says whose "my" it is; a name before the pronoun, a
     # second sentence or a long sentence and it is not the speaker's one fact.
-    assert statements.first_person("I live in Lisbon.") == ""
-    assert statements.first_person("User: btw my new email is sam@reyes.dev") == "user"
-    assert statements.first_person("I switched dentists - my dentist is now Dr. Lindqvist.") == ""
-    assert statements.first_person("Mei Chen told me about the offsite.") is None
-    assert statements.first_person("The gateway is on release 2.5.0.") is None
-    assert statements.first_person("Jon: Thanks! I won't quit on my dreams.") is None
-    assert statements.first_person("I " + "really " * 20 + "like tea.") is None
-    assert statements.impersonal("User: I'm sure my email is new") == "sure email is new"
+    assert speakers.first_person("I live in Lisbon.") == ""
+    assert speakers.first_person("User: btw my new email is sam@reyes.dev") == "user"
+    assert speakers.first_person("I switched dentists - my dentist is now Dr. Lindqvist.") == ""
+    assert speakers.first_person("Mei Chen told me about the offsite.") is None
+    assert speakers.first_person("The gateway is on release 2.5.0.") is None
+    assert speakers.first_person("Jon: Thanks! I won't quit on my dreams.") is None
+    assert speakers.first_person("I " + "really " * 20 + "like tea.") is None
+    assert speakers.impersonal("User: I'm sure my email is new") == "sure email is new"
 
 
 def test_a_possessive_first_person_gives_what_it_names() -> None:
     # ADR 0116: "my manager is ..." speaks of the speaker; "my car needs ..." of the car.
-    assert statements.first_person("User: my manager is Priya") == "user"
-    assert statements.first_person("Switched our internet provider to Sonic.") == ""
-    assert statements.first_person("My car needs new rear tyres soon.") is None
-    assert statements.first_person("My car had its timing belt replaced.") is None
+    assert speakers.first_person("User: my manager is Priya") == "user"
+    assert speakers.first_person("Switched our internet provider to Sonic.") == ""
+    assert speakers.first_person("My car needs new rear tyres soon.") is None
+    assert speakers.first_person("My car had its timing belt replaced.") is None
 
 
 def test_a_long_number_given_anew_is_an_id_not_a_value() -> None:
