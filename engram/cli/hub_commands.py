@@ -77,6 +77,7 @@ def hub(
     try:
         import uvicorn
 
+        from engram import httpguard
         from engram.hub import HubConfig, create_app, new_token
         from engram.netguard import check_token
     except ImportError as exc:
@@ -108,10 +109,10 @@ def hub(
     if reviewer:
         config.reviewer = reviewer
     server = uvicorn.Server(
-        uvicorn.Config(
+        httpguard.config(
             create_app(config),
-            host=host,
-            port=port,
+            host,
+            port,
             log_level="warning",
             timeout_graceful_shutdown=2,
             access_log=False,

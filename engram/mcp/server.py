@@ -390,10 +390,12 @@ async def _run_http(server: MCPServer, host: str, port: int, token: str | None) 
     """Serve streamable HTTP as the SDK does, behind the bearer token where one is given."""
     import uvicorn
 
+    from engram import httpguard
+
     app: Any = server.streamable_http_app(host=host)
     if token is not None:
         app = BearerGuard(app, token)
-    config = uvicorn.Config(app, host=host, port=port, log_level=server.settings.log_level.lower())
+    config = httpguard.config(app, host, port, log_level=server.settings.log_level.lower())
     await uvicorn.Server(config).serve()
 
 

@@ -347,6 +347,10 @@ def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
     server = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         _wait_for(server, port)
+        # ADR 0125: a client that never finishes its headers is let go (it held a file
+        # descriptor for ever); the real clients' requests go on being served meanwhile.
+        slow = socket.create_connection(("127.0.0.1", port))
+        slow.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
 
         async def body() -> dict[str, Any]:
             async with Client(f"http://127.0.0.1:{port}/mcp") as client:
@@ -355,6 +359,9 @@ def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
 
         found = asyncio.run(asyncio.wait_for(body(), TIMEOUT))
         assert found["items"][0]["text"] == "told over HTTP"
+        with slow:
+            slow.settimeout(30)
+            assert slow.recv(4096) == b"", "a half-told request held its connection"
     finally:
         server.terminate()
         server.wait(timeout=30)
