@@ -176,6 +176,12 @@ class _Said:
         # bumped the logging library"), where the ones after it may be the values it gives
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
         before = text[: _announced_at(text)]
+        word = _WORD.match(text, len(before))
+        if change and word is not None and not _WORD.search(text, word.end()):
+            # A change word last ("The build agents are on Python 3.12 now") follows the
+            # values: what the sentence names comes before its copula (ADR 0126).
+            copula = re.search(r"\b(?:is|are|was|were)\b", text, re.IGNORECASE)
+            before = text[: copula.start()] if copula else ""
         self.named = {*codes(before), *identifiers(before)} if change else set()
         # So do the occurrences numbered before it: "Ticket #88413: customer cannot change
         # email" speaks of ticket 88413, not of a ticket renumbered (ADR 0122).
@@ -215,6 +221,7 @@ class _Said:
             # new number") tells a state's change, which a later state may replace.
             or (shapes.told_event(old) and not announces(old))
             or shapes.keeps_names(self.text, old)
+            or shapes.additive(self.text)
             or (
                 shapes.attribute_one_sided(self.text, old)
                 and not announces(old)
@@ -458,7 +465,13 @@ def announced(text: str) -> bool:
 CHANGE_PHRASES = re.compile(
     r"\b(?:gave|give|given|giving)\s+up\b|\bthese\s+days\b|\bused\s+to\b|\bno\s+more\b"
     r"|\b(?:sold|ditched|scrapped|retired|swapped|traded|abandoned)\s+"
-    r"(?:the|her|his|their|my|our|its)\s+old\b",
+    r"(?:the|her|his|their|my|our|its)\s+old\b"
+    # An amount that moved, and a value from a time on (ADR 0126): "the stock is down to 35
+    # doses", "went up to 72 euros", "from this month the clinic closes at 4pm", "as of
+    # today", "starting next week".
+    r"|\b(?:is|are|was|were|now|went|gone|goes|go)\s+(?:up|down)\b"
+    r"|\bfrom\s+(?:this|next|today|tomorrow|now\s+on)\b|\bas\s+of\s+(?:today|now|this|next)\b"
+    r"|\bstarting\s+(?:today|tomorrow|this|next)\b",
     re.IGNORECASE,
 )
 

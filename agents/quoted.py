@@ -62,6 +62,16 @@ def identifier(token: str) -> bool:
         return False
     if _PATH_START.match(token):
         return sum(token.count(c) for c in "/\\") >= 2
+    if "/" in token:
+        # A relative path ("src/dispatch/planner.py", "tests/fixtures/orders"): parts of a
+        # name each, one with a letter, two slashes or a file name last; not "and/or", a
+        # date or a unit ("km/h") (ADR 0126).
+        parts = token.split("/")
+        return (
+            all(re.fullmatch(r"[\w.-]+", p) for p in parts)
+            and any(_PLAIN.search(p) for p in parts)
+            and (len(parts) >= 3 or bool(re.fullmatch(r"[\w-]+\.[A-Za-z]\w{0,7}", parts[-1])))
+        )
     if "_" in token.strip("_"):
         return True
     if _CAMEL.match(token) and _PLAIN.fullmatch(token):

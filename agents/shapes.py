@@ -23,6 +23,7 @@ from engram.agents.statements import (
 from engram.projections import copies, lexical
 
 __all__ = [
+    "additive",
     "attribute_one_sided",
     "attributes_apart",
     "keeps_names",
@@ -99,14 +100,31 @@ def planned(text: str) -> bool:
 
 def planned_change(text: str) -> bool:
     """Say whether the only change ``text`` announces is the one it plans ("Will upgrade
-    payments-api to version 4.4.0 on Thursday"): a change planned has not happened, and
-    replaces nothing; "The standup will now be at 10:00" announces one ("now")."""
+    payments-api to version 4.4.0 on Thursday", "plans to add Friday sessions starting in
+    June": a change word after the plan is the plan's): a change planned has not happened,
+    and replaces nothing; "The standup will now be at 10:00" announces one ("now")."""
     words = lexical.tokens(text)
     said = [i for i, w in enumerate(words) if stem(w) in CHANGE_WORDS]
-    return bool(said) and all(
-        i > 0 and words[i - 1] in ("will", "shall", "ll", "to") and words[i] not in _NOT_VERBS
-        for i in said
-    )
+    plan = _PLAN.search(text)
+    if plan is None:
+        return False
+    opens = len(lexical.tokens(text[: plan.start()]))
+    return bool(said) and all(i >= opens and words[i] not in _NOT_VERBS for i in said)
+
+
+#: What says a fact is held beside another, not in its place (ADR 0126): "Mrs Adeyemi is
+#: also allergic to latex", "speaks Portuguese as well", "In addition, ...".
+_ADDITIVE = re.compile(
+    r"\b(?:also|additionally|in\s+addition)\b|\bas\s+well\b(?!\s+as)|,?\s+too\s*[.!]?\s*$",
+    re.IGNORECASE,
+)
+
+
+def additive(text: str) -> bool:
+    """Say whether ``text`` gives a value beside another ("is also allergic to latex",
+    "speaks Portuguese too"): held beside the old value, no change announced, it replaces
+    none (ADR 0126)."""
+    return bool(_ADDITIVE.search(text))
 
 
 #: Change words that are no verb a plan could hold: "will now be at 10:00" announces one.

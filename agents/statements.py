@@ -66,8 +66,9 @@ CHANGE_WORDS = frozenset(
         "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
         # A release changed: "rolled the gateway forward to 2.5.0", "bumped it to 3.2" (ADR 0115).
         "rolled", "bumped",
-        # An amount set anew (ADR 0123): "the budget was cut to 24 hours", "doubled to 500".
+        # An amount set anew or moved (ADR 0123, 0126): "was cut to 24 hours", "rose to 72".
         "cut", "halved", "doubled", "extended", "shortened", "revised", "amended", "adjusted",
+        "scaled", "rose", "risen", "fell", "fallen", "dropped", "climbed", "grew", "shrank",
     )
 )  # fmt: skip
 
@@ -555,11 +556,12 @@ def _unquantified(quoted: set[str]) -> set[str]:
 def _kinds(quoted: set[str] | frozenset[str]) -> frozenset[str]:
     """Return the kinds of ``quoted`` codes: each one's first character's class and its first
     separator ("2.5.0" and "4.0.0-rc1" are "9.", a version; "05:15" is "9:", a time;
-    "eu-west-1" is "a-"). A value is replaced by a value of its own kind: a release by a
-    release, never a time by a region (ADR 0109)."""
+    "eu-west-1", "Harbour2023" and "Lantern-88" are "a": "-" and "_" join words, ADR 0126).
+    A value is replaced by a value of its kind: a release by a release, never a time by a
+    region (ADR 0109)."""
     return frozenset(
-        ("9" if code[0].isdigit() else "a") + next((c for c in code if c in "-_./:"), "")
-        for code in quoted
+        ("9" if c[0].isdigit() else "a") + next((s for s in c if s in "-_./:"), "").strip("-_")
+        for c in quoted
     )
 
 

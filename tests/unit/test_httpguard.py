@@ -63,9 +63,10 @@ def _closed_within(conn: socket.socket, seconds: float) -> bool:
 
 
 def test_a_connection_that_sends_nothing_or_half_its_headers_is_closed(port: int) -> None:
-    with socket.create_connection(("127.0.0.1", port)) as silent, socket.create_connection(
-        ("127.0.0.1", port)
-    ) as slow:
+    with (
+        socket.create_connection(("127.0.0.1", port)) as silent,
+        socket.create_connection(("127.0.0.1", port)) as slow,
+    ):
         slow.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # the blank line never comes
         assert _closed_within(silent, 5)
         assert _closed_within(slow, 5)

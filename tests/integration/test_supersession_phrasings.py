@@ -1,0 +1,79 @@
+"""Detection reads more ways of saying a change, and more ways of saying none (ADR 0126):
+amounts that moved, values from a time on, a change word last, a key given anew; a value
+held beside another ("also"), a plan's own start, and files named by relative paths."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+import engram
+from engram.projections.embedding.onnx_provider import ready as onnx_ready
+from engram.runtime import Memory
+
+NOW = datetime.now(UTC).replace(microsecond=0)
+DAY = timedelta(days=1)
+FILLER = [f"the {p} keeps {t}." for p in ("shed", "attic", "garage", "cellar", "barn")
+          for t in ("bees", "old maps", "a boat", "two cats", "a diary", "apples")]  # fmt: skip
+EMBEDDERS = ["hash", pytest.param("onnx", marks=pytest.mark.skipif(
+    not onnx_ready(), reason="needs the onnx extra and the MiniLM weights"))]  # fmt: skip
+
+
+@pytest.fixture(params=EMBEDDERS)
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    routing = tmp_path / "routing.toml"
+    routing.write_text(f'[embedding.default]\nprovider = "{request.param}"\n')
+    with engram.open_memory(str(tmp_path / "ledger.db"), routing=str(routing)) as opened:
+        ana = opened.agent("ana")
+        for i, text in enumerate(FILLER):
+            ana.observe(text, at=NOW - 300 * DAY + i * DAY)
+        yield opened
+
+
+def _replaced(memory: Memory, old: str, new: str) -> bool:
+    """Observe ``old`` then ``new`` fifty days later; say whether ``new`` replaced ``old``."""
+    ana = memory.agent("ana")
+    first = ana.observe(old, at=NOW - 60 * DAY)
+    second = ana.observe(new, at=NOW - 10 * DAY)
+    return any(
+        e.payload.position == second and first in e.payload.replaces
+        for e in memory.ledger.read(0, kinds=["memory.superseded"])
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("The flu vaccine stock is 140 doses.", "The flu vaccine stock is down to 35 doses."),
+        ("A standard consultation costs 65 euros.", "A standard consultation went up to 72 euros."),
+        ("The CI runner pool has 12 machines.", "We scaled the CI runner pool up to 20 machines."),
+        ("The clinic closes at 6pm on Fridays.",
+         "From this month the clinic closes at 4pm on Fridays."),
+        ("The build agents run Python 3.9.", "The build agents are on Python 3.12 now."),
+        ("The waiting room Wi-Fi password is Harbour2023.",
+         "The waiting room Wi-Fi password was changed to Lantern-88."),
+    ],
+)  # fmt: skip
+def test_a_change_said_in_other_words_replaces_the_old_value(
+    memory: Memory, old: str, new: str
+) -> None:
+    assert _replaced(memory, old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("Mrs Adeyemi is allergic to penicillin.", "Mrs Adeyemi is also allergic to latex."),
+        ("Dr. Patel works on Mondays and Wednesdays.",
+         "Dr. Patel plans to add Friday sessions starting in June."),
+        ("The file tests/dispatch/routing/planner.py.bak has a TODO about timezone handling.",
+         "The file src/dispatch/manifest/planner.py has a TODO about timezone handling."),
+    ],
+)  # fmt: skip
+def test_a_value_beside_another_a_plan_or_another_file_replaces_nothing(
+    memory: Memory, old: str, new: str
+) -> None:
+    assert not _replaced(memory, old, new)
