@@ -251,7 +251,9 @@ class Memory:
         """Return ``name``'s scars (record, archive); recall them with ``agent(name).recall``."""
         return Scars(name, self.ledger, self.engine, scorer=self.scorer)
 
-    def forget(self, subject: str, *, reason: str = "", actor: str = "engram") -> Forgotten:
+    def forget(
+        self, subject: str, *, reason: str = "", actor: str = "engram", force: bool = False
+    ) -> Forgotten:
         """Forget ``subject`` everywhere engram keeps its content (ADR 0039, ADR 0045).
 
         The subject's texts are first removed from the embedding cache (vectors and the
@@ -261,9 +263,15 @@ class Memory:
         the lexical and semantic indexes drop its content before this returns; the vector
         index file and the store's write-ahead log are written before it returns too.
 
+        Names are exact: a ``subject`` the key store never held a key of is refused, as
+        ``engram forget`` refuses it (a mistyped name would leave the real subject
+        remembered and record an erasure never made); ``force=True`` appends
+        ``subject.forgotten`` anyway (ADR 0126).
+
         Raises:
             ConfigError: this ledger seals nothing (``seal = false``, or a PostgreSQL
-                ledger without ``seal = true`` or ``keys``), or a bad subject, reason or actor.
+                ledger without ``seal = true`` or ``keys``), a subject the key store holds
+                no key of (without ``force``), or a bad subject, reason or actor.
         """
         if self.ledger.sealer is None:
             raise ConfigError(
@@ -273,6 +281,15 @@ class Memory:
             )
         if not isinstance(subject, str) or not subject:
             raise ConfigError(f"subject must be a non-empty string, got {subject!r}")
+        if not isinstance(force, bool):
+            raise ConfigError(f"force must be True or False, got {force!r}")
+        try:
+            subject.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ConfigError(f"subject must be valid UTF-8 text, got {subject!r}") from None
+        unheld = not_held(self.ledger, subject)
+        if unheld is not None and not force:
+            raise ConfigError(unheld)
         drawn = self._drawn_from(subject)
         dropped = 0
         if isinstance(self.embedder, CachedEmbedder):
@@ -403,6 +420,22 @@ def open_parts(
             routed_judge(settings.routing or None),
         )
         searcher.save()
+
+
+def not_held(ledger: Ledger, subject: str) -> str | None:
+    """Return why forgetting ``subject`` would forget nothing (its key store never held a
+    key of it; a near name as a hint), or None when it holds one."""
+    sealer = ledger.sealer
+    held = [s.subject for s in sealer.keys.subjects()] if sealer is not None else []
+    if subject in held:
+        return None
+    near = [s for s in held if s.strip().casefold() == subject.strip().casefold()]
+    hint = f"; did you mean {near[0]!r}?" if near else ""
+    return (
+        f"the key store holds no key of {subject!r}: nothing of it is sealed here, so"
+        f" nothing was forgotten{hint} (names are exact; `engram keys` lists them;"
+        " force appends subject.forgotten anyway)"
+    )
 
 
 @contextmanager

@@ -12,7 +12,7 @@ from engram.cli.base import CliError, note, opened, output_format, state
 from engram.config import Settings
 from engram.keysplit import key_store_file
 from engram.ledger import KeyStore, KeyStoreError, LedgerNotFoundError
-from engram.runtime import open_settings
+from engram.runtime import not_held, open_settings
 
 
 def _check_sealing(settings: Settings) -> None:
@@ -65,21 +65,16 @@ def forget(subject: str, reason: str, actor: str, yes: bool, force: bool) -> Non
     with opened(settings, actor=actor) as memory:
         sealer = memory.ledger.sealer
         before = {s.subject: s for s in sealer.keys.subjects()} if sealer else {}
-        if subject not in before and not force:
-            near = [s for s in before if s.strip().casefold() == subject.strip().casefold()]
-            hint = f"; did you mean {near[0]!r}?" if near else ""
-            raise CliError(
-                f"the key store holds no key of {subject!r}: nothing of it is sealed here, so"
-                f" nothing was forgotten{hint} (names are exact; `engram keys` lists them;"
-                " --force appends subject.forgotten anyway)"
-            )
+        unheld = not_held(memory.ledger, subject)
+        if unheld is not None and not force:
+            raise CliError(unheld.replace("; force appends", "; --force appends"))
         if not yes:
             typed = click.prompt(
                 f"This destroys {subject!r}'s keys for good. Type the subject again"
             )
             if typed != subject:
                 raise CliError(f"{typed!r} is not {subject!r}: nothing was forgotten")
-        done = memory.forget(subject, reason=reason, actor=actor)
+        done = memory.forget(subject, reason=reason, actor=actor, force=force)
     found = before.get(subject)
     live = 0 if found is None else found.keys - found.forgotten
     if found is None:

@@ -243,7 +243,9 @@ def agents(memory: Memory) -> list[str]:
 
 
 def memories(memory: Memory, agent: str, query: str | None) -> dict[str, Any]:
-    """Return an agent's stream, a recall (not recorded) with its scores, its reflections."""
+    """Return an agent's stream, a recall (not recorded) with its scores, its reflections:
+    a private memory's, scar's or reflection's text reads ``[private]``, as on the ledger
+    pages (the hub is no agent; ADR 0126)."""
     name = f"agent:{agent}"
     # The stream's last 50 events, read from their version on (not the whole stream).
     last = memory.ledger.versions([name])[name]
@@ -255,9 +257,15 @@ def memories(memory: Memory, agent: str, query: str | None) -> dict[str, Any]:
     if query:
         # Looking is not remembering: a recall from the hub bumps no salience (record=False).
         recalled = memory.agent(agent).recall(query, 10, record=False)
+        recalled = recalled._replace(
+            items=[i._replace(event=masked(i.event, None)) for i in recalled.items]
+        )
     with memory.engine.read() as conn:
         beliefs = [
-            {"reflection": r, "evidence": reflections.evidence(conn, r.position)}
+            {
+                "reflection": r if r.visibility != "private" else r._replace(text=PRIVATE),
+                "evidence": reflections.evidence(conn, r.position),
+            }
             for r in reflections.by_agent(conn, agent, limit=20)
         ]
     return {
@@ -266,7 +274,7 @@ def memories(memory: Memory, agent: str, query: str | None) -> dict[str, Any]:
                 "position": e.position,
                 "at": e.at.isoformat(timespec="seconds"),
                 "kind": e.kind,
-                "text": _text(retracted(e, gone)),
+                "text": _text(shown(e, gone)),
             }
             for e in reversed(stream)
         ],

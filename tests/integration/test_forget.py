@@ -532,3 +532,20 @@ def test_a_raw_subject_forgotten_destroys_the_keys_it_says_are_gone(sealed: Seal
     sealed.engine.catch_up()
     served = alice.recall(f"{SECRET} database outage", 10, record=False).items
     assert all(r.event.payload.agent == "bob" for r in served)
+
+
+def test_python_forget_refuses_a_subject_it_holds_no_key_of(tmp_path: Path) -> None:
+    # ADR 0126: memory.forget("alcie") appended subject.forgotten for a name never sealed,
+    # and alice's text stayed readable; `engram forget` refused it.
+    from engram import open_memory
+    from engram.ledger.errors import ConfigError
+
+    with open_memory(str(tmp_path / "l.db")) as memory:
+        memory.agent("alice").observe("alice's locker code is 4411", visibility="private")
+        before = sum(1 for _ in memory.ledger.read())
+        with pytest.raises(ConfigError, match="holds no key of 'alcie'") as told:
+            memory.forget("alcie")
+        assert "nothing was forgotten" in str(told.value)
+        assert sum(1 for _ in memory.ledger.read()) == before
+        done = memory.forget("alcie", force=True)  # said on purpose: appended
+        assert done.position == before + 1

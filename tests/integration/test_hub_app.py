@@ -362,3 +362,27 @@ def test_a_replaced_memory_is_labelled_with_what_replaced_it(tmp_path: Path) -> 
         c.headers["Authorization"] = f"Bearer {TOKEN}"
         page = c.get("/memories?agent=ana&q=when does the nightly backup run").text
     assert f'replaced by <a href="/ledger/event/{new}">#{new}</a>' in page
+
+
+def test_the_memories_page_shows_no_agent_s_private_text(tmp_path: Path) -> None:
+    # ADR 0126: the stream, the recall and the reflections of the memories page showed an
+    # agent's private memories and scars to whoever held the hub's token; the ledger pages
+    # said [private] for the same events.
+    from engram.agents.scars import Scars
+
+    ledger = str(tmp_path / "private.db")
+    with engram.open_memory(ledger) as memory:
+        alice = memory.agent("alice")
+        alice.observe("The gate code is kumquat 5521.", visibility="private")
+        alice.observe("The gate is painted green.")
+        Scars("alice", memory.ledger, memory.engine).record(
+            "failure", "left the kumquat gate open", "shut the gate", visibility="private"
+        )
+    with _client(ledger) as c:
+        c.headers["Authorization"] = f"Bearer {TOKEN}"
+        stream = c.get("/memories?agent=alice").text
+        recalled = c.get("/memories?agent=alice&q=what is the gate code").text
+    assert "painted green" in stream
+    for page in (stream, recalled):
+        assert "kumquat" not in page
+        assert "[private]" in page
