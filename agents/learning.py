@@ -105,7 +105,8 @@ def draft_offline(scar: ScarPrompt) -> Draft:
     """Draft a suggestion from a scar's own lesson, deterministically, without a model."""
     lesson = one_line(scar.lesson)
     first = _SENTENCE.split(lesson, maxsplit=1)[0].strip()
-    text = first[:1].upper() + first[1:]
+    # The whole lesson: its later sentences are steps of it, not to be dropped (ADR 0127).
+    text = lesson[:1].upper() + lesson[1:]
     if text and text[-1] not in ".!?":
         text += "."
     if _TASK.search(lesson):
@@ -278,7 +279,24 @@ def _groups(
     queue: Sequence[suggestions.Waiting],
     embedder: Embedder | None,
 ) -> list[repeats.Group]:
-    """Group the waiting scars with the drafted ones they repeat, and among themselves."""
+    """Group the waiting scars with the drafted ones they repeat, and among themselves: a
+    repeat tells the same outcome, so failures and victories are grouped apart (a victory
+    joined a failure's rule, and drafted no pattern of its own; ADR 0127)."""
+    return [
+        group
+        for kind in dict.fromkeys([*(w.kind for w in queue)])
+        for group in _grouped(
+            [m for m in drafted if m.kind == kind], [w for w in queue if w.kind == kind], embedder
+        )
+    ]
+
+
+def _grouped(
+    drafted: Sequence[suggestions.Member],
+    queue: Sequence[suggestions.Waiting],
+    embedder: Embedder | None,
+) -> list[repeats.Group]:
+    """Group the waiting scars of one outcome with the drafted ones they repeat."""
     told = [(m.suggestion, repeats.Told(m.scar, m.position, m.what, m.lesson)) for m in drafted]
     waiting = [repeats.Told(w.id, w.position, w.what, w.lesson) for w in queue]
     vectors = lessons = None
@@ -295,7 +313,8 @@ def _groups(
         lessons = {
             t.id: np.asarray(v, dtype=np.float32) for t, v in zip(everyone, own, strict=True)
         }
-    return repeats.group(told, waiting, vectors, calibration, lessons=lessons)
+    settled = frozenset(m.suggestion for m in drafted if m.status == "applied")
+    return repeats.group(told, waiting, vectors, calibration, lessons=lessons, settled=settled)
 
 
 def _representative(

@@ -64,6 +64,7 @@ def group(
     threshold: float = REPEAT,
     lessons: dict[str, npt.NDArray[np.float32]] | None = None,
     cohesion: float = COHESION,
+    settled: frozenset[str] = frozenset(),
 ) -> list[Group]:
     """Return the groups: the drafted suggestions' (``(suggestion id, scar)`` pairs) with the
     waiting scars that joined them, then the new groups of waiting scars, oldest first.
@@ -71,7 +72,10 @@ def group(
     ``vectors`` maps scar ids to the embeddings of the whole scars (:func:`scar_text`),
     ``lessons`` to their lessons' (with ``calibration``: see
     :func:`~engram.agents.meaning.repeat_score`); without vectors the content words alone
-    decide.
+    decide. A waiting scar joins a ``settled`` suggestion (a rule in force) only where its
+    lesson agrees with the suggestion's too, on average as a repeat does: joining changes
+    the evidence a reviewer approved, and a scar of a like situation teaching another
+    lesson is drafted on its own (ADR 0127).
     """
     clusters: list[Group] = []
     by_suggestion: dict[str, Group] = {}
@@ -88,10 +92,13 @@ def group(
     scars = [m for g in clusters for m in g.members + g.joined]
     owner = [c for c, g in enumerate(clusters) for _ in g.members + g.joined]
     pair = _scores(scars, vectors, calibration, lessons)
+    agree = _agreement(scars, lessons, calibration) if settled else pair
     k = len(clusters)
     onehot = np.zeros((len(scars), k))
     onehot[np.arange(len(scars)), owner] = 1.0
     total = onehot.T @ pair @ onehot  # sum of pair scores between clusters
+    agreed = onehot.T @ agree @ onehot  # the same, of the lessons alone
+    strict = np.array([g.suggestion in settled for g in clusters])
     # Scars are listed cluster by cluster: the lowest pair between two clusters by blocks.
     starts = np.searchsorted(np.asarray(owner), np.arange(k))
     lowest = np.minimum.reduceat(np.minimum.reduceat(pair, starts, axis=0), starts, axis=1)
@@ -102,6 +109,9 @@ def group(
     while True:
         average = total / np.outer(size, size)
         allowed = np.outer(alive, alive) & ~np.outer(fixed, fixed) & (lowest >= cohesion)
+        if strict.any():
+            lesson = agreed / np.outer(size, size) >= threshold
+            allowed &= lesson | ~(strict[:, None] | strict[None, :])
         np.fill_diagonal(allowed, False)
         average = np.where(allowed, average, -np.inf)
         a, b = np.unravel_index(int(np.argmax(average)), average.shape)
@@ -112,6 +122,8 @@ def group(
         clusters[a].joined.extend(clusters[b].joined)
         total[a, :] += total[b, :]
         total[:, a] += total[:, b]
+        agreed[a, :] += agreed[b, :]
+        agreed[:, a] += agreed[:, b]
         lowest[a, :] = np.minimum(lowest[a, :], lowest[b, :])
         lowest[:, a] = lowest[a, :]
         size[a] += size[b]
@@ -122,6 +134,30 @@ def group(
     drafted_groups = [g for g in out if g.suggestion is not None]
     new = sorted((g for g in out if g.suggestion is None), key=lambda g: g.joined[0].position)
     return drafted_groups + new
+
+
+def _agreement(
+    scars: Sequence[Told],
+    lessons: dict[str, npt.NDArray[np.float32]] | None,
+    calibration: Calibration | None,
+) -> npt.NDArray[np.float64]:
+    """Return how surely each two of ``scars`` teach one lesson: their lessons' calibrated
+    cosine, or half their content words shared (two at least), whichever is larger."""
+    words = [content_words(s.lesson) for s in scars]
+    n = len(scars)
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(i + 1, n):
+            out[i, j] = out[j, i] = repeat_score(words[i], words[j])
+    if lessons is not None and calibration is not None and n:
+        rows = [lessons.get(s.id) for s in scars]
+        if all(r is not None for r in rows):
+            unit = np.asarray(rows, dtype=np.float64)
+            unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+            spread = calibration.paraphrase - calibration.floor
+            mapped = np.clip((unit @ unit.T - calibration.floor) / spread, 0.0, 1.0)
+            out = np.maximum(out, mapped)
+    return out
 
 
 def _scores(

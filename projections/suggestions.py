@@ -370,6 +370,8 @@ class Member(NamedTuple):
     position: int
     what: str
     lesson: str
+    #: The scar's outcome (``failure``, ``victory``, ...): a repeat is of one outcome.
+    kind: str = "failure"
 
 
 def members(conn: sqlite3.Connection) -> list[Member]:
@@ -377,7 +379,7 @@ def members(conn: sqlite3.Connection) -> list[Member]:
     table, links = _table(conn, "suggestions"), _table(conn, "suggestion_scars")
     learning = _table(conn, "learning")
     rows = conn.execute(
-        f"SELECT s.id, s.status, l.id, l.position, l.what, l.lesson FROM {links} AS k"
+        f"SELECT s.id, s.status, l.id, l.position, l.what, l.lesson, l.kind FROM {links} AS k"
         f" JOIN {table} AS s ON s.id = k.suggestion JOIN {learning} AS l ON l.id = k.scar"
         " WHERE l.archived_us IS NULL ORDER BY s.position, l.position"
     )

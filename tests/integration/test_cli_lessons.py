@@ -86,7 +86,7 @@ def test_learn_review_and_rules(
     code, out, err = run(capsys, *base, "learn", "--format", "json")
     drafted = json.loads(out)
     assert [d["text"] for d in drafted] == [
-        "Always run the migrations before the deploy.",
+        "Always run the migrations before the deploy. Prod broke.",
         "Bisecting the lockfile found the bad pin in minutes. (worked when: bisect found it)",
     ]
     rule_id, skill_id = drafted[0]["suggestion"], drafted[1]["suggestion"]

@@ -438,7 +438,14 @@ def test_places_must_be_file_destinations(memory: Memory) -> None:
             "failure",
             "Always run the migrations before a deploy. It broke prod.",
             "rules",
-            "Always run the migrations before a deploy.",
+            "Always run the migrations before a deploy. It broke prod.",
+        ),
+        # A lesson of several steps keeps every one (ADR 0127).
+        (
+            "failure",
+            "Wait for the centrifuge to stop. Then check the lid light. Log cracked tubes.",
+            "rules",
+            "Wait for the centrifuge to stop. Then check the lid light. Log cracked tubes.",
         ),
         ("failure", "we must pin the tokenizer", "rules", "We must pin the tokenizer."),
         # A failure's lesson is a lesson whatever its first word (settings are a redirect).
