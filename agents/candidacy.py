@@ -467,9 +467,10 @@ CHANGE_PHRASES = re.compile(
     r"|\b(?:sold|ditched|scrapped|retired|swapped|traded|abandoned)\s+"
     r"(?:the|her|his|their|my|our|its)\s+old\b"
     # An amount that moved, and a value from a time on (ADR 0126): "the stock is down to 35
-    # doses", "went up to 72 euros", "from this month the clinic closes at 4pm", "as of
-    # today", "starting next week".
+    # doses", "went up to 72 euros", "rose to 72" (not "grew up in Porto"), "from this
+    # month the clinic closes at 4pm", "as of today", "starting next week".
     r"|\b(?:is|are|was|were|now|went|gone|goes|go)\s+(?:up|down)\b"
+    r"|\b(?:rose|risen|fell|fallen|dropped|climbed|grew|grown|shrank)\s+(?:to|by|from)\b"
     r"|\bfrom\s+(?:this|next|today|tomorrow|now\s+on)\b|\bas\s+of\s+(?:today|now|this|next)\b"
     r"|\bstarting\s+(?:today|tomorrow|this|next)\b",
     re.IGNORECASE,
