@@ -19,7 +19,7 @@ import numpy as np
 from engram.agents import shapes, speakers, statements
 from engram.agents.folding import retold
 from engram.agents.matching import cased, codes, stem
-from engram.agents.quoted import runs, written_ids
+from engram.agents.quoted import references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
 from engram.projections import copies, lexical, semantic, supersession
@@ -407,7 +407,11 @@ def identifiers(text: str) -> frozenset[str]:
     and its hyphenated lowercase names (``image-resizer``): like an id, one names one thing,
     so a memory quoting another is of another thing unless the new one announces a change
     (ADR 0119, ADR 0122)."""
-    return frozenset(written_ids(text)) | frozenset(_KEBAB.findall(text))
+    return (
+        frozenset(written_ids(text))
+        | frozenset(_KEBAB.findall(text))
+        | frozenset(references(text))  # "PR #5209" is another request than "PR #5220"
+    )
 
 
 def same_format(text: str, old: str) -> bool:

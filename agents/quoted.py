@@ -23,6 +23,7 @@ __all__ = [
     "identifier",
     "quoted_codes",
     "quoted_ids",
+    "references",
     "runs",
     "written_ids",
 ]
@@ -97,6 +98,12 @@ def written_ids(text: str) -> tuple[str, ...]:
     :func:`cased`), lower-cased but the keys, which keep their case."""
     found = (t if cased(t) else t.casefold() for t in runs(text) if identifier(t) or cased(t))
     return tuple(dict.fromkeys(found))
+
+
+def references(text: str) -> list[str]:
+    """Return the numbers ``text`` writes after a "#" ("PR #4821"): each names one request,
+    issue or ticket (ADR 0117, ADR 0126)."""
+    return _REFERENCE.findall(text)
 
 
 def quoted_codes(text: str) -> tuple[str, ...]:

@@ -14,3 +14,13 @@ def test_long_codes_and_hash_numbers_are_ids_ordinals_and_measures_are_not() -> 
         assert quoted_ids(plain) == ()
     assert ID_LENGTH == 5
     assert quoted_ids("Bootstrap 5.3.0 and 5.3.0 again") == ("5.3.0",)
+
+
+def test_a_request_s_number_is_an_identifier_detection_keeps_apart() -> None:
+    # ADR 0126: "Code review on PR #5209 ..." was replaced by "... PR #5220 ..." in a store
+    # of many such notes: the number after "#" names one request, as an id does.
+    from engram.agents.candidacy import identifiers
+
+    assert "#5209" in identifiers("Code review on PR #5209 (audit-log): requested a test.")
+    assert identifiers("PR #5209 merged") != identifiers("PR #5220 merged")
+    assert not identifiers("We are #1 in the region")  # too short to name a request
