@@ -143,6 +143,11 @@ class Backend(abc.ABC):
     def read_positions(self, positions: Sequence[int]) -> list[Row]:
         """Return the rows at ``positions`` (at most :data:`SQL_CHUNK`), in any order."""
 
+    def read_hashes(self, positions: Sequence[int]) -> dict[int, bytes]:
+        """Return the stored hash of each of ``positions`` that holds a row (at most
+        :data:`SQL_CHUNK` positions)."""
+        return {row[0]: bytes(row[11]) for row in self.read_positions(positions)}
+
     @abc.abstractmethod
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
         """Return up to ``limit`` rows of ``stream`` with version > ``after_version``."""

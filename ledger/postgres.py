@@ -342,6 +342,12 @@ class PostgresBackend(Backend):
             [list(positions)],
         )
 
+    def read_hashes(self, positions: Sequence[int]) -> dict[int, bytes]:
+        sql = f"SELECT position, hash FROM {self.schema}.events WHERE position = ANY(%s)"
+        with _translate("read"), self._engine.connect() as conn:
+            rows = conn.exec_driver_sql(sql, (list(positions),)).fetchall()
+        return {pos: bytes(h) for pos, h in rows}
+
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
         return self._fetch(
             f"SELECT {_SELECT_COLUMNS} FROM {self.schema}.events "

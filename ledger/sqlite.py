@@ -503,6 +503,11 @@ class SQLiteBackend(Backend):
         marks = ", ".join("?" * len(positions))
         return self._fetch(f"{_SELECT} WHERE position IN ({marks})", list(positions))
 
+    def read_hashes(self, positions: Sequence[int]) -> dict[int, bytes]:
+        marks = ", ".join("?" * len(positions))
+        sql = f"SELECT position, hash FROM events WHERE position IN ({marks})"
+        return {pos: bytes(h) for pos, h in self._fetch(sql, list(positions))}
+
     def read_stream_rows(self, stream: str, after_version: int, limit: int) -> list[Row]:
         return self._fetch(
             f"{_SELECT} WHERE stream = ? AND version > ? ORDER BY version LIMIT ?",

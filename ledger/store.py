@@ -34,6 +34,7 @@ from engram.ledger.events import ANY, Event, Expectation, NewEvent
 from engram.ledger.groupcommit import GroupCommitter
 from engram.ledger.ids import new_id
 from engram.ledger.kinds import KindRegistry
+from engram.ledger.links import Links
 from engram.ledger.planning import GroupPlan, Request, VersionCache, prepare
 from engram.ledger.shred import Sealer
 from engram.ledger.verify import VerifyReport, verify_chain
@@ -454,12 +455,15 @@ class Ledger:
         if sealer is not None:
             sealer.keys.refresh()
             unseal = sealer._open_decoded
+            rows = list(rows)  # a sealed row is checked before it is opened (ADR 0128)
+            links = Links(self.backend, rows, personal)
         # The events of one append share their time: its text is parsed once per run of it.
         last_at: Any = None
         time_: Any = None
         pos = None
         try:
-            for pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h in rows:
+            for row in rows:
+                pos, id_, stream, version, kind, schema, actor, at, data, caus, corr, h = row
                 if at != last_at:
                     last_at, time_ = at, parse(at)
                 if current(kind) == schema:
@@ -467,6 +471,7 @@ class Ledger:
                 else:  # an older schema to upcast, or a kind this program does not know
                     payload = decode_payload(registry.get(kind), data, schema)
                 if kind in personal:
+                    links.check(row)
                     payload = unseal(kind, id_, payload)
                 elif sealer is not None and kind == "subject.forgotten":
                     sealer.forgotten(payload.subject)
@@ -486,6 +491,8 @@ class Ledger:
                         h,
                     )
                 )
+                if sealer is not None:
+                    links.follows(row)
         except (ValueError, TypeError, msgspec.DecodeError) as exc:
             raise DamagedEventError(
                 f"the event at position {pos} cannot be read ({type(exc).__name__}:"

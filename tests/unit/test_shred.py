@@ -30,6 +30,7 @@ from engram.ledger.catalog import (
     ScarRecorded,
     SignalSent,
 )
+from engram.ledger.errors import DamagedEventError
 from engram.ledger.personal import masked
 from engram.ledger.shred import PRIVATE, SEALED_PREFIX, is_sealed
 from engram.runtime import open_settings
@@ -171,7 +172,9 @@ def test_the_sealed_value_is_bound_to_its_event(ledger: Ledger, paths: tuple[Pat
     conn.execute("UPDATE events SET payload = ? WHERE position = 2", (swapped,))
     conn.commit()
     conn.close()
-    with pytest.raises(KeyStoreError, match=r"field text does not open with key"):
+    # The row no longer matches its hash: it is refused before its seal is tried (ADR 0128);
+    # the seal's binding to its event would refuse it next.
+    with pytest.raises(DamagedEventError, match=r"position 2 was changed outside engram"):
         list(ledger.read())
     report = ledger.verify()
     assert not report.ok
