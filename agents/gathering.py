@@ -12,6 +12,7 @@ result are its own.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Sequence
 
@@ -26,11 +27,12 @@ from engram.agents.matching import (
     note_absent,
     without_names,
 )
-from engram.agents.quoted import quoted_codes, quoted_ids
+from engram.agents.quoted import quoted_codes, quoted_ids, short_hashes
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError, QueryError
+from engram.projections.lexical.prefixes import completions
 from engram.projections.semantic import VectorHit, VectorSearcher
 from engram.projections.timetravel import check_as_of
 
@@ -69,6 +71,7 @@ class Gathering:
         out their ``match`` needs (None: the fallback set it)."""
         found: dict[str, list[tuple[int, float]]] = {}  # path: (position, raw score), ranked
         problems: list[str] = []
+        query = self._completed(conn, query) if "lexical" in paths else query
         # The query's codes and the identifiers it writes, digits or none (ADR 0119): each
         # held only by a text holding it whole ("E_CONN_RESET" is not held by "E_CONN_RESETS").
         matching = Matching(conn, self.fusion, codes=quoted_codes(query), ids=quoted_ids(query))
@@ -126,6 +129,21 @@ class Gathering:
         if self.bloom:
             self._bloom(conn, fused, types, cut)
         return fused, None, matching
+
+    def _completed(self, conn: sqlite3.Connection, query: str) -> str:
+        """Return ``query`` with each hash it quotes by its first characters in place of
+        the whole ones the agent's visible memories hold (ADR 0129): "what does commit
+        b9854c189d do" asks of the memory holding "b9854c189dfd359b…", which no term of
+        the short one matches."""
+        for short in short_hashes(query):
+            try:
+                found = completions(conn, short, self.agent)
+            except (ProjectionError, sqlite3.Error):
+                return query
+            if found and short not in found:  # a memory holding the short one is asked of
+                whole = " ".join(found)
+                query = re.sub(rf"(?i)\b{short}\b", lambda _, w=whole: w, query)
+        return query
 
     def _bloom(
         self,

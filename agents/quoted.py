@@ -25,6 +25,7 @@ __all__ = [
     "quoted_ids",
     "references",
     "runs",
+    "short_hashes",
     "written_ids",
 ]
 
@@ -104,6 +105,19 @@ def references(text: str) -> list[str]:
     """Return the numbers ``text`` writes after a "#" ("PR #4821"): each names one request,
     issue or ticket (ADR 0117, ADR 0126)."""
     return _REFERENCE.findall(text)
+
+
+#: A hash quoted by its first characters, as git abbreviates one: 7 to 39 hex digits, a
+#: letter and a digit among them (ADR 0129).
+_SHORT_HASH = re.compile(
+    r"(?<![\w-])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,39}(?![\w-])", re.I
+)
+
+
+def short_hashes(query: str) -> tuple[str, ...]:
+    """Return the hashes ``query`` quotes by their first characters ("b9854c189d"),
+    lower-cased: each may stand for a longer one a memory holds whole."""
+    return tuple(dict.fromkeys(m.group().lower() for m in _SHORT_HASH.finditer(query)))
 
 
 def quoted_codes(text: str) -> tuple[str, ...]:
