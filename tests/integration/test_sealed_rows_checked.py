@@ -48,9 +48,11 @@ def test_a_private_row_made_public_outside_engram_is_refused_not_served(tmp_path
     ledger = _seeded(tmp_path)
     _edit(ledger, 2, b'"private"', b'"public"')
     shutil.rmtree(ledger + ".projections")
-    with pytest.raises(DamagedEventError, match="position 2 was changed outside engram"):
-        with engram.open_memory(ledger) as memory:
-            memory.agent("bob").recall("cellar door code")
+    with (
+        pytest.raises(DamagedEventError, match="position 2 was changed outside engram"),
+        engram.open_memory(ledger) as memory,
+    ):
+        memory.agent("bob").recall("cellar door code")
     with Ledger.open(ledger) as led:  # no key store: nothing is opened, nothing to check
         assert SECRET not in str(led.get([2])[0].payload)
 
