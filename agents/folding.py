@@ -137,7 +137,7 @@ class Folder:
         if row and (into := self.seen.get(row.digest)) is not None:
             return into
         text = self.texts.get(p, "")
-        if text.isascii() and not self._may_share(copies.numbers_apart(text).lower()):
+        if text.isascii() and not self._may_share(_written(text).lower()):
             return None
         return self._into(row, _content(text), text)
 
@@ -196,8 +196,8 @@ def same_ids(a_text: str, b_text: str) -> bool:
     if not a_text or not b_text:
         return True
     # A number is one however written ("1,800 kg", "1800kg"): compared as written alike.
-    a_codes = quoted_codes(copies.numbers_apart(a_text))
-    return set(a_codes) == set(quoted_codes(copies.numbers_apart(b_text)))
+    a_codes = quoted_codes(_written(a_text))
+    return set(a_codes) == set(quoted_codes(_written(b_text)))
 
 
 #: The words that turn a statement into its opposite: "no longer interested", "isn't".
@@ -245,7 +245,49 @@ def _inside(small: frozenset[str], large: frozenset[str], small_text: str, large
     if len(small - large) > TYPOS or not small_text or not large_text:
         return False
     mine, theirs = _spelt(small_text), _spelt(large_text)
-    return any(misspelt(word, other) for word in mine - theirs for other in theirs - mine)
+    only_mine, only_theirs = mine - theirs, theirs - mine
+    if only_mine and all(_joined(word, only_theirs) for word in only_mine):
+        return True  # "flowerpot" is "flower pot" written as one word
+    return any(misspelt(word, other) for word in only_mine for other in only_theirs)
+
+
+def _joined(word: str, others: frozenset[str]) -> bool:
+    """Say whether ``word`` is two of ``others`` written as one ("flowerpot": "flower",
+    "pot"), each of three letters or more."""
+    return any(word == a + b for a in others for b in others if a != b and min(len(a), len(b)) >= 3)
+
+
+#: Numbers spelt out, cardinal and ordinal, as a copy may write them in digits ("twenty
+#: minutes", "20 minutes"; "the first of the month", "the 1st"): compared as digits.
+_UNITS = (
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
+)  # fmt: skip
+_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
+_ORDINALS = (
+    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+    "tenth", "eleventh", "twelfth",
+)  # fmt: skip
+_VALUE = {w: i + 1 for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
+_VALUE |= {w: i + 1 for i, w in enumerate(_ORDINALS)}
+_TENS_RUN, _UNIT_RUN = "|".join(_TENS), "|".join(_UNITS[:9])
+_SPELT = re.compile(
+    rf"\b(?:({_TENS_RUN})(?:[- ]({_UNIT_RUN}))?|({'|'.join(_UNITS + _ORDINALS)}))\b",
+    re.IGNORECASE,
+)
+
+
+def _number(match: re.Match[str]) -> str:
+    tens, unit, alone = match.groups()
+    if alone is not None:
+        return str(_VALUE[alone.lower()])
+    return str(_VALUE[tens.lower()] + (_VALUE[unit.lower()] if unit else 0))
+
+
+def _written(text: str) -> str:
+    """Return ``text`` with its numbers written alike: spelt ones in digits ("twenty",
+    "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them."""
+    return copies.numbers_apart(_SPELT.sub(_number, text))
 
 
 def _spelt(text: str) -> frozenset[str]:
@@ -254,7 +296,7 @@ def _spelt(text: str) -> frozenset[str]:
     ``C:\\ProgramData``) as one word, as written, which no misspelling matches: one
     character apart, it is another thing (ADR 0119)."""
     out: set[str] = set()
-    for token in runs(copies.numbers_apart(text)):
+    for token in runs(_written(text)):
         if _WORDS.fullmatch(token) and not _INNER_CAPITAL.search(token):
             out.update(
                 w for w in lexical.tokens(token) if w not in STOPWORDS and w not in copies.FILLERS
@@ -311,7 +353,7 @@ def misspelt(a: str, b: str) -> bool:
 def _content(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s content words (function and filler words set aside),
     its numbers written alike (:func:`~engram.projections.copies.numbers_apart`)."""
-    return stems_of(copies.numbers_apart(text)).content
+    return stems_of(_written(text)).content
 
 
 def grouped(

@@ -179,3 +179,25 @@ def test_a_copy_of_a_folded_copy_folds_where_it_did_and_a_stamp_is_no_word() -> 
     assert folder.folded[1] == [2, 3]
     a, b = "The lease ends on 31 May 2026.", "The lease ends 31 May 2026 (logged 14:05)"
     assert _content(a) == _content(b)
+
+
+def test_copies_with_a_number_spelt_or_a_word_joined_fold_and_other_numbers_do_not() -> None:
+    # ADR 0126: "twenty minutes" and "20 minutes", "the first of every month" and "the 1st",
+    # "flower pot" and "flowerpot" were served as two items each.
+    from engram.agents.folding import _same
+
+    def same(a: str, b: str) -> bool:
+        return _same(_content(a), _content(b), a, b)
+
+    assert same("The bus leaves every twenty minutes from stop C.",
+                "The bus leaves every 20 minutes from stop C.")  # fmt: skip
+    assert same(
+        "Rent is due on the first of every month.", "Rent is due on the 1st of every month."
+    )
+    assert same("The shed key hangs above the flower pot by the gate.",
+                "The shed key hangs above the flowerpot by the gate.")  # fmt: skip
+    assert same("Twenty-five chairs are stacked in the hall.", "25 chairs are stacked in the hall.")
+    assert not same("The bus leaves every twenty minutes from stop C.",
+                    "The bus leaves every 30 minutes from stop C.")  # fmt: skip
+    assert not same("Rent is due on the first of every month.",
+                    "Rent is due on the 2nd of every month.")  # fmt: skip
