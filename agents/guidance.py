@@ -229,17 +229,21 @@ def lookup(
     rank them (:func:`scores`: the situation score where the embedder sets meanings apart,
     else the typical one), each with ``match`` its best score (0..1); rules nothing of the
     query meets (best score 0) are left out. Always-on rules are ranked like the others:
-    this is a search, not a frame."""
+    this is a search, not a frame. Each rule's ``score`` is what orders them (the situation
+    or typical score, clipped to 0..1), its ``match`` its best piece's."""
     every = rulebook.active(conn)
     if not every or not query.strip():
         return []
     found = scores(every, query, evidence_of(conn, every), embedder)
     apart = stands_apart(embedder)
+    key = [(m.situation if apart else m.typical) for m in found]
     order = sorted(
         (i for i in range(len(every)) if found[i].best > 0),
-        key=lambda i: (-(found[i].situation if apart else found[i].typical), -found[i].best, i),
+        key=lambda i: (-key[i], -found[i].best, i),
     )
-    return [every[i]._replace(score=found[i].best, match=found[i].best) for i in order[:k]]
+    return [
+        every[i]._replace(score=min(max(key[i], 0.0), 1.0), match=found[i].best) for i in order[:k]
+    ]
 
 
 def stands_apart(embedder: Embedder | None) -> bool:

@@ -50,8 +50,9 @@ class Rule(NamedTuple):
     scars: list[str]
     reviewer: str
     # For a query: by rules_for_query here, BM25 (higher is better) and the share of the
-    # query's distinct words the rule holds (0..1); by meaning (the agents' lookup), both how
-    # surely the rule applies (0..1).
+    # query's distinct words the rule holds (0..1); by meaning (the agents' lookup), the
+    # score the frames rank the rules by (0..1, the order given) and how surely the rule
+    # applies by its best piece of evidence (0..1).
     score: float = 0.0
     match: float = 0.0
     always: bool = False  # always-on (tier 1): the reviewer marked it so

@@ -382,6 +382,7 @@ def rules(query: str | None, k: int, fmt: str) -> None:
         (r._asdict() for r in found),
         fmt,
         columns=list(Rule._fields),
-        table_columns=["position", "text", "reviewer", "always"] + (["match"] if query else []),
+        table_columns=["position", "text", "reviewer", "always"]
+        + (["score", "match"] if query else []),
         widths={"text": 90},
     )

@@ -327,14 +327,16 @@ def build_server(worker: Worker) -> MCPServer:
     @server.tool(annotations=reads)
     async def list_suggestions(
         status: Annotated[
-            list[Literal["pending", "applied", "refused", "modified"]],
-            Field(description="Only these statuses; empty: all."),
+            list[Literal["pending", "applied", "refused", "modified"]]
+            | Literal["pending", "applied", "refused", "modified"],
+            Field(description="Only this status, or these statuses; empty: all."),
         ] = [],  # noqa: B006
         limit: Annotated[Whole, Field(ge=1, le=1000)] = 20,
         agent: Agent = None,
     ) -> dict[str, Any]:
         """List the lessons loop's suggestions (drafted from scars, reviewed by people)."""
-        return await worker.run(lambda: tools().list_suggestions(status, limit, agent))
+        chosen = [status] if isinstance(status, str) else status
+        return await worker.run(lambda: tools().list_suggestions(chosen, limit, agent))
 
     # The seed's tool names, for clients written against its contract (engram.mcp.seed).
     for name, fn, hint in (

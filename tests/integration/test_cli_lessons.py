@@ -204,3 +204,30 @@ def test_a_text_file_that_holds_no_text_is_refused_and_nothing_is_appended(
         assert len(err.splitlines()) == 1
     code, out, _ = run(capsys, *base, "suggestions", "show", pending, "--format", "json")
     assert json.loads(out)[0]["status"] == "pending"
+
+
+def test_rules_by_query_print_the_score_they_are_ordered_by(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `engram rules --query` printed each rule's best match beside an order made by another
+    # score: 0.298, 0.484, 0.495 read top to bottom.
+    import engram
+
+    ledger = str(tmp_path / "l.db")
+    with engram.open_memory(ledger) as memory:
+        lessons = memory.lessons()
+        for what, lesson in (
+            ("a night deploy locked the users table", "run migrations with a lock timeout"),
+            ("the invoice run double charged a client", "make invoice runs idempotent"),
+            ("a migration dropped a column still read", "deploy readers before dropping columns"),
+        ):
+            memory.scars("ana").record("failure", what, lesson)
+        for drafted in lessons.learn().drafted:
+            lessons.apply(drafted.suggestion, "reviewer")
+    code, out, _ = run(
+        capsys, "--ledger", ledger, "rules", "--query", "deploy a migration", "--format", "json"
+    )
+    assert code == 0
+    scores = [r["score"] for r in json.loads(out)]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0.0 <= s <= 1.0 for s in scores)

@@ -112,7 +112,7 @@ def test_an_argument_error_is_one_line_per_field(tmp_path: Path) -> None:
                 client, "upsert_memory", observations=[{"text": "x", "importance": 11, "b": 1}]
             ),
             "union": await refused(client, "kom.memory.v1.save_context", context=5),
-            "list": await refused(client, "list_suggestions", status="pending"),
+            "list": await refused(client, "list_suggestions", status="done"),
         }
 
     got = serve(tmp_path / "ledger.db", body, agents=AGENTS)
@@ -130,7 +130,8 @@ def test_an_argument_error_is_one_line_per_field(tmp_path: Path) -> None:
         "observations[0].b is not a field here; leave it out",
     ]
     assert got["union"].endswith(": context must be a valid dictionary or a valid string, got 5")
-    assert got["list"].endswith(': status must be a valid list, got "pending"')
+    assert "status must be" in got["list"], got["list"]
+    assert '"done"' in got["list"], got["list"]
     for message in got.values():
         for dump in ("pydantic", "http", "validation error", "[type=", "Arguments"):
             assert dump not in message, message
@@ -157,3 +158,21 @@ def test_an_unknown_argument_is_refused_by_every_tool(tmp_path: Path) -> None:
     for name, message in every.items():
         assert message.startswith(f"Error executing tool {name}: unknown argument 'zzz_unknown'")
     assert after == before
+
+
+def test_suggestions_are_listed_by_one_status_or_several(tmp_path: Path) -> None:
+    # The docs show list_suggestions(status) with one status; a lone string was refused.
+    db = tmp_path / "ledger.db"
+    with engram.open_memory(str(db)) as memory:
+        memory.scars("alice").record("failure", "the deploy locked a table", "use lock timeouts")
+        (drafted,) = memory.lessons().learn().drafted
+
+    async def body(client: Client) -> list[list[str]]:
+        return [
+            [s["id"] for s in (await call(client, "list_suggestions", **status))["suggestions"]]
+            for status in ({"status": "pending"}, {"status": ["pending"]}, {"status": "applied"})
+        ]
+
+    one, several, applied = serve(db, body, agents=AGENTS)
+    assert one == several == [drafted.suggestion]
+    assert applied == []
