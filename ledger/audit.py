@@ -48,6 +48,7 @@ import re
 import shutil
 import sqlite3
 import tempfile
+import threading
 import types
 import typing
 import uuid
@@ -148,6 +149,10 @@ class AuditSession:
                 # Only these files stay readable once external access is off.
                 self._run(f"SET allowed_paths = [{', '.join(map(_literal, self._cold))}]")
             self._run("SET TimeZone = 'UTC'")
+            # What a large query spills goes to a folder of its own, removed on close, not
+            # into the caller's working directory (DuckDB's default, ".tmp").
+            self._scratch.append(tempfile.mkdtemp(prefix="engram-audit-spill-"))
+            self._run(f"SET temp_directory = {_literal(self._scratch[-1])}")
             self._run("SET enable_external_access = false")
             self._run("SET lock_configuration = true")
             self._head = self._read_head()
@@ -167,11 +172,21 @@ class AuditSession:
         self._run(self._events_view_sql())
         return self._head
 
-    def query(self, sql: str, params: Sequence[object] | None = None) -> AuditResult:
+    def query(
+        self, sql: str, params: Sequence[object] | None = None, *, timeout: float | None = None
+    ) -> AuditResult:
         """Run read-only SQL and return the last statement's result (``params`` bind to it).
+        With ``timeout`` (seconds), a query still running then is stopped (ADR 0130).
 
-        Raises AuditWriteError, running nothing, if any statement could write.
+        Raises AuditWriteError, running nothing, if any statement could write;
+        AuditQueryError if it fails or runs past ``timeout``.
         """
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < float("inf")
+        ):
+            raise AuditError(f"timeout must be a positive number of seconds, got {timeout!r}")
         con = self._connection()
         if isinstance(sql, str) and _PRAGMA.search(sql):  # DuckDB runs one as it parses it
             raise AuditWriteError(
@@ -186,12 +201,23 @@ class AuditSession:
             raise AuditQueryError("no SQL statement to run")
         for index, statement in enumerate(statements, 1):
             _check_read_only(index, statement)
+        timer = threading.Timer(timeout, con.interrupt) if timeout is not None else None
+        if timer is not None:
+            timer.daemon = True
+            timer.start()
         try:
             for statement in statements[:-1]:
                 con.execute(statement.query)
             return _fetch(con.sql(statements[-1].query, params=params))
+        except duckdb.InterruptException as exc:
+            raise AuditQueryError(
+                f"the query ran past {timeout:g} s and was stopped (a longer --timeout lets it run)"
+            ) from exc
         except duckdb.Error as exc:
             raise AuditQueryError(driver_message(exc)) from exc
+        finally:
+            if timer is not None:
+                timer.cancel()
 
     def close(self) -> None:
         """Close the DuckDB connection; the session cannot be used afterwards."""

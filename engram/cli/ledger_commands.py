@@ -436,8 +436,15 @@ def verify(
     metavar="SUBJECT",
     help="Open SUBJECT's own sealed personal fields with the key store; others stay [sealed].",
 )
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="Stop a query still running after this many seconds (0: never).",
+)
 @output_format()
-def sql(query: str, subject: str | None, fmt: str) -> None:
+def sql(query: str, subject: str | None, timeout: float, fmt: str) -> None:
     """Run a read-only SQL query over the ledger (DuckDB).
 
     The query sees the ledger and the projection store. The table events holds every event; each
@@ -448,6 +455,7 @@ def sql(query: str, subject: str | None, fmt: str) -> None:
     Sealed personal fields (observations' text, recall queries...) show [sealed] in the kind
     views, or [forgotten] once their subject was forgotten; with --as SUBJECT, SUBJECT's own
     show their text (the key store opens them). The events table holds them as stored.
+    A query still running after --timeout seconds is stopped.
     """
     from engram.ledger.audit import open_audit
     from engram.ledger.cold import segments
@@ -470,7 +478,7 @@ def sql(query: str, subject: str | None, fmt: str) -> None:
             personal=settings.personal(),
             opened=opened_fields,
         ) as session:
-            result = session.query(query)
+            result = session.query(query, timeout=timeout or None)
     parse = [kind == "JSON" for kind in result.types] or [False] * len(result.columns)
     records = (
         {

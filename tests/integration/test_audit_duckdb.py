@@ -465,3 +465,25 @@ def test_renders_table_csv_and_json(session: AuditSession) -> None:
         " 01  ",
     ]
     assert table[5] == "(1 row)"
+
+
+def test_a_query_past_its_time_limit_is_stopped_and_spills_stay_private(
+    session: AuditSession,
+) -> None:
+    # ADR 0130: "SELECT count(*) FROM range(100000000000)" ran until killed, and what a
+    # query spilled went to ".tmp" in the caller's working directory.
+    import time
+
+    started = time.monotonic()
+    with pytest.raises(AuditQueryError, match=r"ran past 0\.5 s and was stopped"):
+        session.query("SELECT count(*) FROM range(100000000000)", timeout=0.5)
+    assert time.monotonic() - started < 30
+    assert session.query("SELECT 1 AS one", timeout=5).rows == [(1,)]  # the session goes on
+    for bad in (0, -1, float("nan"), float("inf"), True, "5"):
+        with pytest.raises(AuditError, match="timeout must be a positive number"):
+            session.query("SELECT 1", timeout=bad)  # type: ignore[arg-type]
+    ((spill,),) = session.query("SELECT current_setting('temp_directory')").rows
+    assert Path(spill).is_dir()
+    assert "engram-audit-spill-" in spill
+    session.close()
+    assert not Path(spill).exists()
