@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import date, datetime, time
 from decimal import Decimal
@@ -56,7 +57,18 @@ def _cell(value: Any, *, table: bool = False) -> str:
         )
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return str(value).replace("\n", " ")
+    text = str(value).replace("\n", " ")
+    # A control character an agent wrote (an escape sequence retitling the terminal,
+    # moving its cursor, colouring what follows) is shown, never obeyed.
+    return _CONTROL.sub(_escaped, text) if table and _CONTROL.search(text) else text
+
+
+#: Control characters, C0 (but the tab) and C1, and DEL.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def _clip(text: str, width: int) -> str:
