@@ -27,7 +27,7 @@ from engram.agents.matching import (
     note_absent,
     without_names,
 )
-from engram.agents.quoted import quoted_codes, quoted_ids, short_hashes
+from engram.agents.quoted import ID_HOLDERS, quoted_codes, quoted_ids, short_hashes
 from engram.ledger import Ledger
 from engram.projections import lexical, salience, semantic
 from engram.projections.embedding import Embedder
@@ -92,6 +92,16 @@ class Gathering:
                 matching.weights, matching.average = terms.weights, terms.average
                 note_absent(matching, terms, query)
                 matching.texts = {h.position: h.text for h in hits}
+                if matching.ids:  # the memories holding a quoted id are candidates whatever
+                    # the query's other words rank first (ADR 0129)
+                    held = {p for p, _ in found["lexical"]}
+                    for h in lexical.search(
+                        conn, " ".join(matching.ids), ID_HOLDERS + 1, agent=self.agent,
+                        types=types, as_of_us=cut, prune=False, match=False,
+                    ):  # fmt: skip
+                        if h.position not in held:
+                            found["lexical"].append((h.position, h.score))
+                            matching.texts[h.position] = h.text
             except (ProjectionError, sqlite3.Error) as exc:
                 problems.append(f"lexical index unavailable ({exc})")
         if matching.weights is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
+from engram.agents.quoted import references
 from engram.agents.statements import (
     CHANGE_WORDS,
     COPULA_WORDS,
@@ -253,6 +254,8 @@ def value_anew(text: str, old: str) -> bool:
         return False
     if {c for c in set(codes(text)) ^ set(codes(old)) if not _VALUE_CODE.fullmatch(c.lower())}:
         return False  # an id one character off ("AB-123", "AB-124") names another thing
+    if set(references(text)) != set(references(old)):
+        return False  # "PR #5229" and "PR #5228" are two requests (ADR 0126)
     if all(w[0].isdigit() for w in given) and all(w[0].isdigit() for w in gone):
         # A number of eight digits or more is an id, never a quantity (ADR 0122).
         return all(sum(c.isdigit() for c in w) < 8 for w in (*given, *gone))

@@ -59,3 +59,27 @@ def test_a_relative_path_quoted_is_its_own_file_s_not_its_backup_s(tmp_path: Pat
         ana.observe("The file src/dispatch/labels/planner_v2.py was last touched in March.")
         first = ana.recall("Notes on src/dispatch/labels/planner.py", k=3).items[0]
         assert "routing squad" in first.event.payload.text
+
+
+def test_a_long_memory_holding_a_quoted_id_is_a_candidate_whatever_the_other_words(
+    tmp_path: Path,
+) -> None:
+    # Among long crash reports and a hundred short tickets sharing the question's other
+    # words ("the", "report"), the report holding the quoted id ranked 34th in the lexical
+    # pool, out of it, and was never scored.
+    frame = '  File "/srv/app/routing/planner.py", line 212, in plan_route\n    s = solve(x)\n'
+    with _memory(tmp_path) as memory:
+        ana = memory.agent("ana")
+        for n in range(100):
+            kind = ("a torn parcel", "the tail-lift failing", "a locked gate")[n % 3]
+            ana.observe(f"Ticket #{88400 + n}: driver reported {kind}.")
+        for n in range(130):
+            ana.observe(f"Stop {n} on north loop opens at {6 + n % 4}am.")
+        for n in range(8):
+            head = f"Crash report QX-{558201 + 97 * n} from the routing worker:\n"
+            ana.observe(
+                head + "Traceback (most recent call last):\n" + frame * (18 + n) + "KeyError"
+            )
+        items = ana.recall("Show me the crash report QX-558201", k=5).items
+        assert items
+        assert "QX-558201" in items[0].event.payload.text

@@ -24,3 +24,10 @@ def test_a_request_s_number_is_an_identifier_detection_keeps_apart() -> None:
     assert "#5209" in identifiers("Code review on PR #5209 (audit-log): requested a test.")
     assert identifiers("PR #5209 merged") != identifiers("PR #5220 merged")
     assert not identifiers("We are #1 in the region")  # too short to name a request
+    # Nor is a request's number a value given anew in the same sentence (shapes.value_anew),
+    # which replaces without a change word.
+    from engram.agents.shapes import value_anew
+
+    review = "Code review on PR #{} (geo-lookup): requested a changelog entry."
+    assert not value_anew(review.format(5228), review.format(5229))
+    assert value_anew("The open playtest has 500 slots", "The open playtest has 200 slots")
