@@ -88,7 +88,7 @@ def search(
     memory.engine.wait_for(max(position, only or 0))
     with memory.engine.read() as conn:
         try:
-            subject = statements.subject(conn, text)
+            subject = statements.subject(conn, speakers.unlabelled(text))
             said = _Said(text, announced(text), statements.state_values(text, now=True), subject)
             held = _of_subject(memory, conn, position, said, subject)
             # Spoken of in the first person, and of nothing the memories name alike ("We

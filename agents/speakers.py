@@ -12,7 +12,7 @@ import re
 from engram.agents.statements import NAME_RUN, before, opens
 from engram.projections import lexical
 
-__all__ = ["PERSON_WORDS", "first_person", "impersonal"]
+__all__ = ["PERSON_WORDS", "first_person", "impersonal", "unlabelled"]
 
 
 #: A speaker's label opening a turn of a transcript: "User: ...", "Caroline: ...", "Dr Lee: ".
@@ -46,6 +46,16 @@ _POSSESSIVE = frozenset(("my", "our", "mine", "ours"))
 _GIVEN = re.compile(r"(?:\s+[\w'-]+){1,3}?\s+(?:is|are|was|were|to)\b", re.IGNORECASE)
 
 
+#: A first-person word that reports, asks or wonders about something else ("I think Jonas is
+#: coming", "tell me how the book club goes"): the statement speaks of what it reports, not
+#: of its speaker (ADR 0126).
+_REPORTS = re.compile(
+    r"\b(?:I|[Ww]e)\s+(?:think|thought|guess|suppose|believe|hope|wonder|heard|hear|reckon"
+    r"|feel|felt|told|said|asked|know|knew|mean|bet|doubt|suspect|imagine|assume|expect)\b"
+    r"|\b(?:tell|told|let|show|give|ask|asked|remind)\s+(?:me|us)\b"
+)
+
+
 def first_person(text: str) -> str | None:
     """Return whom ``text`` speaks of in the first person: its speaker's label, lower-cased
     ("" when the text has none), when it is one sentence and a first-person word ("I",
@@ -62,7 +72,7 @@ def first_person(text: str) -> str | None:
     if _BREAK.search(body.strip()) or len(lexical.tokens(body)) > PERSON_WORDS:
         return None  # a turn of several sentences, or a long one, says several things
     pronoun = _PERSON.search(body)
-    if pronoun is None:
+    if pronoun is None or _REPORTS.search(body):
         return None
     if pronoun.group().lower() in _POSSESSIVE and not _GIVEN.match(body, pronoun.end()):
         return None  # "my car needs new tyres" speaks of the car, "my manager is Tomasz" of me
@@ -72,6 +82,13 @@ def first_person(text: str) -> str | None:
         if not opens(body, run.start()) or len(run.group().split()) > 1:
             return None
     return label
+
+
+def unlabelled(text: str) -> str:
+    """Return ``text`` without a transcript's speaker label ("Maya: ..."): the label says
+    who spoke, not what the sentence speaks of (ADR 0126)."""
+    found = _SPEAKER.match(text)
+    return text[found.end() :] if found else text
 
 
 def impersonal(text: str) -> str:

@@ -464,14 +464,15 @@ def labels(text: str) -> frozenset[str]:
     each names one thing, an event more often than a state ("fixed the parser in round 2"
     and "in round 26" both stay true)."""
     text = _uncoded(text)  # "release 2.5.0" quotes a code, not a round numbered 2
+    said_of = copula.start() if (copula := _COPULA.search(text)) else -1
+    # "Model 3" after the verb is a value; "Incident 20" opening a sentence, or "The Year 6
+    # trip" before its copula, names what the sentence speaks of (ADR 0106, ADR 0126).
     return frozenset(
-        f"{stem(word.lower())} {number}"
-        for word, number, opening in (
-            (m[1], m[2], opens(text, m.start())) for m in _LABEL.finditer(text)
-        )
-        # "Model 3" names a thing, a value; "Incident 20" opening a sentence is capitalised
-        # by the sentence alone (ADR 0106).
-        if (word[0].islower() or opening) and word.lower() not in STOPWORDS and not _counts(word)
+        f"{stem(m[1].lower())} {m[2]}"
+        for m in _LABEL.finditer(text)
+        if (m[1][0].islower() or opens(text, m.start()) or m.start() < said_of)
+        and m[1].lower() not in STOPWORDS
+        and not _counts(m[1])
     )
 
 
@@ -487,8 +488,7 @@ def _counts(word: str) -> bool:
 #: A copula, or "now": what follows it is said of what precedes it ("is on release 3.1.0",
 #: "was upgraded to version 2.4.1", "now runs at 01:00"); the present tense's, and "now",
 #: say what holds now.
-_COPULA_WORDS = frozenset(("is", "are", "was", "were"))
-COPULA_WORDS = _COPULA_WORDS
+COPULA_WORDS = _COPULA_WORDS = frozenset(("is", "are", "was", "were"))
 _COPULA = re.compile(rf"\b(?:{'|'.join(sorted(_COPULA_WORDS))}|now)\b", re.IGNORECASE)
 _PRESENT = frozenset(("is", "are", "now"))
 

@@ -71,6 +71,15 @@ def test_a_change_said_in_other_words_replaces_the_old_value(
          "Dr. Patel plans to add Friday sessions starting in June."),
         ("The file tests/dispatch/routing/planner.py.bak has a TODO about timezone handling.",
          "The file src/dispatch/manifest/planner.py has a TODO about timezone handling."),
+        # A capitalised name and number before the copula names its own thing (class, bay).
+        ("The Year 6 trip is to the science museum.", "The Year 4 trip is to the zoo."),
+        ("The Bay 2 forklift is due for a service in May.",
+         "The Bay 5 forklift is due for a service in July."),
+        # A first-person word that reports or asks speaks of what it reports.
+        ("Maya: I think Jonas is coming to the book club next week",
+         "Maya: honestly my favourite book now is Piranesi"),
+        ("Leo: sounds fun, tell me how the book club goes",
+         "Leo: I started Spanish lessons with a tutor called Pilar"),
     ],
 )  # fmt: skip
 def test_a_value_beside_another_a_plan_or_another_file_replaces_nothing(
