@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
@@ -88,9 +89,13 @@ def search(
     memory.engine.wait_for(max(position, only or 0))
     with memory.engine.read() as conn:
         try:
-            subject = statements.subject(conn, speakers.unlabelled(text))
+            subject = statements.subject(conn, text)
             said = _Said(text, announced(text), statements.state_values(text, now=True), subject)
-            held = _of_subject(memory, conn, position, said, subject)
+            # A transcript's speaker label names who spoke, not what the turn speaks of: a
+            # turn speaks of its speaker in the first person alone, which the speaker's path
+            # below compares (ADR 0126).
+            labelled = bool(subject) and subject in lexical.tokens(speakers.label(text))
+            held = [] if labelled else _of_subject(memory, conn, position, said, subject)
             # Spoken of in the first person, and of nothing the memories name alike ("We
             # moved the shipper to eu-west-1" speaks of the shipper), the subject is the
             # speaker, whose name the text does not say; like an unnamed thing's, its change
@@ -449,9 +454,24 @@ def value_format(code: str) -> str | None:
 def announces(text: str) -> bool:
     """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`, or a phrase
     of :data:`CHANGE_PHRASES`)."""
-    return any(stem(w) in CHANGE_WORDS for w in lexical.tokens(text)) or bool(
-        CHANGE_PHRASES.search(text)
-    )
+    words = lexical.tokens(text)
+    return any(
+        stem(w) in CHANGE_WORDS and not _described(words, i) for i, w in enumerate(words)
+    ) or bool(CHANGE_PHRASES.search(text))
+
+
+#: Prepositions whose object a "new" describes ("for the new laptop", "near the new station").
+_OBJECT_OF = frozenset(("for", "at", "near", "to", "with", "from", "about", "in", "on", "by"))
+
+
+def _described(words: Sequence[str], i: int) -> bool:
+    """Say whether ``words[i]`` is "new" describing a preposition's object ("Set aside $280
+    for the new laptop"): a thing named, not a value given anew ("my new email is ...", "has
+    a new time"; ADR 0126)."""
+    if words[i] != "new":
+        return False
+    j = i - 1 if i >= 1 and words[i - 1] in ("the", "a", "an", "this", "that", "our", "my") else i
+    return j >= 1 and words[j - 1] in _OBJECT_OF
 
 
 def announced(text: str) -> bool:
@@ -489,7 +509,9 @@ def _announced_at(text: str) -> int:
     none does)."""
     phrase = CHANGE_PHRASES.search(text)
     end = phrase.start() if phrase else len(text)
-    for found in _WORD.finditer(text, 0, end):
-        if stem(found.group().casefold()) in CHANGE_WORDS:
-            return found.start()
+    found = list(_WORD.finditer(text, 0, end))
+    words = [f.group().casefold() for f in found]
+    for i, word in enumerate(words):
+        if stem(word) in CHANGE_WORDS and not _described(words, i):
+            return found[i].start()
     return end

@@ -140,7 +140,7 @@ _IRREGULAR_PAST = frozenset(
         "had", "went", "met", "saw", "lent", "gave", "took", "made", "got", "bought", "told",
         "said", "sent", "ran", "ate", "drank", "wrote", "spoke", "came", "brought", "found",
         "lost", "paid", "won", "heard", "felt", "thought", "did", "held", "kept", "sang",
-        "taught", "caught", "flew", "drove", "rode",
+        "taught", "caught", "flew", "drove", "rode", "set", "put",
     )
 )  # fmt: skip
 

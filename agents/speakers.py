@@ -12,7 +12,7 @@ import re
 from engram.agents.statements import NAME_RUN, before, opens
 from engram.projections import lexical
 
-__all__ = ["PERSON_WORDS", "first_person", "impersonal", "unlabelled"]
+__all__ = ["PERSON_WORDS", "first_person", "impersonal", "label"]
 
 
 #: A speaker's label opening a turn of a transcript: "User: ...", "Caroline: ...", "Dr Lee: ".
@@ -84,11 +84,10 @@ def first_person(text: str) -> str | None:
     return label
 
 
-def unlabelled(text: str) -> str:
-    """Return ``text`` without a transcript's speaker label ("Maya: ..."): the label says
-    who spoke, not what the sentence speaks of (ADR 0126)."""
+def label(text: str) -> str:
+    """Return the speaker label opening ``text`` ("Maya: ..." -> "Maya"), or ""."""
     found = _SPEAKER.match(text)
-    return text[found.end() :] if found else text
+    return found.group(1) if found else ""
 
 
 def impersonal(text: str) -> str:

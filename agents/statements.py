@@ -65,10 +65,9 @@ CHANGE_WORDS = frozenset(
         "upgraded", "downgraded", "rescheduled", "postponed", "renamed", "updated", "rotated",
         "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
         # A release changed: "rolled the gateway forward to 2.5.0", "bumped it to 3.2" (ADR 0115).
-        "rolled", "bumped",
+        "rolled", "bumped", "scaled",
         # An amount set anew or scaled (ADR 0123, 0126): "was cut to 24 hours".
         "cut", "halved", "doubled", "extended", "shortened", "revised", "amended", "adjusted",
-        "scaled",
     )
 )  # fmt: skip
 
@@ -185,14 +184,15 @@ _NEXT_WORD = re.compile(r"\s+([A-Za-z]+)\b")
 
 def kind(text: str, subject: str) -> str:
     """Return the stem of the common noun the subject's name is given to, where the name
-    follows "the" ("the Jennings matter", "The Moss Citadel level's music"): the kind of
-    thing the subject is, part of how the text names it, not an attribute two memories of
-    it share; "" when there is none (ADR 0123)."""
+    follows "the" ("the Jennings matter", "The Moss Citadel level's music", "the Year 1 art
+    homework"): the kind of thing the subject is, not an attribute two memories of it share;
+    "" when there is none (ADR 0123, 0126)."""
     for run in _RUN.finditer(text):
         words = lexical.tokens(run.group())
         if subject not in words:
             continue
-        after = _NEXT_WORD.match(text, run.end())
+        number = re.match(r"\s+\d+\b", text[run.end() :])  # "the Year 1 art homework"
+        after = _NEXT_WORD.match(text, run.end() + (number.end() if number else 0))
         the = words[0] == "the" or _word_before(text, run.start()) == "the"
         if the and after and after.group(1).islower() and after.group(1) not in STOPWORDS:
             return stem(after.group(1))

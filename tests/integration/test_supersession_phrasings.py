@@ -75,6 +75,12 @@ def test_a_change_said_in_other_words_replaces_the_old_value(
         ("The Year 6 trip is to the science museum.", "The Year 4 trip is to the zoo."),
         ("The Bay 2 forklift is due for a service in May.",
          "The Bay 5 forklift is due for a service in July."),
+        # Two homeworks of one class, each named by its own kind; two months' savings, one
+        # of them for "the new laptop" (a thing named, not a value given anew).
+        ("The Year 1 art homework this week is a poster due Tuesday.",
+         "The Year 1 history homework this week is a short essay due Thursday."),
+        ("Set aside $200 this month for a weekend away.",
+         "Set aside $280 this month for the new laptop."),
         # A first-person word that reports or asks speaks of what it reports.
         ("Maya: I think Jonas is coming to the book club next week",
          "Maya: honestly my favourite book now is Piranesi"),

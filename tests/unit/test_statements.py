@@ -107,3 +107,19 @@ def test_a_long_number_given_anew_is_an_id_not_a_value() -> None:
     assert not shapes.value_anew(
         "Pepper's microchip is 985112004317265.", "Pepper's microchip is 985112004317256."
     )
+
+
+def test_a_class_s_homework_is_named_by_its_kind_and_a_new_thing_bought_is_no_change() -> None:
+    # ADR 0126: in a store of weekly notes, "The Year 1 history homework ..." replaced "The
+    # Year 1 art homework ...", and "Set aside $280 this month for the new laptop" replaced
+    # the month's other savings ("new" read as a change).
+    from engram.agents.candidacy import announces
+
+    art = "The Year 1 art homework this week is a poster due Tuesday"
+    history = "The Year 1 history homework this week is a short essay due Thursday"
+    assert (statements.kind(art, "year"), statements.kind(history, "year")) == ("art", "history")
+    assert statements.kinds_apart(history, art, "year")
+    assert not announces("Set aside $280 this month for the new laptop")
+    assert announces("My new email is ana@example.org")
+    assert announces("The standup has a new time: 10:00")
+    assert shapes.told_event("Set aside $280 this month for the new laptop")
