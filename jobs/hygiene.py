@@ -28,6 +28,7 @@ from engram.jobs import rule_hygiene
 from engram.jobs.base import JobContext, Plan
 from engram.jobs.errors import JobConfigError
 from engram.ledger import Ledger
+from engram.ledger.shred import PRIVATE
 from engram.projections import doctrine, rules
 from engram.projections.errors import ProjectionError
 from engram.projections.lexical import MAX_TEXT
@@ -93,11 +94,19 @@ def report(ledger: Ledger, groups: list[DuplicateGroup], plan: Plan) -> None:
         memories=sum(len(g.positions) for g in groups),
         digest=digest(groups),
     )
+    # A report is read by whoever runs the job: a private memory's text reads [private],
+    # as `engram hygiene` shows it to any agent but its own (ADR 0126).
+    every = sorted({p for g in groups for p in g.positions})
+    private = {
+        e.position
+        for e in (ledger.get(every) if every else [])
+        if getattr(e.payload, "visibility", None) == "private"
+    }
     plan.lines += (
         {
             "kind": "duplicates",
             "item": f"{g.agent}@" + ",".join(str(p) for p in g.positions),
-            "detail": f"{g.sha256[:16]} {g.text[:80]}",
+            "detail": f"{g.sha256[:16]} {PRIVATE if private & set(g.positions) else g.text[:80]}",
         }
         for g in groups
     )

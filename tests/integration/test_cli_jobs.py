@@ -256,3 +256,21 @@ def test_catch_up_needs_a_ledger(db: str, capsys: pytest.CaptureFixture[str]) ->
     assert code != 0
     assert err.strip()
     assert not Path(db).exists()
+
+
+def test_a_recorded_hygiene_report_shows_no_private_text(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `engram hygiene` masked a private memory stored twice; `hygiene --record` printed its
+    # text in the report's lines, to whoever ran it (ADR 0126).
+    assert run(capsys, "init", "--ledger", db)[0] == 0
+    for _ in range(2):
+        code, _, err = run(capsys, "observe", "alice", "my locker code is 8642",
+                           "--visibility", "private", "--ledger", db)  # fmt: skip
+        assert code == 0, err
+        assert run(capsys, "observe", "alice", "standup at ten", "--ledger", db)[0] == 0
+    code, out, err = run(capsys, "hygiene", "--record", "--ledger", db)
+    assert code == 0, err
+    assert "8642" not in out + err
+    assert "[private]" in out
+    assert "standup at ten" in out
