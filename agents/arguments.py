@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from engram.projections.errors import QueryError
+from engram.projections.lexical import MAX_TEXT
 
 
 def checked_numbers(
@@ -79,9 +81,24 @@ def check_query(query: object, what: str = "query") -> str:
     return query
 
 
+class LongTextWarning(UserWarning):
+    """A memory's text is longer than recall reads of it: its first :data:`MAX_TEXT`
+    characters are searched and embedded, the rest kept in the ledger only (ADR 0131)."""
+
+
 def check_text(text: object, what: str = "text") -> None:
     """Refuse a memory's text that holds nothing to remember: only blanks or control
-    characters (a text of another type is the ledger's to refuse, naming the field)."""
+    characters (a text of another type is the ledger's to refuse, naming the field). Warn
+    (:class:`LongTextWarning`) of a text longer than recall reads."""
+    if isinstance(text, str) and len(text) > MAX_TEXT:
+        warnings.warn(
+            LongTextWarning(
+                f"{what} is {len(text):,} characters: recall searches and embeds its first"
+                f" {MAX_TEXT:,}; the rest is kept in the ledger but never found by a query"
+                " (store long texts as several memories to have all of them found)"
+            ),
+            stacklevel=3,
+        )
     # An empty text is the ledger's to refuse, naming the field, as any payload's.
     if (
         isinstance(text, str)

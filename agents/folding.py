@@ -257,8 +257,10 @@ def _joined(word: str, others: frozenset[str]) -> bool:
     return any(word == a + b for a in others for b in others if a != b and min(len(a), len(b)) >= 3)
 
 
-#: Numbers spelt out, cardinal and ordinal, as a copy may write them in digits ("twenty
-#: minutes", "20 minutes"; "the first of the month", "the 1st"): compared as digits.
+#: Numbers spelt out, as a copy may write them in digits ("twenty minutes", "20 minutes";
+#: "the first of every month", "the 1st"): compared as digits. "one" is left as it is (the
+#: one on the left), and an ordinal only as a day of a month ("the first of"): "the second
+#: schema" is no number.
 _UNITS = (
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
@@ -272,15 +274,17 @@ _VALUE = {w: i + 1 for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in 
 _VALUE |= {w: i + 1 for i, w in enumerate(_ORDINALS)}
 _TENS_RUN, _UNIT_RUN = "|".join(_TENS), "|".join(_UNITS[:9])
 _SPELT = re.compile(
-    rf"\b(?:({_TENS_RUN})(?:[- ]({_UNIT_RUN}))?|({'|'.join(_UNITS + _ORDINALS)}))\b",
+    rf"\b(?:({_TENS_RUN})(?:[- ]({_UNIT_RUN}))?|({'|'.join(_UNITS[1:])})"
+    rf"|({'|'.join(_ORDINALS)})(?=\s+of\b))\b",
     re.IGNORECASE,
 )
 
 
 def _number(match: re.Match[str]) -> str:
-    tens, unit, alone = match.groups()
-    if alone is not None:
-        return str(_VALUE[alone.lower()])
+    tens, unit, *alone = match.groups()
+    word = next((w for w in alone if w is not None), None)
+    if word is not None:
+        return str(_VALUE[word.lower()])
     return str(_VALUE[tens.lower()] + (_VALUE[unit.lower()] if unit else 0))
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable
 from datetime import datetime
 from typing import IO, Any
 
 import click
 
+from engram.agents.arguments import LongTextWarning
 from engram.agents.recalled import RecallResult
 from engram.agents.scopes import SCOPES, item_author, item_text, item_type
 from engram.cli.app import cli, examples
@@ -94,7 +96,11 @@ def observe(
     nothing).
     """
     out = state()
-    with opened(out.settings(create=True), actor=agent, catch_up=False) as memory:
+    with (
+        opened(out.settings(create=True), actor=agent, catch_up=False) as memory,
+        warnings.catch_warnings(record=True) as told,
+    ):
+        warnings.simplefilter("always", LongTextWarning)
         position = memory.agent(agent).observe(
             text,
             type=memory_type,  # type: ignore[arg-type]
@@ -107,6 +113,8 @@ def observe(
             valid_from=valid_from,
         )
         event = next(memory.ledger.read(position - 1, limit=1))
+    for warning in told:
+        note(f"warning: {warning.message}")
     out.echo(f"observed at position {position} (importance {event.payload.importance})")
 
 

@@ -337,3 +337,15 @@ def test_an_archived_memory_cannot_replace_another(alice: AgentMemory) -> None:
     refused(
         alice.ledger, lambda: alice.supersede(new, [1]), QueryError, f"memory {new} is archived"
     )
+
+
+def test_a_text_longer_than_recall_reads_is_kept_with_a_warning(alice: AgentMemory) -> None:
+    # ADR 0131: a memory's text past 16,000 characters was kept whole and never found by a
+    # query quoting its tail, with no word said.
+    from engram.agents.arguments import LongTextWarning
+    from engram.projections.lexical import MAX_TEXT
+
+    text = "overture " * (MAX_TEXT // 9) + "tail-marker-zq"
+    with pytest.warns(LongTextWarning, match=f"first {MAX_TEXT:,}"):
+        position = alice.observe(text)
+    assert alice.ledger.get([position])[0].payload.text == text  # kept whole
