@@ -57,6 +57,9 @@ class ProgressBar:
 
     def __call__(self, label: str, done: int, total: int) -> None:
         with self._lock:
+            before, was, _ = self._state
+            if label != before or done < was:  # a new step: its rate is its own
+                self._start = time.monotonic()
             self._state = (label, done, total)
             self._draw(time.monotonic(), forced=False)
 

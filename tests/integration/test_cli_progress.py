@@ -108,3 +108,22 @@ def test_the_notice_names_an_embedder_switch(tmp_path: Path) -> None:
         "the projection's code or configuration changed"
     )
     assert _why_rebuilt([row(built, built, "rebuilding")]) == "a rebuild was interrupted"
+
+
+def test_each_step_s_rate_is_its_own() -> None:
+    # A catch-up reported each batch of a step as "5,000/5,000" anew, and the rate, counted
+    # from the first batch's start, fell batch after batch (7,156 -> 583 events/s).
+    import io
+    import time
+
+    from engram.progress import ProgressBar
+
+    out = io.StringIO()
+    bar = ProgressBar(out, delay=0.0, every=0.0)
+    bar("semantic: embedded", 5_000, 5_000)
+    time.sleep(0.5)
+    bar("semantic: embedded", 0, 5_000)
+    bar("semantic: embedded", 5_000, 5_000)
+    first, *_, last = out.getvalue().splitlines()
+    rate = int(last.split("  ")[1].split()[0].replace(",", ""))
+    assert rate > 20_000, (first, last)  # the second batch's own rate, not 5,000 over 0.5 s
