@@ -335,8 +335,13 @@ class Memory:
         """Return the lessons loop with the settings' places; drafts through ``completer``,
         else the routing file's ``learn`` route (offline by default)."""
         drafter = completer or routed_drafter(self.settings.routing or None)
-        places = dict(self.settings.destinations)
         home = self.settings.lessons_home
+        # A relative [destinations] path is the lessons folder's, one per ledger and tenant:
+        # never the working directory's, which tenants and processes share (ADR 0126).
+        places = {
+            name: place if os.path.isabs(os.path.expanduser(place)) else os.path.join(home, place)
+            for name, place in self.settings.destinations
+        }
         return Lessons(
             self.ledger,
             self.engine,

@@ -218,3 +218,34 @@ def test_a_tenant_role_makes_the_database_refuse_other_tenants(
             for tenant in ("acme", "beta"):
                 conn.execute(f'DROP SCHEMA IF EXISTS "{pg_schema}__{tenant}" CASCADE')
             conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+def test_a_relative_destination_is_each_tenant_s_own_whatever_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ADR 0126: `instructions_file = "team/AGENTS.md"` was read against the working
+    # directory: two tenants' rules landed in one file, and another folder got a third.
+    import engram
+
+    config = tmp_path / "engram.toml"
+    config.write_text(
+        f'ledger = "{tmp_path / "l.db"}"\n[destinations]\ninstructions_file = "team/AGENTS.md"\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    written = {}
+    for tenant in ("acme", "beta"):
+        with engram.open_memory(config=str(config), tenant=tenant) as memory:
+            lesson = f"{tenant} rule: " + "always page the owner before a deploy " * 9
+            memory.scars("ops").record("failure", f"{tenant} deploy broke", lesson)
+            lessons = memory.lessons()
+            (drafted,) = lessons.learn().drafted
+            assert drafted.destination == "instructions_file"
+            lessons.apply(drafted.suggestion, "ana")
+            written[tenant] = Path(memory.settings.lessons_home, "team", "AGENTS.md")
+    assert written["acme"] != written["beta"]
+    assert "acme rule" in written["acme"].read_text()
+    assert "beta rule" not in written["acme"].read_text()
+    assert "beta rule" in written["beta"].read_text()
+    assert not (elsewhere / "team").exists()
