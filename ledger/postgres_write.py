@@ -8,6 +8,7 @@ the commit, pipelined (ADR 0059, ADR 0084). It is a hot path, tuned on purpose.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,20 @@ import psycopg.errors
 from engram.ledger.backend import InsertConflictError, Row, StoredContent, WriteTransaction
 from engram.ledger.codec import GENESIS_HASH
 from engram.ledger.schema import COLUMNS, Column
+
+
+class QuietAbortedPipeline(logging.Filter):
+    """Drop psycopg's warning that a pipeline ended aborted after the statement that failed
+    in it raised: the write path expects that failure (a stale head, a unique row taken by
+    another writer) and retries; the warning printed one line per writer under load."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args if isinstance(record.args, tuple) else ()
+        aborted = len(args) == 2 and isinstance(args[1], psycopg.errors.PipelineAborted)
+        return not (aborted and str(record.msg).startswith("error ignored terminating"))
+
+
+logging.getLogger("psycopg").addFilter(QuietAbortedPipeline())
 
 _HASH = Column.HASH.value
 _INSERT_VALUES = ", ".join(
