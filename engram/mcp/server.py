@@ -33,6 +33,8 @@ from mcp.types import (
     ErrorData,
     JSONRPCError,
     JSONRPCNotification,
+    JSONRPCRequest,
+    JSONRPCResponse,
     ToolAnnotations,
 )
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -416,6 +418,7 @@ async def _run_stdio(server: MCPServer) -> None:
         lines = _Lines(anyio.wrap_file(wire))
         async with stdio_server(stdin=lines) as (read_stream, write_stream):  # type: ignore[arg-type]
             send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            replies = _Replies(write_stream)
 
             async def forward() -> None:
                 async with send:
@@ -426,12 +429,57 @@ async def _run_stdio(server: MCPServer) -> None:
                         elif isinstance(item.message, JSONRPCNotification) and _has_id(line):
                             await write_stream.send(SessionMessage(_invalid_id()))
                         else:
+                            if isinstance(item.message, JSONRPCRequest):
+                                replies.owe(item.message.id)
                             await send.send(item)
+                    # stdin ended: the requests read are answered before the session closes
+                    # (it answered each "Connection closed", one of them written; ADR 0125).
+                    with anyio.move_on_after(DRAIN_SECONDS):
+                        await replies.settled.wait()
 
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(forward)
-                await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+                await lowlevel.run(receive, replies, lowlevel.create_initialization_options())
                 tasks.cancel_scope.cancel()
+
+
+#: How long, once stdin has ended, the requests already read have to be answered.
+DRAIN_SECONDS = 60.0
+
+
+class _Replies:
+    """The session's write stream, noting which requests it has answered: what is still
+    owed once stdin has ended."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._owed: set[str | int] = set()
+        self.settled = anyio.Event()
+        self.settled.set()
+
+    def owe(self, request: str | int) -> None:
+        """Note a request sent on to the session."""
+        self._owed.add(request)
+        if self.settled.is_set():
+            self.settled = anyio.Event()
+
+    async def send(self, item: SessionMessage) -> None:
+        await self._stream.send(item)
+        message = getattr(item, "message", None)
+        if isinstance(message, JSONRPCResponse | JSONRPCError):
+            self._owed.discard(message.id)
+            if not self._owed:
+                self.settled.set()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def __aenter__(self) -> _Replies:
+        await self._stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: object) -> bool | None:
+        return await self._stream.__aexit__(*exc)  # type: ignore[no-any-return]
 
 
 @contextmanager

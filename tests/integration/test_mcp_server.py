@@ -499,3 +499,31 @@ def test_http_beyond_loopback_needs_a_token_and_every_request_carries_it(tmp_pat
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+def test_requests_read_before_stdin_ends_are_all_answered_and_stored(tmp_path: Path) -> None:
+    # ADR 0125: a client that wrote its calls and closed stdin got "Connection closed" for
+    # every one, while the one in flight was stored: a retry would store it twice.
+    import subprocess
+
+    db = tmp_path / "ledger.db"
+    Ledger.open(str(db)).close()
+    hello = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "batch", "version": "1"}}}  # fmt: skip
+    calls = [
+        {"jsonrpc": "2.0", "id": n, "method": "tools/call",
+         "params": {"name": "upsert_memory",
+                    "arguments": {"observations": [{"text": f"batch note {n}"}]}}}
+        for n in range(1, 13)
+    ]  # fmt: skip
+    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    lines = "\n".join(json.dumps(m) for m in [hello, ready, *calls]) + "\n"
+    argv = [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice"]
+    env = {**os.environ, "ENGRAM_CONFIG": os.devnull}
+    done = subprocess.run(argv, input=lines, capture_output=True, text=True, env=env, timeout=120)
+    answers = {m["id"]: m for m in map(json.loads, filter(str.strip, done.stdout.splitlines()))}
+    assert all("result" in answers[n] for n in range(1, 13)), done.stdout[-500:]
+    with Ledger.open(str(db), readonly=True) as ledger:
+        stored = [e for e in ledger.read(kinds=["memory.observed"])]
+    assert len(stored) == 12
