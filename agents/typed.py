@@ -9,8 +9,8 @@ floor, so such a question nothing in memory answers gets nothing by default; wit
 ``min_score=0`` the candidates are still served, those holding a value first).
 
 The question's words must name the kind plainly ("phone number", "email address", "IP
-address", "URL", "link to"): "Did she change her phone?" asks of a phone, "Which website
-did we launch?" of a site, not for a number or an address.
+address", "URL", "link to", a price or a fee): "Did she change her phone?" asks of a phone,
+"Which website did we launch?" of a site, not for a number or an address.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from engram.agents.matching import Matching
 
-__all__ = ["NO_VALUE", "Kind", "asked", "kind_texts", "same_kind"]
+__all__ = ["ASKED", "MONEY", "NO_VALUE", "Kind", "asked", "kind_texts", "same_kind"]
 
 #: The most relevance of a candidate holding no value of the kind a question asks for: half
 #: recall's default floor (0.05), so the default serves none of them.
@@ -77,6 +77,29 @@ KINDS = (
 )
 
 
+#: A sum of money: a question asking what something costs or pays ("What is the parking
+#: fee at the Reno warehouse?", "How much did I pay for the boiler?") is answered by a memory
+#: holding an amount ("$370", "65 euros", "110k", "free"), not by another fact of the same
+#: thing ("Reno warehouse cutoff is now 2pm"; ADR 0131). Asked for only, never a kind
+#: detection compares values by: two sums are as often two things' as one thing's twice.
+MONEY = Kind(
+    "sum of money",
+    re.compile(
+        r"\b(?:price|prices|priced|cost|costs|fee|fees|fare|fares|rent|salary|salaries|wage"
+        r"|wages|budget|deposit|refund|charge|charged|tuition)\b"
+        r"|\bhow much\b[^?]*\b(?:pay|paid|spend|spent|owe|owed|earn|earns|cost|charge)\b",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        r"[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:dollars?|euros?|pounds?|yen|rupees?|francs?|usd|eur"
+        r"|gbp|chf|cad|aud|k)\b|\b(?:free|no charge|nothing)\b",
+        re.IGNORECASE,
+    ),
+)
+#: The kinds a question may ask for.
+ASKED = (*KINDS, MONEY)
+
+
 def same_kind(text: str, other: str, *, exact: bool = False) -> bool:
     """Say whether two texts give different values of one kind ("+44 20 7946 0011" and
     "+351 21 555 0199"): the kind says which attribute they give, where their words may not
@@ -94,7 +117,7 @@ def same_kind(text: str, other: str, *, exact: bool = False) -> bool:
 def asked(query: str) -> Kind | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
     named, when it names several), else None."""
-    found = [(m.start(), k) for k in KINDS if (m := k.question.search(query))]
+    found = [(m.start(), k) for k in ASKED if (m := k.question.search(query))]
     return min(found, key=lambda f: f[0])[1] if found else None
 
 

@@ -335,6 +335,30 @@ def test_a_question_for_a_phone_number_is_answered_only_by_one_that_holds_a_numb
     assert ip.items == []
 
 
+def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
+    memory: Memory,
+) -> None:
+    # ADR 0131: "What is the parking fee at the Reno warehouse?" was answered at 0.52 by
+    # "Reno warehouse cutoff is now 2pm", another fact of the same place.
+    from engram.agents.typed import MONEY, NO_VALUE, asked, same_kind
+
+    assert asked("What is the parking fee at the Reno warehouse?") is MONEY
+    assert asked("How much did we pay for the forklift repair?") is MONEY
+    assert asked("How much time does onboarding take?") is None
+    assert not same_kind("Set aside $370 for car repairs", "Set aside $160 for a weekend away")
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    cutoff = ana.observe("Reno warehouse cutoff for same-day orders is 2pm.")
+    question = "What is the parking fee at the Reno warehouse?"
+    assert ana.recall(question, 5, record=False).items == []
+    every = ana.recall(question, 5, record=False, min_score=0)
+    assert every.items[0].event.position == cutoff
+    assert every.items[0].relevance <= NO_VALUE
+    fee = ana.observe("Parking at the Reno warehouse costs $12 a day.")
+    assert [r.event.position for r in ana.recall(question, 5, record=False).items][:1] == [fee]
+
+
 def test_values_of_one_kind_tell_which_attribute_two_texts_give() -> None:
     from engram.agents.candidacy import announces
     from engram.agents.typed import same_kind
