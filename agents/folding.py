@@ -290,8 +290,14 @@ def _number(match: re.Match[str]) -> str:
 
 def _written(text: str) -> str:
     """Return ``text`` with its numbers written alike: spelt ones in digits ("twenty",
-    "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them."""
-    return copies.numbers_apart(_SPELT.sub(_number, text))
+    "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them, a time's
+    "am" or "pm" kept on its number ("6:40 am" and "6:40 pm" are two times; "am" alone is a
+    function word, and folding would read the first inside the second)."""
+    written = copies.numbers_apart(_SPELT.sub(_number, text))
+    return _MERIDIEM.sub(lambda m: f"{m[1]}{m[2].lower()}m", written)
+
+
+_MERIDIEM = re.compile(r"(\d)\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
 
 
 def _spelt(text: str) -> frozenset[str]:

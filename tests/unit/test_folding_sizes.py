@@ -201,3 +201,14 @@ def test_copies_with_a_number_spelt_or_a_word_joined_fold_and_other_numbers_do_n
                     "The bus leaves every 30 minutes from stop C.")  # fmt: skip
     assert not same("Rent is due on the first of every month.",
                     "Rent is due on the 2nd of every month.")  # fmt: skip
+
+
+def test_a_time_s_am_and_pm_keep_two_times_apart() -> None:
+    # A flight landing at 6:40 am and one at 6:40 pm folded into one item ("am" is a
+    # function word, so the first read as inside the second).
+    def same(a: str, b: str) -> bool:
+        return _same(_content(a), _content(b), a, b)
+
+    assert not same("The Lagos flight lands at 6:40 am.", "The Lagos flight lands at 6:40 pm.")
+    assert same("The standup is at 9:30 AM.", "The standup is at 9:30am.")
+    assert same("Pickup at 7 p.m. sharp.", "Pickup at 7pm sharp.")
