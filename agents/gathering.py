@@ -151,8 +151,8 @@ class Gathering:
             except (ProjectionError, sqlite3.Error):
                 return query
             if found and short not in found:  # a memory holding the short one is asked of
-                whole = " ".join(found)
-                query = re.sub(rf"(?i)\b{short}\b", lambda _, w=whole: w, query)
+                # Letters and digits only: no backslash a replacement string would read.
+                query = re.sub(rf"(?i)\b{short}\b", " ".join(found), query)
         return query
 
     def _bloom(
