@@ -9,6 +9,7 @@ every visible copy of its digest and what it folded.
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 from collections import Counter
@@ -288,6 +289,7 @@ def _number(match: re.Match[str]) -> str:
     return str(_VALUE[tens.lower()] + (_VALUE[unit.lower()] if unit else 0))
 
 
+@functools.lru_cache(maxsize=8192)
 def _written(text: str) -> str:
     """Return ``text`` with its numbers written alike: spelt ones in digits ("twenty",
     "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them, a time's
