@@ -92,13 +92,14 @@ def group(
     scars = [m for g in clusters for m in g.members + g.joined]
     owner = [c for c, g in enumerate(clusters) for _ in g.members + g.joined]
     pair = _scores(scars, vectors, calibration, lessons)
-    agree = _agreement(scars, lessons, calibration) if settled else pair
     k = len(clusters)
     onehot = np.zeros((len(scars), k))
     onehot[np.arange(len(scars)), owner] = 1.0
     total = onehot.T @ pair @ onehot  # sum of pair scores between clusters
-    agreed = onehot.T @ agree @ onehot  # the same, of the lessons alone
     strict = np.array([g.suggestion in settled for g in clusters])
+    # The same sums of the lessons alone, where a rule in force is among the groups.
+    agreement = _agreement(scars, lessons, calibration) if strict.any() else None
+    agreed = None if agreement is None else onehot.T @ agreement @ onehot
     # Scars are listed cluster by cluster: the lowest pair between two clusters by blocks.
     starts = np.searchsorted(np.asarray(owner), np.arange(k))
     lowest = np.minimum.reduceat(np.minimum.reduceat(pair, starts, axis=0), starts, axis=1)
@@ -109,7 +110,7 @@ def group(
     while True:
         average = total / np.outer(size, size)
         allowed = np.outer(alive, alive) & ~np.outer(fixed, fixed) & (lowest >= cohesion)
-        if strict.any():
+        if agreed is not None:
             lesson = agreed / np.outer(size, size) >= threshold
             allowed &= lesson | ~(strict[:, None] | strict[None, :])
         np.fill_diagonal(allowed, False)
@@ -122,8 +123,9 @@ def group(
         clusters[a].joined.extend(clusters[b].joined)
         total[a, :] += total[b, :]
         total[:, a] += total[:, b]
-        agreed[a, :] += agreed[b, :]
-        agreed[:, a] += agreed[:, b]
+        if agreed is not None:
+            agreed[a, :] += agreed[b, :]
+            agreed[:, a] += agreed[:, b]
         lowest[a, :] = np.minimum(lowest[a, :], lowest[b, :])
         lowest[:, a] = lowest[a, :]
         size[a] += size[b]

@@ -65,12 +65,15 @@ def duplicate_groups(ledger: Ledger, groups: list[DuplicateGroup]) -> list[Dupli
             continue
         whole: dict[str, list[int]] = {}
         texts: dict[str, str] = {}
+        private: set[str] = set()
         for event in ledger.get(group.positions):
             digest = content_hash(event.payload.text)
             whole.setdefault(digest, []).append(event.position)
             texts.setdefault(digest, event.payload.text)
+            if event.payload.visibility == "private":
+                private.add(digest)
         out += (
-            DuplicateGroup(group.agent, digest, sorted(positions), texts[digest])
+            DuplicateGroup(group.agent, digest, sorted(positions), texts[digest], digest in private)
             for digest, positions in whole.items()
             if len(positions) > 1
         )
@@ -96,17 +99,11 @@ def report(ledger: Ledger, groups: list[DuplicateGroup], plan: Plan) -> None:
     )
     # A report is read by whoever runs the job: a private memory's text reads [private],
     # as `engram hygiene` shows it to any agent but its own (ADR 0126).
-    every = sorted({p for g in groups for p in g.positions})
-    private = {
-        e.position
-        for e in (ledger.get(every) if every else [])
-        if getattr(e.payload, "visibility", None) == "private"
-    }
     plan.lines += (
         {
             "kind": "duplicates",
             "item": f"{g.agent}@" + ",".join(str(p) for p in g.positions),
-            "detail": f"{g.sha256[:16]} {PRIVATE if private & set(g.positions) else g.text[:80]}",
+            "detail": f"{g.sha256[:16]} {PRIVATE if g.private else g.text[:80]}",
         }
         for g in groups
     )

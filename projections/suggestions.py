@@ -371,7 +371,7 @@ class Member(NamedTuple):
     what: str
     lesson: str
     #: The scar's outcome (``failure``, ``victory``, ...): a repeat is of one outcome.
-    kind: str = "failure"
+    kind: str
 
 
 def members(conn: sqlite3.Connection) -> list[Member]:

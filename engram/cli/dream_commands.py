@@ -67,12 +67,6 @@ def hygiene(as_of: datetime | None, record: bool, viewer: str | None, fmt: str) 
     at = as_of or datetime.now(UTC)
     with opened(settings, actor="job") as memory, memory.engine.read() as conn:
         groups = duplicate_groups(memory.ledger, duplicate_memories(conn, micros(at)))
-        # Another agent's private copies read [private], as engram log shows them.
-        private = {
-            e.position
-            for e in memory.ledger.get(sorted({p for g in groups for p in g.positions}))
-            if getattr(e.payload, "visibility", None) == "private"
-        }
     out.render(
         (
             {
@@ -80,9 +74,8 @@ def hygiene(as_of: datetime | None, record: bool, viewer: str | None, fmt: str) 
                 "sha256": g.sha256,
                 "copies": len(g.positions),
                 "positions": g.positions,
-                "text": PRIVATE
-                if viewer != g.agent and private.intersection(g.positions)
-                else g.text,
+                # Another agent's private copies read [private], as engram log shows them.
+                "text": PRIVATE if viewer != g.agent and g.private else g.text,
             }
             for g in groups
         ),

@@ -23,6 +23,8 @@ class DuplicateGroup(NamedTuple):
     sha256: str
     positions: list[int]
     text: str
+    #: Whether one of them is private: its text is its agent's alone to be shown.
+    private: bool = False
 
 
 def content_hash(text: str) -> str:
@@ -45,16 +47,19 @@ def duplicate_memories(conn: sqlite3.Connection, as_of_us: int) -> list[Duplicat
     marks = ",".join("?" * len(MEMORY_TYPES))
     groups: dict[tuple[str, str], list[int]] = {}
     texts: dict[tuple[str, str], str] = {}
-    for position, agent, text in conn.execute(
-        f"SELECT rowid, agent, text FROM {table} WHERE type IN ({marks})"
+    private: set[tuple[str, str]] = set()
+    for position, agent, text, visibility in conn.execute(
+        f"SELECT rowid, agent, text, visibility FROM {table} WHERE type IN ({marks})"
         " AND observed_us <= ? AND (archived_us IS NULL OR archived_us > ?) ORDER BY rowid",
         (*MEMORY_TYPES, as_of_us, as_of_us),
     ):
         key = (agent, content_hash(text))
         groups.setdefault(key, []).append(int(position))
         texts.setdefault(key, text)
+        if visibility == "private":
+            private.add(key)
     found = [
-        DuplicateGroup(agent, digest, positions, texts[(agent, digest)])
+        DuplicateGroup(agent, digest, positions, texts[(agent, digest)], (agent, digest) in private)
         for (agent, digest), positions in groups.items()
         if len(positions) > 1
     ]

@@ -5,35 +5,25 @@ replace each other; a change of one attribute does."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from detection_store import DAY, EMBEDDERS, NOW, detecting
 
 import engram
 from engram.agents import supersession
 from engram.agents.statements import STATEMENT_WORDS
-from engram.projections.embedding.onnx_provider import ready as onnx_ready
 from engram.runtime import Memory
 
-NOW = datetime.now(UTC).replace(microsecond=0)
-DAY = timedelta(days=1)
 #: Memories naming nobody, so a person's name stays a rare word.
 FILLER = [f"the {p} keeps {t}." for p in ("shed", "attic", "garage", "cellar", "barn", "loft")
           for t in ("bees", "old maps", "a boat", "two cats", "a diary", "apples", "tools",
                     "a piano", "the bikes", "paint")]  # fmt: skip
-EMBEDDERS = ["hash", pytest.param("onnx", marks=pytest.mark.skipif(
-    not onnx_ready(), reason="needs the onnx extra and the MiniLM weights"))]  # fmt: skip
 
 
 @pytest.fixture(params=EMBEDDERS)
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    routing = tmp_path / "routing.toml"
-    routing.write_text(f'[embedding.default]\nprovider = "{request.param}"\n')
-    with engram.open_memory(str(tmp_path / "ledger.db"), routing=str(routing)) as opened:
-        ana = opened.agent("ana")
-        for i, text in enumerate(FILLER):
-            ana.observe(text, at=NOW - 300 * DAY + i * DAY)
+    with detecting(request.param, tmp_path, FILLER) as opened:
         yield opened
 
 
