@@ -27,6 +27,7 @@ __all__ = [
     "additive",
     "attribute_one_sided",
     "attributes_apart",
+    "instances_apart",
     "keeps_names",
     "planned",
     "planned_change",
@@ -266,3 +267,49 @@ def value_anew(text: str, old: str) -> bool:
         and all(w[0].isupper() for w in gone)
         and not {w.lower() for w in given} & {w.lower() for w in gone}
     )
+
+
+#: The determiners that point at one known thing ("the Mill Lane flat", "our Leeds store").
+_DEFINITE = frozenset(("the", "this", "that", "our", "their", "its", "my", "your", "his", "her"))
+#: The stems of relations a subject holds with one thing at a time: where it lives, works,
+#: is based, studies, parks. Under any other verb ("handles repairs at", "supplies",
+#: "covers") a subject may hold the relation with several things of one kind at once.
+_ONE_AT_A_TIME = frozenset(
+    stem(w) for w in (
+        "lives", "resides", "stays", "works", "sits", "reports", "belongs", "attends", "based",
+        "located", "headquartered", "parks", "sleeps", "drives", "studies", "banks", "moved",
+        "relocated", "transferred", "joined",
+    )
+)  # fmt: skip
+
+
+def instances_apart(text: str, old: str) -> bool:
+    """Say whether ``text`` and ``old`` are one statement of a relation with two things of
+    one kind, each named by its own modifier of the same noun after a definite determiner
+    ("Pike Plumbing handles repairs at the Heron Close flat" and "... at the Canal Wharf
+    flat"): two things the subject may both be related to, not one value said anew. The
+    relation must be no copula ("is on the Atlas team" and "is on the Orion team" give one
+    attribute twice) and none a subject holds with one thing at a time
+    (:data:`_ONE_AT_A_TIME`: "lives in the Mill Lane flat"). Only an announced change
+    ("took over the Canal Wharf flat instead") makes the newer replace the older (ADR 0132).
+    """
+    mine, theirs = _VALUE_WORD.findall(text), _VALUE_WORD.findall(old)
+    lead = 0
+    while lead < min(len(mine), len(theirs)) and mine[lead].lower() == theirs[lead].lower():
+        lead += 1
+    tail = 0
+    while (
+        tail < min(len(mine), len(theirs)) - lead
+        and mine[-1 - tail].lower() == theirs[-1 - tail].lower()
+    ):
+        tail += 1
+    given, gone = mine[lead : len(mine) - tail], theirs[lead : len(theirs) - tail]
+    if not (0 < len(given) <= _VALUE_WORDS and 0 < len(gone) <= _VALUE_WORDS) or not tail:
+        return False
+    if not all(w.isalpha() for w in (*given, *gone)):
+        return False  # a number or a code said anew is a value, not a thing's name
+    head, before = mine[len(mine) - tail].lower(), mine[lead - 1].lower() if lead else ""
+    if before not in _DEFINITE or head in STOPWORDS or not head.isalpha():
+        return False
+    relation = [w.lower() for w in mine[:lead]]
+    return not any(w in COPULA_WORDS or stem(w) in _ONE_AT_A_TIME for w in relation)

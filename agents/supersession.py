@@ -46,7 +46,7 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
-from engram.agents.shapes import value_anew
+from engram.agents.shapes import instances_apart, value_anew
 from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
@@ -247,12 +247,15 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
     # the platform team", "'s daughter plays the violin"; "has 250 employees",
     # "headquarters are in Chicago"). One of the two must announce a change ("gave up the
     # harp for the saxophone"), the new one give a value of the old one's format or kind,
-    # or they share a word beyond the subject ("lives in", "at Stripe"; ADR 0119).
+    # or they share a word beyond the subject ("lives in", "at Stripe"; ADR 0119). Unannounced,
+    # a relation with two things of a kind, each named by its own modifier ("handles repairs
+    # at the Heron Close flat", "... the Canal Wharf flat"), holds with both (ADR 0132).
     change = announced(text)
     best = next(
         (
             c for c in found
             if c.said >= threshold(memory, text, c.text)
+            and (change or not instances_apart(text, c.text))
             and (
                 change or c.shared or announces(c.text) or value_anew(text, c.text)
                 or same_format(text, c.text) or same_kind(text, c.text)

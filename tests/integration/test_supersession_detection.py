@@ -547,3 +547,18 @@ def test_a_change_told_as_an_event_is_replaced_by_a_later_state(memory: Memory) 
     old = ana.observe("Rhea Moss gave up the old instrument for the trumpet.", at=NOW - 60 * DAY)
     new = ana.observe("Rhea Moss plays the cello.", at=NOW - 30 * DAY)
     assert _superseded(memory) == [(new, [old])]
+
+
+def test_a_relation_with_two_things_of_a_kind_holds_with_both(memory: Memory) -> None:
+    # ADR 0132: a contractor handles repairs at many flats, a supplier serves many stores;
+    # each flat named by its own modifier of "flat" is another flat, not a value said anew.
+    # Where the subject lives is one place at a time; an announced change replaces.
+    ana = memory.agent("ana")
+    ana.observe("Pike Plumbing handles repairs at the Heron Close flat.", at=NOW - 70 * DAY)
+    ana.observe("Pike Plumbing handles repairs at the Canal Wharf flat.", at=NOW - 68 * DAY)
+    ana.observe("Bramble Foods supplies the Leeds store.", at=NOW - 66 * DAY)
+    ana.observe("Bramble Foods supplies the York store.", at=NOW - 64 * DAY)
+    assert _superseded(memory) == []
+    home = ana.observe("Ottilie Brandt lives in the Mill Lane flat.", at=NOW - 60 * DAY)
+    moved = ana.observe("Ottilie Brandt lives in the Tannery Court flat.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == [(moved, [home])]

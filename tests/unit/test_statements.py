@@ -123,3 +123,19 @@ def test_a_class_s_homework_is_named_by_its_kind_and_a_new_thing_bought_is_no_ch
     assert announces("My new email is ana@example.org")
     assert announces("The standup has a new time: 10:00")
     assert shapes.told_event("Set aside $280 this month for the new laptop")
+
+
+def test_two_things_of_a_kind_named_by_their_modifiers_are_apart_under_a_many_valued_verb() -> None:
+    # ADR 0132: the differing words modify one noun after "the": another flat, another store;
+    # not under a copula, a relation held with one thing at a time, an indefinite article, or
+    # a number given anew.
+    flat = "Pike Plumbing handles repairs at the {} flat."
+    assert shapes.instances_apart(flat.format("Canal Wharf"), flat.format("Heron Close"))
+    assert shapes.instances_apart("Acme supplies our York store.", "Acme supplies our Leeds store.")
+    assert not shapes.instances_apart(
+        "Alice lives in the Tannery Court flat.", "Alice lives in the Mill Lane flat."
+    )
+    assert not shapes.instances_apart("Sam is on the Orion team.", "Sam is on the Atlas team.")
+    assert not shapes.instances_apart("Farah drives a red Fiat.", "Farah drives a blue Fiat.")
+    assert not shapes.instances_apart("The pool has 500 slots.", "The pool has 200 slots.")
+    assert not shapes.instances_apart("Acme supplies the York store.", "Acme supplies York.")
