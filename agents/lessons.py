@@ -361,12 +361,15 @@ class Lessons:
         text: str,
         *,
         note: str = "",
+        always: bool = False,
         destination: Destination | None = None,
     ) -> int:
-        """Apply a suggestion with the reviewer's text (:meth:`review` with ``modified``)."""
+        """Apply a suggestion with the reviewer's text (:meth:`review` with ``modified``);
+        ``always`` marks the rule always-on."""
         return self.review(
-            suggestion, "modified", reviewer, note=note, text=text, destination=destination
-        )
+            suggestion, "modified", reviewer, note=note, text=text, always=always,
+            destination=destination,
+        )  # fmt: skip
 
     def write(self, suggestion: str) -> int | None:
         """Write an applied suggestion that was not written yet (after a crash); return the

@@ -22,7 +22,8 @@ class Recalled(NamedTuple):
     half-life)`` and ``importance`` the rating over 10. ``copies`` and ``copy_positions`` say
     which memories it stands for; ``replaced_by`` what replaced it (ADR 0052); ``refused``, for a
     scar, that a reviewer refused its lesson: it is served as what happened only (its text by
-    :func:`engram.agents.scopes.item_text`), never as guidance. ``fused`` is the raw
+    :func:`engram.agents.scopes.item_text`), never as guidance, and its ``event``'s lesson is
+    blanked (the ledger keeps it). ``fused`` is the raw
     reciprocal-rank sum; ``bm25`` (FTS5's BM25, higher is better) and ``cosine`` (the query
     vector's cosine similarity) are the paths' raw scores, None where a path did not find
     the item (``cosine`` is filled in from the stored vector when only BM25 found it);

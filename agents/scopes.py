@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
 
+import msgspec
 import numpy as np
 
 from engram.agents import guidance
@@ -221,7 +222,9 @@ def recall(
 
 
 def _refusals(conn: sqlite3.Connection, items: list[Recalled]) -> list[Recalled]:
-    """Return ``items`` with each scar whose lesson a reviewer refused marked ``refused``."""
+    """Return ``items`` with each scar whose lesson a reviewer refused marked ``refused``,
+    its event's lesson blanked: the result carries what happened only, so an agent reading
+    ``item.event.payload`` gets no refused guidance either (the ledger keeps the lesson)."""
     scars = [r.event.id for r in items if r.event.kind == "scar.recorded"]
     if not scars:
         return items
@@ -229,7 +232,15 @@ def _refusals(conn: sqlite3.Connection, items: list[Recalled]) -> list[Recalled]
         refused = suggestions.refused_scars(conn, scars)
     except ProjectionError:  # no suggestions projection in this store: nothing was refused
         return items
-    return [r._replace(refused=True) if r.event.id in refused else r for r in items]
+    return [
+        r._replace(refused=True, event=_without_lesson(r.event)) if r.event.id in refused else r
+        for r in items
+    ]
+
+
+def _without_lesson(event: Event) -> Event:
+    """Return a copy of the scar ``event`` whose payload's lesson is empty."""
+    return msgspec.structs.replace(event, payload=msgspec.structs.replace(event.payload, lesson=""))
 
 
 def item_text(event: Event, *, refused: bool = False) -> str:

@@ -10,7 +10,9 @@ Each pattern becomes one ``suggestion.proposed``: destination ``skill``, drafter
 ``skills``, citing every victory, the text the lesson of its centre and the tasks it worked
 in. Proposals are deduplicated: a pattern whose victories are all cited by a skill proposal
 already made (pending or reviewed, by this job) is passed by; one that adds victories to
-such a proposal joins it (``suggestion.joined``) instead of making a second. A person
+such a proposal joins it (``suggestion.joined``) instead of making a second. A victory the
+learning step drafted already is left to its suggestion: a pattern is proposed from the
+others only where they still span ``min_tasks`` tasks (counted ``drafted`` otherwise). A person
 reviews them (the hub, ``engram suggestions``); an applied one is a skill of the doctrine,
 offered by the MCP server and context frames. Nothing is applied here.
 """
@@ -90,7 +92,9 @@ class SkillJob:
     def plan(self, ctx: JobContext) -> Plan:
         """Return a proposal (or a join) per recurring pattern not proposed yet."""
         s, window, conn = self.settings, ctx.window, ctx.store
-        plan = Plan(counts={"victories": 0, "patterns": 0, "proposed": 0, "joined": 0})
+        plan = Plan(
+            counts={"victories": 0, "patterns": 0, "proposed": 0, "joined": 0, "drafted": 0}
+        )
         needed = (suggestions.NAME, scar_table.ScarsTable.name, SemanticIndex.name)
         if any(ProjectionStore.live_generation(conn, name) is None for name in needed):
             return plan
@@ -128,6 +132,14 @@ class SkillJob:
             if x.drafter == DRAFTER and x.destination == "skill"
         ]
         cited = {scar: x.id for x in made for scar in x.scars}
+        # A victory the learning step drafted already (cited by a suggestion of its own) is
+        # under review there: proposing it again here made two suggestions of one pattern.
+        drafted = {
+            scar
+            for x in suggestions.listing(conn, None, None)
+            if not (x.drafter == DRAFTER and x.destination == "skill")
+            for scar in x.scars
+        }
         candidates = {c.id: c for c in found}
         for g in groups:
             members = sorted((candidates[t.id] for t in g.joined), key=lambda c: c.position)
@@ -137,9 +149,17 @@ class SkillJob:
             plan.counts["patterns"] += 1
             ids = [c.id for c in members]
             owners = sorted({cited[i] for i in ids if i in cited})
-            fresh = [i for i in ids if i not in cited]
+            fresh = [i for i in ids if i not in cited and i not in drafted]
             if owners and not fresh:
                 continue  # proposed already
+            if not owners and len(fresh) < len(ids):
+                # Some were drafted by the learning step: what is left must still recur.
+                members = [c for c in members if c.id in fresh]
+                tasks = tasks_of([by_id[c.id] for c in members])
+                if len(tasks) < s.min_tasks:
+                    plan.counts["drafted"] += 1
+                    continue
+                ids = fresh
             if owners:
                 key = f"suggestion.joined|{owners[0]}|" + ",".join(sorted(fresh))
                 plan.events.append(

@@ -144,6 +144,15 @@ def _to_option(f: Any) -> Any:
     )(f)
 
 
+def _always_option(f: Any) -> Any:
+    return click.option(
+        "--always",
+        is_flag=True,
+        help="Mark the rule always-on (tier 1): loaded in every context frame, not only when "
+        "a task calls for it.",
+    )(f)
+
+
 def _note_option(f: Any) -> Any:
     return click.option("--note", default="", help="Why, recorded with the review.")(f)
 
@@ -169,12 +178,7 @@ def _reviewed(lessons: Lessons, suggestion: str, position: int) -> None:
 @_reviewer_option
 @_note_option
 @_to_option
-@click.option(
-    "--always",
-    is_flag=True,
-    help="Mark the rule always-on (tier 1): loaded in every context frame, not only when "
-    "a task calls for it.",
-)
+@_always_option
 def apply(suggestion: str, reviewer: str, note: str, destination: str | None, always: bool) -> None:
     """Apply a suggestion as drafted.
 
@@ -223,6 +227,7 @@ def refuse(suggestion: str, reviewer: str, note: str) -> None:
 )
 @_note_option
 @_to_option
+@_always_option
 def modify(
     suggestion: str,
     reviewer: str,
@@ -230,8 +235,10 @@ def modify(
     text_file: IO[str] | None,
     note: str,
     destination: str | None,
+    always: bool,
 ) -> None:
-    """Apply a suggestion with your own text instead of the drafted one."""
+    """Apply a suggestion with your own text instead of the drafted one (--always: the rule
+    is always-on)."""
     if (text is None) == (text_file is None):
         raise click.UsageError("give the final text with exactly one of --text and --text-file")
     out = state()
@@ -243,6 +250,7 @@ def modify(
             reviewer,
             text or "",
             note=note,
+            always=always,
             destination=cast(Destination | None, destination),
         )
         _reviewed(lessons, suggestion, position)

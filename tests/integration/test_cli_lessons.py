@@ -93,7 +93,8 @@ def test_learn_review_and_rules(
     code, out, _ = run(capsys, *base, "suggestions", "list", "--status", "pending")
     assert code == 0
     assert rule_id in out
-    # modify from stdin, then a second review is refused with exit 1 and nothing appended
+    # modify from stdin, always-on (ADR 0133: modify had no --always, and a modified rule
+    # could not be marked so after), then a second review is refused with exit 1
     code, out, _ = run(
         capsys,
         *base,
@@ -102,6 +103,7 @@ def test_learn_review_and_rules(
         rule_id[:8],
         "--reviewer",
         "ana",
+        "--always",
         "--text-file",
         "-",
         stdin="Run the migrations before every deploy.\n",
@@ -113,7 +115,9 @@ def test_learn_review_and_rules(
     assert code == 1
     assert "reviewed already (modified); nothing appended" in err
     code, out, _ = run(capsys, *base, "rules", "--format", "json")
-    assert [r["text"] for r in json.loads(out)] == ["Run the migrations before every deploy."]
+    assert [(r["text"], r["always"]) for r in json.loads(out)] == [
+        ("Run the migrations before every deploy.", True)
+    ]
     code, out, _ = run(capsys, *base, "rules", "--query", "deploy migrations", "--format", "jsonl")
     assert json.loads(out)["suggestion"] == rule_id
     # the skill is written to its folder, the write recorded

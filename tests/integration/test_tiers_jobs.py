@@ -250,6 +250,25 @@ def test_a_pattern_across_three_tasks_is_proposed_once_and_a_later_one_joins(
     assert offered == [memory.lessons().suggestion(proposal.id).text]
 
 
+def test_victories_the_learning_step_drafted_are_not_proposed_again_as_a_skill(
+    memory: Memory,
+) -> None:
+    # ADR 0133: learn drafted three victories of one pattern as one suggestion; the skills
+    # job then proposed a second suggestion citing the same three.
+    at = T0 + timedelta(minutes=5)
+    pattern = "Declare every output in the workflow manager so reruns are incremental."
+    for agent, task in (("ana", "rnaseq"), ("bo", "chipseq"), ("cy", "crispr")):
+        _scar(memory, agent, "victory", f"the {task} rerun only redid the changed steps",
+              pattern, sources={"task": task}, at=at)  # fmt: skip
+    assert len(memory.lessons().learn().drafted) == 1
+    runner = JobRunner(
+        memory.ledger, memory.engine, [SkillJob()], clock=Clock(T0 + timedelta(days=1, hours=1))
+    )
+    plan = runner.run("skills").plan
+    assert (plan.counts["patterns"], plan.counts["proposed"], plan.counts["drafted"]) == (1, 0, 1)
+    assert len(memory.lessons().suggestions()) == 1
+
+
 # -- tier-1 hygiene -----------------------------------------------------------------------------
 
 

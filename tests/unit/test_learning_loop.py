@@ -293,6 +293,8 @@ def test_a_refused_lesson_never_reaches_an_agent_but_what_happened_does(
         (served,) = [r for r in result.items if r.event.kind == "scar.recorded"]
         assert served.refused
         assert scopes.item_text(served.event, refused=served.refused) == f"what happened: {what}"
+        # ADR 0133: the item's own event carried the refused lesson to a Python caller.
+        assert (served.event.payload.what, served.event.payload.lesson) == (what, "")
         found = MemoryTools(memory, ["newcomer"]).search_memory(query, 5, scope=scope)
         (item,) = [i for i in found["items"] if i["kind"] == "scar.recorded"]
         assert (item["text"], item["refused"]) == (f"what happened: {what}", True)
