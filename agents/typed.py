@@ -77,22 +77,44 @@ KINDS = (
 )
 
 
+#: The words that name a sum of money.
+_SUM = (
+    r"(?:price|prices|priced|cost|costs|fee|fees|fare|fares|rent|salary|salaries|wage|wages"
+    r"|budget|deposit|refund|charge|charges|tuition)"
+)
+#: What may follow a sum's word in a question that asks for it: the question's end, or a
+#: word that opens the rest of the clause ("the fee for", "the rent now", "the deposit we
+#: paid"); another word is a noun the sum's word modifies ("the rent day", "the cost
+#: centre"), which the question asks for instead.
+_SUM_ENDS = (
+    r"(?=\s*(?:[?.!,;:]|$)|\s+(?:for|at|of|on|in|to|per|this|that|now|each|every|a|an|the"
+    r"|when|from|after|before|if|and|or|we|i|you|they|he|she|it|paid|charged|due|last|next"
+    r"|today|going|these|those|there|here)\b)"
+)
 #: A sum of money: a question asking what something costs or pays ("What is the parking
-#: fee at the Reno warehouse?", "How much did I pay for the boiler?") is answered by a memory
-#: holding an amount ("$370", "65 euros", "110k", "free"), not by another fact of the same
-#: thing ("Reno warehouse cutoff is now 2pm"; ADR 0131). Asked for only, never a kind
-#: detection compares values by: two sums are as often two things' as one thing's twice.
+#: fee at the Reno warehouse?", "How much did I pay for the boiler?", "What does the course
+#: cost?") is answered by a memory holding an amount ("$370", "65 euros", "110k", "free"),
+#: not by another fact of the same thing ("Reno warehouse cutoff is now 2pm"; ADR 0131).
+#: The question must ask for the sum itself: "how much", "what fee", "what is the ... fee",
+#: "what does it cost"; "When does Hannah pay rent?", "How are court fees paid?" and "Which
+#: department owns the cost centre?" ask for a day, a way and a department (ADR 0134).
+#: Asked for only, never a kind detection compares values by: two sums are as often two
+#: things' as one thing's twice.
 MONEY = Kind(
     "sum of money",
     re.compile(
-        r"\b(?:price|prices|priced|cost|costs|fee|fees|fare|fares|rent|salary|salaries|wage"
-        r"|wages|budget|deposit|refund|charge|charged|tuition)\b"
-        r"|\bhow much\b[^?]*\b(?:pay|paid|spend|spent|owe|owed|earn|earns|cost|charge)\b",
+        r"\bhow much\b[^?]*\b(?:pay|paid|spend|spent|owe|owed|earn|earns|earned|charge|charged"
+        rf"|{_SUM})\b"
+        rf"|\b(?:what|which)\s+{_SUM}\b"
+        r"|\bwhat(?:'s|\u2019s|\s+(?:is|was|are|were|will\s+be))\s+(?:[\w'\u2019-]+\s+){0,4}?"
+        rf"{_SUM}\b{_SUM_ENDS}"
+        r"|\bwhat\s+(?:does|did|do|will|would)\b[^?]*\b(?:cost|costs|pay|charge|charges|earn"
+        r"|earns)\b",
         re.IGNORECASE,
     ),
     re.compile(
         r"[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:dollars?|euros?|pounds?|yen|rupees?|francs?|usd|eur"
-        r"|gbp|chf|cad|aud|k)\b|\b(?:free|no charge|nothing)\b",
+        r"|gbp|chf|cad|aud|k)\b|\b(?:free|no charge|nothing|waived)\b",
         re.IGNORECASE,
     ),
 )

@@ -359,6 +359,30 @@ def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
     assert [r.event.position for r in ana.recall(question, 5, record=False).items][:1] == [fee]
 
 
+def test_a_question_naming_money_but_asking_for_something_else_is_answered(
+    memory: Memory,
+) -> None:
+    # ADR 0134: "When does Hannah Berg pay rent?" was taken for a question asking for a sum,
+    # so its answer, which holds a day and no amount, was held at 0.025 and nothing served.
+    from engram.agents.typed import MONEY, asked
+
+    for question in ("What does the course cost?", "What is Hannah Berg's monthly rent?",
+                     "What fee does the clinic charge?", "What are the fees?"):  # fmt: skip
+        assert asked(question) is MONEY, question
+    for question in ("How are court fees paid?", "Is the late fee waived for the Kowalskis?",
+                     "Which department owns the cost centre?", "What is the rent day?"):  # fmt: skip
+        assert asked(question) is None, question
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    rent = ana.observe("Hannah Berg pays rent on the 1st of each month.")
+    order = ana.observe("Tenants at Oakfield Court pay their rent by standing order.")
+    for question, answer in (("When does Hannah Berg pay rent?", rent),
+                             ("How do tenants at Oakfield Court pay rent?", order)):  # fmt: skip
+        served = ana.recall(question, 5, record=False).items
+        assert [r.event.position for r in served][:1] == [answer], question
+
+
 def test_values_of_one_kind_tell_which_attribute_two_texts_give() -> None:
     from engram.agents.candidacy import announces
     from engram.agents.typed import same_kind
