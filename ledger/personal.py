@@ -58,6 +58,8 @@ def masked(
     """
     fields = personal.get(event.kind)
     payload = event.payload
+    if event.kind == "concept.upserted" and not isinstance(payload, dict):
+        return _concept_masked(event, viewer)
     if not fields or isinstance(payload, dict):
         return event
     private = event.kind == "memory.recalled" or getattr(payload, "visibility", None) == "private"
@@ -71,6 +73,17 @@ def masked(
     if not hidden:
         return event
     return msgspec.structs.replace(event, payload=msgspec.structs.replace(payload, **hidden))
+
+
+def _concept_masked(event: Event, viewer: str | None) -> Event:
+    """Return a private concept as another agent sees it: its label :data:`PRIVATE`, its
+    payload empty. A concept is not sealed (its fields are in the file and in SQL), but the
+    views that read ``[private]`` for another agent's memory read it for its concept too."""
+    payload = event.payload
+    if getattr(payload, "visibility", None) != "private" or payload.agent == viewer:
+        return event
+    hidden = msgspec.structs.replace(payload, label=PRIVATE, payload={})
+    return msgspec.structs.replace(event, payload=hidden)
 
 
 def retracted(event: Event, positions: AbstractSet[int]) -> Event:

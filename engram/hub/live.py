@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from engram.ledger import Event, Ledger
+from engram.ledger.personal import masked
 
 log = logging.getLogger("engram.hub")
 
@@ -34,8 +35,10 @@ OVERFLOW = b"event: overflow\ndata: {}\n\n"
 
 
 def summary(event: Event) -> dict[str, Any]:
-    """Return what a live viewer needs of an event: its place, kind and a clipped payload."""
-    payload = msgspec.to_builtins(event.payload)
+    """Return what a live viewer needs of an event: its place, kind and a clipped payload,
+    another subject's private fields as ``[private]`` (the hub acts as no agent, as on its
+    ledger pages; the follower's ledger opens sealed fields with the key store)."""
+    payload = msgspec.to_builtins(masked(event, None).payload)
     if isinstance(payload, dict):
         payload = {k: _clip(v) for k, v in payload.items()}
     return {

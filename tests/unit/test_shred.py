@@ -376,6 +376,27 @@ def test_recall_queries_and_private_items_are_masked_for_other_viewers(ledger: L
     assert [own[1].payload.text, own[2].payload.query] == [SECRET, "vault code"]
 
 
+def test_a_private_concept_reads_private_for_another_viewer(ledger: Ledger) -> None:
+    # ADR 0135: `engram log` and the hub's ledger pages showed a private concept's label and
+    # payload in full beside a private memory shown as [private].
+    from engram.ledger.catalog import ConceptUpserted
+
+    def concept(visibility: str) -> NewEvent:
+        upsert = ConceptUpserted(id=f"fact.plan_{visibility}", type="fact", label="buy Contoso",
+                                 agent="alice", payload={"price": "4.2B"}, visibility=visibility)  # type: ignore[arg-type]  # fmt: skip
+        return NewEvent.of(upsert, stream=f"concept:{upsert.id}", actor="alice")
+
+    ledger.append([concept("private"), concept("public")])
+    private, public = list(ledger.read())
+    for viewer in (None, "bob"):
+        assert (masked(private, viewer).payload.label, masked(private, viewer).payload.payload) == (
+            PRIVATE,
+            {},
+        )
+        assert masked(public, viewer).payload.label == "buy Contoso"
+    assert masked(private, "alice").payload.payload == {"price": "4.2B"}
+
+
 # -- configuration -------------------------------------------------------------------------------
 
 
