@@ -63,7 +63,7 @@ from engram.agents.ordering import (
     wants_current,
     with_replacements,
 )
-from engram.agents.quoted import id_floors
+from engram.agents.quoted import held, id_floors
 from engram.agents.recalled import Recalled, RecallResult
 from engram.agents.typed import NO_VALUE, asked, kind_texts
 from engram.ledger import Ledger, NewEvent
@@ -96,17 +96,15 @@ DEFAULT_WEIGHTS: dict[str, float] = {"relevance": 1.0, "recency": 0.05, "importa
 #: from what it changed (ADR 0108).
 HALF_LIFE_DAYS = 30.0
 _US_PER_DAY = 86_400_000_000
-#: What a replaced memory's score is multiplied by: it stays findable, below what replaced
-#: it (ADR 0052).
+#: A replaced memory's score is multiplied by this: findable, below its replacement (ADR 0052).
 REPLACED_WEIGHT = 0.3
 #: What detection does with a memory that seems to replace an earlier one (ADR 0052).
 #: Off for a bare AgentMemory (a building block, as the benches use it); an opened engram
 #: takes the config's ``supersede``, "apply" unless set.
 SUPERSEDE_POLICIES = ("apply", "review", "off")
 DEFAULT_SUPERSEDE = "off"
-#: Reciprocal rank fusion's constant: score = sum over paths of weight / (RRF_K + rank).
-#: 10, not the customary 60: on LoCoMo it separates the top ranks more and measured better
-#: at @5, @10 and @20 (ADR 0014).
+#: Reciprocal rank fusion's constant (score = sum over paths of weight / (RRF_K + rank)): 10,
+#: not the customary 60, separates the top ranks more, better on LoCoMo @5/@10/@20 (ADR 0014).
 RRF_K = 10
 #: The candidate paths recall can use; both by default (hybrid recall).
 PATHS = ("lexical", "semantic")
@@ -471,7 +469,7 @@ class AgentMemory(Gathering):
         def scored(term: float, p: int) -> float:
             """Return the score of ``p`` with ``term`` for its relevance's term."""
             value = term * recency[p] ** rec_w * (0.5 + importance[p] / 2) ** w["importance"]
-            if p in replaced:
+            if p in demoted:
                 value *= REPLACED_WEIGHT
             return float(value * after[p])
 
@@ -482,6 +480,8 @@ class AgentMemory(Gathering):
         # one holding no value of the kind it asks for is no answer (ADR 0120).
         floors = id_floors(positions, matching) if matching is not None else {}
         kind = asked(ask.query) if matching is not None else None
+        # One holding the ids quoted, which its replacement does not, is asked about (ADR 0136).
+        demoted = {p: n for p, n in replaced.items() if not held(floors, p) or held(floors, n)}
 
         def work(batch: Sequence[int]) -> None:
             """Work out the relevance and the score of ``batch`` (ADR 0051)."""
@@ -530,11 +530,11 @@ class AgentMemory(Gathering):
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, first, rows, matching)
         if replaced:
-            order = with_replacements(order, ranked, replaced, folded, relevance, work)
+            order = with_replacements(order, ranked, demoted, folded, relevance, work)
             for p in order:  # a replacement brought in: its score with the relevance it took
                 total[p] = scored(relevance[p] ** w["relevance"], p)
             order = sorted(order, key=lambda p: (-total[p], -p))
-            order = below_replacements(order, total, replaced, ask.min_score)
+            order = below_replacements(order, total, demoted, ask.min_score)
             order = [p for p in order if total[p] >= ask.min_score][: ask.k]
         groups = grouped(conn, order, rows, folded, self.agent, ask.cut)
         events = self.ledger.get(order) if order else []

@@ -10,7 +10,7 @@ them.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from engram.agents.matching import Matching, cased, codes, holds
 
@@ -19,6 +19,7 @@ __all__ = [
     "ID_HOLDERS",
     "ID_LENGTH",
     "ID_RIVAL",
+    "held",
     "id_floors",
     "identifier",
     "quoted_codes",
@@ -175,3 +176,9 @@ def id_floors(positions: Sequence[int], m: Matching) -> dict[int, tuple[float, f
     return dict.fromkeys(rivals, (0.0, ID_RIVAL)) | dict.fromkeys(
         holders, (ID_HELD / len(holders), 1.0)
     )
+
+
+def held(floors: Mapping[int, tuple[float, float]], position: int) -> bool:
+    """Say whether ``position`` holds every id the query quotes, by :func:`id_floors`'s
+    answer: a holder keeps its whole relevance, a rival a share of it (ADR 0136)."""
+    return floors.get(position, (0.0, 0.0))[1] == 1.0

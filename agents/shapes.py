@@ -284,32 +284,38 @@ _ONE_AT_A_TIME = frozenset(
 
 
 def instances_apart(text: str, old: str) -> bool:
-    """Say whether ``text`` and ``old`` are one statement of a relation with two things of
-    one kind, each named by its own modifier of the same noun after a definite determiner
-    ("Pike Plumbing handles repairs at the Heron Close flat" and "... at the Canal Wharf
-    flat"): two things the subject may both be related to, not one value said anew. The
-    relation must be no copula ("is on the Atlas team" and "is on the Orion team" give one
-    attribute twice) and none a subject holds with one thing at a time
-    (:data:`_ONE_AT_A_TIME`: "lives in the Mill Lane flat"). Only an announced change
-    ("took over the Canal Wharf flat instead") makes the newer replace the older (ADR 0132).
+    """Say whether ``text`` and ``old`` state a relation with two things of one kind, each
+    named by its own modifier of the same noun after a definite determiner, where they first
+    differ ("Pike Plumbing handles repairs at the Heron Close flat" and "... at the Canal
+    Wharf flat"; "Windows update on the Galway laptop returned 0xA9B4DDBE" and "... on the
+    Durban laptop returned 0x143A5F61"): two things, not one value said anew, whatever else
+    each says of its own. The relation before them must be no copula ("is on the Atlas
+    team" and "is on the Orion team" give one attribute twice) and none a subject holds with
+    one thing at a time (:data:`_ONE_AT_A_TIME`: "lives in the Mill Lane flat"). Only an
+    announced change ("took over the Canal Wharf flat instead") makes the newer replace the
+    older (ADR 0132).
     """
     mine, theirs = _VALUE_WORD.findall(text), _VALUE_WORD.findall(old)
     lead = 0
     while lead < min(len(mine), len(theirs)) and mine[lead].lower() == theirs[lead].lower():
         lead += 1
-    tail = 0
-    while (
-        tail < min(len(mine), len(theirs)) - lead
-        and mine[-1 - tail].lower() == theirs[-1 - tail].lower()
-    ):
-        tail += 1
-    given, gone = mine[lead : len(mine) - tail], theirs[lead : len(theirs) - tail]
-    if not (0 < len(given) <= _VALUE_WORDS and 0 < len(gone) <= _VALUE_WORDS) or not tail:
+    if not lead or mine[lead - 1].lower() not in _DEFINITE:
         return False
+    # The noun both name again first, within a few words of where they part.
+    spans = [
+        (i + j, i, j)
+        for i in range(1, _VALUE_WORDS + 1)
+        for j in range(1, _VALUE_WORDS + 1)
+        if lead + i < len(mine) and lead + j < len(theirs)
+        and mine[lead + i].lower() == theirs[lead + j].lower()
+    ]  # fmt: skip
+    if not spans:
+        return False
+    _, i, j = min(spans)
+    given, gone, head = mine[lead : lead + i], theirs[lead : lead + j], mine[lead + i].lower()
     if not all(w.isalpha() for w in (*given, *gone)):
         return False  # a number or a code said anew is a value, not a thing's name
-    head, before = mine[len(mine) - tail].lower(), mine[lead - 1].lower() if lead else ""
-    if before not in _DEFINITE or head in STOPWORDS or not head.isalpha():
+    if head in STOPWORDS or not head.isalpha():
         return False
     relation = [w.lower() for w in mine[:lead]]
     return not any(w in COPULA_WORDS or stem(w) in _ONE_AT_A_TIME for w in relation)

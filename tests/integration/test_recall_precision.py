@@ -369,8 +369,12 @@ def test_a_question_naming_money_but_asking_for_something_else_is_answered(
     for question in ("What does the course cost?", "What is Hannah Berg's monthly rent?",
                      "What fee does the clinic charge?", "What are the fees?"):  # fmt: skip
         assert asked(question) is MONEY, question
-    for question in ("How are court fees paid?", "Is the late fee waived for the Kowalskis?",
-                     "Which department owns the cost centre?", "What is the rent day?"):  # fmt: skip
+    for question in (
+        "How are court fees paid?",
+        "Is the late fee waived for the Kowalskis?",
+        "Which department owns the cost centre?",
+        "What is the rent day?",
+    ):
         assert asked(question) is None, question
     ana = memory.agent("ana")
     for i, text in enumerate(FILLER):
@@ -401,3 +405,19 @@ def test_values_of_one_kind_tell_which_attribute_two_texts_give() -> None:
     assert announces("Emil sold the old car and bought a Fiat.")
     assert announces("These days Ximena prefers amber.")
     assert not announces("The flag is a leftover from the old experiment.")
+
+
+def test_a_replaced_memory_holding_the_quoted_id_stays_first(memory: Memory) -> None:
+    # ADR 0136: "What returned 0xA9B4DDBE?" served the memory that replaced its holder (it
+    # took the holder's relevance) first; the holder asked about is served first, labelled.
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    held = ana.observe("The nightly import on kiln-3 failed with 0xA9B4DDBE.", at=NOW - 9 * DAY)
+    newer = ana.observe("The nightly import on kiln-3 now fails with 0x143A5F61.", at=NOW - 2 * DAY)
+    served = ana.recall("What failed with 0xA9B4DDBE?", 5, record=False).items
+    assert [r.event.position for r in served][:1] == [held]
+    assert served[0].replaced_by == newer
+    current = ana.recall("What does the nightly import on kiln-3 fail with?", 5, record=False)
+    order = [r.event.position for r in current.items]
+    assert order.index(newer) < order.index(held)
