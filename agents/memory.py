@@ -60,6 +60,7 @@ from engram.agents.ordering import (
     below_replacements,
     ceilings,
     lazily,
+    relevance_of,
     wants_current,
     with_replacements,
 )
@@ -494,20 +495,7 @@ class AgentMemory(Gathering):
                 if calibration is None:
                     relevance[p] = c.match or 0.0
                 else:
-                    cos = min(max(c.cosine or 0.0, 0.0), 1.0)
-                    relevance[p] = calibration.relevance(
-                        c.share,
-                        cos,
-                        min(c.fused / best, 1.0),
-                        c.saturated,
-                        lexical_rank=c.lexical_rank,
-                        semantic_rank=c.semantic_rank,
-                        absent=absent[0],
-                        absent_names=absent[1],
-                        detail=detail,
-                        passage=cos if c.passage is None else c.passage,
-                        length=c.length,
-                    )
+                    relevance[p] = relevance_of(calibration, c, best, absent, detail)
                 if p in floors:  # (the least, the share kept)
                     relevance[p] = max(relevance[p], floors[p][0]) * floors[p][1]
                 if kind is not None and not kind.held(texts.get(p, "")):

@@ -18,7 +18,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
-from engram.agents.calibration import Calibration
+from engram.agents.calibration import CALIBRATIONS, Calibration
 from engram.agents.folding import Folder
 from engram.agents.matching import Candidate, Matching
 from engram.projections import copies, lexical
@@ -31,6 +31,7 @@ __all__ = [
     "ceilings",
     "lazily",
     "lift_replacements",
+    "relevance_of",
     "wants_current",
     "with_replacements",
 ]
@@ -65,6 +66,55 @@ class _Ask(Protocol):
 
     @property
     def min_score(self) -> float: ...
+
+
+#: What a candidate's words alone say of it: the fit without vectors (ADR 0137).
+WORDS = CALIBRATIONS["lexical"]
+
+
+def _by_words(c: Candidate, rank: float, share: float, length: float) -> float:
+    """Return the relevance the fit without vectors gives ``c`` (ADR 0137)."""
+    return WORDS.relevance(share, 0.0, rank, lexical_rank=c.lexical_rank, length=length)
+
+
+def _passages_weigh_against(calibration: Calibration, cosine: float, passage: float) -> bool:
+    """Say whether ``calibration`` weighs a long memory's nearer passage against it: the
+    neural fit does (ADR 0097), and a memory whose best passage is nearer the query than its
+    head then scores below what its words alone give it (ADR 0137)."""
+    return calibration.passage < 0 and passage > cosine
+
+
+def relevance_of(
+    calibration: Calibration,
+    c: Candidate,
+    best: float,
+    absent: tuple[float, float],
+    detail: float,
+) -> float:
+    """Return ``c``'s calibrated relevance (ADR 0051), ``best`` the best fused score of the
+    result and ``absent`` the query's absent shares (ADR 0090). A long memory whose best
+    passage is nearer than its head keeps at least what its words alone give it (ADR 0137):
+    the neural fit weighs such a passage against it, and a memory holding every word of the
+    query in its last paragraph ranked last."""
+    cos = min(max(c.cosine or 0.0, 0.0), 1.0)
+    passage = cos if c.passage is None else c.passage
+    rank = min(c.fused / best, 1.0)
+    value = calibration.relevance(
+        c.share,
+        cos,
+        rank,
+        c.saturated,
+        lexical_rank=c.lexical_rank,
+        semantic_rank=c.semantic_rank,
+        absent=absent[0],
+        absent_names=absent[1],
+        detail=detail,
+        passage=passage,
+        length=c.length,
+    )
+    if _passages_weigh_against(calibration, cos, passage):
+        value = max(value, _by_words(c, rank, c.share, c.length))
+    return value
 
 
 def ceiling(
@@ -109,6 +159,8 @@ def ceiling(
                 detail=m.detail,
             ),
         )
+        if _passages_weigh_against(calibration, cosine, passage):
+            ceiling = max(ceiling, _by_words(c, rank, most, 0.0))
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
 
 
@@ -171,6 +223,8 @@ def ceilings(
                 + tail
             )
             top = max(top, 1.0 / (1.0 + exp(-z)))
+            if passage_w < 0 and passage > cosine:  # _passages_weigh_against, inlined
+                top = max(top, _by_words(c, rank, 1.0 if most is None else most[p], 0.0))
         found[p] = min(top * (1 + _SLACK), 1.0) if top < 1.0 else 1.0
     return found
 

@@ -163,3 +163,24 @@ def test_lazy_recall_works_out_fewer_candidates(
         eager_total += counted[-1]
         lazy_total += sum(counted[:-1])
     assert lazy_total < 0.7 * eager_total
+
+
+def test_lazy_recall_serves_what_eager_recall_serves_with_long_memories_under_the_neural_fit(
+    tmp_path: Path,
+) -> None:
+    # ADR 0137: a long memory whose best passage is nearer than its head keeps what its
+    # words alone give it; the ceilings bound that floor too, so lazy and eager agree.
+    from engram.agents.calibration import CALIBRATIONS
+
+    rng = random.Random(7)
+    with engram.open_memory(str(tmp_path / "long.db")) as opened:
+        agent = opened.agent("ana")
+        for i in range(80):
+            size = rng.choice([3, 6, 200, 400])  # words: short notes and long ones
+            text = " ".join(rng.choice(WORDS) for _ in range(size))
+            agent.observe(text, at=T0 + timedelta(days=i % 30, minutes=i))
+        agent.calibration = CALIBRATIONS["neural"]
+        for query in _queries(5):
+            for k, floor in ((3, None), (10, 0.0)):
+                lazy, eager = _both(agent, query, k=k, min_score=floor)
+                assert _served(lazy) == _served(eager), query
