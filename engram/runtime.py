@@ -258,8 +258,9 @@ class Memory:
 
         The subject's texts are first removed from the embedding cache (vectors and the
         hashes that key them), then its keys are destroyed and ``subject.forgotten`` is
-        appended (:meth:`Ledger.forget`), then ``reflection.retracted`` for the other agents'
-        reflections drawn from its memories (ADR 0110), then the projections catch up, so
+        appended (:meth:`Ledger.forget`) with ``reflection.retracted`` for the other agents'
+        reflections drawn from its memories in the same batch (ADR 0110, ADR 0138), then
+        the projections catch up, so
         the lexical and semantic indexes drop its content before this returns; the vector
         index file and the store's write-ahead log are written before it returns too.
 
@@ -297,12 +298,18 @@ class Memory:
             # the hashes that key them, would confirm a guess of what they said.
             texts = _personal_texts(self.ledger, subject) + _reflection_texts(self.ledger, drawn)
             dropped = self.embedder.cache.discard(texts)
-        position = self.ledger.forget(subject, reason=reason, actor=actor)
-        if drawn:  # other agents' reflections made of the subject's words (ADR 0110)
-            retracted = ReflectionRetracted(
-                positions=drawn, subject=subject, reason=f"drawn from {subject}'s memories"
+        # Other agents' reflections made of the subject's words (ADR 0110), retracted in the
+        # erasure's own batch: a process killed after it left them served (ADR 0138).
+        also = [
+            NewEvent.of(
+                ReflectionRetracted(
+                    positions=drawn, subject=subject, reason=f"drawn from {subject}'s memories"
+                ),
+                stream="retractions",
+                actor=actor,
             )
-            self.ledger.append(NewEvent.of(retracted, stream="retractions", actor=actor))
+        ] if drawn else []  # fmt: skip
+        position = self.ledger.forget(subject, reason=reason, actor=actor, also=also)
         self.engine.catch_up()
         # What is on disk goes now, not when this or another process next writes: the
         # vector index file, and the store's write-ahead log (another process holding the

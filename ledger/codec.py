@@ -20,7 +20,7 @@ import msgspec
 
 from engram.ledger.errors import EnvelopeError, PayloadError
 from engram.ledger.kinds import KindSpec
-from engram.ledger.shred import Sealer
+from engram.ledger.shred import Sealer, subject_of
 
 GENESIS_HASH = bytes(32)
 
@@ -67,9 +67,17 @@ def seal_payload(
     """Return the canonical bytes of ``payload`` (validated as ``data``), personal fields sealed.
 
     Raises:
-        PayloadError: the sealed payload is larger than ``max_bytes``.
+        PayloadError: the sealed payload is larger than ``max_bytes``, or its subject's name
+            holds a NUL (no command line could name it to forget it).
     """
     value = payload if isinstance(payload, spec.type) else spec.decoder.decode(data)
+    if "\x00" in (subject := subject_of(actor, value)):
+        raise PayloadError(
+            f"event #{index} ({spec.name}): its subject {subject!r} holds a NUL character; a"
+            " sealed subject must be a name `engram forget` can be given",
+            index=index,
+            field="agent",
+        )
     sealed = _encoder.encode(sealer.seal(spec.name, event_id, actor, value))
     if len(sealed) > max_bytes:
         raise PayloadError(

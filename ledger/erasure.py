@@ -10,13 +10,14 @@ from datetime import UTC, datetime
 
 import msgspec
 
+from engram.ledger.errors import ConfigError
 from engram.ledger.events import ANY, NewEvent
 from engram.ledger.ids import new_id
 from engram.ledger.kinds import KindRegistry
 from engram.ledger.planning import prepare
 from engram.ledger.shred import Sealer
 
-__all__ = ["finished", "forgotten_first", "unfinished"]
+__all__ = ["finished", "forgotten_first", "stamped", "unfinished"]
 
 
 def forgotten_first(
@@ -63,23 +64,55 @@ def forgotten_first(
     return out, list(pending)
 
 
-def unfinished(event: NewEvent) -> str:
-    """Return what the key store keeps of a ``subject.forgotten`` not appended yet."""
+def stamped(also: object) -> list[NewEvent]:
+    """Return ``also`` (events appended with a ``subject.forgotten``) each with an id and a
+    time, so the batch kept until appended is the batch a crash's next writer appends.
+
+    Raises:
+        ConfigError: ``also`` is not a sequence of :class:`NewEvent`.
+    """
+    if not isinstance(also, Sequence) or not all(isinstance(e, NewEvent) for e in also):
+        raise ConfigError(f"also must be a sequence of NewEvent, got {type(also).__name__}")
+    now = datetime.now(UTC)
+    return [msgspec.structs.replace(e, id=e.id or new_id(), at=e.at or now) for e in also]
+
+
+def unfinished(event: NewEvent, also: Sequence[NewEvent] = ()) -> str:
+    """Return what the key store keeps of a ``subject.forgotten`` not appended yet, with the
+    events ``also`` appended in its batch (the retraction of reflections drawn from the
+    subject's memories, ADR 0138), each with its id and time."""
     payload = msgspec.to_builtins(event.payload)
     at = event.at.isoformat() if event.at is not None else None
-    kept = {"id": event.id, "at": at, "actor": event.actor, "payload": payload}
+    kept = {
+        "id": event.id, "at": at, "actor": event.actor, "payload": payload,
+        "also": [
+            {"kind": e.kind, "stream": e.stream, "actor": e.actor, "id": e.id,
+             "at": None if e.at is None else e.at.isoformat(),
+             "payload": msgspec.to_builtins(e.payload)}
+            for e in also
+        ],
+    }  # fmt: skip
     return msgspec.json.encode(kept).decode()
 
 
-def finished(kept: str) -> NewEvent:
-    """Return the ``subject.forgotten`` event :func:`unfinished` kept."""
+def finished(kept: str) -> list[NewEvent]:
+    """Return the ``subject.forgotten`` event :func:`unfinished` kept, then the events kept
+    with it (none where an older version kept it)."""
     from engram.ledger.catalog import SubjectForgotten
 
     data = msgspec.json.decode(kept)
-    return NewEvent.of(
+    forgotten = NewEvent.of(
         msgspec.convert(data["payload"], SubjectForgotten),
         stream="subjects",
         actor=data["actor"],
         id=data["id"],
         at=datetime.fromisoformat(data["at"]),
     )
+    also = [
+        NewEvent(
+            stream=e["stream"], kind=e["kind"], payload=e["payload"], actor=e["actor"],
+            id=e["id"], at=None if e["at"] is None else datetime.fromisoformat(e["at"]),
+        )
+        for e in data.get("also", ())
+    ]  # fmt: skip
+    return [forgotten, *also]

@@ -220,12 +220,20 @@ class Ledger:
                 tx.insert(plan.rows)
         plan.remember()
 
-    def forget(self, subject: str, *, reason: str = "", actor: str = "system") -> int:
+    def forget(
+        self,
+        subject: str,
+        *,
+        reason: str = "",
+        actor: str = "system",
+        also: Sequence[NewEvent] = (),
+    ) -> int:
         """Destroy ``subject``'s keys, then append ``subject.forgotten``; return its position.
 
         Every personal field sealed for ``subject`` reads as ``[forgotten]`` from then on,
         here and in every process sharing the key store; projections consuming the event
         drop the subject's rows. Forgetting again is harmless (a retry after a crash).
+        ``also`` is appended in the same batch and kept with it until appended (ADR 0138).
 
         Raises:
             ConfigError: the ledger has no sealer, or ``subject``, ``reason`` or ``actor`` is
@@ -258,8 +266,10 @@ class Ledger:
             id=new_id(),
             at=datetime.now(UTC),
         )
-        self.sealer.keys.forget(subject, unfinished=erasure.unfinished(event))
-        position = self.append(event)[0]
+        also = erasure.stamped(also)
+        self.check([event, *also])  # a malformed batch destroys nothing
+        self.sealer.keys.forget(subject, unfinished=erasure.unfinished(event, also))
+        position = self.append([event, *also])[0]
         self.sealer.keys.forgetting_done(subject)
         return position
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 import engram
-from engram.ledger import FORGOTTEN
+from engram.ledger import FORGOTTEN, NewEvent
+from engram.ledger.catalog import MemoryReflected
 
 WORKER = Path(__file__).parent / "_workers" / "forget_worker.py"
 SECRET = b"Plumbixa"
@@ -36,8 +37,15 @@ def files_holding(root: Path, secret: bytes) -> list[str]:
 def test_a_forget_killed_midway_is_finished_by_the_next_writer(tmp_path: Path, step: str) -> None:
     ledger, store = str(tmp_path / "ledger.db"), str(tmp_path / "store")
     with engram.open_memory(ledger, config=os.devnull, projections=store) as memory:
-        memory.agent("alice").observe(f"the {SECRET.decode()} vault code is 4711")
+        hers = memory.agent("alice").observe(f"the {SECRET.decode()} vault code is 4711")
         memory.agent("bob").observe("bob keeps his own notes")
+        # bob's reflection in alice's words: killed after subject.forgotten was appended, the
+        # forget never appended its retraction, and no later writer did (ADR 0138).
+        (evidence,) = memory.ledger.get([hers])
+        drawn = MemoryReflected(
+            agent="bob", text=f"alice's {SECRET.decode()} code", evidence=[evidence.id], depth=1
+        )
+        reflection = memory.ledger.append(NewEvent.of(drawn, stream="agent:bob", actor="bob"))[0]
         memory.engine.catch_up()
     assert files_holding(tmp_path, SECRET) != []  # the test can fail
 
@@ -58,6 +66,10 @@ def test_a_forget_killed_midway_is_finished_by_the_next_writer(tmp_path: Path, s
         memory.engine.catch_up()
         texts = [e.payload.text for e in memory.ledger.read(kinds=["memory.observed"])]
         assert texts == [FORGOTTEN, "bob keeps his own notes"]
+        (retracted,) = memory.ledger.read(kinds=["reflection.retracted"])
+        assert retracted.payload.positions == [reflection]
+        served = memory.agent("carol").recall(SECRET.decode(), 5, scope="reflections", min_score=0)
+        assert served.items == []
         hits = memory.agent("bob").recall(SECRET.decode(), 10, record=False, min_score=0)
         assert [h.event.payload.agent for h in hits.items] in ([], ["bob"])
         assert memory.ledger.sealer is not None

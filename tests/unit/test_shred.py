@@ -343,6 +343,23 @@ def test_subjects_lists_live_and_forgotten(ledger: Ledger) -> None:
     assert found == {"alice": (2, 1, True), "bob": (1, 0, True)}
 
 
+def test_a_subject_whose_name_holds_nul_is_refused_and_nothing_is_written(
+    ledger: Ledger,
+) -> None:
+    # ADR 0135: `engram append` sealed a memory under "a\x00b", which no command line can
+    # name, so `engram forget` could never erase it.
+    with pytest.raises(PayloadError, match="NUL") as refused:
+        ledger.append(
+            [
+                observed("bob", "fine"),
+                NewEvent.of(MemoryObserved(agent="a\x00b", text=SECRET), stream="x", actor="x"),
+            ]
+        )
+    assert (refused.value.index, refused.value.field) == (1, "agent")
+    assert ledger.head() == 0
+    assert "a\x00b" not in {k.subject for k in ledger.sealer.keys.subjects()}  # type: ignore[union-attr]
+
+
 # -- who sees what -------------------------------------------------------------------------------
 
 
