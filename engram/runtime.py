@@ -8,7 +8,7 @@ payloads is refused with a ConfigError.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +28,10 @@ from engram.config import Settings, resolve_settings
 from engram.declared import add_kinds
 from engram.keysplit import default_key_store, key_store_path
 from engram.ledger import (
+    ANY,
     FORGOTTEN,
     ConfigError,
+    Expectation,
     KeyStore,
     KindRegistry,
     KindRegistryError,
@@ -291,6 +293,36 @@ class Memory:
         unheld = not_held(self.ledger, subject)
         if unheld is not None and not force:
             raise ConfigError(unheld)
+        also, dropped = self._erasing(subject, actor)
+        position = self.ledger.forget(subject, reason=reason, actor=actor, also=also)
+        self._settle()
+        return Forgotten(subject, position, dropped)
+
+    def append_erasing(self, events: Sequence[NewEvent], expect: Expectation = ANY) -> list[int]:
+        """Append ``events`` as one batch (:meth:`Ledger.append`), each ``subject.forgotten``
+        among them forgetting its subject as :meth:`forget` does: the subject's texts and the
+        reflections drawn from them leave the embedding cache first, the reflections'
+        ``reflection.retracted`` closes the batch, and what is on disk is written before
+        this returns (ADR 0138); the positions of ``events`` are returned. A batch without
+        one is appended as it is.
+        """
+        also: list[NewEvent] = []
+        erasing = False
+        for event in events:
+            subject = _forgotten_subject(event)
+            if subject is not None and not_held(self.ledger, subject) is None:
+                also += self._erasing(subject, event.actor)[0]
+                erasing = True
+        # The retractions go last: an error names an event of ``events`` by its own index.
+        positions = self.ledger.append([*events, *also], expect=expect)
+        if erasing:
+            self._settle()
+        return positions[: len(events)]
+
+    def _erasing(self, subject: str, actor: str) -> tuple[list[NewEvent], int]:
+        """Drop ``subject``'s texts, and those of the reflections drawn from them, from the
+        embedding cache; return the ``reflection.retracted`` to append with its erasure (none
+        when nothing was drawn from it) and how many cached vectors were dropped."""
         drawn = self._drawn_from(subject)
         dropped = 0
         if isinstance(self.embedder, CachedEmbedder):
@@ -300,25 +332,22 @@ class Memory:
             dropped = self.embedder.cache.discard(texts)
         # Other agents' reflections made of the subject's words (ADR 0110), retracted in the
         # erasure's own batch: a process killed after it left them served (ADR 0138).
-        also = [
-            NewEvent.of(
-                ReflectionRetracted(
-                    positions=drawn, subject=subject, reason=f"drawn from {subject}'s memories"
-                ),
-                stream="retractions",
-                actor=actor,
-            )
-        ] if drawn else []  # fmt: skip
-        position = self.ledger.forget(subject, reason=reason, actor=actor, also=also)
+        retraction = ReflectionRetracted(
+            positions=drawn, subject=subject, reason=f"drawn from {subject}'s memories"
+        )
+        also = [NewEvent.of(retraction, stream="retractions", actor=actor)] if drawn else []
+        return also, dropped
+
+    def _settle(self) -> None:
+        """Catch the projections up after an erasure and write what is on disk now, not
+        when this or another process next writes: the vector index file, and the store's
+        write-ahead log (another process holding the store open keeps SQLite from
+        checkpointing it on close)."""
         self.engine.catch_up()
-        # What is on disk goes now, not when this or another process next writes: the
-        # vector index file, and the store's write-ahead log (another process holding the
-        # store open keeps SQLite from checkpointing it on close).
         with self.engine.read() as conn:
             if ProjectionStore.live_generation(conn, SemanticIndex.name) is not None:
                 self.searcher.purge(conn)
         self.engine.store.scrub()
-        return Forgotten(subject, position, dropped)
 
     def _drawn_from(self, subject: str) -> list[int]:
         """Return the reflections drawn from ``subject``'s memories and reflections, at any
@@ -448,6 +477,19 @@ def not_held(ledger: Ledger, subject: str) -> str | None:
         f" nothing was forgotten{hint} (names are exact; `engram keys` lists them;"
         " force appends subject.forgotten anyway)"
     )
+
+
+def _forgotten_subject(event: object) -> str | None:
+    """Return the subject a ``subject.forgotten`` event names (None: another event)."""
+    if not isinstance(event, NewEvent) or event.kind != "subject.forgotten":
+        return None
+    payload = event.payload
+    subject = (
+        payload.get("subject")
+        if isinstance(payload, Mapping)
+        else getattr(payload, "subject", None)
+    )
+    return subject if isinstance(subject, str) and subject else None
 
 
 @contextmanager

@@ -29,7 +29,7 @@ from engram.ledger import (
     NewEvent,
 )
 from engram.ledger.personal import masked, personal_fields, retracted, retracted_positions
-from engram.runtime import registry_for
+from engram.runtime import Memory, registry_for
 
 
 class _Line(msgspec.Struct, forbid_unknown_fields=True):
@@ -235,9 +235,15 @@ def append(file: IO[bytes], expect: Expectation, fmt: str) -> None:
     out = state()
     settings = out.settings(create=True)
     events, numbers = parse_lines(_bounded_lines(file, settings.max_payload_bytes))
-    with _open_ledger(settings) as ledger:
+    erasing = any(e.kind == "subject.forgotten" for e in events)
+    with opened(settings) if erasing else _open_ledger(settings) as handle:
         try:
-            positions = ledger.append(events, expect=expect)
+            if isinstance(handle, Memory):
+                # An erasure forgets as `engram forget` does: the embedding cache, the
+                # reflections drawn from the subject (ADR 0138).
+                positions = handle.append_erasing(events, expect)
+            else:
+                positions = handle.append(events, expect=expect)
         except EventError as exc:
             if exc.index is not None and exc.index < len(numbers):
                 raise CliError(f"line {numbers[exc.index]}: {exc}") from None

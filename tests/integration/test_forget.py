@@ -236,6 +236,35 @@ def config(tmp_path: Path) -> Path:
     return path
 
 
+def test_an_appended_erasure_forgets_as_forget_does(
+    capsys: pytest.CaptureFixture[str], config: Path, tmp_path: Path
+) -> None:
+    # ADR 0138: a subject.forgotten given to `engram append` destroyed the keys, but bob's
+    # reflection in alice's words stayed served and the embedding cache kept her texts.
+    assert cli(capsys, config, "observe", "alice", f"the {SECRET} plan is ours")[0] == 0
+    assert cli(capsys, config, "observe", "bob", "bob joined the planning team")[0] == 0
+    ledger = Ledger.open(str(tmp_path / "l.db"), sealer=Sealer(KeyStore(tmp_path / "keys.db")))
+    with ledger:
+        drawn = _reflected(ledger, "bob", f"alice's {SECRET} plan matters", [1], 1)
+    cache = tmp_path / "l.db.projections" / "embeddings.db"
+    assert cli(capsys, config, "recall", "bob", SECRET, "--scope", "reflections")[0] == 0
+    assert SECRET.encode() in store_bytes(cache.parent)  # the test can fail
+    erasure = {"stream": "subjects", "kind": "subject.forgotten",
+               "payload": {"subject": "alice", "reason": "request 9"}}  # fmt: skip
+    lines = tmp_path / "erase.jsonl"
+    lines.write_text(json.dumps(erasure) + "\n")
+    code, out, err = cli(capsys, config, "append", str(lines))
+    assert code == 0, err
+    assert "appended 1 event, position" in out
+    code, out, _ = cli(capsys, config, "log", "--kind", "reflection.retracted", "--format", "jsonl")
+    assert json.loads(out)["payload"]["positions"] == [drawn]
+    code, out, _ = cli(capsys, config, "recall", "bob", SECRET, "--scope", "reflections",
+                       "--min-score", "0", "--format", "jsonl")  # fmt: skip
+    assert code == 0
+    assert SECRET not in out
+    assert SECRET.encode() not in store_bytes(cache.parent)
+
+
 def test_cli_forget_keys_log_and_sql(
     capsys: pytest.CaptureFixture[str], config: Path, tmp_path: Path
 ) -> None:
