@@ -70,6 +70,8 @@ class _Ask(Protocol):
 
 #: What a candidate's words alone say of it: the fit without vectors (ADR 0137).
 WORDS = CALIBRATIONS["lexical"]
+#: The content share of a candidate holding every word of the query (up to rounding).
+WHOLE = 1.0 - 1e-9
 
 
 def _by_words(c: Candidate, rank: float, share: float, length: float) -> float:
@@ -112,7 +114,7 @@ def relevance_of(
         passage=passage,
         length=c.length,
     )
-    if _passages_weigh_against(calibration, cos, passage):
+    if _passages_weigh_against(calibration, cos, passage) and c.share >= WHOLE:
         value = max(value, _by_words(c, rank, c.share, c.length))
     return value
 
@@ -159,7 +161,7 @@ def ceiling(
                 detail=m.detail,
             ),
         )
-        if _passages_weigh_against(calibration, cosine, passage):
+        if _passages_weigh_against(calibration, cosine, passage) and most >= WHOLE:
             ceiling = max(ceiling, _by_words(c, rank, most, 0.0))
     return min(ceiling * (1 + _SLACK), 1.0) if ceiling < 1.0 else 1.0
 
@@ -223,8 +225,9 @@ def ceilings(
                 + tail
             )
             top = max(top, 1.0 / (1.0 + exp(-z)))
-            if passage_w < 0 and passage > cosine:  # _passages_weigh_against, inlined
-                top = max(top, _by_words(c, rank, 1.0 if most is None else most[p], 0.0))
+            whole = 1.0 if most is None else most[p]
+            if passage_w < 0 and passage > cosine and whole >= WHOLE:  # as relevance_of
+                top = max(top, _by_words(c, rank, whole, 0.0))
         found[p] = min(top * (1 + _SLACK), 1.0) if top < 1.0 else 1.0
     return found
 
