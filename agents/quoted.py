@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from engram.agents.matching import Matching, cased, codes, holds
+from engram.agents.matching import STOPWORDS, Matching, cased, codes, holds
 
 __all__ = [
     "ID_HELD",
@@ -22,8 +22,10 @@ __all__ = [
     "held",
     "id_floors",
     "identifier",
+    "names_apart",
     "quoted_codes",
     "quoted_ids",
+    "quoted_names",
     "references",
     "runs",
     "short_hashes",
@@ -182,3 +184,31 @@ def held(floors: Mapping[int, tuple[float, float]], position: int) -> bool:
     """Say whether ``position`` holds every id the query quotes, by :func:`id_floors`'s
     answer: a holder keeps its whole relevance, a rival a share of it (ADR 0136)."""
     return floors.get(position, (0.0, 0.0))[1] == 1.0
+
+
+#: A name in quotes: a capitalised word or up to four ("'Bloodgood'", "\u201cBlue Harbour\u201d").
+_QUOTED_NAME = re.compile(
+    r"(?<=\s)['\"\u2018\u201c]([A-Z][\w-]*(?:\s+[\w-]+){0,3})['\"\u2019\u201d](?!\w)"
+)
+
+
+def quoted_names(text: str) -> frozenset[str]:
+    """Return the names ``text`` quotes right after a noun ("the Japanese maple 'Bloodgood'",
+    "the project \u201cBlue Harbour\u201d"): each names which thing of its kind it speaks of,
+    as an id does. A quoted name after a copula, a verb's preposition or a function word is
+    a value given ("the password is 'Harbour2023'", "renamed it to 'Lantern'"; ADR 0139)."""
+    found = set()
+    for m in _QUOTED_NAME.finditer(text):
+        before = text[: m.start()].split()
+        word = before[-1].strip(",;:").lower() if before else ""
+        if word.isalpha() and word not in STOPWORDS:
+            found.add(m[1].casefold())
+    return frozenset(found)
+
+
+def names_apart(text: str, old: str) -> bool:
+    """Say whether ``text`` and ``old`` each quote a name of a thing and share none: two
+    things of a kind ("'Bloodgood' costs \u00a345", "'Osakazuki' costs \u00a360"), whatever
+    else they say (ADR 0139)."""
+    mine, theirs = quoted_names(text), quoted_names(old)
+    return bool(mine) and bool(theirs) and not mine & theirs

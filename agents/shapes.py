@@ -115,9 +115,11 @@ def planned_change(text: str) -> bool:
 
 
 #: What says a fact is held beside another, not in its place (ADR 0126): "Mrs Adeyemi is
-#: also allergic to latex", "speaks Portuguese as well", "In addition, ...".
+#: also allergic to latex", "speaks Portuguese as well", "In addition, ..."; and an event
+#: once more beside its first time ("was tested again on 7 April", ADR 0139).
 _ADDITIVE = re.compile(
-    r"\b(?:also|additionally|in\s+addition)\b|\bas\s+well\b(?!\s+as)|,?\s+too\s*[.!]?\s*$",
+    r"\b(?:also|additionally|in\s+addition|again)\b|\bas\s+well\b(?!\s+as)"
+    r"|,?\s+too\s*[.!]?\s*$",
     re.IGNORECASE,
 )
 

@@ -562,3 +562,19 @@ def test_a_relation_with_two_things_of_a_kind_holds_with_both(memory: Memory) ->
     home = ana.observe("Ottilie Brandt lives in the Mill Lane flat.", at=NOW - 60 * DAY)
     moved = ana.observe("Ottilie Brandt lives in the Tannery Court flat.", at=NOW - 30 * DAY)
     assert _superseded(memory) == [(moved, [home])]
+
+
+def test_an_event_told_again_and_things_named_in_quotes_replace_nothing(memory: Memory) -> None:
+    # ADR 0139: "tested again" is the event once more, beside its first time; "'Bloodgood'"
+    # and "'Osakazuki'" name two maples, as two ids name two things. A change said with
+    # "again" still replaces.
+    ana = memory.agent("ana")
+    ana.observe("The fire alarm at the Elm Street office was tested on 3 March.", at=NOW - 70 * DAY)
+    ana.observe("The fire alarm at the Elm Street office was tested again on 7 April.",
+                at=NOW - 40 * DAY)  # fmt: skip
+    ana.observe("The Japanese maple 'Bloodgood' costs 45 pounds.", at=NOW - 66 * DAY)
+    ana.observe("The Japanese maple 'Osakazuki' costs 60 pounds.", at=NOW - 64 * DAY)
+    assert _superseded(memory) == []
+    home = ana.observe("Ottilie Brandt lives in Porto.", at=NOW - 60 * DAY)
+    moved = ana.observe("Ottilie Brandt has moved again and now lives in Lisbon.", at=NOW - 9 * DAY)
+    assert _superseded(memory) == [(moved, [home])]

@@ -139,3 +139,16 @@ def test_two_things_of_a_kind_named_by_their_modifiers_are_apart_under_a_many_va
     assert not shapes.instances_apart("Farah drives a red Fiat.", "Farah drives a blue Fiat.")
     assert not shapes.instances_apart("The pool has 500 slots.", "The pool has 200 slots.")
     assert not shapes.instances_apart("Acme supplies the York store.", "Acme supplies York.")
+
+
+def test_a_name_quoted_after_a_noun_names_a_thing_and_after_a_copula_is_a_value() -> None:
+    # ADR 0139.
+    from engram.agents.quoted import names_apart, quoted_names
+
+    assert quoted_names("The Japanese maple 'Bloodgood' costs 45 pounds.") == {"bloodgood"}
+    assert quoted_names("The project \u201cBlue Harbour\u201d ships in May.") == {"blue harbour"}
+    assert quoted_names("The wifi password is 'Harbour2023'.") == frozenset()
+    assert quoted_names("We renamed the share to 'Lantern'.") == frozenset()
+    assert names_apart("The maple 'Osakazuki' costs 60.", "The maple 'Bloodgood' costs 45.")
+    assert not names_apart("The maple 'Bloodgood' costs 52.", "The maple 'Bloodgood' costs 45.")
+    assert shapes.additive("The alarm was tested again on 7 April.")
