@@ -13,15 +13,20 @@ builds a server's settings with it and a cap on the connections served at once
 from __future__ import annotations
 
 import asyncio
+import logging
+import sys
 from typing import Any
 
 import uvicorn
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["HEADER_TIMEOUT", "MAX_CONNECTIONS", "Deadline", "config"]
+__all__ = ["BODY_TIMEOUT", "HEADER_TIMEOUT", "MAX_CONNECTIONS", "Deadline", "config", "plain_logs"]
 
 #: Seconds a client has to send a whole request line and headers.
 HEADER_TIMEOUT = 10.0
+#: Seconds a client has to send a request's whole body once its headers are in (ADR 0140):
+#: engram's requests are small (MCP calls, the hub's forms), bounded by the payload limit.
+BODY_TIMEOUT = 60.0
 #: Connections served at once; a request beyond them is answered 503.
 MAX_CONNECTIONS = 256
 
@@ -31,7 +36,9 @@ class Deadline(H11Protocol):
     ``header_timeout`` seconds (the class attribute; :data:`HEADER_TIMEOUT`)."""
 
     header_timeout = HEADER_TIMEOUT
+    body_timeout = BODY_TIMEOUT
     _deadline: asyncio.TimerHandle | None = None
+    _body: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -43,10 +50,27 @@ class Deadline(H11Protocol):
         super().data_received(data)
         if self.cycle is not None and not self.cycle.response_complete:
             self._disarm()  # the headers are whole: the application reads the rest
+            if self.cycle.more_body and self._body is None:
+                # ... within its own deadline: a body sent a byte at a time held a
+                # connection, and a task of the application, for as long as it liked.
+                self._body = self.loop.call_later(self.body_timeout, self._body_expired)
+            elif not self.cycle.more_body:
+                self._body_done()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._body_done()
         super().connection_lost(exc)
+
+    def _body_done(self) -> None:
+        if self._body is not None:
+            self._body.cancel()
+            self._body = None
+
+    def _body_expired(self) -> None:
+        self._body = None
+        if self.cycle is not None and self.cycle.more_body:
+            self.transport.close()
 
     def _arm(self) -> None:
         if self._deadline is None:
@@ -68,3 +92,18 @@ def config(app: Any, host: str, port: int, **options: Any) -> uvicorn.Config:
     and the connection cap; ``options`` are uvicorn's own (a log level, ...)."""
     options.setdefault("limit_concurrency", MAX_CONNECTIONS)
     return uvicorn.Config(app, host=host, port=port, http=Deadline, **options)
+
+
+def plain_logs() -> None:
+    """Log with a plain handler where a rich one is installed (the MCP SDK installs one on
+    the root logger): a rich traceback is rendered with syntax highlighting, about 60 ms of
+    CPU each, so a few hundred clients disconnecting mid-request held the event loop for
+    tens of seconds, answering nobody (ADR 0140)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if type(handler).__name__ == "RichHandler":
+            root.removeHandler(handler)
+            plain = logging.StreamHandler(sys.stderr)
+            plain.setLevel(handler.level)
+            plain.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+            root.addHandler(plain)

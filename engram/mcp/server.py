@@ -396,6 +396,7 @@ async def _run_http(server: MCPServer, host: str, port: int, token: str | None) 
 
     from engram import httpguard
 
+    httpguard.plain_logs()
     app: Any = server.streamable_http_app(host=host)
     if token is not None:
         app = BearerGuard(app, token)

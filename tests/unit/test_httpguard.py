@@ -17,6 +17,7 @@ from engram import httpguard  # noqa: E402
 
 class _Quick(httpguard.Deadline):
     header_timeout = 0.5
+    body_timeout = 2.0
 
 
 async def _echo(scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -72,10 +73,10 @@ def test_a_connection_that_sends_nothing_or_half_its_headers_is_closed(port: int
         assert _closed_within(slow, 5)
 
 
-def test_a_whole_request_is_served_however_slow_its_body(port: int) -> None:
+def test_a_whole_request_is_served_however_slow_its_body_within_its_deadline(port: int) -> None:
     with socket.create_connection(("127.0.0.1", port)) as conn:
         conn.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhe")
-        time.sleep(1.0)  # twice the header deadline: the body is the application's to wait on
+        time.sleep(1.0)  # twice the header deadline, half the body's
         conn.sendall(b"llo")
         conn.settimeout(5)
         answer = chunk = conn.recv(4096)
@@ -84,6 +85,43 @@ def test_a_whole_request_is_served_however_slow_its_body(port: int) -> None:
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200")
     assert answer.endswith(b"got hello")
+
+
+def test_a_body_that_never_completes_is_cut_at_its_deadline(port: int) -> None:
+    # ADR 0140: a body sent a byte at a time held the connection, and the application's
+    # task, for as long as the client liked.
+    with socket.create_connection(("127.0.0.1", port)) as conn:
+        conn.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n{")
+        started = time.monotonic()
+        conn.settimeout(0.4)
+        closed = False
+        while time.monotonic() - started < 10 and not closed:
+            try:
+                conn.sendall(b" ")
+                closed = conn.recv(4096) == b""
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+        assert closed
+        assert 1.5 < time.monotonic() - started < 10
+
+
+def test_plain_logs_replace_a_rich_handler_on_the_root_logger() -> None:
+    import logging
+
+    rich_logging = pytest.importorskip("rich.logging")
+    root = logging.getLogger()
+    before = list(root.handlers)
+    fancy = rich_logging.RichHandler(rich_tracebacks=True)
+    root.addHandler(fancy)
+    try:
+        httpguard.plain_logs()
+        assert fancy not in root.handlers
+        assert not [h for h in root.handlers if type(h).__name__ == "RichHandler"]
+        assert len(root.handlers) == len(before) + 1  # a plain one in its place
+    finally:
+        root.handlers[:] = before
 
 
 def test_the_next_request_on_a_kept_connection_has_its_own_deadline(port: int) -> None:
