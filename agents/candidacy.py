@@ -89,7 +89,7 @@ def search(
     memory.engine.wait_for(max(position, only or 0))
     with memory.engine.read() as conn:
         try:
-            subject = statements.subject(conn, text)
+            subject = _valued(text, statements.subject(conn, text))
             said = _Said(text, announced(text), statements.state_values(text, now=True), subject)
             # A transcript's speaker label names who spoke, not what the turn speaks of: a
             # turn speaks of its speaker in the first person alone, which the speaker's path
@@ -337,7 +337,9 @@ def _speaks_of(conn: sqlite3.Connection, old: str, text: str, subject: str) -> b
     # not write at all ("Farid has a dog called Pepper" is not "I have a cat called Pepper");
     # a word the new memory writes as a plain word was never a name ("Send ...").
     named = any(own in lexical.tokens(run) for run in statements.name_runs(text))
-    return not named and own in lexical.tokens(text)
+    # By its stem: "Bins at Oakfield Court ..." is spoken of by "bin collection at Oakfield
+    # Court ..." (ADR 0139).
+    return not named and stem(own) in {stem(t) for t in lexical.tokens(text)}
 
 
 def _bare(
@@ -503,6 +505,18 @@ CHANGE_PHRASES = re.compile(
 
 
 _WORD = re.compile(r"[^\W_]+")
+
+
+def _valued(text: str, subject: str | None) -> str | None:
+    """Return ``subject``, or "" (an unnamed thing's) where it is a code given as the value
+    after the word announcing a change ("The confocal microscope was relocated to room
+    C102": the microscope is spoken of, C102 is where it went; ADR 0139)."""
+    if not subject or not any(c.isdigit() for c in subject):
+        return subject
+    at = _announced_at(text)
+    if at == len(text) or subject not in lexical.tokens(text[at:]):
+        return subject
+    return "" if subject not in lexical.tokens(text[:at]) else subject
 
 
 def _announced_at(text: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
+from engram.agents.matching import CLITICS, STOPWORDS, codes, stem, stems_of
 from engram.projections import copies, lexical
 
 __all__ = [
@@ -50,8 +50,7 @@ __all__ = [
 #: replaced about a third of the messages without this bound (ADR 0106).
 STATEMENT_WORDS = 50
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
-#: A capitalised word: a name's (:mod:`engram.agents.shapes` reads it too).
-NAME = _NAME
+NAME = _NAME  # a capitalised word: a name's (:mod:`engram.agents.shapes` reads it too)
 #: Words that announce a change of state, stemmed (:func:`stem`): "moved", "now", "no
 #: longer", "switched", "instead", "new"...
 CHANGE_WORDS = frozenset(
@@ -59,8 +58,7 @@ CHANGE_WORDS = frozenset(
     for w in (
         "now", "new", "moved", "relocated", "switched", "changed", "instead", "longer",
         "anymore", "became", "become", "becomes", "replaced", "transferred", "joined",
-        "left", "started", "quit",
-        "nowadays", "currently",
+        "left", "started", "quit", "nowadays", "currently",
         # A state's value set anew (ADR 0106): what an agent's notes about things say.
         "upgraded", "downgraded", "rescheduled", "postponed", "renamed", "updated", "rotated",
         "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
@@ -85,9 +83,8 @@ NAME_RUN = _RUN
 #: an unbounded one scanned the rest of the run from each (time quadratic in its length).
 _LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) #?(\d+)\b")
 #: The IDF from which a capitalised word names something: ln(4), held by at most about a
-#: fifth of the memories ("Deploy" opening every other report is a topic, not a name). A
-#: tenth (ln 9) left out the people of a young store: four facts of one person among forty
-#: memories are a tenth (ADR 0075).
+#: fifth of the memories ("Deploy" opening every other report is a topic, not a name); a
+#: tenth (ln 9) left out a young store's people: four facts among forty (ADR 0075).
 RARE = 1.4
 #: Titles written before a name ("Mrs Bello", "Dr Castellanos", "Judge Ainsley"): the name
 #: is the words after it. Two people share a title, never a name by it, so a title is
@@ -284,7 +281,7 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
     :func:`shared_phrase` gives them, or a name's): each puts its own modifier before them
     ("the nightly backup job" and "the weekly backup job", "the staging API" and "the
     production API", "the public API" and "the partner webhook API"), or, with ``heads``,
-    the words modify another noun in one of them
+    the words modify another noun in one of them, which the other never names
     ("the payments gateway canary is" beside "the payments gateway is"). A modifier is a
     content word right before the words, opening a run of content words (a compound) that
     follows a determiner or opens the text (a verb, "moved the backup job", is neither;
@@ -315,7 +312,10 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
         return modifier, head
 
     (mine, my_head), (theirs, their_head) = around(text), around(other)
-    return (bool(mine) and bool(theirs) and mine != theirs) or (heads and my_head != their_head)
+    # A head the other text holds too names no other thing (ADR 0139).
+    held = my_head in stems_of(other).every if my_head else their_head in stems_of(text).every
+    return (bool(mine) and bool(theirs) and mine != theirs) or (heads and my_head != their_head
+                                                                and not held)  # fmt: skip
 
 
 def _uncoded(text: str) -> str:

@@ -578,3 +578,22 @@ def test_an_event_told_again_and_things_named_in_quotes_replace_nothing(memory: 
     home = ana.observe("Ottilie Brandt lives in Porto.", at=NOW - 60 * DAY)
     moved = ana.observe("Ottilie Brandt has moved again and now lives in Lisbon.", at=NOW - 9 * DAY)
     assert _superseded(memory) == [(moved, [home])]
+
+
+def test_changes_named_by_another_form_of_a_word_a_head_both_hold_or_a_code_given(
+    memory: Memory,
+) -> None:
+    # ADR 0139, from a probe's misses: "Skips at Ferry Yard ..." spoken of as "skip
+    # collection at Ferry Yard" (the old memory's own subject, plural); "the gel imager
+    # software" where the old memory said the imager "runs software"; "moved to bay K7",
+    # where K7 is the value given, not what the memory speaks of.
+    ana = memory.agent("ana")
+    skips = ana.observe("Skips at Ferry Yard are emptied on Mondays.", at=NOW - 70 * DAY)
+    imager = ana.observe("The gel imager runs software version 2.1.", at=NOW - 66 * DAY)
+    bay = ana.observe("The spare centrifuge is in bay F3.", at=NOW - 64 * DAY)
+    later = ana.observe(
+        "From this week, skip collection at Ferry Yard is on Thursdays.", at=NOW - 9 * DAY
+    )
+    updated = ana.observe("The gel imager software was updated to version 3.0.", at=NOW - 8 * DAY)
+    moved = ana.observe("The spare centrifuge was moved to bay K7.", at=NOW - 7 * DAY)
+    assert sorted(_superseded(memory)) == [(later, [skips]), (updated, [imager]), (moved, [bay])]
