@@ -95,9 +95,10 @@ def relevance_of(
 ) -> float:
     """Return ``c``'s calibrated relevance (ADR 0051), ``best`` the best fused score of the
     result and ``absent`` the query's absent shares (ADR 0090). A long memory whose best
-    passage is nearer than its head keeps at least what its words alone give it (ADR 0137):
-    the neural fit weighs such a passage against it, and a memory holding every word of the
-    query in its last paragraph ranked last."""
+    passage is nearer than its head, holding every content word of the query, keeps at
+    least what its words alone give it (ADR 0137): the neural fit weighs such a passage
+    against it, and a memory holding every word of the query in its last paragraph ranked
+    last."""
     cos = min(max(c.cosine or 0.0, 0.0), 1.0)
     passage = cos if c.passage is None else c.passage
     rank = min(c.fused / best, 1.0)

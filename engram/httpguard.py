@@ -6,7 +6,8 @@ waits for ever on one that has sent nothing, or half a request's headers: a few 
 such connections ("slowloris") hold the server's file descriptors, and the bearer token is
 read only once the headers are whole, so guarding the server with one does not help.
 :class:`Deadline` closes a connection whose request line and headers are not whole within
-:data:`HEADER_TIMEOUT` seconds of its first byte, or of the connection; :func:`config`
+:data:`HEADER_TIMEOUT` seconds of its first byte, or of the connection, and one whose body
+is not whole within :data:`BODY_TIMEOUT` seconds of its headers (ADR 0140); :func:`config`
 builds a server's settings with it and a cap on the connections served at once
 (:data:`MAX_CONNECTIONS`; a request beyond it gets 503)."""
 
@@ -33,7 +34,8 @@ MAX_CONNECTIONS = 256
 
 class Deadline(H11Protocol):
     """uvicorn's HTTP/1.1 protocol, closing a connection whose headers are not whole within
-    ``header_timeout`` seconds (the class attribute; :data:`HEADER_TIMEOUT`)."""
+    ``header_timeout`` seconds (the class attribute; :data:`HEADER_TIMEOUT`), or whose body
+    is not whole within ``body_timeout`` seconds of them (:data:`BODY_TIMEOUT`)."""
 
     header_timeout = HEADER_TIMEOUT
     body_timeout = BODY_TIMEOUT
