@@ -295,8 +295,18 @@ def _written(text: str) -> str:
     "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them, a time's
     "am" or "pm" kept on its number ("6:40 am" and "6:40 pm" are two times; "am" alone is a
     function word, and folding would read the first inside the second)."""
-    written = copies.numbers_apart(_SPELT.sub(_number, text))
+    written = copies.numbers_apart(_SPELT.sub(_number, _ALIKE.sub(_alike, text)))
     return _MERIDIEM.sub(lambda m: f"{m[1]}{m[2].lower()}m", written)
+
+
+#: Words written two ways for one meaning: a title and its abbreviation ("Doctor Okafor",
+#: "Dr. Okafor"), "every" and "each" before a unit of time (ADR 0139).
+_SAME = {"doctor": "Dr", "professor": "Prof", "mister": "Mr", "every": "each"}
+_ALIKE = re.compile(r"\b(?:doctor|professor|mister|every)\b", re.IGNORECASE)
+
+
+def _alike(match: re.Match[str]) -> str:
+    return _SAME[match[0].lower()]
 
 
 _MERIDIEM = re.compile(r"(\d)\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)

@@ -212,3 +212,17 @@ def test_a_time_s_am_and_pm_keep_two_times_apart() -> None:
     assert not same("The Lagos flight lands at 6:40 am.", "The Lagos flight lands at 6:40 pm.")
     assert same("The standup is at 9:30 AM.", "The standup is at 9:30am.")
     assert same("Pickup at 7 p.m. sharp.", "Pickup at 7pm sharp.")
+
+
+def test_a_title_and_its_abbreviation_and_every_and_each_fold() -> None:
+    # ADR 0139: "Doctor Okafor" and "Dr. Okafor", "each month" and "every month" were two
+    # items (the second labelled as replacing the first).
+    def same(a: str, b: str) -> bool:
+        return _same(_content(a), _content(b), a, b)
+
+    assert same("Doctor Okafor signs off orders over 500 euros.",
+                "Dr. Okafor signs off orders over 500 euros.")  # fmt: skip
+    assert same("The boiler is serviced on the 3rd of each month.",
+                "The boiler is serviced on the 3rd of every month.")  # fmt: skip
+    assert not same("Doctor Okafor signs off orders over 500 euros.",
+                    "Dr. Mensah signs off orders over 500 euros.")  # fmt: skip
