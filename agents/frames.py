@@ -82,6 +82,7 @@ class Candidate:
     text: str
     replaced_by: int | None = None  # the memory that replaced this one (ADR 0052, 0106)
     always: bool = False  # an always-on rule (tier 1): taken first, placed first, kept last
+    refused: bool = False  # a scar whose lesson a reviewer refused: what happened only
 
     @property
     def node_type(self) -> str:
@@ -402,6 +403,8 @@ def _entry(c: Candidate, details: str | None = None) -> dict[str, Any]:
         entry["at"] = c.event.at.isoformat(timespec="seconds")
     if c.replaced_by is not None:
         entry["replaced_by"] = c.replaced_by
+    if c.refused:  # its text is what happened only: marked, as recall marks it (ADR 0133)
+        entry["refused"] = True
     return entry
 
 

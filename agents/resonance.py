@@ -284,7 +284,12 @@ class Probe:
             }
             kind = _item_type(event)
             score = _resonance(components, weights)
-            out.append(Candidate(event, kind, frame_of(kind), score, components, node.hop, text))
+            out.append(
+                Candidate(
+                    event, kind, frame_of(kind), score, components, node.hop, text,
+                    refused=event.id in refused,
+                )
+            )  # fmt: skip
         out = self._below_replacements(out, at_us)
         for source in self.sources:
             out += source(weights, at_us)

@@ -286,6 +286,10 @@ def test_a_refused_lesson_never_reaches_an_agent_but_what_happened_does(
     text = str(frame.frames)
     assert lesson not in text
     assert f"what happened: {what}" in text
+    # ADR 0133: the frame's entry said what happened, but nothing marked it refused.
+    entries = [e for part in frame.frames.values() if isinstance(part, list) for e in part]
+    (entry,) = [e for e in entries if isinstance(e, dict) and what in str(e.get("text"))]
+    assert entry.get("refused") is True
     # Searching the scars serves what happened, marked refused, never the lesson.
     query = "the payment gateway handshake failed"
     for scope in ("scars", "all"):
