@@ -35,6 +35,7 @@ def dream(apply: bool, fmt: str) -> None:
         "engram hygiene",
         "engram hygiene --as-of 2026-11-01T00:00:00Z --format json",
         "engram hygiene --record",
+        "engram hygiene --rules",
     )
 )
 @click.option(
@@ -47,20 +48,34 @@ def dream(apply: bool, fmt: str) -> None:
     "--record", is_flag=True, help="Run the hygiene window up to now: append its job.completed."
 )
 @click.option(
+    "--rules",
+    is_flag=True,
+    help="Run the hygiene window up to now without appending: print its findings, the "
+    "tier-1 rules' (dead links, superseded, unused, duplicates) with the duplicate memories'.",
+)
+@click.option(
     "--as", "viewer", metavar="AGENT", help="Show AGENT's private memories (others' [private])."
 )
 @output_format()
-def hygiene(as_of: datetime | None, record: bool, viewer: str | None, fmt: str) -> None:
+def hygiene(
+    as_of: datetime | None, record: bool, rules: bool, viewer: str | None, fmt: str
+) -> None:
     """List memories stored twice: groups of one agent's memories with the same content hash.
 
     Reads only, unless --record runs the hygiene job's window by hand (its job.completed
-    counts groups, duplicates and a digest of the groups; --as-of that window's end lists
-    the same groups again). Nothing is archived: engram archive is a person's decision.
+    counts groups, duplicates, the tier-1 rules' findings and a digest of the groups;
+    --as-of that window's end lists the same groups again). --rules runs the window without
+    appending and prints every finding, the rules' too. Nothing is archived or changed:
+    engram archive and a review are a person's decisions.
     """
-    if record:
+    if record or rules:
+        if record and rules:
+            raise click.UsageError("--rules prints what --record would append; give one")
         if as_of is not None:
-            raise click.UsageError("--record runs the window up to now; leave out --as-of")
-        run_by_hand("hygiene", False, fmt, lines=True)
+            raise click.UsageError(
+                "--record and --rules run the window up to now; leave out --as-of"
+            )
+        run_by_hand("hygiene", rules, fmt, lines=True)
         return
     out = state()
     settings = out.settings()

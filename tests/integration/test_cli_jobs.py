@@ -198,6 +198,33 @@ def test_hygiene_lists_groups_and_records_a_report_that_lists_again(
     assert "--as-of" in err
 
 
+def test_hygiene_rules_prints_the_rules_findings_and_appends_nothing(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A rule's findings (a dead link, a duplicate) were printed only by --record, which
+    # appends the job's report: there was no way to look first (ADR 0133).
+    import engram
+
+    with engram.open_memory(db) as memory:
+        lessons = memory.lessons()
+        for what in ("the deploy broke", "a second deploy broke"):
+            scar = memory.scars("ana").record("failure", what, "deploy with a lock timeout")
+            (event,) = memory.ledger.get([scar])
+            sid = lessons.propose([event.id], "rules", "Deploy with a lock timeout.")
+            lessons.apply(sid, "carol")
+    with Ledger.open(db, readonly=True) as ledger:
+        head = ledger.head()
+    code, out, err = run(capsys, "hygiene", "--rules", "--format", "json", "--ledger", db)
+    assert code == 0, err
+    assert [line["kind"] for line in json.loads(out)] == ["rule.duplicate"]
+    assert "dry run: nothing appended" in err
+    with Ledger.open(db, readonly=True) as ledger:
+        assert ledger.head() == head
+    code, _, err = run(capsys, "hygiene", "--rules", "--record", "--ledger", db)
+    assert code == 2
+    assert "give one" in err
+
+
 def test_jobs_shows_the_node_that_ran_each_window_from_the_ledger(
     db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
