@@ -20,7 +20,7 @@ import numpy as np
 from engram.agents import shapes, speakers, statements
 from engram.agents.folding import retold
 from engram.agents.matching import cased, codes, stem
-from engram.agents.quoted import names_apart, references, runs, written_ids
+from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
 from engram.projections import copies, lexical, semantic, supersession
@@ -253,6 +253,7 @@ class _Said:
             ))
             and (change or not self.told_apart(old.text))
             and not names_apart(self.text, old.text)  # 'Bloodgood', 'Osakazuki' (ADR 0139)
+            and not keys_apart(self.text, old.text)  # "Booking BKG-PPJQY", "BKG-PPWQY"
             and not shapes.said_of_another(self.text, old.text)
             and not statements.others_named(self.text, old.text)
             and not shapes.attributes_apart(self.text, old.text)

@@ -19,9 +19,11 @@ __all__ = [
     "ID_HOLDERS",
     "ID_LENGTH",
     "ID_RIVAL",
+    "head_keys",
     "held",
     "id_floors",
     "identifier",
+    "keys_apart",
     "names_apart",
     "quoted_codes",
     "quoted_ids",
@@ -211,4 +213,35 @@ def names_apart(text: str, old: str) -> bool:
     things of a kind ("'Bloodgood' costs \u00a345", "'Osakazuki' costs \u00a360"), whatever
     else they say (ADR 0139)."""
     mine, theirs = quoted_names(text), quoted_names(old)
+    return bool(mine) and bool(theirs) and not mine & theirs
+
+
+#: A key written in capitals joined by "-" or "_" ("BKG-PPJQY", "INV-3301"), and an email.
+_KEY = re.compile(r"[A-Z0-9]{2,}(?:[-_/][A-Z0-9]+)+")
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+#: The words before which a record's head ends: a copula.
+_HEAD_ENDS = frozenset(("is", "are", "was", "were"))
+#: The most runs a record's head holds: "Hotel booking BKG-PPJQY", "Contact t.nash@x.io".
+_HEAD = 3
+
+
+def head_keys(text: str) -> frozenset[str]:
+    """Return the keys ``text`` writes at its head, what it is a record of: the ids, codes and
+    emails among its first :data:`_HEAD` runs, before a copula or a colon ("Hotel booking
+    BKG-PPJQY: two nights", "Contact t.nash@seaview.co.uk handles group bookings", "Commit
+    1f10d3d reverted ..."). One written after them is a value ("Tom's email is ...")."""
+    head = text.split(":", 1)[0] if ":" in text[:80] else text
+    found: set[str] = set()
+    for run in runs(head)[:_HEAD]:
+        if run.lower() in _HEAD_ENDS:
+            break
+        if codes(run) or _EMAIL.fullmatch(run) or _KEY.fullmatch(run):
+            found.add(run.casefold())
+    return frozenset(found)
+
+
+def keys_apart(text: str, old: str) -> bool:
+    """Say whether ``text`` and ``old`` are records of two things: each writes keys at its
+    head (:func:`head_keys`) and they share none (ADR 0139)."""
+    mine, theirs = head_keys(text), head_keys(old)
     return bool(mine) and bool(theirs) and not mine & theirs

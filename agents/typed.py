@@ -114,7 +114,10 @@ MONEY = Kind(
     ),
     re.compile(
         r"[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:dollars?|euros?|pounds?|yen|rupees?|francs?|usd|eur"
-        r"|gbp|chf|cad|aud|k)\b|\b(?:free|no charge|nothing|waived)\b",
+        r"|gbp|chf|cad|aud|k|quid|bucks|cents?|pence|p|kroner|kronor|krona|kronur|zloty|zł"
+        r"|yuan|rmb|won|rand|pesos?|reais|real|lira|liras|dirhams?|rupiah|ringgit|baht|forint"
+        r"|sek|nok|dkk|pln|jpy|inr|cny|mxn|brl|zar|nzd|sgd|hkd)\b"
+        r"|\b(?:free|no charge|nothing|waived)\b",
         re.IGNORECASE,
     ),
 )

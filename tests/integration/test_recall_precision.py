@@ -357,6 +357,11 @@ def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
     assert every.items[0].relevance <= NO_VALUE
     fee = ana.observe("Parking at the Reno warehouse costs $12 a day.")
     assert [r.event.position for r in ana.recall(question, 5, record=False).items][:1] == [fee]
+    # ADR 0139: an amount in other currency words is a sum too.
+    from engram.agents.typed import MONEY
+
+    assert all(MONEY.held(t) for t in ("12 quid a day", "350 kroner each", "40 zloty", "5 bucks"))
+    assert not MONEY.held("12 crates a day")
 
 
 def test_a_question_naming_money_but_asking_for_something_else_is_answered(

@@ -597,3 +597,20 @@ def test_changes_named_by_another_form_of_a_word_a_head_both_hold_or_a_code_give
     updated = ana.observe("The gel imager software was updated to version 3.0.", at=NOW - 8 * DAY)
     moved = ana.observe("The spare centrifuge was moved to bay K7.", at=NOW - 7 * DAY)
     assert sorted(_superseded(memory)) == [(later, [skips]), (updated, [imager]), (moved, [bay])]
+
+
+def test_records_keyed_by_other_ids_at_their_head_replace_nothing(memory: Memory) -> None:
+    # ADR 0139: "Hotel booking BKG-PPJQY: ..." was replaced by "... BKG-PPWQY: ...", and a
+    # contact by another contact's email; the docs say a memory quoting another id is
+    # another thing. An id after the copula is a value, and still changes.
+    ana = memory.agent("ana")
+    ana.observe("Hotel booking BKG-PPJQY: guest Lena Moss, two nights from 3 May.",
+                at=NOW - 70 * DAY)  # fmt: skip
+    ana.observe("Hotel booking BKG-PPWQY: guest Omar Said, one night from 9 May.",
+                at=NOW - 68 * DAY)  # fmt: skip
+    ana.observe("Contact t.nash@seaview.co.uk handles group bookings.", at=NOW - 66 * DAY)
+    ana.observe("Contact l.berg@depotco.co.uk runs the night shift.", at=NOW - 64 * DAY)
+    assert _superseded(memory) == []
+    mail = ana.observe("Ottilie Brandt's email is ottilie@brandt.example.", at=NOW - 60 * DAY)
+    new = ana.observe("Ottilie Brandt's email is now o.brandt@mailbox.example.", at=NOW - 9 * DAY)
+    assert _superseded(memory) == [(new, [mail])]
