@@ -194,9 +194,15 @@ def attributes_apart(text: str, other: str) -> bool:
     """Say whether the two texts give values of two attributes ("the account's carrier is
     MSC", "the account's delivery address is Shed 7"; "the billing contact", "the billing
     address"): each names one after a possessive, and the two share no word or end in two
-    head nouns. Two attributes of one thing both stay true (ADR 0123)."""
+    head nouns, or one head noun each modifies by words the other does not hold ("the work
+    email", "the personal email"; ADR 0139). Two attributes of one thing both stay true
+    (ADR 0123)."""
     mine, theirs = _attribute_words(text), _attribute_words(other)
-    return bool(mine) and bool(theirs) and (not set(mine) & set(theirs) or mine[-1] != theirs[-1])
+    if not mine or not theirs:
+        return False
+    if not set(mine) & set(theirs) or mine[-1] != theirs[-1]:
+        return True
+    return bool(mine[:-1]) and bool(theirs[:-1]) and not set(mine[:-1]) & set(theirs[:-1])
 
 
 def keeps_names(text: str, other: str) -> bool:

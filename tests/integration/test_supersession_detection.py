@@ -611,6 +611,10 @@ def test_records_keyed_by_other_ids_at_their_head_replace_nothing(memory: Memory
     ana.observe("Contact t.nash@seaview.co.uk handles group bookings.", at=NOW - 66 * DAY)
     ana.observe("Contact l.berg@depotco.co.uk runs the night shift.", at=NOW - 64 * DAY)
     assert _superseded(memory) == []
+    # Two attributes told apart by their modifiers ("work email", "personal email").
+    ana.observe("Jonas Keller's work email is jk@harbour.example.", at=NOW - 62 * DAY)
+    ana.observe("Jonas Keller's personal email is jonas@mailbox.example.", at=NOW - 61 * DAY)
+    assert _superseded(memory) == []
     mail = ana.observe("Ottilie Brandt's email is ottilie@brandt.example.", at=NOW - 60 * DAY)
     new = ana.observe("Ottilie Brandt's email is now o.brandt@mailbox.example.", at=NOW - 9 * DAY)
     assert _superseded(memory) == [(new, [mail])]
