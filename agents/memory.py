@@ -99,9 +99,8 @@ HALF_LIFE_DAYS = 30.0
 _US_PER_DAY = 86_400_000_000
 #: A replaced memory's score is multiplied by this: findable, below its replacement (ADR 0052).
 REPLACED_WEIGHT = 0.3
-#: What detection does with a memory that seems to replace an earlier one (ADR 0052).
-#: Off for a bare AgentMemory (a building block, as the benches use it); an opened engram
-#: takes the config's ``supersede``, "apply" unless set.
+#: What detection does with a memory that seems to replace an earlier one (ADR 0052): off for
+#: a bare AgentMemory (as the benches use it); an opened engram takes ``supersede``, "apply".
 SUPERSEDE_POLICIES = ("apply", "review", "off")
 DEFAULT_SUPERSEDE = "off"
 #: Reciprocal rank fusion's constant (score = sum over paths of weight / (RRF_K + rank)): 10,
@@ -528,6 +527,8 @@ class AgentMemory(Gathering):
         events = self.ledger.get(order) if order else []
         items = []
         for p, event in zip(order, events, strict=True):
+            if not scopes.visible_to(event, self.agent):
+                continue  # the store's visibility is not the ledger's: an edited row (ADR 0141)
             c = ranked[p]
             group = groups.get(p, (p,))
             items.append(

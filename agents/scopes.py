@@ -206,6 +206,7 @@ def recall(
             if ranked.fallback and ranked.fallback not in fallbacks:
                 fallbacks.append(ranked.fallback)
         items.sort(key=lambda r: (-r.score, -r.event.position))
+        items = [r for r in items if visible_to(r.event, memory.agent)]
         items = _refusals(conn, items[:k])
     recorded = None
     if record and items:
@@ -219,6 +220,17 @@ def recall(
         event = NewEvent(stream=stream, kind="memory.recalled", payload=payload, actor=memory.agent)
         recorded = memory.ledger.append(event)[0]
     return RecallResult(query, when, items, "; ".join(fallbacks) or None, recorded)
+
+
+def visible_to(event: Event, agent: str) -> bool:
+    """Say whether the ledger's ``event`` may be served to ``agent``: public, or its own. The
+    projection store's copy of visibility and author is what recall searched by; this is
+    the ledger's, checked before serving, so a store whose row was edited ("private" to
+    "public", or the author) serves no one else's private item (ADR 0141)."""
+    payload = event.payload
+    if getattr(payload, "visibility", "public") != "private":
+        return True
+    return getattr(payload, "agent", event.actor) == agent
 
 
 def _refusals(conn: sqlite3.Connection, items: list[Recalled]) -> list[Recalled]:

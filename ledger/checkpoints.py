@@ -190,8 +190,10 @@ def sign(
     """Sign the ledger's head and write the checkpoint into ``directory``.
 
     The file is ``checkpoint-<position>.json``, written atomically; signing a head that
-    already has a checkpoint there returns that one. Raises CheckpointError for an empty
-    ledger or a directory that cannot be written.
+    already has a checkpoint there returns that one. A checkpoint there of another hash or
+    another ledger is never overwritten (ADR 0141): it is the evidence a checkpoint exists
+    to keep. Raises CheckpointError for an empty ledger, a checkpoint of this position that
+    disagrees with the ledger, or a directory that cannot be written.
     """
     head = ledger.head()
     if head < 1:
@@ -203,6 +205,12 @@ def sign(
         existing = _decode(target)
         if existing.hash == last and existing.ledger == first:
             return existing, target
+        what = "another ledger" if existing.ledger != first else "another hash"
+        raise CheckpointError(
+            f"{target} signed position {head} of {what} than this ledger's: its history was"
+            " rewritten, or the folder is another ledger's; the checkpoint is kept, nothing"
+            " was signed (`engram verify --checkpoints` names the position)"
+        )
     unsigned = Checkpoint(
         ledger=first,
         position=head,

@@ -158,6 +158,11 @@ class VectorSearcher:
         for stale in self.directory.glob("semantic.g*.faiss*"):
             if not stale.name.startswith(path.name):
                 stale.unlink(missing_ok=True)
+        # Its sidecar is named without ".faiss" ("semantic.g4.json"): an older generation's
+        # was left behind at every rebuild (ADR 0141).
+        for stale in self.directory.glob("semantic.g*.json"):
+            if stale.name != path.with_suffix(".json").name:
+                stale.unlink(missing_ok=True)
         for orphan in self.directory.glob(".semantic.g*.tmp"):
             with contextlib.suppress(OSError):
                 if time.time() - orphan.stat().st_mtime > _ORPHAN_AGE:

@@ -107,6 +107,22 @@ def test_a_recomputed_chain_is_named_a_rewrite(tmp_path: Path, key: Path) -> Non
     assert report.covered == 3  # the checkpoint before the fork still agrees
 
 
+def test_signing_a_rewritten_head_never_overwrites_its_checkpoint(
+    tmp_path: Path, key: Path
+) -> None:
+    # ADR 0141: a routine `engram checkpoint` over a rewritten history replaced the file that
+    # proved the rewrite with a signature of the new hash; verify then said all agreed.
+    anchors = signed_original(tmp_path, key)
+    kept = (anchors / "checkpoint-000000000006.json").read_bytes()
+    with ledger_with(tmp_path / "forged.db", history(6, fork_at=5)) as forged:
+        with pytest.raises(CheckpointError, match="another hash"):
+            sign(forged, load_private_key(key), anchors)
+        assert (anchors / "checkpoint-000000000006.json").read_bytes() == kept
+        assert [f.position for f in check(forged, anchors, key).findings] == [6]
+    with ledger_with(tmp_path / "same.db", history(6)) as same:
+        sign(same, load_private_key(key), anchors)  # the same history: the same checkpoint
+
+
 def test_a_cut_tail_is_named_a_truncation(tmp_path: Path, key: Path) -> None:
     anchors = signed_original(tmp_path, key)
     with ledger_with(tmp_path / "short.db", history(4)) as short:

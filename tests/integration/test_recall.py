@@ -389,3 +389,20 @@ def test_a_recalled_memory_cues_its_episode_neighbours(memory: Memory) -> None:
         "replica lag", 5, paths=("lexical",), record=False
     )
     assert [r.event.position for r in plain.items] == [question]
+
+
+def test_a_rebuild_leaves_one_generation_of_index_files(memory: Memory) -> None:
+    # ADR 0141: each rebuild left the previous generation's semantic.g<N>.json behind.
+    alice = memory.agent("alice")
+    for i in range(5):
+        alice.observe(f"note {i} about the database", at=T0)
+    store = memory.root / "store"
+    for _ in range(3):
+        memory.engine.rebuild()
+        memory.engine.catch_up()
+        searcher = VectorSearcher(store, 8, str(memory.embedder.fingerprint))
+        with memory.engine.read() as conn:
+            searcher.sync(conn)
+        searcher.save()
+    assert len(list(store.glob("semantic.g*.faiss"))) == 1
+    assert len(list(store.glob("semantic.g*.json"))) == 1

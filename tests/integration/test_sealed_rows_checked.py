@@ -63,3 +63,38 @@ def test_untouched_rows_read_as_before_whatever_their_order(tmp_path: Path) -> N
         assert [e.position for e in memory.ledger.get([3, 2, 1])] == [3, 2, 1]
         texts = [e.payload.text for e in memory.ledger.read(kinds=["memory.observed"])]
         assert SECRET in texts
+
+
+def _edit_store(ledger: str, assignment: str) -> int:
+    """Edit every projection row of alice's private memory as someone with the store file
+    would; return how many rows changed."""
+    conn = sqlite3.connect(ledger + ".projections/projections.db")
+    conn.isolation_level = None
+    changed = 0
+    tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    for table in tables:
+        columns = {r[1] for r in conn.execute(f'PRAGMA table_info("{table}")')}
+        if {"visibility", "agent"} <= columns:
+            changed += conn.execute(
+                f'UPDATE "{table}" SET {assignment} WHERE agent = ? AND visibility = ?',
+                ["alice", "private"],
+            ).rowcount
+    conn.close()
+    return changed
+
+
+@pytest.mark.parametrize("assignment", ["visibility = 'public'", "agent = 'bob'"])
+def test_a_store_row_made_public_or_given_to_another_agent_is_not_served(
+    tmp_path: Path, assignment: str
+) -> None:
+    # ADR 0141: the projection store's visibility or author edited, bob's recall served
+    # alice's private text, labelled as hers, and nothing flagged the store.
+    ledger = _seeded(tmp_path)
+    assert _edit_store(ledger, assignment) > 0
+    with engram.open_memory(ledger) as memory:
+        for scope in ("memories", "all"):
+            served = memory.agent("bob").recall("cellar door code", 10, scope=scope, min_score=0)
+            assert SECRET not in str([r.event.payload for r in served.items])
+        if assignment.startswith("visibility"):  # hers is still served to her
+            own = memory.agent("alice").recall("cellar door code", 10, min_score=0)
+            assert SECRET in str([r.event.payload for r in own.items])
