@@ -8,6 +8,7 @@ stdout (``engram log | head``) ends the command quietly with 0. Ctrl-C exits wit
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -448,6 +449,19 @@ class Time(click.ParamType):  # type: ignore[type-arg]  # generic only in newer 
 
 
 TIME = Time()
+
+
+class Finite(click.FloatRange):
+    """A number within the range, and finite: click's range lets ``nan`` through (it compares
+    false with both ends), which the API then refused with exit 1, not as the usage error it
+    is (exit 2; ADR 0141)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        """Parse ``value`` and check it is finite and in range."""
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 def as_of_option(f: F) -> F:

@@ -9,7 +9,7 @@ import click
 from engram.agents.doctrine import served
 from engram.agents.postproject import close_project
 from engram.cli.app import cli, examples
-from engram.cli.base import TIME, note, opened, output_format, state
+from engram.cli.base import TIME, Finite, note, opened, output_format, state
 from engram.cli.jobs_commands import run_by_hand
 from engram.projections import doctrine
 
@@ -32,8 +32,8 @@ def project() -> None:
 @click.argument("name")
 @click.option("--agent", required=True, help="Who closes it.")
 @click.option("--outcome", default="", help="How it ended.")
-@click.option("--estimate", type=click.FloatRange(0, 1e6), help="Hours it was estimated at.")
-@click.option("--actual", type=click.FloatRange(0, 1e6), help="Hours it took.")
+@click.option("--estimate", type=Finite(0, 1e6), help="Hours it was estimated at.")
+@click.option("--actual", type=Finite(0, 1e6), help="Hours it took.")
 @click.option("--at", type=TIME, default=None, help="Event time: ISO-8601 with zone (default now).")
 def close(
     name: str,

@@ -16,7 +16,7 @@ import click
 from engram.agents.postproject import routed_lesson_drafter
 from engram.agents.reflection import routed_reflector
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, note, open_ledger, opened, output_format, state
+from engram.cli.base import CliError, Finite, note, open_ledger, opened, output_format, state
 from engram.config import Settings
 from engram.jobs import (
     JobConfigError,
@@ -93,14 +93,14 @@ def _unused(agent: str) -> Any:
 )
 @click.option(
     "--beat",
-    type=click.FloatRange(min=0.1),
+    type=Finite(min=0.1),
     default=5.0,
     show_default=True,
     help="Seconds between liveness records.",
 )
 @click.option(
     "--poll",
-    type=click.FloatRange(min=0.05),
+    type=Finite(min=0.05),
     default=0.5,
     show_default=True,
     help="Longest wait for new events before checking triggers again (seconds).",

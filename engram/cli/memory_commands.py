@@ -16,6 +16,7 @@ from engram.agents.scopes import SCOPES, item_author, item_text, item_type
 from engram.cli.app import cli, examples
 from engram.cli.base import (
     TIME,
+    Finite,
     State,
     as_of_option,
     note,
@@ -156,7 +157,7 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
 )
 @click.option(
     "--min-score",
-    type=click.FloatRange(0.0, 1.0),
+    type=Finite(0.0, 1.0),
     default=None,
     help="Serve only items whose score (0..1, comparable across queries) reaches this "
     "(default: the calibrated floor; 0 serves every candidate).",
@@ -379,16 +380,14 @@ def export(as_of: datetime | None, target: IO[str] | None) -> None:
     )
 )
 @click.argument("neurons", nargs=-1, required=True, metavar="NEURON...")
-@click.option("--strength", type=float, default=1.0, show_default=True, help="Seed strength.")
+@click.option("--strength", type=Finite(), default=1.0, show_default=True, help="Seed strength.")
 @click.option(
     "--depth", type=click.IntRange(min=0), default=3, show_default=True, help="Maximum hops."
 )
-@click.option(
-    "--decay", type=click.FloatRange(0, 1), default=0.9, show_default=True, help="Kept per hop."
-)
+@click.option("--decay", type=Finite(0, 1), default=0.9, show_default=True, help="Kept per hop.")
 @click.option(
     "--min-strength",
-    type=click.FloatRange(min=0),
+    type=Finite(min=0),
     default=0.01,
     show_default=True,
     help="Weaker activations stop spreading.",

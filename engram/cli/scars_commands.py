@@ -12,6 +12,7 @@ from engram.cli.app import cli, examples
 from engram.cli.base import (
     TIME,
     CliError,
+    Finite,
     as_of_option,
     one_of_renamed,
     opened,
@@ -229,7 +230,7 @@ def show(key: str, viewer: str | None, fmt: str) -> None:
 @as_of_option
 @click.option(
     "--min-score",
-    type=click.FloatRange(0.0, 1.0),
+    type=Finite(0.0, 1.0),
     default=0.0,
     show_default=True,
     help="Serve only items whose similarity (0..1) reaches this.",

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 
 import click
 
 from engram.cli.app import cli, examples
-from engram.cli.base import as_of_option, note, opened, output_format, state
+from engram.cli.base import Finite, as_of_option, note, opened, output_format, state
 
 COLUMNS = (
     "at", "neurons", "active_neurons", "mean_salience", "connections", "density",
@@ -31,7 +30,7 @@ MAX_WINDOW_HOURS = 1e6
 @as_of_option
 @click.option(
     "--window",
-    type=click.FloatRange(min=0, min_open=True, max=MAX_WINDOW_HOURS),
+    type=Finite(min=0, min_open=True, max=MAX_WINDOW_HOURS),
     default=24.0,
     show_default=True,
     help="Hours back that count as growth.",
@@ -48,8 +47,6 @@ def vitality(as_of: datetime | None, window: float, record: bool, fmt: str) -> N
     their mean resonance, coverage (their share of the live neurons) and drift (the share
     of the set the latest wave changed).
     """
-    if math.isnan(window):  # passes FloatRange: NaN compares false with both ends
-        raise click.BadParameter("nan is not a number of hours", param_hint="'--window'")
     out = state()
     with opened(out.settings()) as memory:
         signs = memory.network.vitality(as_of=as_of, window=timedelta(hours=window), record=record)

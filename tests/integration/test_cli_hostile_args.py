@@ -130,7 +130,7 @@ def test_a_number_past_64_bits_is_refused_with_one_line(
 @pytest.mark.parametrize(
     ("window", "reason"),
     [
-        ("nan", "nan is not a number of hours"),  # ValueError traceback before
+        ("nan", "'nan' is not a finite number."),  # ValueError traceback before
         ("inf", "inf is not in the range 0<x<=1000000.0."),  # OverflowError traceback
         ("1e308", "1e+308 is not in the range 0<x<=1000000.0."),
     ],
@@ -152,3 +152,22 @@ def test_vitality_as_of_the_first_day_counts_growth_from_the_beginning(
     assert code == 0, err
     assert f'"at": "{at}"' in out
     assert '"growth": 0' in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("recall", "alice", "q", "--min-score", "nan"),
+        ("sql", "SELECT 1", "--timeout", "nan"),
+        ("graph", "propagate", "n1", "--strength", "nan"),
+    ],
+)
+def test_a_number_that_is_not_finite_is_a_usage_error(
+    db: str, capsys: pytest.CaptureFixture[str], argv: tuple[str, ...]
+) -> None:
+    # ADR 0141: nan passed click's ranges, and the API's refusal exited 1, not 2.
+    before = head(db)
+    code, out, err = run(capsys, "--ledger", db, *argv)
+    assert (code, out) == (2, ""), err
+    assert "'nan' is not a finite number." in err
+    assert head(db) == before
