@@ -270,7 +270,7 @@ def test_log_follow_refuses_a_timeout_that_is_not_finite(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=20
     )
     assert run.returncode == 2, run.stderr
-    assert f"Invalid value for '--timeout': {timeout} is not a number of seconds" in run.stderr
+    assert f"Invalid value for '--timeout': '{timeout}' is not a finite number." in run.stderr
     assert memory.ledger.head() == 1
 
 
