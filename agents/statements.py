@@ -86,16 +86,15 @@ _LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) #?(\d+)\b")
 #: fifth of the memories ("Deploy" opening every other report is a topic, not a name); a
 #: tenth (ln 9) left out a young store's people: four facts among forty (ADR 0075).
 RARE = 1.4
-#: Titles written before a name ("Mrs Bello", "Dr Castellanos", "Judge Ainsley"): the name
-#: is the words after it. Two people share a title, never a name by it, so a title is
-#: neither the word a subject is searched by nor a name two memories share (ADR 0123).
-TITLES = frozenset(
-    (
-        "mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sir", "dame", "lord",
-        "lady", "rev", "judge", "justice", "capt", "captain", "sgt", "sergeant", "officer",
-        "nurse", "sister", "matron", "coach", "president", "senator", "councillor", "cllr",
-    )
-)  # fmt: skip
+#: Titles and roles written before a name ("Mrs Bello", "Judge Ainsley", "Candidate Aisha
+#: Khan"; ADR 0139): the name is the words after it. Two people share a title, never a name
+#: by it, so it is neither the word a subject is searched by nor a name two share (ADR 0123).
+TITLES = frozenset((
+    "mr", "mrs", "ms", "miss", "mx", "dr", "prof", "professor", "sir", "dame", "lord",
+    "lady", "rev", "judge", "justice", "capt", "captain", "sgt", "sergeant", "officer",
+    "nurse", "sister", "matron", "coach", "president", "senator", "councillor", "cllr",
+    "candidate", "applicant", "patient", "client", "customer", "tenant", "guest", "student",
+))  # fmt: skip
 
 
 def subject(conn: sqlite3.Connection, text: str) -> str | None:

@@ -618,3 +618,13 @@ def test_records_keyed_by_other_ids_at_their_head_replace_nothing(memory: Memory
     mail = ana.observe("Ottilie Brandt's email is ottilie@brandt.example.", at=NOW - 60 * DAY)
     new = ana.observe("Ottilie Brandt's email is now o.brandt@mailbox.example.", at=NOW - 9 * DAY)
     assert _superseded(memory) == [(new, [mail])]
+
+
+def test_a_role_written_before_a_name_is_no_part_of_it(memory: Memory) -> None:
+    # ADR 0139: "Candidate Aisha Khan ..." and "Aisha Khan is now ..." were two subjects, the
+    # role read as the first word of the name, so the change was missed.
+    ana = memory.agent("ana")
+    stage = ana.observe("Candidate Ines Mbeki is at the first-interview stage with Corvid.",
+                        at=NOW - 60 * DAY)  # fmt: skip
+    later = ana.observe("Ines Mbeki is now at final interview with Corvid.", at=NOW - 9 * DAY)
+    assert _superseded(memory) == [(later, [stage])]
