@@ -19,7 +19,7 @@ import numpy as np
 
 from engram.agents import shapes, speakers, statements
 from engram.agents.folding import retold
-from engram.agents.matching import cased, codes, stem
+from engram.agents.matching import cased, codes, stem, stems_of
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
@@ -340,7 +340,7 @@ def _speaks_of(conn: sqlite3.Connection, old: str, text: str, subject: str) -> b
     named = any(own in lexical.tokens(run) for run in statements.name_runs(text))
     # By its stem: "Bins at Oakfield Court ..." is spoken of by "bin collection at Oakfield
     # Court ..." (ADR 0139).
-    return not named and stem(own) in {stem(t) for t in lexical.tokens(text)}
+    return not named and stem(own) in stems_of(text).every
 
 
 def _bare(

@@ -239,6 +239,14 @@ _VALUE_WORD = re.compile(r"[^\W_]+(?:[.:][^\W_]+)*")
 _VALUE_WORDS = 3
 
 
+def _lead(mine: list[str], theirs: list[str]) -> int:
+    """Return how many words, from the first, two texts' words share (case aside)."""
+    lead = 0
+    while lead < min(len(mine), len(theirs)) and mine[lead].lower() == theirs[lead].lower():
+        lead += 1
+    return lead
+
+
 def value_anew(text: str, old: str) -> bool:
     """Say whether ``text`` gives one value in place of ``old``'s and says nothing else anew:
     the two are the same words but for one span of at most :data:`_VALUE_WORDS` words, a
@@ -249,9 +257,7 @@ def value_anew(text: str, old: str) -> bool:
     values are quantities: an id quoted in place of another ("AB-123", "AB-124") is not."""
     mine = _VALUE_WORD.findall(copies.numbers_apart(text))
     theirs = _VALUE_WORD.findall(copies.numbers_apart(old))
-    lead = 0
-    while lead < min(len(mine), len(theirs)) and mine[lead].lower() == theirs[lead].lower():
-        lead += 1
+    lead = _lead(mine, theirs)
     tail = 0
     while (
         tail < min(len(mine), len(theirs)) - lead
@@ -304,9 +310,7 @@ def instances_apart(text: str, old: str) -> bool:
     older (ADR 0132).
     """
     mine, theirs = _VALUE_WORD.findall(text), _VALUE_WORD.findall(old)
-    lead = 0
-    while lead < min(len(mine), len(theirs)) and mine[lead].lower() == theirs[lead].lower():
-        lead += 1
+    lead = _lead(mine, theirs)
     if not lead or mine[lead - 1].lower() not in _DEFINITE:
         return False
     # The noun both name again first, within a few words of where they part.

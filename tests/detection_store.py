@@ -22,12 +22,20 @@ EMBEDDERS = ["hash", pytest.param("onnx", marks=pytest.mark.skipif(
 
 
 @contextmanager
+def embedding_with(provider: str, folder: Path, ledger: str = "ledger.db") -> Iterator[Memory]:
+    """Open the memory ``ledger`` in ``folder``, embedding with ``provider`` (its routing
+    file written beside it)."""
+    routing = folder / "routing.toml"
+    routing.write_text(f'[embedding.default]\nprovider = "{provider}"\n')
+    with engram.open_memory(str(folder / ledger), routing=str(routing)) as opened:
+        yield opened
+
+
+@contextmanager
 def detecting(provider: str, folder: Path, filler: Sequence[str]) -> Iterator[Memory]:
     """Open a memory in ``folder`` embedding with ``provider``; ``filler`` observed first,
     a day apart, three hundred days ago."""
-    routing = folder / "routing.toml"
-    routing.write_text(f'[embedding.default]\nprovider = "{provider}"\n')
-    with engram.open_memory(str(folder / "ledger.db"), routing=str(routing)) as opened:
+    with embedding_with(provider, folder) as opened:
         ana = opened.agent("ana")
         for i, text in enumerate(filler):
             ana.observe(text, at=NOW - 300 * DAY + i * DAY)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from detection_store import EMBEDDERS
+from detection_store import EMBEDDERS, embedding_with
 
-import engram
 from engram.agents.context import build_context
 from engram.agents.guidance import as_sentence
 
@@ -37,9 +36,7 @@ def test_the_same_task_with_or_without_a_final_mark_gets_the_same_rules(
     provider: str, tmp_path: Path
 ) -> None:
     # Under MiniLM, "... with cross-validation" got no rule, "... ." two and "... ?" none.
-    routing = tmp_path / "routing.toml"
-    routing.write_text(f'[embedding.default]\nprovider = "{provider}"\n')
-    with engram.open_memory(str(tmp_path / "l.db"), routing=str(routing)) as memory:
+    with embedding_with(provider, tmp_path) as memory:
         for what, lesson in LESSONS:
             memory.scars("analyst").record("failure", what, lesson, importance=6)
         lessons = memory.lessons()

@@ -6,9 +6,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from detection_store import EMBEDDERS
-
-import engram
+from detection_store import EMBEDDERS, embedding_with
 
 T0 = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)
 ROUTINE = " ".join(
@@ -27,11 +25,9 @@ def test_a_detail_at_the_end_of_long_minutes_is_found_by_its_words(
 ) -> None:
     # Under MiniLM the minutes ranked last of 21 candidates (score 0.0000) with the detail
     # at their end, first with the same detail at their start.
-    routing = tmp_path / "routing.toml"
-    routing.write_text(f'[embedding.default]\nprovider = "{provider}"\n')
     for name, text in (("end", f"Minutes, 12 March. {ROUTINE} {DETAIL}"),
                        ("start", f"Minutes, 12 March. {DETAIL} {ROUTINE}")):  # fmt: skip
-        with engram.open_memory(str(tmp_path / f"{name}.db"), routing=str(routing)) as memory:
+        with embedding_with(provider, tmp_path, f"{name}.db") as memory:
             ops = memory.agent("ops")
             at = T0
             for person in PEOPLE:

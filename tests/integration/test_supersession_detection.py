@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from detection_store import DAY, EMBEDDERS, NOW, detecting
+from detection_store import DAY, EMBEDDERS, NOW, detecting, embedding_with
 
 import engram
 from engram.agents import supersession
@@ -387,9 +387,7 @@ def test_a_young_store_finds_what_an_unnamed_thing_s_change_replaces(
 ) -> None:
     # ADR 0112: in a store of two memories every word the two share is held by half its rows,
     # which BM25's pruning leaves out; the search found the new memory alone.
-    routing = tmp_path / "routing.toml"
-    routing.write_text(f'[embedding.default]\nprovider = "{provider}"\n')
-    with engram.open_memory(str(tmp_path / "ledger.db"), routing=str(routing)) as young:
+    with embedding_with(provider, tmp_path) as young:
         ana = young.agent("ana")
         old = ana.observe("The billing exporter listens on port 5000.", at=NOW - 60 * DAY)
         new = ana.observe("We moved the billing exporter to port 8443.", at=NOW - 30 * DAY)
