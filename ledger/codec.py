@@ -20,7 +20,7 @@ import msgspec
 
 from engram.ledger.errors import EnvelopeError, PayloadError
 from engram.ledger.kinds import KindSpec
-from engram.ledger.shred import Sealer, subject_of
+from engram.ledger.shred import SEALED_PREFIX, Sealer, subject_of
 
 GENESIS_HASH = bytes(32)
 
@@ -78,6 +78,17 @@ def seal_payload(
             index=index,
             field="agent",
         )
+    for name in sealer.personal.get(spec.name, ()):
+        field_value = getattr(value, name, None)
+        if type(field_value) is str and field_value.startswith(SEALED_PREFIX):
+            # Taken for a sealed value, it would be stored as if it were one, and no read of
+            # the ledger could open it again: refused, nothing appended (ADR 0144).
+            raise PayloadError(
+                f"event #{index} ({spec.name}): field `{name}` begins with {SEALED_PREFIX!r},"
+                " which marks a sealed value; a personal field cannot begin so",
+                index=index,
+                field=name,
+            )
     sealed = _encoder.encode(sealer.seal(spec.name, event_id, actor, value))
     if len(sealed) > max_bytes:
         raise PayloadError(

@@ -18,7 +18,7 @@ import pytest
 import engram
 from engram.cli import main
 from engram.config import KEYS_FOLDER, default_key_store_path, resolve_settings
-from engram.ledger import ConfigError, KeyStoreError, Ledger
+from engram.ledger import ConfigError, KeyStoreError, Ledger, PayloadError
 from engram.ledger.shred import SEALED_PREFIX
 from engram.runtime import open_settings
 
@@ -322,3 +322,28 @@ def test_forget_works_on_a_default_install(
             assert SECRET.encode() not in path.read_bytes(), path
     assert SECRET.encode() not in ledger.read_bytes()
     assert cli(capsys, "verify")[0] == 0
+
+
+def test_text_that_reads_as_a_sealed_value_is_refused_and_the_ledger_stays_readable(
+    tmp_path: Path, data_home: Path
+) -> None:
+    # Written as if it were already sealed, such a text was stored unsealed, and every later
+    # read of the ledger failed on it ("key 0000000000000000 is not in key store"): one
+    # observe, or one recall's query, from any agent made the ledger unusable for good.
+    ledger = str(tmp_path / "l.db")
+    lookalike = f"{SEALED_PREFIX}0000000000000000:00"
+    observe(ledger, "a normal memory about the wombat")
+    with engram.open_memory(ledger) as memory:
+        before = memory.ledger.head()
+        with pytest.raises(PayloadError, match="marks a sealed value"):
+            memory.agent("mallory").observe(lookalike)
+        with pytest.raises(PayloadError, match="marks a sealed value"):
+            memory.agent("bob").recall(f"{lookalike} {SECRET}", min_score=0.0)
+        assert memory.ledger.head() == before, "nothing appended"
+    observe(ledger, "another memory about the wombat")
+    with engram.open_memory(ledger) as memory:
+        found = memory.agent("alice").recall(SECRET, record=False).items
+        assert sorted(i.event.payload.text for i in found) == [
+            "a normal memory about the wombat",
+            "another memory about the wombat",
+        ]
