@@ -269,14 +269,19 @@ def encode_vector(vector: npt.NDArray[np.float32]) -> str:
 
 
 def decode_vector(text: str, dimension: int, where: str) -> npt.NDArray[np.float32]:
-    """Return the float32 vector base64 ``text`` holds, checking its dimension."""
+    """Return the float32 vector base64 ``text`` holds, checking its dimension and that every
+    value is finite."""
     try:
         blob = base64.b64decode(text, validate=True)
     except ValueError:
         raise PackFormatError(f"{where}: embedding is not base64") from None
     if len(blob) != 4 * dimension:
         raise PackFormatError(f"{where}: embedding has {len(blob) // 4} floats, not {dimension}")
-    return np.frombuffer(blob, dtype="<f4").astype(np.float32)
+    vector = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+    if not np.isfinite(vector).all():
+        # NaN or infinity in a cached vector made every score of a recall NaN (ADR 0144).
+        raise PackFormatError(f"{where}: embedding holds NaN or infinity")
+    return vector
 
 
 _NODE = msgspec.json.Decoder(Node)

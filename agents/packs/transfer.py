@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 from collections import defaultdict
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Literal, NamedTuple
+
+import numpy as np
 
 from engram.agents.memory import AgentMemory
 from engram.agents.packs.format import (
@@ -306,7 +309,13 @@ def event_for(pack: str, node: Node, agent: str, source: str) -> NewEvent:
 
 
 def _seed(writer: AgentMemory, manifest: Manifest, nodes: list[Node]) -> EmbeddingUse:
-    """Put the pack's vectors in the embedding cache if they come from the local model."""
+    """Put the pack's vectors in the embedding cache if they come from the local model.
+
+    A cached vector stands for what the local model gives its text, for every agent of the
+    store and every rebuild: a pack may only save the work (ADR 0144). So a vector fills a
+    text the cache does not hold yet (one held stays), and :data:`VERIFIED` of them, drawn
+    at random, are embedded again first: if one differs from the model's, no vector of the
+    pack is used and its memories are embedded here ("re-embedded")."""
     carried = [n for n in nodes if isinstance(n, MemoryNode) and n.embedding is not None]
     if not carried or manifest.dimension is None:
         return "none"
@@ -318,14 +327,29 @@ def _seed(writer: AgentMemory, manifest: Manifest, nodes: list[Node]) -> Embeddi
     ):
         return "re-embedded"
     fingerprint = embedder.fingerprint
-    embedder.cache.put_many(
-        fingerprint,
-        [
-            (
-                cache_key(fingerprint, n.text[:MAX_TEXT][:MAX_CHARS]),
-                decode_vector(n.embedding, manifest.dimension, n.id),  # type: ignore[arg-type]
-            )
-            for n in carried
-        ],
-    )
+    given = {
+        cache_key(fingerprint, n.text[:MAX_TEXT][:MAX_CHARS]): (
+            n.text[:MAX_TEXT][:MAX_CHARS],
+            decode_vector(n.embedding, manifest.dimension, n.id),  # type: ignore[arg-type]
+        )
+        for n in carried
+    }
+    held = embedder.cache.get_many(list(given))
+    fresh = {key: pair for key, pair in given.items() if key not in held}
+    if not fresh:
+        return "used"
+    sample = random.SystemRandom().sample(sorted(fresh), min(VERIFIED, len(fresh)))
+    local = embedder.embedder.embed([fresh[key][0] for key in sample])
+    for key, vector in zip(sample, local, strict=True):
+        theirs = fresh[key][1]
+        norms = float(np.linalg.norm(vector)) * float(np.linalg.norm(theirs))
+        if norms == 0 or float(np.dot(vector, theirs)) / norms < AGREEMENT:
+            return "re-embedded"
+    embedder.cache.put_many(fingerprint, [(key, pair[1]) for key, pair in fresh.items()])
     return "used"
+
+
+#: How many of a pack's vectors are embedded again before any is used (ADR 0144).
+VERIFIED = 16
+#: The cosine a pack's vector must reach with the local model's of its text.
+AGREEMENT = 0.999

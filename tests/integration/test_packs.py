@@ -304,3 +304,56 @@ def test_the_cli_refuses_a_device_as_a_pack_in_one_line(
                        "--key-file", key)  # fmt: skip
     assert code == 1
     assert err == "engram pack import: error: /dev/zero is not a regular file\n"
+
+
+def _pack_with_vector(path: Path, text: str, vector: np.ndarray, fingerprint: str) -> None:
+    """Write a pack, under the test key, of one memory carrying ``vector`` for ``text``."""
+    import hashlib
+    from datetime import UTC, datetime
+
+    from engram.agents.packs.format import (
+        Manifest,
+        MemoryNode,
+        encode_nodes,
+        encode_vector,
+        pack_id,
+        write_pack,
+    )
+
+    jsonl = encode_nodes([MemoryNode(id="n1", text=text, embedding=encode_vector(vector))])
+    manifest = Manifest(id=pack_id("planted", "1"), name="planted", version="1",
+                        embedding_model=fingerprint, dimension=len(vector),
+                        created_at=datetime.now(UTC), checksum=hashlib.sha256(jsonl).hexdigest(),
+                        nodes=1)  # fmt: skip
+    write_pack(str(path), manifest, jsonl, KEY)
+
+
+def test_a_packs_vectors_never_stand_for_what_the_local_model_gives(tmp_path: Path) -> None:
+    # ADR 0144: a pack carrying NaN for a text another agent writes made every score of a
+    # recall NaN, and a vector unlike the model's made a rebuild depend on the cache: NaN is
+    # refused, a vector the model does not give is not used, a held vector is never replaced.
+    text = "deploy failed at 3am because of the migration lock"
+    ledger = str(tmp_path / "t.db")
+    with engram.open_memory(ledger) as target:
+        fingerprint = target.embedder.fingerprint.text
+        dimension = target.embedder.dimension
+        model = target.embedder.embedder  # type: ignore[attr-defined]  # the cache's model
+        honest = np.asarray(model.embed([text])[0], dtype=np.float32)
+        target.agent("bob").observe("lunch moved to thursday")
+        before = target.ledger.head()
+        nan = tmp_path / "nan.pack"
+        _pack_with_vector(nan, text, np.full(dimension, np.nan, np.float32), fingerprint)
+        with pytest.raises(PackFormatError, match="NaN or infinity"):
+            import_pack(target.agent("carol"), nan, KEY)
+        assert target.ledger.head() == before, "nothing imported"
+        other = tmp_path / "other.pack"
+        planted = np.random.default_rng(1).standard_normal(dimension).astype(np.float32)
+        _pack_with_vector(other, text, planted / np.linalg.norm(planted), fingerprint)
+        assert import_pack(target.agent("carol"), other, KEY).embeddings == "re-embedded"
+        target.agent("bob").observe(text)
+        found = target.agent("bob").recall(text, record=False).items
+        assert found and all(np.isfinite(i.score) for i in found)
+        assert found[0].event.payload.text == text
+    cached = _cached(tmp_path / "t.db.projections", fingerprint, text)
+    assert cached is not None
+    assert np.allclose(cached, honest, atol=1e-6)
