@@ -28,6 +28,7 @@ from engram.cli.base import (
     sync_vectors,
 )
 from engram.ledger import Event
+from engram.ledger.personal import masked
 from engram.projections.engine import ProjectionStatus
 from engram.projections.errors import ProjectionStoreDamagedError
 from engram.projections.salience import MAX as SALIENCE_MAX
@@ -463,24 +464,32 @@ _RANKED = ["neuron", "memory"]
     help="What to rank: neurons, memories (repeatable; default neuron).",
 )
 @renamed_option("--kind", "--item", "old_items", multiple=True, type=click.Choice(_RANKED))
+@click.option(
+    "--as", "viewer", metavar="AGENT", help="Show AGENT's private memories (others' [private])."
+)
 @output_format()
 def top(
     k: int,
     as_of: datetime | None,
     items: tuple[str, ...],
     old_items: tuple[str, ...],
+    viewer: str | None,
     fmt: str,
 ) -> None:
     """List the most salient items as of a time.
 
     Salience decays lazily, 0.99 per hour by default (the decay_rate setting); it is shown
-    from 0 to 1, "stored" as last written (before decay), beside what the item is.
+    from 0 to 1, "stored" as last written (before decay), beside what the item is. Another
+    agent's private memory reads [private] (ADR 0144).
     """
     out = state()
     with opened(out.settings()) as memory:
         wanted = one_of_renamed(items, old_items, "--kind", "--item") or ("neuron",)
         ranked = memory.network.top(k, as_of=as_of, items=wanted)
-        events = {e.position: e for e in memory.ledger.get([i.position for i in ranked])}
+        events = {
+            e.position: masked(e, viewer)
+            for e in memory.ledger.get([i.position for i in ranked])
+        }
     out.render(
         (
             {

@@ -155,3 +155,22 @@ def test_graph_top_shows_salience_from_0_to_1_and_what_each_item_is(
     assert rows
     assert all(0 <= row["salience"] <= row["stored"] <= 1 for row in rows)
     assert {row["text"] for row in rows} >= {"perception"}
+
+
+def test_graph_top_shows_a_private_memory_only_to_its_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ADR 0144: the one listing that printed another agent's private text whole.
+    db = str(tmp_path / "l.db")
+    secret = "the vault code is 4711"
+    args = ("--ledger", db, "observe", "alice", secret, "--visibility", "private")
+    assert run(capsys, *args)[0] == 0
+    assert run(capsys, "--ledger", db, "observe", "bob", "lunch is at noon")[0] == 0
+    top = ("--ledger", db, "graph", "top", "--item", "memory", "--format", "json")
+    code, out, _ = run(capsys, *top)
+    assert code == 0
+    assert sorted(r["text"] for r in json.loads(out)) == ["[private]", "lunch is at noon"]
+    code, out, _ = run(capsys, *top, "--as", "alice")
+    assert sorted(r["text"] for r in json.loads(out)) == ["lunch is at noon", secret]
+    code, out, _ = run(capsys, *top, "--as", "bob")
+    assert secret not in out
