@@ -192,8 +192,11 @@ def sign(
     The file is ``checkpoint-<position>.json``, written atomically; signing a head that
     already has a checkpoint there returns that one. A checkpoint there of another hash or
     another ledger is never overwritten (ADR 0141): it is the evidence a checkpoint exists
-    to keep. Raises CheckpointError for an empty ledger, a checkpoint of this position that
-    disagrees with the ledger, or a directory that cannot be written.
+    to keep; nor is a new head signed while the folder's last earlier checkpoint disagrees
+    with the ledger (ADR 0144): a history rewritten before it would be signed anew, beside
+    the proof that it was. Raises CheckpointError for an empty ledger, a checkpoint of this
+    position or the last earlier one that disagrees with the ledger, or a directory that
+    cannot be written.
     """
     head = ledger.head()
     if head < 1:
@@ -211,6 +214,7 @@ def sign(
             " rewritten, or the folder is another ledger's; the checkpoint is kept, nothing"
             " was signed (`engram verify --checkpoints` names the position)"
         )
+    _agrees_with_the_last(ledger, out, head, first)
     unsigned = Checkpoint(
         ledger=first,
         position=head,
@@ -317,6 +321,36 @@ def verify_checkpoints(
         else:
             covered = max(covered, c.position)
     return CheckpointReport(not findings, head, str(report), len(checkpoints), covered, findings)
+
+
+def _agrees_with_the_last(ledger: Ledger, out: Path, head: int, first: str) -> None:
+    """Raise CheckpointError unless the checkpoint in ``out`` of the highest position below
+    ``head`` names this ledger and its hash there (a rewrite anywhere before it changes
+    every hash after it, so the last one is enough; its signature is ``verify``'s to check)."""
+    earlier = sorted(
+        (int(m.group(1)), path)
+        for path in (out.glob("checkpoint-*.json") if out.is_dir() else ())
+        if (m := _NAME.fullmatch(path.name)) is not None and int(m.group(1)) < head
+    )
+    if not earlier:
+        return
+    position, path = earlier[-1]
+    last = _decode(path)
+    if (
+        last.ledger == first
+        and last.position == position
+        and (last.hash == _hashes(ledger, [position])[0])
+    ):
+        return
+    what = "ledger" if last.ledger != first else "hash"
+    raise CheckpointError(
+        f"{path} signed position {position} of another {what}"
+        " than this ledger's: its history was rewritten, or the folder is another ledger's;"
+        " nothing was signed (`engram verify --checkpoints` names the position)"
+    )
+
+
+_NAME = re.compile(r"checkpoint-(\d{1,20})\.json")
 
 
 def _hashes(ledger: Ledger, positions: list[int]) -> list[str]:
