@@ -7,7 +7,12 @@ served two ways (ADR 0079):
   text and, each on its own, what happened and the lesson of the first
   :data:`MAX_EVIDENCE` scars it was drawn from, against the task, on the embedder's
   calibrated scale or by content words; judged among a shortlist (:data:`SHORTLIST` best by
-  the best cosine of those texts, and as many by BM25 on the entry's text);
+  the best cosine of those texts, and as many by BM25 on the entry's text). Where the
+  embedder sets meanings apart, an entry is served by the rules' background test
+  (ADR 0092) with the situational rules in force beside the entries as its background
+  (ADR 0142): served where it stands clear of every entry and rule left out. Judged by the
+  margin among a few entries alone, the one skill of a store was served for half the tasks
+  of its team; without such an embedder the margin serves (ADR 0077);
 - **by its links**, walked like bloom: an entry linked to a scar (or an event) the frame
   already holds is pulled by it (``pull × HOP_DECAY``), and an entry served pulls in the
   entries it names and those drawn from the same scars (``score × HOP_DECAY²``: two hops,
@@ -26,7 +31,7 @@ import numpy as np
 
 from engram.agents import guidance
 from engram.agents.meaning import APPLIES
-from engram.projections import doctrine, suggestions
+from engram.projections import doctrine, rules, suggestions
 from engram.projections.doctrine import Entry
 from engram.projections.embedding import Embedder
 from engram.projections.errors import ProjectionError
@@ -64,11 +69,13 @@ def served(
     *,
     kind: str | None = None,
     limit: int = LIMIT,
+    clear: float | None = guidance.CLEAR,
 ) -> list[Served]:
     """Return the entries (of ``kind``) ``task`` calls for, and those ``held`` leads to.
 
     ``held`` maps the targets a frame already holds (``scar:<id>``, ``event:<id>``) to how
-    strongly (0..1). A store without the doctrine serves nothing.
+    strongly (0..1). ``clear`` is the background test's gap (:func:`_by_meaning`); None
+    serves by the margin. A store without the doctrine serves nothing.
     """
     try:
         every = doctrine.entries(conn, kind)
@@ -84,9 +91,8 @@ def served(
         for e in every
     }
     pool = _shortlist(conn, every, task, evidence, embedder)
-    as_rules = [Rule(e.position, e.text, e.suggestion, e.scars, e.reviewer) for e in pool]
     best: dict[int, tuple[float, str]] = {}
-    for s in guidance.serve(as_rules, task, evidence, embedder, limit=limit, clear=None):
+    for s in _by_meaning(conn, pool, task, evidence, embedder, limit, clear):
         best[s.rule.position] = (s.score, "meaning")
     for target, positions in doctrine.linking(conn, list(held or {})).items():
         pull = (held or {})[target] * HOP_DECAY
@@ -110,6 +116,38 @@ def served(
     chosen = [(p, s, via) for p, (s, via) in best.items() if s >= FLOOR]
     chosen.sort(key=lambda c: (-c[1], c[0]))
     return [Served(by_position[p], s, via) for p, s, via in chosen[:limit]]
+
+
+def _by_meaning(
+    conn: sqlite3.Connection,
+    pool: Sequence[Entry],
+    task: str,
+    evidence: Mapping[str, Sequence[str]],
+    embedder: Embedder | None,
+    limit: int,
+    clear: float | None,
+) -> list[guidance.Served]:
+    """Return the entries of ``pool`` served for ``task`` by meaning, each as a rule.
+
+    Where the embedder sets meanings apart and ``clear`` is given, the entries and the
+    situational rules in force are ranked together and the background test serves the
+    fewest whose last stands ``clear`` above every one left out (ADR 0092); the entries among
+    them are served. The rules are background only (the frame serves them on its own): a
+    task its rule meets best is not given the note nearest it too unless the note stands
+    clear of the rest as well. Else the margin (ADR 0077)."""
+    as_rules = [Rule(e.position, e.text, e.suggestion, e.scars, e.reviewer) for e in pool]
+    if clear is None or not guidance.stands_apart(embedder) or not as_rules or not task.strip():
+        return guidance.serve(as_rules, task, evidence, embedder, limit=limit, clear=None)
+    try:
+        background = [r for r in rules.active(conn) if not r.always]
+        texts = {**guidance.evidence_of(conn, background), **evidence}
+    except ProjectionError:
+        background, texts = [], dict(evidence)
+    ranked = [*as_rules, *background]
+    found = guidance.scores(ranked, task, texts, embedder)
+    entries = {r.position for r in as_rules}
+    served = guidance.clear_of_the_rest(ranked, found, APPLIES, limit, clear)
+    return [s for s in served if s.rule.position in entries]
 
 
 def _shortlist(

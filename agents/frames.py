@@ -8,7 +8,9 @@ last steps and their outcomes, in ledger order), ``constraints`` (the applied ru
 ``scratchpad`` (the agent's pending signals). Each entry of a list frame names its ledger
 position (``pos``).
 
-Shares of the budget: the rules are taken first, within :data:`RULE_SHARE` (ADR 0057); then
+Shares of the budget: the rules are taken first, the always-on ones within the whole budget,
+the situational ones within :data:`RULE_SHARE` of what the always-on ones leave (ADR 0057,
+ADR 0142); then
 every other item, best first, while its frame stays within its share (:data:`SHARES`:
 knowledge at most half the budget, the scratchpad a fifth) and the whole within the budget.
 Each node type keeps at most its top k (:data:`TOP_K`). A long text keeps its lead in
@@ -39,9 +41,10 @@ from engram.projections.errors import QueryError
 
 FRAMES = ("identity", "problem", "knowledge", "episodic", "constraints", "scratchpad")
 _FRAME_OF = {"concept": "knowledge", "rule": "constraints", "signal": "scratchpad"}
-#: The share of the budget kept for the rules (constraints): they are taken first, and never
-#: trimmed to make room for memories (ADR 0057). At 500 tokens it holds an always-on rule and
-#: three situational ones of a short line each.
+#: The share of the budget kept for the situational rules, of what the always-on rules leave:
+#: rules are taken first, and never trimmed to make room for memories (ADR 0057). At 500
+#: tokens it holds three situational rules of a short line each, beside the always-on ones,
+#: however many a reviewer marked (ADR 0142: three always-on rules had used the share up).
 RULE_SHARE = 0.4
 #: The most of the budget a frame may take (ADR 0082). Knowledge at most half: the seed's
 #: 40-60%, so the last steps and outcomes always have room beside it; the scratchpad (pending
@@ -156,13 +159,16 @@ def assemble(
     shown: list[_Shown] = []
     spent = dict.fromkeys(FRAMES, 0)
     # The rules go first: the always-on ones within the whole budget, the situational ones
-    # within the rules' reserved share; the rest fill what is left.
-    reserve = used + int(budget * RULE_SHARE)
+    # within the rules' reserved share of what the always-on ones leave (ADR 0142); the rest
+    # fill what is left.
+    reserve: int | None = None
     rules = [c for c in ranked if c.frame == "constraints"]
     for c in rules + [c for c in ranked if c.frame != "constraints"]:
         if c.always:
             room = budget - used
         else:
+            if reserve is None:  # the always-on rules are placed (ranked first)
+                reserve = used + int(max(budget - used, 0) * RULE_SHARE)
             room = (min(reserve, budget) if c.frame == "constraints" else budget) - used
         if c.frame in SHARES:
             room = min(room, int(budget * SHARES[c.frame]) - spent[c.frame])

@@ -333,7 +333,13 @@ class Probe:
             for p, e in events.items()
             if e.kind == "scar.recorded"
         }
-        picked = doctrine.served(self.conn, f"{self.query} {self.task}", held, self.memory.embedder)
+        picked = doctrine.served(
+            self.conn,
+            f"{self.query} {self.task}",
+            held,
+            self.memory.embedder,
+            clear=weights.rules_clear,
+        )
         return [
             c
             for kind in ("note", "skill")

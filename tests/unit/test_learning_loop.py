@@ -263,6 +263,41 @@ def test_rules_keep_their_share_of_a_small_budget(memory: Memory, lessons: Lesso
     assert _constraints(memory, "Update the dependency versions in the lock file.", 500) == [rule]
 
 
+def test_always_on_rules_leave_the_situational_ones_their_share(
+    memory: Memory, lessons: Lessons
+) -> None:
+    # Three always-on rules of two lines each took the whole reserved share at 500 tokens:
+    # the rule the task called for was left out while memories had room (ADR 0142).
+    rule = _rule(
+        memory,
+        lessons,
+        "A new release broke the build.",
+        "Pin dependency versions in the lock file.",
+    )
+    always = [
+        _rule(memory, lessons, f"Incident {i} hurt a customer.", text, always=True)
+        for i, text in enumerate(
+            (
+                "Never run a destructive command against production without a second person"
+                " watching the session and a fresh backup verified beforehand.",
+                "Quote every customer-facing commitment only from the approved policy pages,"
+                " never from memory, and link the page you quoted in the ticket.",
+                "Escalate any suspected personal data exposure to the privacy officer within"
+                " the hour, before anyone starts to investigate or clean it up.",
+            )
+        )
+    ]
+    agent = memory.agent("newcomer")
+    for i in range(40):
+        agent.observe(f"Dependency versions note {i}: the lock file of service {i} was updated.")
+    task = "Update the dependency versions in the lock file."
+    frame = build_context(agent, task, budget=500, save=False)
+    served = [str(e["text"]) for e in frame.frames["constraints"]]  # type: ignore[index]
+    assert served == [*always, rule]
+    assert frame.tokens <= 500
+    assert frame.frames["episodic"], "memories keep the rest"
+
+
 def test_the_serving_ranks_situational_rules_and_caps_them() -> None:
     rules = [Rule(i, f"Check the widget gadget number {i}.", f"s{i}", [], "ana") for i in range(6)]
     served = guidance.serve(rules, "Repair the widget gadget.", {}, clear=None)
