@@ -241,18 +241,21 @@ def lookup(
 ) -> list[Rule]:
     """Return the ``k`` rules in force that best meet ``query``, by meaning, as the frames
     rank them (:func:`scores`: the situation score where the embedder sets meanings apart,
-    else the typical one), each with ``match`` its best score (0..1); rules nothing of the
-    query meets (best score 0) are left out. Always-on rules are ranked like the others:
-    this is a search, not a frame. Each rule's ``score`` is what orders them (the situation
-    or typical score, clipped to 0..1), its ``match`` its best piece's."""
+    else the typical one), each with ``match`` its best score (0..1); a rule none of whose
+    evidence reaches the floor a frame serves from (:data:`~engram.agents.meaning.APPLIES`)
+    is met by nothing of the query and left out (ADR 0142). Always-on rules are ranked like
+    the others: this is a search, not a frame. Each rule's ``score`` is what orders them (the
+    situation or typical score, clipped to 0..1), its ``match`` its best piece's."""
     every = rulebook.active(conn)
     if not every or not query.strip():
         return []
     found = scores(every, query, evidence_of(conn, every), embedder)
     apart = stands_apart(embedder)
     key = [(m.situation if apart else m.typical) for m in found]
+    # Met by nothing: no piece of its evidence reaches the floor a frame serves from (a
+    # stray shared word gave "match 0.02, score 0.0000"; ADR 0142).
     order = sorted(
-        (i for i in range(len(every)) if found[i].best > 0),
+        (i for i in range(len(every)) if found[i].best >= APPLIES),
         key=lambda i: (-key[i], -found[i].best, i),
     )
     return [

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import engram
+from engram.agents.meaning import APPLIES
 from engram.projections.errors import QueryError
 from engram.runtime import Memory
 
@@ -69,6 +70,10 @@ def test_rules_are_looked_up_by_meaning_not_by_shared_function_words(memory: Mem
     result = memory.agent("planner").recall(query, 5, scope="rules", record=False)
     assert [r.event.position for r in result.items][:1] == [texts[found[0].text]]
     assert lessons.rules_for_query("Write a haiku about the sea.", 5) == []
+    # Met by a stray shared word only, a rule was listed at score 0.0000 (ADR 0142).
+    for far in ("Choose a colour palette for the executive dashboard.", "Split the bill."):
+        assert all(r.match >= APPLIES for r in lessons.rules_for_query(far, 5)), far
+    assert lessons.rules_for_query("Choose a colour palette for the executive dashboard.", 5) == []
     with pytest.raises(QueryError, match="query must be a non-empty string, got NoneType"):
         lessons.rules_for_query(None, 5)  # type: ignore[arg-type]
     for blank in ("", "   "):  # it used to answer [] (and the CLI listed every rule for "")
