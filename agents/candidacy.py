@@ -209,15 +209,20 @@ class _Said:
         (:func:`shapes.value_anew`), a number that labels no occurrence ("bed 12" is
         another bed than "bed 9"): a change, announced or not (ADR 0123)."""
         if old not in self._anew:  # asked by the search's filter and by may_replace
+            # An event told in the past tense with one number anew ("received a shipment of
+            # 20 kits", "... of 12 kits") is another event, not a value set anew (ADR 0143).
             self._anew[old] = (
-                shapes.value_anew(self.text, old) and statements.labels(old) == self.labels
+                shapes.value_anew(self.text, old)
+                and statements.labels(old) == self.labels
+                and not shapes.told_event(self.text)
             )
         return self._anew[old]
 
     def told_apart(self, old: str) -> bool:
         """Say whether, no change announced, the new memory and ``old`` tell things of other
         shapes (ADR 0123): a plan beside a state, one value of two attributes, an event told
-        in the past tense, the old value given again, an attribute named on one side only."""
+        in the past tense, the old value given again, an attribute named on one side only; a
+        recorded occurrence, a relation held with many values (ADR 0143)."""
         return (
             shapes.planned(self.text) != shapes.planned(old)
             or shapes.same_value(self.text, old)
@@ -225,6 +230,10 @@ class _Said:
             # An event that announces a change ("gave up the harp for the trumpet", "got a
             # new number") tells a state's change, which a later state may replace.
             or (shapes.told_event(old) and not announces(old))
+            # A record of one occurrence beside another, or beside a state (ADR 0143).
+            or shapes.recorded_occurrence(self.text)
+            or (shapes.recorded_occurrence(old) and not announces(old))
+            or shapes.many_valued(self.text, old)
             or shapes.keeps_names(self.text, old)
             or shapes.additive(self.text)
             or (
@@ -459,9 +468,53 @@ def announces(text: str) -> bool:
     """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`, or a phrase
     of :data:`CHANGE_PHRASES`)."""
     words = lexical.tokens(text)
-    return any(
-        stem(w) in CHANGE_WORDS and not _described(words, i) for i, w in enumerate(words)
-    ) or bool(CHANGE_PHRASES.search(text))
+    event: bool | None = None  # whether the text tells an event, read once if asked
+    for i, w in enumerate(words):
+        if stem(w) not in CHANGE_WORDS or _described(words, i) or _done(words, i):
+            continue
+        if stem(w) in _PARTICIPLES_ONLY and not w.endswith("d"):
+            continue  # "a double period" is no "doubled"
+        describes = i >= 1 and w.endswith("ed") and words[i - 1] in shapes.DETERMINERS
+        if (w.endswith("ing") or describes) and (
+            event if event is not None else (event := shapes.told_event(text))
+        ):
+            # Within an event told in the past tense, a change word describing a thing or
+            # how it was done tells no change of its own ("reminded the site to file the
+            # updated log", "resolved the clash by moving 7B to Room 12"; ADR 0143).
+            continue
+        return True
+    return bool(CHANGE_PHRASES.search(text))
+
+
+#: Change words whose stem is also an adjective's: only "doubled", "halved" announce.
+_PARTICIPLES_ONLY = frozenset(stem(w) for w in ("doubled", "halved"))
+
+
+#: Verbs that set an amount anew ("raised the limit to 500", "was cut") and also name a
+#: thing done ("raised 12 findings", "raised a ticket", "cut the ribbon"; ADR 0143).
+_AMOUNT_VERBS = frozenset(
+    stem(w) for w in ("raised", "lowered", "increased", "decreased", "reduced", "cut")
+)
+#: Words that say an amount verb sets a value: its new value or its step follows.
+_SETS = frozenset(("to", "by", "from", "until", "till"))
+#: Words before an amount verb that make it a passive or a perfect: "was raised", "got cut".
+_BEFORE_SET = frozenset(("is", "are", "was", "were", "be", "been", "being", "got", "gets"))
+
+
+def _done(words: Sequence[str], i: int) -> bool:
+    """Say whether ``words[i]``, an amount verb, names a thing done rather than a value set
+    anew: no new value or step follows it ("to 500", "by 10%") and no form of "be" precedes
+    it ("Monitor Rory Campbell visited the Exeter site and raised 12 findings")."""
+    if stem(words[i]) not in _AMOUNT_VERBS:
+        return False
+    if i >= 1 and words[i - 1] in _BEFORE_SET:
+        return False
+    return not _SETS & set(words[i + 1 : i + 1 + _VALUE_REACH])
+
+
+#: How far after an amount verb its new value is looked for ("raised the price of Transit
+#: brake pads to 79").
+_VALUE_REACH = 8
 
 
 #: Prepositions whose object a "new" describes ("for the new laptop", "near the new station").
@@ -489,7 +542,8 @@ def announced(text: str) -> bool:
 
 #: Phrases that announce a change where no one word does: "gave up the harp for the
 #: saxophone", "sold the old car", "these days prefers amber", "used to live in Lyon" (ADR
-#: 0119). "The old" alone does not ("a leftover from the old experiment").
+#: 0119), a hand-over (ADR 0143). "The old" alone does not ("a leftover from the old
+#: experiment"), nor "passed the exam".
 CHANGE_PHRASES = re.compile(
     r"\b(?:gave|give|given|giving)\s+up\b|\bthese\s+days\b|\bused\s+to\b|\bno\s+more\b"
     r"|\b(?:sold|ditched|scrapped|retired|swapped|traded|abandoned)\s+"
@@ -500,7 +554,14 @@ CHANGE_PHRASES = re.compile(
     r"|\b(?:is|are|was|were|now|went|gone|goes|go)\s+(?:up|down)\b"
     r"|\b(?:rose|risen|fell|fallen|dropped|climbed|grew|grown|shrank)\s+(?:to|by|from)\b"
     r"|\bfrom\s+(?:this|next|today|tomorrow|now\s+on)\b|\bas\s+of\s+(?:today|now|this|next)\b"
-    r"|\bstarting\s+(?:today|tomorrow|this|next)\b",
+    r"|\bstarting\s+(?:today|tomorrow|this|next)\b"
+    # A hand-over (ADR 0143): "ownership of the service passed to Lucia", "Imogen passed the
+    # book club to Felix", "handed the Horizon bids over to Yusra", "took over the rota",
+    # "stepped down".
+    r"|\b(?:passed|passes|handed|hands)\s+(?:(?!(?:to|through|by|along|across|past|on|in|at|around)\b)[\w'-]+\s+){0,6}?(?:over\s+)?to\b"
+    r"|\b(?:handed|hands|took|takes|taken|taking)\s+over\b|\bstep(?:ped|s)?\s+down\b"
+    # A date moved: "was pushed back to 31 July", "brought forward to Monday".
+    r"|\b(?:pushed|put|set)\s+back\b|\b(?:brought|pulled)\s+forward\b",
     re.IGNORECASE,
 )
 

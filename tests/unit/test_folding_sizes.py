@@ -226,3 +226,19 @@ def test_a_title_and_its_abbreviation_and_every_and_each_fold() -> None:
                 "The boiler is serviced on the 3rd of every month.")  # fmt: skip
     assert not same("Doctor Okafor signs off orders over 500 euros.",
                     "Dr. Mensah signs off orders over 500 euros.")  # fmt: skip
+
+
+def test_one_date_written_several_ways_folds() -> None:
+    # ADR 0143: "29 Nov 2026", "29/11/2026" and "29th November 2026" were three items of one
+    # deadline; another day, or a date whose day and month could swap, stays apart.
+    def same(a: str, b: str) -> bool:
+        return _same(_content(a), _content(b), a, b)
+
+    deadline = "The REF submission deadline is {}."
+    for other in ("29 Nov 2026", "29/11/2026", "29th November 2026", "November 29, 2026",
+                  "2026-11-29"):  # fmt: skip
+        assert same(deadline.format("29 November 2026"), deadline.format(other)), other
+    assert same("Fellowship application submitted on 3 Mar.",
+                "Fellowship application submitted on March 3rd.")  # fmt: skip
+    assert not same(deadline.format("29 November 2026"), deadline.format("28 November 2026"))
+    assert not same(deadline.format("3/4/2026"), deadline.format("4 March 2026"))

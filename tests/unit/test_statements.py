@@ -139,6 +139,13 @@ def test_two_things_of_a_kind_named_by_their_modifiers_are_apart_under_a_many_va
     assert not shapes.instances_apart("Farah drives a red Fiat.", "Farah drives a blue Fiat.")
     assert not shapes.instances_apart("The pool has 500 slots.", "The pool has 200 slots.")
     assert not shapes.instances_apart("Acme supplies the York store.", "Acme supplies York.")
+    # The relations held one at a time are read as words, not stems (ADR 0143): "Site" is
+    # no "sits", so two couples visited are two things.
+    visit = "Site visit at Leeds Corn Exchange with the {} couple on 4 April."
+    assert shapes.instances_apart(visit.format("Hughes"), visit.format("Kowalczyk"))
+    assert not shapes.instances_apart(
+        "Farah sat at the Birch Lane desk.", "Farah sat at the Elm Row desk."
+    )
 
 
 def test_a_name_quoted_after_a_noun_names_a_thing_and_after_a_copula_is_a_value() -> None:
@@ -152,3 +159,25 @@ def test_a_name_quoted_after_a_noun_names_a_thing_and_after_a_copula_is_a_value(
     assert names_apart("The maple 'Osakazuki' costs 60.", "The maple 'Bloodgood' costs 45.")
     assert not names_apart("The maple 'Bloodgood' costs 52.", "The maple 'Bloodgood' costs 45.")
     assert shapes.additive("The alarm was tested again on 7 April.")
+
+
+def test_an_event_is_read_at_its_verb_after_a_subject_of_any_nouns() -> None:
+    # ADR 0143: the verb follows the subject; a passive past is an event unless a value it
+    # sets follows; a copula or a perfect tells a state; a participle after "the" describes.
+    from engram.agents.candidacy import announces
+
+    assert shapes.told_event("The Royal Society panel rejected the proposal from Dr Roberts.")
+    assert shapes.told_event("Gemma Rhodes from Pinewood Studios attended the webinar.")
+    assert shapes.told_event("'The Overstory' was returned damaged to Bertrams.")
+    assert not shapes.told_event("The Glasgow site has enrolled 31 participants.")
+    assert not shapes.told_event("The limit was set to 500.")
+    assert not shapes.told_event("The rejected proposal is back with the panel.")
+    assert not shapes.told_event("Truck FL-22 was transferred to the Riverside depot.")
+    assert announces("Quillfeather's renewal date was pushed back to 31 July.")
+    assert announces("Parts Direct raised the price of brake pads to 79 per set.")
+    assert not announces("Monitor Rory Campbell visited the Exeter site and raised 12 findings.")
+    assert not announces("Mrs Lowe requested a double period for 8A French.")
+    assert announces("Emil Jansen got a new number: +351 21 555 0199.")
+    assert shapes.recorded_occurrence("Tasting session with Velvet Linen on 4 April.")
+    assert not shapes.recorded_occurrence("The tasting session is on 4 April.")
+    assert shapes.many_valued("Sam is allergic to nuts.", "Sam is allergic to eggs.")
