@@ -487,8 +487,7 @@ def top(
         wanted = one_of_renamed(items, old_items, "--kind", "--item") or ("neuron",)
         ranked = memory.network.top(k, as_of=as_of, items=wanted)
         events = {
-            e.position: masked(e, viewer)
-            for e in memory.ledger.get([i.position for i in ranked])
+            e.position: masked(e, viewer) for e in memory.ledger.get([i.position for i in ranked])
         }
     out.render(
         (

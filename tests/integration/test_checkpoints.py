@@ -127,18 +127,22 @@ def test_a_new_head_is_not_signed_over_a_rewritten_history(tmp_path: Path, key: 
     # ADR 0144: after a rewrite before the last checkpoint and one more event, `engram
     # checkpoint` signed the forged head beside the checkpoint that proved the rewrite.
     anchors = signed_original(tmp_path, key)
-    with ledger_with(tmp_path / "forged.db", history(7, fork_at=5)) as forged:
-        with pytest.raises(CheckpointError, match="position 6 of another hash"):
-            sign(forged, load_private_key(key), anchors)
+    with (
+        ledger_with(tmp_path / "forged.db", history(7, fork_at=5)) as forged,
+        pytest.raises(CheckpointError, match="position 6 of another hash"),
+    ):
+        sign(forged, load_private_key(key), anchors)
     assert sorted(p.name for p in anchors.glob("*.json")) == [
         "checkpoint-000000000003.json", "checkpoint-000000000006.json",
     ]  # fmt: skip
     with ledger_with(tmp_path / "grown.db", history(7)) as grown:
         _, path = sign(grown, load_private_key(key), anchors)  # the same history grown
         assert path.name == "checkpoint-000000000007.json"
-    with ledger_with(tmp_path / "other.db", history(9, fork_at=1)) as other:
-        with pytest.raises(CheckpointError, match="another"):
-            sign(other, load_private_key(key), anchors)
+    with (
+        ledger_with(tmp_path / "other.db", history(9, fork_at=1)) as other,
+        pytest.raises(CheckpointError, match="another"),
+    ):
+        sign(other, load_private_key(key), anchors)
 
 
 def test_a_cut_tail_is_named_a_truncation(tmp_path: Path, key: Path) -> None:

@@ -352,7 +352,8 @@ def test_a_packs_vectors_never_stand_for_what_the_local_model_gives(tmp_path: Pa
         assert import_pack(target.agent("carol"), other, KEY).embeddings == "re-embedded"
         target.agent("bob").observe(text)
         found = target.agent("bob").recall(text, record=False).items
-        assert found and all(np.isfinite(i.score) for i in found)
+        assert found
+        assert all(np.isfinite(i.score) for i in found)
         assert found[0].event.payload.text == text
     cached = _cached(tmp_path / "t.db.projections", fingerprint, text)
     assert cached is not None
