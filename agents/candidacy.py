@@ -323,7 +323,7 @@ def _of_subject(
         ))
         and (subject or (
             (said.phrases[h.position] or said.anew(h.text))
-            and not statements.other_things(said.text, h.text)
+            and not shapes.other_things(said.text, h.text)
         ))
         and not statements.modified_apart(
             said.text, h.text, named or said.phrases[h.position], heads=not subject
@@ -540,6 +540,10 @@ def announced(text: str) -> bool:
     return bool(CHANGE_PHRASES.search(text)) or not shapes.planned_change(text)
 
 
+_DAYS = (
+    "january|february|march|april|may|june|july|august|september|october|november|december"
+    "|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+)
 #: Phrases that announce a change where no one word does: "gave up the harp for the
 #: saxophone", "sold the old car", "these days prefers amber", "used to live in Lyon" (ADR
 #: 0119), a hand-over (ADR 0143). "The old" alone does not ("a leftover from the old
@@ -560,8 +564,12 @@ CHANGE_PHRASES = re.compile(
     # "stepped down".
     r"|\b(?:passed|passes|handed|hands)\s+(?:(?!(?:to|through|by|along|across|past|on|in|at|around)\b)[\w'-]+\s+){0,6}?(?:over\s+)?to\b"
     r"|\b(?:handed|hands|took|takes|taken|taking)\s+over\b|\bstep(?:ped|s)?\s+down\b"
-    # A date moved: "was pushed back to 31 July", "brought forward to Monday".
-    r"|\b(?:pushed|put|set)\s+back\b|\b(?:brought|pulled)\s+forward\b",
+    # A date moved: "was pushed back to 31 July", "brought forward to Monday"; a value
+    # from a day on, opening its clause: "From March the shop opens at 9am" (not "runs from
+    # March to May").
+    r"|\b(?:pushed|put|set)\s+back\b|\b(?:brought|pulled)\s+forward\b"
+    rf"|(?:^|[.;,:]\s*)from\s+(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"
+    r"(?!\s+(?:to|until|till|through|and)\b)",
     re.IGNORECASE,
 )
 

@@ -15,10 +15,13 @@ import re
 from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
 from engram.agents.quoted import references
 from engram.agents.statements import (
+    CALENDAR,
     CHANGE_WORDS,
     COPULA_WORDS,
     NAME,
     content,
+    content_stems,
+    uncoded,
 )
 from engram.projections import copies, lexical
 
@@ -30,6 +33,7 @@ __all__ = [
     "instances_apart",
     "keeps_names",
     "many_valued",
+    "other_things",
     "planned",
     "planned_change",
     "recorded_occurrence",
@@ -427,3 +431,33 @@ def instances_apart(text: str, old: str) -> bool:
         return False
     relation = [w.lower() for w in mine[:lead]]
     return not any(w in COPULA_WORDS or w in _ONE_AT_A_TIME for w in relation)
+
+
+def other_things(text: str, other: str) -> bool:
+    """Say whether each text names a thing the other does not: a run of two or more content
+    words sharing no word with the other text ("the billing exporter" beside "the report
+    builder": the rate limits of two things, not one limit changed; ADR 0106)."""
+
+    def own(a: list[str], b: list[str]) -> bool:
+        held, run = set(b), 0
+        for word in [*a, ""]:
+            if word and word not in held:
+                run += 1
+                continue
+            if run >= 2:
+                return True
+            run = 0
+        return False
+
+    # An id or code is a value ("moved the shipper to eu-west-1"), never the thing spoken
+    # of: same_occurrences weighs codes (ADR 0109); so is a day ("the first Tuesday", "the
+    # second Thursday": when a committee meets, not two committees; ADR 0143).
+    mine, theirs = (
+        [w for w in content_stems(uncoded(t)) if w not in CALENDAR and w not in _NTH]
+        for t in (text, other)
+    )
+    return own(mine, theirs) and own(theirs, mine)
+
+
+#: Ordinals that pick a day of a period ("the first Tuesday", "the last Friday").
+_NTH = frozenset(stem(w) for w in ("first", "second", "third", "fourth", "fifth", "last"))

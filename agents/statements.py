@@ -13,6 +13,7 @@ from engram.agents.matching import CLITICS, STOPWORDS, codes, stem, stems_of
 from engram.projections import copies, lexical
 
 __all__ = [
+    "CALENDAR",
     "CHANGE_WORDS",
     "COPULA_WORDS",
     "NAME",
@@ -32,7 +33,6 @@ __all__ = [
     "name_run",
     "names",
     "opens",
-    "other_things",
     "others_named",
     "same_occurrences",
     "shared_phrase",
@@ -40,6 +40,7 @@ __all__ = [
     "statement",
     "subject",
     "topic_only",
+    "uncoded",
     "without",
 ]
 
@@ -245,28 +246,6 @@ def shared_phrase(text: str, other: str) -> tuple[str, ...]:
     return tuple(mine[end - best : end]) if end else ()
 
 
-def other_things(text: str, other: str) -> bool:
-    """Say whether each text names a thing the other does not: a run of two or more content
-    words sharing no word with the other text ("the billing exporter" beside "the report
-    builder": the rate limits of two things, not one limit changed; ADR 0106)."""
-
-    def own(a: list[str], b: list[str]) -> bool:
-        held, run = set(b), 0
-        for word in [*a, ""]:
-            if word and word not in held:
-                run += 1
-                continue
-            if run >= 2:
-                return True
-            run = 0
-        return False
-
-    # An id or code is a value ("moved the shipper to eu-west-1"), never the thing spoken
-    # of: same_occurrences weighs codes (ADR 0109).
-    mine, theirs = content_stems(_uncoded(text)), content_stems(_uncoded(other))
-    return own(mine, theirs) and own(theirs, mine)
-
-
 #: The words after which a content word is a modifier of what follows ("the nightly backup
 #: job", "our staging API"), as at a sentence's start ("Nightly backup job runs at 02:00").
 _DETERMINERS = frozenset(
@@ -317,7 +296,7 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
                                                                 and not held)  # fmt: skip
 
 
-def _uncoded(text: str) -> str:
+def uncoded(text: str) -> str:
     """Return ``text`` with the ids and codes it quotes (:func:`codes`) blanked."""
     for code in codes(text):
         text = re.sub(re.escape(code), " ", text, flags=re.IGNORECASE)
@@ -348,7 +327,7 @@ def names(text: str) -> frozenset[str]:
 
 
 #: Capitalised by the calendar, not names: a day or a month is a value ("arriving Friday").
-_CALENDAR = frozenset(
+CALENDAR = _CALENDAR = frozenset(
     stem(w)
     for w in (
         "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday",
@@ -462,7 +441,7 @@ def labels(text: str) -> frozenset[str]:
     """Return the occurrences ``text`` names by number ("round 26", "ticket 7"): like an id,
     each names one thing, an event more often than a state ("fixed the parser in round 2"
     and "in round 26" both stay true)."""
-    text = _uncoded(text)  # "release 2.5.0" quotes a code, not a round numbered 2
+    text = uncoded(text)  # "release 2.5.0" quotes a code, not a round numbered 2
     said_of = copula.start() if (copula := _COPULA.search(text)) else -1
     # "Model 3" after the verb is a value; "Incident 20" opening a sentence, or "The Year 6
     # trip" before its copula, names what the sentence speaks of (ADR 0106, ADR 0126).
@@ -549,17 +528,28 @@ _QUANTITY = re.compile(r"\d+(?:\.\d+)?[a-z%]{0,3}")
 
 def _unquantified(quoted: set[str]) -> set[str]:
     """Return ``quoted`` codes without the quantities among them ("1.5", "800k", "40%")."""
-    return {code for code in quoted if not _QUANTITY.fullmatch(code.lower())}
+    return {
+        code
+        for code in quoted
+        if not _QUANTITY.fullmatch(code.lower()) or _TIME_OF_DAY.fullmatch(code.lower())
+    }
+
+
+#: A time of day, written with its minutes or without: "9am" is a time as "9:30am" is.
+_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d{2})?[ap]\.?m\.?")
 
 
 def _kinds(quoted: set[str] | frozenset[str]) -> frozenset[str]:
     """Return the kinds of ``quoted`` codes: each one's first character's class and its first
     separator ("2.5.0" and "4.0.0-rc1" are "9.", a version; "05:15" is "9:", a time;
-    "eu-west-1", "Harbour2023" and "Lantern-88" are "a": "-" and "_" join words, ADR 0126).
+    "eu-west-1", "Harbour2023" and "Lantern-88" are "a": "-" and "_" join words, ADR 0126;
+    "9am" is a time as "9:30am" is, ADR 0143).
     A value is replaced by a value of its kind: a release by a release, never a time by a
     region (ADR 0109)."""
     return frozenset(
-        ("9" if c[0].isdigit() else "a") + next((s for s in c if s in "-_./:"), "").strip("-_")
+        "9:"
+        if _TIME_OF_DAY.fullmatch(c.lower())
+        else ("9" if c[0].isdigit() else "a") + next((s for s in c if s in "-_./:"), "").strip("-_")
         for c in quoted
     )
 

@@ -704,3 +704,20 @@ def test_occurrences_passive_events_and_many_valued_relations_replace_nothing(
     )
     found = _superseded(memory)
     assert found in ([], [(new, [old])])  # a change said may replace it; nothing else
+
+
+def test_a_day_is_a_value_and_a_value_from_a_day_on_announces_a_change(memory: Memory) -> None:
+    # ADR 0143: "the first Tuesday" and "the second Thursday" were read as two things named
+    # apart; "From March the shop opens at 9am" announced nothing, and "9am" was no time
+    # beside "9:30am".
+    ana = memory.agent("ana")
+    meets = ana.observe(
+        "The ethics committee meets on the first Tuesday of each month.", at=NOW - 90 * DAY
+    )
+    opens = ana.observe("The shop opens at 9:30am on weekdays.", at=NOW - 80 * DAY)
+    again = ana.observe(
+        "The ethics committee now meets on the second Thursday of each month.", at=NOW - 40 * DAY
+    )
+    later = ana.observe("From March the shop opens at 9am on weekdays.", at=NOW - 30 * DAY)
+    assert sorted(_superseded(memory)) == [(again, [meets]), (later, [opens])]
+    assert not supersession.announces("The exhibition runs from March to May.")
