@@ -192,7 +192,10 @@ def draft_offline(b: Bundle) -> LessonDraft:
         estimate += f"; outcome: {c.outcome}"
     failures = [s for s in b.scars if s.kind == "failure"]
     groups = _groups(failures)
-    errors = [_line(f"{g[0].what} (x{len(g)})" if len(g) > 1 else g[0].what) for g in groups[:TOP]]
+    # Each line says how often: a failure seen once is listed as such under the heading of
+    # recurring errors, where fewer than TOP recurred (ADR 0142).
+    errors = [_line(f"{g[0].what} (x{len(g)})" if len(g) > 1 else f"{g[0].what} (once)")
+              for g in groups[:TOP]]  # fmt: skip
     victories = sorted(
         (s for s in b.scars if s.kind == "victory"), key=lambda s: (-s.importance, s.position)
     )
