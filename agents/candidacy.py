@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
 from engram.agents import shapes, speakers, statements
+from engram.agents.announcing import (
+    announced,
+    announced_at,
+    announces,
+)
 from engram.agents.folding import retold
 from engram.agents.matching import cased, codes, stem, stems_of
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
@@ -180,13 +184,18 @@ class _Said:
         # The ids before the word announcing the change name what changed ("Commit 355b349
         # bumped the logging library"), where the ones after it may be the values it gives
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
-        before = text[: _announced_at(text)]
+        before = text[: announced_at(text)]
         word = _WORD.match(text, len(before))
         if change and word is not None and not _WORD.search(text, word.end()):
             # A change word last ("The build agents are on Python 3.12 now") follows the
             # values: what the sentence names comes before its copula (ADR 0126).
             copula = re.search(r"\b(?:is|are|was|were)\b", text, re.IGNORECASE)
             before = text[: copula.start()] if copula else ""
+        if change and word is not None and not before.strip():
+            # A change word opening the text ("Transferred batch 233 of Harbour Pale to FV2")
+            # names what changed in its object, up to where the value starts (ADR 0143).
+            value = _VALUE_AT.search(text, word.end())
+            before = text[word.end() : value.start() if value else len(text)]
         self.named = {*codes(before), *identifiers(before)} if change else set()
         # So do the occurrences numbered before it: "Ticket #88413: customer cannot change
         # email" speaks of ticket 88413, not of a ticket renumbered (ADR 0122).
@@ -234,6 +243,7 @@ class _Said:
             or shapes.recorded_occurrence(self.text)
             or (shapes.recorded_occurrence(old) and not announces(old))
             or shapes.many_valued(self.text, old)
+            or shapes.dated_apart(self.text, old)
             or shapes.keeps_names(self.text, old)
             or shapes.additive(self.text)
             or (
@@ -323,7 +333,9 @@ def _of_subject(
         ))
         and (subject or (
             (said.phrases[h.position] or said.anew(h.text))
-            and not shapes.other_things(said.text, h.text)
+            # The one value given anew is no thing of its own ("The site manager is Dave
+            # Morgan" -> "... is Priti Patel": two names, one manager; ADR 0143).
+            and (said.anew(h.text) or not shapes.other_things(said.text, h.text))
         ))
         and not statements.modified_apart(
             said.text, h.text, named or said.phrases[h.position], heads=not subject
@@ -464,114 +476,8 @@ def value_format(code: str) -> str | None:
     return shape if len(separators) < 2 else shape[: separators[1] + 1]
 
 
-def announces(text: str) -> bool:
-    """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`, or a phrase
-    of :data:`CHANGE_PHRASES`)."""
-    words = lexical.tokens(text)
-    event: bool | None = None  # whether the text tells an event, read once if asked
-    for i, w in enumerate(words):
-        if stem(w) not in CHANGE_WORDS or _described(words, i) or _done(words, i):
-            continue
-        if stem(w) in _PARTICIPLES_ONLY and not w.endswith("d"):
-            continue  # "a double period" is no "doubled"
-        describes = i >= 1 and w.endswith("ed") and words[i - 1] in shapes.DETERMINERS
-        if (w.endswith("ing") or describes) and (
-            event if event is not None else (event := shapes.told_event(text))
-        ):
-            # Within an event told in the past tense, a change word describing a thing or
-            # how it was done tells no change of its own ("reminded the site to file the
-            # updated log", "resolved the clash by moving 7B to Room 12"; ADR 0143).
-            continue
-        return True
-    return bool(CHANGE_PHRASES.search(text))
-
-
-#: Change words whose stem is also an adjective's: only "doubled", "halved" announce.
-_PARTICIPLES_ONLY = frozenset(stem(w) for w in ("doubled", "halved"))
-
-
-#: Verbs that set an amount anew ("raised the limit to 500", "was cut") and also name a
-#: thing done ("raised 12 findings", "raised a ticket", "cut the ribbon"; ADR 0143).
-_AMOUNT_VERBS = frozenset(
-    stem(w) for w in ("raised", "lowered", "increased", "decreased", "reduced", "cut")
-)
-#: Words that say an amount verb sets a value: its new value or its step follows.
-_SETS = frozenset(("to", "by", "from", "until", "till"))
-#: Words before an amount verb that make it a passive or a perfect: "was raised", "got cut".
-_BEFORE_SET = frozenset(("is", "are", "was", "were", "be", "been", "being", "got", "gets"))
-
-
-def _done(words: Sequence[str], i: int) -> bool:
-    """Say whether ``words[i]``, an amount verb, names a thing done rather than a value set
-    anew: no new value or step follows it ("to 500", "by 10%") and no form of "be" precedes
-    it ("Monitor Rory Campbell visited the Exeter site and raised 12 findings")."""
-    if stem(words[i]) not in _AMOUNT_VERBS:
-        return False
-    if i >= 1 and words[i - 1] in _BEFORE_SET:
-        return False
-    return not _SETS & set(words[i + 1 : i + 1 + _VALUE_REACH])
-
-
-#: How far after an amount verb its new value is looked for ("raised the price of Transit
-#: brake pads to 79").
-_VALUE_REACH = 8
-
-
-#: Prepositions whose object a "new" describes ("for the new laptop", "near the new station").
-_OBJECT_OF = frozenset(("for", "at", "near", "to", "with", "from", "about", "in", "on", "by"))
-
-
-def _described(words: Sequence[str], i: int) -> bool:
-    """Say whether ``words[i]`` is "new" describing a preposition's object ("Set aside $280
-    for the new laptop"): a thing named, not a value given anew ("my new email is ...", "has
-    a new time"; ADR 0126)."""
-    if words[i] != "new":
-        return False
-    j = i - 1 if i >= 1 and words[i - 1] in ("the", "a", "an", "this", "that", "our", "my") else i
-    return j >= 1 and words[j - 1] in _OBJECT_OF
-
-
-def announced(text: str) -> bool:
-    """Say whether ``text`` announces a change that happened (:func:`announces`), not only
-    one it plans ("Will upgrade payments-api to version 4.4.0 on Thursday",
-    :func:`shapes.planned_change`; ADR 0123)."""
-    if not announces(text):
-        return False
-    return bool(CHANGE_PHRASES.search(text)) or not shapes.planned_change(text)
-
-
-_DAYS = (
-    "january|february|march|april|may|june|july|august|september|october|november|december"
-    "|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
-)
-#: Phrases that announce a change where no one word does: "gave up the harp for the
-#: saxophone", "sold the old car", "these days prefers amber", "used to live in Lyon" (ADR
-#: 0119), a hand-over (ADR 0143). "The old" alone does not ("a leftover from the old
-#: experiment"), nor "passed the exam".
-CHANGE_PHRASES = re.compile(
-    r"\b(?:gave|give|given|giving)\s+up\b|\bthese\s+days\b|\bused\s+to\b|\bno\s+more\b"
-    r"|\b(?:sold|ditched|scrapped|retired|swapped|traded|abandoned)\s+"
-    r"(?:the|her|his|their|my|our|its)\s+old\b"
-    # An amount that moved, and a value from a time on (ADR 0126): "the stock is down to 35
-    # doses", "went up to 72 euros", "rose to 72" (not "grew up in Porto"), "from this
-    # month the clinic closes at 4pm", "as of today", "starting next week".
-    r"|\b(?:is|are|was|were|now|went|gone|goes|go)\s+(?:up|down)\b"
-    r"|\b(?:rose|risen|fell|fallen|dropped|climbed|grew|grown|shrank)\s+(?:to|by|from)\b"
-    r"|\bfrom\s+(?:this|next|today|tomorrow|now\s+on)\b|\bas\s+of\s+(?:today|now|this|next)\b"
-    r"|\bstarting\s+(?:today|tomorrow|this|next)\b"
-    # A hand-over (ADR 0143): "ownership of the service passed to Lucia", "Imogen passed the
-    # book club to Felix", "handed the Horizon bids over to Yusra", "took over the rota",
-    # "stepped down".
-    r"|\b(?:passed|passes|handed|hands)\s+(?:(?!(?:to|through|by|along|across|past|on|in|at|around)\b)[\w'-]+\s+){0,6}?(?:over\s+)?to\b"
-    r"|\b(?:handed|hands|took|takes|taken|taking)\s+over\b|\bstep(?:ped|s)?\s+down\b"
-    # A date moved: "was pushed back to 31 July", "brought forward to Monday"; a value
-    # from a day on, opening its clause: "From March the shop opens at 9am" (not "runs from
-    # March to May").
-    r"|\b(?:pushed|put|set)\s+back\b|\b(?:brought|pulled)\s+forward\b"
-    rf"|(?:^|[.;,:]\s*)from\s+(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"
-    r"(?!\s+(?:to|until|till|through|and)\b)",
-    re.IGNORECASE,
-)
+#: Where a change's value starts after its object: "... to FV2", "... into tank 3".
+_VALUE_AT = re.compile(r"\b(?:to|into|onto|from|over|at|as)\b", re.IGNORECASE)
 
 
 _WORD = re.compile(r"[^\W_]+")
@@ -583,20 +489,7 @@ def _valued(text: str, subject: str | None) -> str | None:
     C102": the microscope is spoken of, C102 is where it went; ADR 0139)."""
     if not subject or not any(c.isdigit() for c in subject):
         return subject
-    at = _announced_at(text)
+    at = announced_at(text)
     if at == len(text) or subject not in lexical.tokens(text[at:]):
         return subject
     return "" if subject not in lexical.tokens(text[:at]) else subject
-
-
-def _announced_at(text: str) -> int:
-    """Return where the first word announcing a change starts in ``text`` (its length when
-    none does)."""
-    phrase = CHANGE_PHRASES.search(text)
-    end = phrase.start() if phrase else len(text)
-    found = list(_WORD.finditer(text, 0, end))
-    words = [f.group().casefold() for f in found]
-    for i, word in enumerate(words):
-        if stem(word) in CHANGE_WORDS and not _described(words, i):
-            return found[i].start()
-    return end

@@ -30,6 +30,7 @@ __all__ = [
     "additive",
     "attribute_one_sided",
     "attributes_apart",
+    "dated_apart",
     "instances_apart",
     "keeps_names",
     "many_valued",
@@ -210,7 +211,8 @@ def told_event(text: str) -> bool:
 _VALUE_SET = frozenset(("to", "back", "forward", "up", "down", "from", "at", "as"))
 #: Nouns naming an occurrence: a record opening with one and holding no verb of state
 #: ("Site visit at Leeds Corn Exchange with the Silva couple on 24 January", "Call with Ben
-#: Carter at Ravenscar Bank: ...") tells one occurrence among others (ADR 0143).
+#: Carter at Ravenscar Bank: ...", "Condition check of the Ming vase: stable") tells one
+#: occurrence among others (ADR 0143).
 _OCCURRENCES = frozenset(
     (
         "visit", "visits", "call", "calls", "meeting", "meetings", "appointment",
@@ -218,7 +220,11 @@ _OCCURRENCES = frozenset(
         "viewings", "demo", "demos", "webinar", "webinars", "workshop", "workshops",
         "consultation", "consultations", "inspection", "inspections", "tasting", "tastings",
         "fitting", "fittings", "lesson", "lessons", "class", "classes", "training",
-        "trainings", "rehearsal", "rehearsals",
+        "trainings", "rehearsal", "rehearsals", "reception", "receptions", "party", "parties",
+        "dinner", "dinners", "event", "events", "check", "checks", "reading", "readings",
+        "briefing", "briefings", "delivery", "deliveries", "enquiry", "enquiries", "inquiry",
+        "inquiries", "request", "requests", "survey", "surveys", "audit", "audits", "incident",
+        "incidents", "booking", "bookings", "order", "orders", "feedback",
     )
 )  # fmt: skip
 #: The words of a record's opening an occurrence noun is looked for in.
@@ -244,6 +250,30 @@ _MANY_VALUED = frozenset(
         "dislikes", "collects",
     )
 )  # fmt: skip
+
+
+def dated_apart(text: str, old: str) -> bool:
+    """Say whether ``text`` and ``old`` each give a day, other days, and differ by more than
+    that one value ("The Cedar Suite is booked by Northwind on 12 May" / "... by Bright
+    Futures on 20 May"; "The weekly roster review is every Monday at 10:00" / "The weekly
+    fatigue review is every Thursday at 14:00"): two dated occurrences, not one date said
+    anew, which :func:`value_anew` tells ("The wedding is on 14 June" -> "... on 21 June";
+    ADR 0143)."""
+    mine, theirs = _days(text), _days(old)
+    return bool(mine) and bool(theirs) and mine != theirs and not value_anew(text, old)
+
+
+def _days(text: str) -> frozenset[str]:
+    """Return the days ``text`` names: weekdays and months (stemmed), and "12 May" whole,
+    its dates read one way first (:func:`~engram.projections.copies.dates_one_way`)."""
+    words = lexical.tokens(copies.dates_one_way(text))
+    out = set()
+    for i, word in enumerate(words):
+        if stem(word) in CALENDAR:
+            out.add(stem(word))
+            if i and words[i - 1].isdigit():
+                out.add(f"{words[i - 1]} {stem(word)}")
+    return frozenset(out)
 
 
 def many_valued(text: str, old: str) -> bool:
@@ -320,8 +350,9 @@ def attribute_one_sided(text: str, other: str) -> bool:
     return bool(_attribute_words(text)) != bool(_attribute_words(other))
 
 
-#: A value written as a code: a quantity or a release ("3.5.0", "v2.4.1"; value_anew).
-_VALUE_CODE = re.compile(r"v?\d+(?:\.\d+)*[a-z%]{0,3}")
+#: A value written as a code: a quantity, a release or a time of day ("3.5.0", "v2.4.1",
+#: "08:30"; value_anew, ADR 0143).
+_VALUE_CODE = re.compile(r"v?\d+(?:\.\d+)*[a-z%]{0,3}|\d{1,2}:\d{2}(?:[ap]\.?m\.?)?")
 
 
 #: A text's words as value_anew compares them: a number written whole, with its decimals or

@@ -14,6 +14,7 @@ from engram.projections import copies, lexical
 
 __all__ = [
     "CALENDAR",
+    "CHANGE_FORMS",
     "CHANGE_WORDS",
     "COPULA_WORDS",
     "NAME",
@@ -52,11 +53,10 @@ __all__ = [
 STATEMENT_WORDS = 50
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
 NAME = _NAME  # a capitalised word: a name's (:mod:`engram.agents.shapes` reads it too)
-#: Words that announce a change of state, stemmed (:func:`stem`): "moved", "now", "no
-#: longer", "switched", "instead", "new"...
-CHANGE_WORDS = frozenset(
-    stem(w)
-    for w in (
+#: Words that announce a change of state, as written: "moved", "now", "no longer",
+#: "switched", "instead", "new"... (:data:`CHANGE_WORDS` holds their stems).
+CHANGE_FORMS = frozenset(
+    (
         "now", "new", "moved", "relocated", "switched", "changed", "instead", "longer",
         "anymore", "became", "become", "becomes", "replaced", "transferred", "joined",
         "left", "started", "quit", "nowadays", "currently",
@@ -69,6 +69,8 @@ CHANGE_WORDS = frozenset(
         "cut", "halved", "doubled", "extended", "shortened", "revised", "amended", "adjusted",
     )
 )  # fmt: skip
+#: The stems of :data:`CHANGE_FORMS` (:func:`stem`): "moves", "moving" meet "moved".
+CHANGE_WORDS = frozenset(stem(w) for w in CHANGE_FORMS)
 
 #: A run of capitalised words: a name. A possessive followed by a capitalised word is the
 #: name's own ("Bishop's Walk", "Grey's Chambers"), as a title's point is ("Dr. Moreau";

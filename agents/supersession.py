@@ -196,9 +196,15 @@ def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> fl
     """Return the cosine, names taken out, from which the offline rule takes a candidate
     (``old``, when given) for the new memory ``text``: lower when ``text`` announces a
     change, lowest when the two give values of one format in place of each other, or of
-    one kind a pattern tells exactly (an email, an IP or a web address; ADR 0119)."""
+    one kind a pattern tells exactly (an email, an IP or a web address; ADR 0119), or are
+    one sentence with one value given anew (ADR 0143)."""
     provider = memory.embedder.fingerprint.provider if memory.embedder is not None else ""
-    if old is not None and (same_format(text, old) or same_kind(text, old, exact=True)):
+    if old is not None and (
+        same_format(text, old) or same_kind(text, old, exact=True) or value_anew(text, old)
+    ):
+        # One sentence with one value given anew (ADR 0123): what is left once the subject
+        # is taken out is mostly that value, so its cosine says only how alike the two
+        # values are ("The site manager is Dave Morgan" -> "... Priti Patel"; ADR 0143).
         table = FORMATTED
     else:
         table = ANNOUNCED if announces(text) else THRESHOLDS

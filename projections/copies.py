@@ -30,7 +30,16 @@ from engram.ledger.catalog import MemoryArchived, MemoryObserved, SubjectForgott
 from engram.projections.base import Projection, Tables
 from engram.projections.salience import micros
 
-__all__ = ["Copies", "Copy", "copies_of", "facts", "normalise", "numbers_apart", "numbers_whole"]
+__all__ = [
+    "Copies",
+    "Copy",
+    "copies_of",
+    "dates_one_way",
+    "facts",
+    "normalise",
+    "numbers_apart",
+    "numbers_whole",
+]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 #: Words that mark a repetition rather than say something: a copy prefixed with "Note:" or
@@ -157,6 +166,61 @@ def normalise(text: str) -> str:
     words = [_case(w) for w in _WORD.findall(text)]
     kept = [w for w in words if w.casefold() not in FILLERS]
     return " ".join(kept or words)
+
+
+_MONTHS = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+_MONTH = (
+    r"(Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+    r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)\.?"
+)
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_NUMERIC_DATE = re.compile(r"\b(\d{1,2})[/.](\d{1,2})[/.](\d{4})\b")
+_MONTH_FIRST = re.compile(
+    rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}})\b)?", re.IGNORECASE
+)
+_DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?!\w)", re.IGNORECASE)
+
+
+def _month(name: str) -> str:
+    return next(m for m in _MONTHS if m.lower().startswith(name[:3].lower()))
+
+
+def _day_month(day: str, month: int, year: str | None) -> str:
+    if not 1 <= month <= 12 or not 1 <= int(day) <= 31:
+        return ""
+    return f"{int(day)} {_MONTHS[month - 1]}" + (f" {year}" if year else "")
+
+
+def dates_one_way(text: str) -> str:
+    """Return ``text`` with its dates written one way, the day first and the month named in
+    full ("29 Nov 2026", "November 29th, 2026", "29/11/2026" and "2026-11-29" are all "29
+    November 2026"): a copy may write its date any way (ADR 0143). A numeric date is read
+    only where it is unambiguous (a day above 12); "3/4/2026" is left as it is."""
+    if not any(c.isdigit() for c in text):
+        return text
+
+    def iso(m: re.Match[str]) -> str:
+        return _day_month(m[3], int(m[2]), m[1]) or m[0]
+
+    def numeric(m: re.Match[str]) -> str:
+        a, b = int(m[1]), int(m[2])
+        if a > 12 >= b:
+            return _day_month(m[1], b, m[3]) or m[0]
+        if b > 12 >= a:
+            return _day_month(m[2], a, m[3]) or m[0]
+        return m[0]
+
+    def month_first(m: re.Match[str]) -> str:
+        return _day_month(m[2], _MONTHS.index(_month(m[1])) + 1, m[3]) or m[0]
+
+    def day_first(m: re.Match[str]) -> str:
+        return _day_month(m[1], _MONTHS.index(_month(m[2])) + 1, None) or m[0]
+
+    text = _NUMERIC_DATE.sub(numeric, _ISO_DATE.sub(iso, text))
+    return _DAY_FIRST.sub(day_first, _MONTH_FIRST.sub(month_first, text))
 
 
 def digest(text: str) -> str:

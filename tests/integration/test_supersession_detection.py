@@ -721,3 +721,44 @@ def test_a_day_is_a_value_and_a_value_from_a_day_on_announces_a_change(memory: M
     later = ana.observe("From March the shop opens at 9am on weekdays.", at=NOW - 30 * DAY)
     assert sorted(_superseded(memory)) == [(again, [meets]), (later, [opens])]
     assert not supersession.announces("The exhibition runs from March to May.")
+
+
+def test_a_change_verb_as_a_noun_names_no_change_and_a_dated_occurrence_is_one_of_many(
+    memory: Memory,
+) -> None:
+    # ADR 0143: "a scale and polish" and "no change" met "scaled" and "changed" by their
+    # stems; a change verb opening a log line names its object ("batch 233" is not "batch
+    # 230"); two bookings, two weekly meetings on other days, two condition checks are two
+    # occurrences.
+    ana = memory.agent("ana")
+    pairs = [
+        ("Patient Mr Ibrahim Sani attended for a scale and polish with Chloe Martin.",
+         "Patient Mr Ibrahim Sani paid for a scale and polish at reception."),
+        ("Condition check of the Meissen figure before display: stable, no change.",
+         "Condition check of the Ming vase before display: stable, no change."),
+        ("Transferred batch 230 of Harbour Pale to FV1.",
+         "Transferred batch 233 of Harbour Pale to FV2."),
+        ("The Cedar Suite is booked by Northwind on 12 May.",
+         "The Cedar Suite is booked by Bright Futures on 20 May."),
+        ("Weekly roster review meeting is every Monday at 10:00.",
+         "Weekly fatigue review meeting is every Thursday at 14:00."),
+    ]  # fmt: skip
+    for n, (first, second) in enumerate(pairs):
+        ana.observe(first, at=NOW - (90 - 2 * n) * DAY)
+        ana.observe(second, at=NOW - (89 - 2 * n) * DAY)
+    assert _superseded(memory) == []
+    assert supersession.announces("Alice moved to Berlin.")
+    assert not supersession.announces("Windows update on the Galway laptop returned 0x1.")
+
+
+def test_a_name_or_a_time_given_anew_after_an_unnamed_subject_replaces_it(
+    memory: Memory,
+) -> None:
+    # ADR 0143: the two names after "The site manager is" were read as two things named
+    # apart, and a time of day given anew ("08:30" -> "08:00") as an id one character off.
+    ana = memory.agent("ana")
+    manager = ana.observe("The site manager is Dave Morgan.", at=NOW - 90 * DAY)
+    opens = ana.observe("The practice opens at 08:30 on weekdays.", at=NOW - 80 * DAY)
+    new_manager = ana.observe("The site manager is Priti Patel.", at=NOW - 40 * DAY)
+    new_time = ana.observe("The practice opens at 08:00 on weekdays.", at=NOW - 30 * DAY)
+    assert sorted(_superseded(memory)) == [(new_manager, [manager]), (new_time, [opens])]
