@@ -102,6 +102,7 @@ def announced(text: str) -> bool:
     return bool(CHANGE_PHRASES.search(text)) or not shapes.planned_change(text)
 
 
+_STATUS_RUN = "|".join(sorted(shapes.STATUSES))
 _DAYS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
@@ -130,6 +131,8 @@ CHANGE_PHRASES = re.compile(
     # from a day on, opening its clause: "From March the shop opens at 9am" (not "runs from
     # March to May").
     r"|\b(?:pushed|put|set)\s+back\b|\b(?:brought|pulled)\s+forward\b"
+    # A status given in the passive: "the order was cancelled", "RFI-051 has been closed".
+    rf"|\b(?:was|were|has\s+been|have\s+been)\s+(?:{_STATUS_RUN})\b"
     rf"|(?:^|[.;,:]\s*)from\s+(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"
     r"(?!\s+(?:to|until|till|through|and)\b)",
     re.IGNORECASE,

@@ -27,6 +27,7 @@ from engram.projections import copies, lexical
 
 __all__ = [
     "DETERMINERS",
+    "STATUSES",
     "additive",
     "attribute_one_sided",
     "attributes_apart",
@@ -200,6 +201,7 @@ def told_event(text: str) -> bool:
                 word in ("was", "were")
                 and i + 2 < len(words)
                 and _past(words[i + 1])
+                and words[i + 1] not in _STATUSES
                 and words[i + 2] not in _VALUE_SET
             )
         if _past(word) and (i == 0 or words[i - 1] not in _DETERMINERS):
@@ -207,6 +209,17 @@ def told_event(text: str) -> bool:
     return False
 
 
+#: Participles that give a status in the passive, a state's new value, not an event: "RFI-051
+#: was closed", "the claim was rejected", "the licence was granted" (ADR 0143).
+STATUSES = _STATUSES = frozenset(
+    (
+        "closed", "opened", "reopened", "approved", "rejected", "granted", "refused", "declined",
+        "accepted", "cancelled", "canceled", "confirmed", "suspended", "resumed", "completed",
+        "resolved", "withdrawn", "retired", "archived", "deprecated", "decommissioned",
+        "discontinued", "released", "published", "launched", "sold", "offered", "denied",
+        "finished", "abandoned", "shelved", "paused", "delayed", "blocked", "unblocked",
+    )
+)  # fmt: skip
 #: Words after a participle that say a value was set: "was set to 500", "was pushed back".
 _VALUE_SET = frozenset(("to", "back", "forward", "up", "down", "from", "at", "as"))
 #: Nouns naming an occurrence: a record opening with one and holding no verb of state

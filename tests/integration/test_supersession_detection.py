@@ -762,3 +762,17 @@ def test_a_name_or_a_time_given_anew_after_an_unnamed_subject_replaces_it(
     new_manager = ana.observe("The site manager is Priti Patel.", at=NOW - 40 * DAY)
     new_time = ana.observe("The practice opens at 08:00 on weekdays.", at=NOW - 30 * DAY)
     assert sorted(_superseded(memory)) == [(new_manager, [manager]), (new_time, [opens])]
+
+
+def test_a_status_given_in_the_passive_replaces_the_status_before(memory: Memory) -> None:
+    # ADR 0143: read as events told in the passive, "was cancelled", "was rejected" replaced
+    # nothing; a status participle gives the state's new value and announces the change.
+    ana = memory.agent("ana")
+    order = ana.observe("The chandelier order is approved.", at=NOW - 90 * DAY)
+    claim = ana.observe("Ms Olivia Hart's Invisalign claim is pending.", at=NOW - 80 * DAY)
+    ana.observe("The order ships on Friday.", at=NOW - 70 * DAY)
+    cancelled = ana.observe("The chandelier order was cancelled.", at=NOW - 40 * DAY)
+    rejected = ana.observe("Ms Olivia Hart's Invisalign claim was rejected.", at=NOW - 30 * DAY)
+    assert sorted(_superseded(memory)) == [(cancelled, [order]), (rejected, [claim])]
+    assert supersession.announces("RFI-051 has been closed.")
+    assert not supersession.announces("'The Overstory' was returned damaged to Bertrams.")
