@@ -295,9 +295,8 @@ def _written(text: str) -> str:
     "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them, a time's
     "am" or "pm" kept on its number ("6:40 am" and "6:40 pm" are two times; "am" alone is a
     function word, and folding would read the first inside the second)."""
-    written = copies.numbers_apart(
-        _SPELT.sub(_number, _ALIKE.sub(_alike, copies.dates_one_way(text)))
-    )
+    plain = _SHORT.sub(_unshortened, _ALIKE.sub(_alike, copies.dates_one_way(text)))
+    written = copies.numbers_apart(_SPELT.sub(_number, plain))
     return _MERIDIEM.sub(lambda m: f"{m[1]}{m[2].lower()}m", written)
 
 
@@ -309,6 +308,20 @@ _ALIKE = re.compile(r"\b(?:doctor|professor|mister|every)\b", re.IGNORECASE)
 
 def _alike(match: re.Match[str]) -> str:
     return _SAME[match[0].lower()]
+
+
+#: Common abbreviations, written lowercase ("Max" is a name, "max" is "maximum"; ADR 0143):
+#: "Arrive 10 mins before" is "Arrive 10 minutes before".
+_LONG = {
+    "mins": "minutes", "hrs": "hours", "hr": "hour", "secs": "seconds", "wks": "weeks",
+    "yrs": "years", "approx": "approximately", "max": "maximum", "dept": "department",
+    "appt": "appointment", "appts": "appointments", "mgr": "manager", "info": "information",
+}  # fmt: skip
+_SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?")
+
+
+def _unshortened(match: re.Match[str]) -> str:
+    return _LONG[match[0].rstrip(".")]
 
 
 _MERIDIEM = re.compile(r"(\d)\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)

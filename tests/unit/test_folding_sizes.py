@@ -242,3 +242,17 @@ def test_one_date_written_several_ways_folds() -> None:
                 "Fellowship application submitted on March 3rd.")  # fmt: skip
     assert not same(deadline.format("29 November 2026"), deadline.format("28 November 2026"))
     assert not same(deadline.format("3/4/2026"), deadline.format("4 March 2026"))
+
+
+def test_common_abbreviations_fold_written_lowercase() -> None:
+    # ADR 0143: "10 mins" and "10 minutes", "max load" and "maximum load" were two items; a
+    # name ("Max") is no abbreviation.
+    def same(a: str, b: str) -> bool:
+        return _same(_content(a), _content(b), a, b)
+
+    assert same("Patients must arrive 10 mins before the appointment.",
+                "Patients must arrive 10 minutes before the appointment.")  # fmt: skip
+    assert same("The max load of the lift is 400 kg.", "The maximum load of the lift is 400 kg.")
+    assert same("Call the dept. before 5.", "Call the department before 5.")
+    assert not same("Max Power runs the desk.", "maximum Power runs the desk.")
+
