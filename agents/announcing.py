@@ -24,8 +24,9 @@ __all__ = ["CHANGE_PHRASES", "announced", "announced_at", "announces", "changes"
 
 
 def announces(text: str) -> bool:
-    """Say whether ``text`` announces a change of state (:data:`CHANGE_WORDS`, or a phrase
-    of :data:`CHANGE_PHRASES`)."""
+    """Say whether ``text`` announces a change of state: a change word (:func:`changes`)
+    that describes no thing and names no thing done, or a phrase of
+    :data:`CHANGE_PHRASES`."""
     words = lexical.tokens(text)
     event: bool | None = None  # whether the text tells an event, read once if asked
     for i, w in enumerate(words):

@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -54,6 +54,23 @@ def encode_payload(spec: KindSpec, payload: object, *, index: int, max_bytes: in
     return _encode_checked(spec, payload, index, max_bytes)
 
 
+def refuse_sealed_lookalike(
+    spec: KindSpec, value: object, fields: Sequence[str], index: int
+) -> None:
+    """Raise PayloadError if a personal field of ``value`` begins with the sealed prefix:
+    taken for a sealed value, it would be stored as if it were one, and no read of the
+    ledger, sealed now or later, could open it again (ADR 0144)."""
+    for name in fields:
+        field_value = getattr(value, name, None)
+        if type(field_value) is str and field_value.startswith(SEALED_PREFIX):
+            raise PayloadError(
+                f"event #{index} ({spec.name}): field `{name}` begins with {SEALED_PREFIX!r},"
+                " which marks a sealed value; a personal field cannot begin so",
+                index=index,
+                field=name,
+            )
+
+
 def seal_payload(
     sealer: Sealer,
     spec: KindSpec,
@@ -78,17 +95,7 @@ def seal_payload(
             index=index,
             field="agent",
         )
-    for name in sealer.personal.get(spec.name, ()):
-        field_value = getattr(value, name, None)
-        if type(field_value) is str and field_value.startswith(SEALED_PREFIX):
-            # Taken for a sealed value, it would be stored as if it were one, and no read of
-            # the ledger could open it again: refused, nothing appended (ADR 0144).
-            raise PayloadError(
-                f"event #{index} ({spec.name}): field `{name}` begins with {SEALED_PREFIX!r},"
-                " which marks a sealed value; a personal field cannot begin so",
-                index=index,
-                field=name,
-            )
+    refuse_sealed_lookalike(spec, value, sealer.personal.get(spec.name, ()), index)
     sealed = _encoder.encode(sealer.seal(spec.name, event_id, actor, value))
     if len(sealed) > max_bytes:
         raise PayloadError(

@@ -21,6 +21,7 @@ from engram.ledger.codec import (
     encode_payload,
     format_at,
     naive,
+    refuse_sealed_lookalike,
     seal_payload,
     utc_now_text,
 )
@@ -34,7 +35,7 @@ from engram.ledger.errors import (
 from engram.ledger.events import Expect, Expectation, NewEvent
 from engram.ledger.ids import new_ids, normalize_id
 from engram.ledger.kinds import KindRegistry, KindSpec
-from engram.ledger.shred import Sealer
+from engram.ledger.shred import DEFAULT_PERSONAL, Sealer
 
 MAX_NAME = 512
 
@@ -211,6 +212,8 @@ def prepare(
         if kind in personal:
             assert sealer is not None
             data = seal_payload(sealer, spec, value, data, event_id, actor, i, max_payload_bytes)
+        elif kind in DEFAULT_PERSONAL:  # unsealed now; a key store may be added later
+            refuse_sealed_lookalike(spec, value, DEFAULT_PERSONAL[kind], i)
         causation, correlation = ev.causation_id, ev.correlation_id
         if causation is not None:
             causation = normalize_id(causation, field="causation_id", index=i)

@@ -347,3 +347,15 @@ def test_text_that_reads_as_a_sealed_value_is_refused_and_the_ledger_stays_reada
             "a normal memory about the wombat",
             "another memory about the wombat",
         ]
+
+
+def test_a_plain_ledger_refuses_a_sealed_lookalike_too(tmp_path: Path, data_home: Path) -> None:
+    # ADR 0144: unsealed now, a ledger may be opened with a key store later ("a plain ledger
+    # then sealed reads both"), and would then read the lookalike as ciphertext.
+    ledger = str(tmp_path / "plain.db")
+    observe(ledger, "a plain memory about the wombat", seal=False)
+    with engram.open_memory(ledger, seal=False) as memory:
+        before = memory.ledger.head()
+        with pytest.raises(PayloadError, match="marks a sealed value"):
+            memory.agent("mallory").observe(f"{SEALED_PREFIX}0000000000000000:00")
+        assert memory.ledger.head() == before
