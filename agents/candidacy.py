@@ -22,7 +22,7 @@ from engram.agents.announcing import (
     announced_at,
     announces,
 )
-from engram.agents.folding import retold
+from engram.agents.folding import folds, retold
 from engram.agents.matching import cased, codes, stem, stems_of
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
@@ -278,6 +278,7 @@ class _Said:
             and not shapes.attributes_apart(self.text, old.text)
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
             and not retold(self.text, old.text)
+            and not folds(self.text, old.text)  # recall's copies (ADR 0143)
         )  # fmt: skip
 
 

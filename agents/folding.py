@@ -20,7 +20,15 @@ from engram.agents.quoted import quoted_codes, runs
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
-__all__ = ["Folder", "copy_rows", "fold", "grouped", "replaced_among", "same_polarity"]
+__all__ = [
+    "Folder",
+    "copy_rows",
+    "fold",
+    "folds",
+    "grouped",
+    "replaced_among",
+    "same_polarity",
+]
 
 
 def replaced_among(
@@ -347,6 +355,13 @@ def _spelt(text: str) -> frozenset[str]:
 _WORDS = re.compile(r"[^\W\d_]+(?:['’-][^\W\d_]+)*")
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
 _CODE_MARK = "\x00"  # a code kept whole: never a misspelling of a word (:func:`misspelt`)
+
+
+def folds(a: str, b: str) -> bool:
+    """Say whether recall would fold two texts as copies of one memory (:func:`_same` over
+    their content words, numbers, dates and abbreviations written alike): a copy replaces
+    nothing, with recall's own notion of a copy (ADR 0143)."""
+    return _same(_content(a), _content(b), a, b)
 
 
 def retold(a: str, b: str) -> bool:

@@ -776,3 +776,13 @@ def test_a_status_given_in_the_passive_replaces_the_status_before(memory: Memory
     assert sorted(_superseded(memory)) == [(cancelled, [order]), (rejected, [claim])]
     assert supersession.announces("RFI-051 has been closed.")
     assert not supersession.announces("'The Overstory' was returned damaged to Bertrams.")
+
+
+def test_what_recall_folds_as_a_copy_replaces_nothing(memory: Memory) -> None:
+    # ADR 0143: "Arrive 10 minutes before the appointment, patients must." replaced "Patients
+    # must arrive 10 mins before the appointment.", which recall then folded with it as one
+    # item: a copy, by recall's own reading, replaces nothing.
+    ana = memory.agent("ana")
+    ana.observe("Patients must arrive 10 mins before the appointment.", at=NOW - 60 * DAY)
+    ana.observe("Arrive 10 minutes before the appointment, patients must.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
