@@ -33,7 +33,9 @@ def announces(text: str) -> bool:
         if not changes(w) or _described(words, i) or _done(words, i):
             continue
         describes = i >= 1 and w.endswith("ed") and words[i - 1] in shapes.DETERMINERS
-        if (w.endswith("ing") or describes) and (
+        # "New patient Mr Daniel Kim registered": "new" opening the subject of an event.
+        opening = w == "new" and (i == 0 or (i == 1 and words[0] in shapes.DETERMINERS))
+        if (w.endswith("ing") or describes or opening) and (
             event if event is not None else (event := shapes.told_event(text))
         ):
             # Within an event told in the past tense, a change word describing a thing or

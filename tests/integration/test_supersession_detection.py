@@ -786,3 +786,17 @@ def test_what_recall_folds_as_a_copy_replaces_nothing(memory: Memory) -> None:
     ana.observe("Patients must arrive 10 mins before the appointment.", at=NOW - 60 * DAY)
     ana.observe("Arrive 10 minutes before the appointment, patients must.", at=NOW - 30 * DAY)
     assert _superseded(memory) == []
+
+
+def test_new_opening_an_event_names_a_thing_and_announces_nothing(memory: Memory) -> None:
+    # ADR 0143: "New patient ... registered" replaced the patient's registration, and "New
+    # uniforms issued to cabin crew at LGW" the crew's report time: "new" opened an event's
+    # subject. "New email: ..." and "New manager Sarah started" still announce.
+    ana = memory.agent("ana")
+    ana.observe("Mr Daniel Kim is registered as an NHS patient.", at=NOW - 60 * DAY)
+    ana.observe("LGW crew report sixty minutes before departure.", at=NOW - 50 * DAY)
+    ana.observe("New patient Mr Daniel Kim registered; medical history taken.", at=NOW - 30 * DAY)
+    ana.observe("New uniforms issued to cabin crew at LGW.", at=NOW - 20 * DAY)
+    assert _superseded(memory) == []
+    assert supersession.announces("New email: bob@example.org")
+    assert supersession.announces("New manager Sarah started on Monday.")
