@@ -70,12 +70,15 @@ def served(
     kind: str | None = None,
     limit: int = LIMIT,
     clear: float | None = guidance.CLEAR,
+    in_force: tuple[Sequence[Rule], Mapping[str, Sequence[str]]] | None = None,
 ) -> list[Served]:
     """Return the entries (of ``kind``) ``task`` calls for, and those ``held`` leads to.
 
     ``held`` maps the targets a frame already holds (``scar:<id>``, ``event:<id>``) to how
     strongly (0..1). ``clear`` is the background test's gap (:func:`_by_meaning`); None
-    serves by the margin. A store without the doctrine serves nothing.
+    serves by the margin. ``in_force`` is the rules in force and their evidence where the
+    caller read them already (a context frame does); else they are read here when needed.
+    A store without the doctrine serves nothing.
     """
     try:
         every = doctrine.entries(conn, kind)
@@ -92,7 +95,7 @@ def served(
     }
     pool = _shortlist(conn, every, task, evidence, embedder)
     best: dict[int, tuple[float, str]] = {}
-    for s in _by_meaning(conn, pool, task, evidence, embedder, limit, clear):
+    for s in _by_meaning(conn, pool, task, evidence, embedder, limit, clear, in_force):
         best[s.rule.position] = (s.score, "meaning")
     for target, positions in doctrine.linking(conn, list(held or {})).items():
         pull = (held or {})[target] * HOP_DECAY
@@ -126,6 +129,7 @@ def _by_meaning(
     embedder: Embedder | None,
     limit: int,
     clear: float | None,
+    in_force: tuple[Sequence[Rule], Mapping[str, Sequence[str]]] | None = None,
 ) -> list[guidance.Served]:
     """Return the entries of ``pool`` served for ``task`` by meaning, each as a rule.
 
@@ -138,11 +142,14 @@ def _by_meaning(
     as_rules = [Rule(e.position, e.text, e.suggestion, e.scars, e.reviewer) for e in pool]
     if clear is None or not guidance.stands_apart(embedder) or not as_rules or not task.strip():
         return guidance.serve(as_rules, task, evidence, embedder, limit=limit, clear=None)
-    try:
-        background = [r for r in rules.active(conn) if not r.always]
-        texts = {**guidance.evidence_of(conn, background), **evidence}
-    except ProjectionError:
-        background, texts = [], dict(evidence)
+    if in_force is None:
+        try:
+            every = rules.active(conn)
+            in_force = every, guidance.evidence_of(conn, every)
+        except ProjectionError:
+            in_force = [], {}
+    background = [r for r in in_force[0] if not r.always]
+    texts = {**{r.suggestion: in_force[1].get(r.suggestion, ()) for r in background}, **evidence}
     ranked = [*as_rules, *background]
     found = guidance.scores(ranked, task, texts, embedder)
     entries = {r.position for r in as_rules}

@@ -11,6 +11,7 @@ go; :func:`frame_text` says what an item says in a frame.
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
@@ -339,6 +340,7 @@ class Probe:
             held,
             self.memory.embedder,
             clear=weights.rules_clear,
+            in_force=self._in_force,
         )
         return [
             c
@@ -379,14 +381,23 @@ class Probe:
         visibility = getattr(payload, "visibility", "public")
         return visibility == "public" or getattr(payload, "agent", None) == self.agent
 
+    @functools.cached_property
+    def _in_force(self) -> tuple[list[rules.Rule], dict[str, list[str]]] | None:
+        """The rules in force and their evidence, read once for the frame (the rules and the
+        doctrine's background both weigh them); None where the store has no rule book."""
+        try:
+            every = rules.active(self.conn)
+            return every, guidance.evidence_of(self.conn, every)
+        except ProjectionError:
+            return None
+
     def _rules(self, weights: ContextWeights, at_us: int) -> list[Candidate]:
         """The rules for this task: always-on ones, and situational ones it calls for by
         meaning (:mod:`engram.agents.guidance`); each agent's constraints, placed first."""
-        try:
-            every = rules.active(self.conn)
-            evidence = guidance.evidence_of(self.conn, every)
-        except ProjectionError:
+        in_force = self._in_force
+        if in_force is None:
             return []
+        every, evidence = in_force
         served = guidance.serve(
             every,
             f"{self.query} {self.task}",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from engram.agents import statements
 from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
 from engram.agents.quoted import references
 from engram.agents.statements import (
@@ -176,10 +177,9 @@ _AUXILIARIES = frozenset(
 )  # fmt: skip
 #: Words after which a past participle describes a noun ("the rejected proposal", "a
 #: finished report"): no verb of the sentence.
-DETERMINERS = _DETERMINERS = frozenset(
-    ("the", "a", "an", "this", "that", "these", "those", "our", "their", "its", "my", "your",
-     "his", "her", "every", "each", "some", "any", "no")
-)  # fmt: skip
+DETERMINERS = _DETERMINERS = statements.DETERMINERS | frozenset(
+    ("every", "each", "some", "any", "no")
+)
 
 
 def told_event(text: str) -> bool:

@@ -17,6 +17,7 @@ __all__ = [
     "CHANGE_FORMS",
     "CHANGE_WORDS",
     "COPULA_WORDS",
+    "DETERMINERS",
     "NAME",
     "NAME_RUN",
     "RARE",
@@ -250,7 +251,7 @@ def shared_phrase(text: str, other: str) -> tuple[str, ...]:
 
 #: The words after which a content word is a modifier of what follows ("the nightly backup
 #: job", "our staging API"), as at a sentence's start ("Nightly backup job runs at 02:00").
-_DETERMINERS = frozenset(
+DETERMINERS = _DETERMINERS = frozenset(
     ("the", "a", "an", "our", "their", "its", "this", "that", "these", "those", "my", "your",
      "his", "her")
 )  # fmt: skip

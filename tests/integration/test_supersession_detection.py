@@ -12,6 +12,7 @@ from detection_store import DAY, EMBEDDERS, NOW, detecting, embedding_with
 
 import engram
 from engram.agents import supersession
+from engram.agents.memory import AgentMemory
 from engram.agents.statements import STATEMENT_WORDS
 from engram.runtime import Memory
 
@@ -33,6 +34,13 @@ def _superseded(memory: Memory) -> list[tuple[int, list[int]]]:
         for e in memory.ledger.read(0)
         if e.kind == "memory.superseded"
     ]
+
+
+def _observe_pairs(agent: AgentMemory, pairs: list[tuple[str, str]]) -> None:
+    """Observe each pair, the second a day after the first, pair after pair."""
+    for n, (first, second) in enumerate(pairs):
+        agent.observe(first, at=NOW - (90 - 2 * n) * DAY)
+        agent.observe(second, at=NOW - (89 - 2 * n) * DAY)
 
 
 def test_two_true_facts_of_one_person_stay_true(memory: Memory) -> None:
@@ -653,9 +661,7 @@ def test_events_told_in_the_past_tense_after_a_subject_of_common_nouns_replace_n
         ("Gemma Rhodes from Pinewood Studios attended the role-based access webinar.",
          "Gemma Rhodes from Solent Marine attended the role-based access webinar."),
     ]  # fmt: skip
-    for n, (first, second) in enumerate(pairs):
-        ana.observe(first, at=NOW - (90 - 2 * n) * DAY)
-        ana.observe(second, at=NOW - (89 - 2 * n) * DAY)
+    _observe_pairs(ana, pairs)
     assert _superseded(memory) == []
 
 
@@ -694,9 +700,7 @@ def test_occurrences_passive_events_and_many_valued_relations_replace_nothing(
         ("Guest Martin Brennan is allergic to peanuts.",
          "Guest Martin Brennan is allergic to shellfish."),
     ]  # fmt: skip
-    for n, (first, second) in enumerate(pairs):
-        ana.observe(first, at=NOW - (90 - 2 * n) * DAY)
-        ana.observe(second, at=NOW - (89 - 2 * n) * DAY)
+    _observe_pairs(ana, pairs)
     assert _superseded(memory) == []
     old = ana.observe("Call with Dana Whitlock about the renewal on Tuesday.", at=NOW - 20 * DAY)
     new = ana.observe(
@@ -743,9 +747,7 @@ def test_a_change_verb_as_a_noun_names_no_change_and_a_dated_occurrence_is_one_o
         ("Weekly roster review meeting is every Monday at 10:00.",
          "Weekly fatigue review meeting is every Thursday at 14:00."),
     ]  # fmt: skip
-    for n, (first, second) in enumerate(pairs):
-        ana.observe(first, at=NOW - (90 - 2 * n) * DAY)
-        ana.observe(second, at=NOW - (89 - 2 * n) * DAY)
+    _observe_pairs(ana, pairs)
     assert _superseded(memory) == []
     assert supersession.announces("Alice moved to Berlin.")
     assert not supersession.announces("Windows update on the Galway laptop returned 0x1.")

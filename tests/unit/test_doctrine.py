@@ -3,15 +3,13 @@ their links, and serving by meaning and by links (ADR 0079)."""
 
 from __future__ import annotations
 
-import numpy as np
-import numpy.typing as npt
 import pytest
+from word_vectors import WordVectors
 
 from engram.agents import doctrine as serving
 from engram.ledger import NewEvent
 from engram.ledger.catalog import SuggestionJoined
 from engram.projections import doctrine
-from engram.projections.embedding import Embedder, Fingerprint
 from engram.projections.errors import QueryError
 from engram.runtime import Memory
 
@@ -97,29 +95,7 @@ def test_served_by_meaning_and_by_links(memory: Memory) -> None:
         assert only_notes == []
 
 
-class _Words(Embedder):
-    """A stand-in for a neural embedder (its provider is not "hash"): one dimension per word
-    of the test's vocabulary, so texts sharing words are near and others far."""
-
-    VOCABULARY = ("backup", "disk", "rotate", "nightly", "certificate", "renew", "expired")
-
-    @property
-    def fingerprint(self) -> Fingerprint:
-        return Fingerprint(provider="test-doctrine-words", model="7", dimension=7,
-                           normalization="l2")  # fmt: skip
-
-    @property
-    def dimension(self) -> int:
-        return 7
-
-    def _embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        out = np.full((len(texts), 7), 1e-3, dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().replace(".", " ").split():
-                if word in self.VOCABULARY:
-                    out[i, self.VOCABULARY.index(word)] += 1.0
-            out[i] /= np.linalg.norm(out[i])
-        return out
+_WORDS = ("backup", "disk", "rotate", "nightly", "certificate", "renew", "expired")
 
 
 def test_an_entry_is_served_by_meaning_only_where_it_stands_clear_of_the_rules(
@@ -138,7 +114,7 @@ def test_an_entry_is_served_by_meaning_only_where_it_stands_clear_of_the_rules(
     for s in (rule, skill):
         lessons.apply(s, "ana")
     memory.engine.catch_up()
-    words = _Words()
+    words = WordVectors(_WORDS)
     with memory.engine.read() as conn:
         task = "rotate the nightly backup disk"
         margin = serving.served(conn, task, None, words, clear=None)

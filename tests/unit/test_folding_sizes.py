@@ -255,4 +255,3 @@ def test_common_abbreviations_fold_written_lowercase() -> None:
     assert same("The max load of the lift is 400 kg.", "The maximum load of the lift is 400 kg.")
     assert same("Call the dept. before 5.", "Call the department before 5.")
     assert not same("Max Power runs the desk.", "maximum Power runs the desk.")
-

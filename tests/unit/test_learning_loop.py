@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 import pytest
+from word_vectors import WordVectors
 
 from engram.agents import guidance, repeats, scopes
 from engram.agents.context import build_context
@@ -31,7 +31,7 @@ from engram.agents.meaning import (
 from engram.jobs.dream import DreamSettings
 from engram.jobs.errors import JobConfigError
 from engram.mcp.tools import MemoryTools
-from engram.projections.embedding import Embedder, Fingerprint, HashEmbedder
+from engram.projections.embedding import HashEmbedder
 from engram.projections.rules import Rule
 from engram.runtime import Memory, open_memory
 
@@ -564,32 +564,11 @@ def test_a_rule_whose_every_telling_meets_the_task_outranks_one_lucky_telling() 
 # -- ADR 0092: the background test ----------------------------------------------------------
 
 
-class _Words(Embedder):
-    """A deterministic stand-in for a neural embedder: one dimension per word of the
-    tests' vocabulary, so texts that share words are near and others far."""
-
-    VOCABULARY = ("widget", "gadget", "logs", "disk", "volume", "build", "versions", "check")
-
-    @property
-    def fingerprint(self) -> Fingerprint:
-        return Fingerprint(provider="test-words", model="8", dimension=8, normalization="l2")
-
-    @property
-    def dimension(self) -> int:
-        return 8
-
-    def _embed_batch(self, texts: list[str]) -> npt.NDArray[np.float32]:
-        out = np.full((len(texts), 8), 1e-3, dtype=np.float32)
-        for i, text in enumerate(texts):
-            for word in text.lower().replace(".", " ").split():
-                if word in self.VOCABULARY:
-                    out[i, self.VOCABULARY.index(word)] += 1.0
-            out[i] /= np.linalg.norm(out[i])
-        return out
+_WORDS = ("widget", "gadget", "logs", "disk", "volume", "build", "versions", "check")
 
 
 def test_the_background_test_serves_the_rule_that_stands_clear_and_none_in_a_tie() -> None:
-    words = _Words()
+    words = WordVectors(_WORDS)
     logs = Rule(11, "Rotate the widget logs.", "logs", [], "ana")
     pins = Rule(12, "Pin the gadget versions.", "pins", [], "ana")
     evidence = {
@@ -621,7 +600,7 @@ def test_without_a_neural_embedder_the_margin_serves_whatever_the_gap() -> None:
     task = "Repair the widget gadget."
     assert not guidance.stands_apart(None)
     assert not guidance.stands_apart(HashEmbedder())
-    assert guidance.stands_apart(_Words())
+    assert guidance.stands_apart(WordVectors(_WORDS))
     for embedder in (None, HashEmbedder()):
         clear = guidance.serve(alike, task, {}, embedder, clear=guidance.CLEAR)
         assert clear == guidance.serve(alike, task, {}, embedder, clear=None)
