@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 import msgspec
-import numpy as np
 
 from engram.agents import repeats
 from engram.agents.completion import (
@@ -302,17 +301,7 @@ def _grouped(
     vectors = lessons = None
     calibration = calibration_for(embedder)
     if embedder is not None and waiting:
-        everyone = [t for _, t in told] + waiting
-        # The whole scars (as the semantic index embeds them) and their lessons: a repeat
-        # is alike in both (ADR 0056).
-        wholes = embedder.embed([repeats.scar_text(t.what, t.lesson) for t in everyone])
-        own = embedder.embed([t.lesson for t in everyone])
-        vectors = {
-            t.id: np.asarray(v, dtype=np.float32) for t, v in zip(everyone, wholes, strict=True)
-        }
-        lessons = {
-            t.id: np.asarray(v, dtype=np.float32) for t, v in zip(everyone, own, strict=True)
-        }
+        vectors, lessons = repeats.embedded([t for _, t in told] + waiting, embedder)
     settled = frozenset(m.suggestion for m in drafted if m.status == "applied")
     return repeats.group(told, waiting, vectors, calibration, lessons=lessons, settled=settled)
 

@@ -72,7 +72,8 @@ class Lessons:
     written to (the config file's ``[destinations]`` table); a destination it leaves out
     is written under ``home`` (:data:`DEFAULT_PLACES`), so every destination works without
     configuration. ``completer`` drafts suggestions (default: the offline drafter);
-    ``embedder`` finds repeats before drafting (default: words only).
+    ``embedder`` finds repeats before drafting (None: words only; ``Memory.lessons()``
+    passes the store's embedder).
     """
 
     def __init__(

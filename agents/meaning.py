@@ -48,6 +48,9 @@ REPEAT = 0.6
 APPLIES = 0.4
 #: No pair inside a group of repeats may score below this (a group's cohesion, ADR 0067).
 COHESION = 0.35
+#: The share of content words two lessons share (their Dice coefficient) that makes them
+#: repeats by their words alone (ADR 0145).
+HALF = 0.5
 
 _STOPWORD_TEXT = """
     a about above after again against all also am an and any are aren as at be because been
@@ -175,7 +178,8 @@ def repeat_score(
     at least) is a repeat whatever the vectors say.
     """
     shared = len(words_a & words_b)
-    lexical = min(2 * overlap(words_a, words_b), 1.0) if shared >= 2 else 0.0
+    # Half the words (Dice) reaches REPEAT, no fewer (two shared of seven and four did, ADR 0145).
+    lexical = min(overlap(words_a, words_b) * REPEAT / HALF, 1.0) if shared >= 2 else 0.0
     if calibration is None or vector_a is None or vector_b is None:
         return lexical
     whole = mapped(_cosine(vector_a, vector_b), calibration)

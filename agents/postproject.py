@@ -6,7 +6,10 @@ When a project closes (``project.closed``), :func:`bundle` gathers what it left 
   (``sources.task``), live, public, recorded by the closure;
 - its **reflections**: the public ones of the agents who recorded those scars, made between
   the first scar and the closure (the newest :data:`MAX_REFLECTIONS`);
-- its **outcome**, and the hours estimated and taken, from the closure itself.
+- its **outcome**, and the hours estimated and taken, from the closure itself;
+- which of its scars' lessons a reviewer **refused**: what happened still counts among the
+  project's errors, but a refused lesson is never drafted again as the doctrine candidate or
+  the tool, nor handed to a model as a lesson (ADR 0145).
 
 A project with fewer than :data:`MIN_SCARS` scars is *too small*: nothing is drafted (a
 lesson drawn from one or two incidents is the learning step's, scar by scar).
@@ -14,11 +17,13 @@ lesson drawn from one or two incidents is the learning step's, scar by scar).
 :func:`draft` writes the five-part lesson — estimate vs actual, the top recurring errors,
 the patterns to standardise, one doctrine candidate, one tool to create — through a
 :class:`~engram.agents.completion.Completer` routed as the ``learn`` use
-(:func:`routed_lesson_drafter`): offline by default, an extraction: failures grouped by their
-lessons' content words (the biggest group first) give the errors, the doctrine candidate
-(the lesson of the biggest group) and the tool (a check for it); victories' lessons, the
-most important first, give the patterns. A model that fails or answers out of shape falls
-back to the extraction, so a closure always gets its lesson.
+(:func:`routed_lesson_drafter`): offline by default, an extraction: failures grouped as the
+learning step groups repeats (:func:`engram.agents.repeats.group`, by meaning with the
+store's embedder, else by their words; the biggest group first) give the errors, each said
+once with how often it recurred, the doctrine candidate (the lesson of the biggest group a
+reviewer did not refuse) and the tool (a check for it); victories grouped the same way, the
+biggest and most important first, give the patterns. A model that fails or answers out of
+shape falls back to the extraction, so a closure always gets its lesson.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Annotated
 
 import msgspec
 
+from engram.agents import repeats
 from engram.agents.completion import (
     Completer,
     CompletionError,
@@ -42,12 +48,14 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import SuggestionInputError
-from engram.agents.meaning import content_words, overlap
+from engram.agents.meaning import calibration_for
 from engram.agents.privacy import scrub_text
 from engram.ledger import NO_STREAM, ConcurrencyError, Event, Ledger, NewEvent
 from engram.ledger.catalog import ProjectClosed
 from engram.projections import reflections as reflection_rows
 from engram.projections import scars as scar_rows
+from engram.projections import suggestions
+from engram.projections.embedding import Embedder
 from engram.projections.salience import micros
 
 __all__ = [
@@ -68,15 +76,15 @@ MIN_SCARS = 3
 MAX_REFLECTIONS = 5
 #: How many items the lists of a lesson hold at most.
 TOP = 3
-#: Two failures whose lessons share this share of content words are one recurring error.
-SAME_ERROR = 0.5
 SYSTEM = (
     "You write the post-project lesson of a software project for the team's doctrine. "
     "From the JSON bundle (its scars: failures and victories with their lessons; its "
     "reflections; its outcome and hours), answer JSON with: estimate_vs_actual (one "
     "sentence), recurring_errors (at most 3 short lines, the most frequent first), "
     "standardise (at most 3 patterns that worked), doctrine (one rule worth keeping), "
-    "tool (one tool or check to create). Use only what the bundle says."
+    "tool (one tool or check to create). Use only what the bundle says. A scar marked "
+    "lesson_refused had its lesson refused by a reviewer: what happened counts, but never "
+    "propose that lesson again."
 )
 
 Line = Annotated[str, msgspec.Meta(min_length=1, max_length=400)]
@@ -100,6 +108,8 @@ class Bundle:
     closure: ProjectClosed
     scars: list[scar_rows.Scar]
     reflections: list[str]
+    #: The ids of the scars whose lesson a reviewer refused (ADR 0145).
+    refused: frozenset[str] = frozenset()
 
     @property
     def too_small(self) -> bool:
@@ -116,7 +126,13 @@ class Bundle:
                 "estimate_hours": c.estimate_hours,
                 "actual_hours": c.actual_hours,
                 "scars": [
-                    {"kind": s.kind, "what": scrub_text(s.what), "lesson": scrub_text(s.lesson)}
+                    {"kind": s.kind, "what": scrub_text(s.what), "lesson_refused": True}
+                    if s.id in self.refused
+                    else {
+                        "kind": s.kind,
+                        "what": scrub_text(s.what),
+                        "lesson": scrub_text(s.lesson),
+                    }
                     for s in self.scars
                 ],
                 "reflections": [scrub_text(r) for r in self.reflections],
@@ -149,24 +165,25 @@ def bundle(conn: sqlite3.Connection, closed: Event) -> Bundle:
     ]
     thoughts.sort(key=lambda r: -r.position)
     texts = [r.text for r in thoughts[:MAX_REFLECTIONS]]
-    return Bundle(closure.project, closure, found, texts)
+    refused = frozenset(suggestions.refused_scars(conn, [s.id for s in found]))
+    return Bundle(closure.project, closure, found, texts, refused)
 
 
-def _groups(failures: Sequence[scar_rows.Scar]) -> list[list[scar_rows.Scar]]:
-    """Group failures whose lessons share :data:`SAME_ERROR` of their content words."""
-    groups: list[list[scar_rows.Scar]] = []
-    words: list[frozenset[str]] = []
-    for scar in failures:
-        mine = content_words(scar.lesson) | content_words(scar.what)
-        for i, theirs in enumerate(words):
-            if overlap(mine, theirs) >= SAME_ERROR:
-                groups[i].append(scar)
-                words[i] = theirs | mine
-                break
-        else:
-            groups.append([scar])
-            words.append(mine)
-    groups.sort(key=lambda g: (-len(g), g[0].position))
+def _groups(
+    scars: Sequence[scar_rows.Scar], embedder: Embedder | None
+) -> list[list[scar_rows.Scar]]:
+    """Group the scars that tell one mistake (or one pattern) as the learning step does, the
+    biggest group first, then the most important, then the oldest."""
+    if not scars:
+        return []
+    told = [repeats.Told(s.id, s.position, s.what, s.lesson) for s in scars]
+    vectors = lessons = None
+    if embedder is not None:
+        vectors, lessons = repeats.embedded(told, embedder)
+    by_id = {s.id: s for s in scars}
+    found = repeats.group([], told, vectors, calibration_for(embedder), lessons=lessons)
+    groups = [[by_id[t.id] for t in g.joined] for g in found]
+    groups.sort(key=lambda g: (-len(g), -max(s.importance for s in g), g[0].position))
     return groups
 
 
@@ -175,8 +192,9 @@ def _line(text: str) -> str:
     return text if len(text) <= 400 else text[:399] + "…"
 
 
-def draft_offline(b: Bundle) -> LessonDraft:
-    """Return the lesson extracted from the bundle, no model involved."""
+def draft_offline(b: Bundle, embedder: Embedder | None = None) -> LessonDraft:
+    """Return the lesson extracted from the bundle, no model involved; ``embedder`` (the
+    store's) finds the repeats by meaning, else their words do."""
     c = b.closure
     if c.estimate_hours is not None and c.actual_hours is not None:
         ratio = c.actual_hours / c.estimate_hours if c.estimate_hours else float("inf")
@@ -190,22 +208,25 @@ def draft_offline(b: Bundle) -> LessonDraft:
         estimate = "no estimate or actual time was recorded"
     if c.outcome:
         estimate += f"; outcome: {c.outcome}"
-    failures = [s for s in b.scars if s.kind == "failure"]
-    groups = _groups(failures)
+    groups = _groups([s for s in b.scars if s.kind == "failure"], embedder)
     # Each line says how often: a failure seen once is listed as such under the heading of
     # recurring errors, where fewer than TOP recurred (ADR 0142).
     errors = [_line(f"{g[0].what} (x{len(g)})" if len(g) > 1 else f"{g[0].what} (once)")
               for g in groups[:TOP]]  # fmt: skip
-    victories = sorted(
-        (s for s in b.scars if s.kind == "victory"), key=lambda s: (-s.importance, s.position)
-    )
-    patterns = list(dict.fromkeys(_line(s.lesson) for s in victories))[:TOP]
-    if groups:
-        doctrine = _line(groups[0][0].lesson)
-        tool = _line(f"a check that runs before the work it guards: {groups[0][0].lesson}")
+    # What is proposed again is a lesson no reviewer refused (ADR 0145).
+    lessons = [s.lesson for g in groups for s in g if s.id not in b.refused]
+    victories = [
+        [s for s in g if s.id not in b.refused]
+        for g in _groups([s for s in b.scars if s.kind == "victory"], embedder)
+    ]
+    victories = [g for g in victories if g]
+    patterns = list(dict.fromkeys(_line(g[0].lesson) for g in victories))[:TOP]
+    if lessons:
+        doctrine = _line(lessons[0])
+        tool = _line(f"a check that runs before the work it guards: {lessons[0]}")
     elif victories:
-        doctrine = _line(victories[0].lesson)
-        tool = _line(f"a template for: {victories[0].lesson}")
+        doctrine = _line(victories[0][0].lesson)
+        tool = _line(f"a template for: {victories[0][0].lesson}")
     else:
         doctrine = _line(b.reflections[0]) if b.reflections else "nothing recurred"
         tool = "none proposed"
@@ -224,14 +245,17 @@ def routed_lesson_drafter(routing: str | os.PathLike[str] | None) -> Completer:
     return completer_for("learn", load_completion_routing(path), offline=offline)
 
 
-def draft(b: Bundle, completer: Completer | None = None) -> tuple[LessonDraft, str]:
-    """Return the bundle's lesson and who drafted it (``offline``, or the model's route)."""
+def draft(
+    b: Bundle, completer: Completer | None = None, embedder: Embedder | None = None
+) -> tuple[LessonDraft, str]:
+    """Return the bundle's lesson and who drafted it (``offline``, or the model's route);
+    ``embedder`` groups the repeats of the offline extraction."""
     if completer is None or isinstance(completer, OfflineCompleter):
-        return draft_offline(b), "offline"
+        return draft_offline(b, embedder), "offline"
     try:
         answer = completer.complete(SYSTEM, b.prompt(), LessonDraft)
     except CompletionError:
-        return draft_offline(b), "offline"
+        return draft_offline(b, embedder), "offline"
     # Personal data never leaves a model's answer either (ADR 0029).
     return LessonDraft(
         _line(answer.estimate_vs_actual),

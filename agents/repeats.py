@@ -28,8 +28,12 @@ import numpy as np
 import numpy.typing as npt
 
 from engram.agents.meaning import COHESION, REPEAT, Calibration, content_words, repeat_score
+from engram.projections.embedding import Embedder
 
-__all__ = ["Group", "Told", "group", "scar_text"]
+__all__ = ["Group", "Told", "Vectors", "embedded", "group", "scar_text"]
+
+#: Vectors by scar id.
+Vectors = dict[str, npt.NDArray[np.float32]]
 
 
 class Told(NamedTuple):
@@ -45,6 +49,17 @@ def scar_text(what: str, lesson: str) -> str:
     """Return the text a scar is compared on: what happened, then the lesson (the text the
     semantic index embeds for a scar)."""
     return f"{what}\n{lesson}"
+
+
+def embedded(scars: Sequence[Told], embedder: Embedder) -> tuple[Vectors, Vectors]:
+    """Return the vectors :func:`group` compares ``scars`` by: the whole scars' (as the
+    semantic index embeds them) and their lessons' (a repeat is alike in both, ADR 0056)."""
+    wholes = embedder.embed([scar_text(t.what, t.lesson) for t in scars])
+    own = embedder.embed([t.lesson for t in scars])
+    return (
+        {t.id: np.asarray(v, dtype=np.float32) for t, v in zip(scars, wholes, strict=True)},
+        {t.id: np.asarray(v, dtype=np.float32) for t, v in zip(scars, own, strict=True)},
+    )
 
 
 @dataclass

@@ -23,11 +23,12 @@ from engram.jobs.base import JobContext, Plan, last_completed
 from engram.jobs.errors import JobConfigError
 from engram.ledger import NewEvent
 from engram.ledger.catalog import SuggestionProposed
-from engram.projections import reflections, scars
+from engram.projections import reflections, scars, suggestions
+from engram.projections.embedding import Embedder
 from engram.projections.store import ProjectionStore
 
 NAME = "postproject"
-DRAFTER = "postproject"
+DRAFTER = suggestions.BUNDLE_DRAFTER
 
 
 @dataclass(frozen=True)
@@ -51,18 +52,28 @@ class PostProjectJob:
     reads_as_of = False
 
     def __init__(
-        self, settings: PostProjectSettings | None = None, *, completer: Completer | None = None
+        self,
+        settings: PostProjectSettings | None = None,
+        *,
+        completer: Completer | None = None,
+        embedder: Embedder | None = None,
     ) -> None:
         self.settings = settings or PostProjectSettings()
         self.every = self.settings.every
         #: The ``learn`` route's drafter (None: the offline extraction).
         self.completer = completer
+        #: The semantic index's embedder, to find repeats by meaning (None: by their words).
+        self.embedder = embedder
 
     def plan(self, ctx: JobContext) -> Plan:
         """Return one ``suggestion.proposed`` per project closed in the window (not too small)."""
         window, conn = ctx.window, ctx.store
         plan = Plan(counts={"closed": 0, "drafted": 0, "skipped": 0})
-        needed = (scars.ScarsTable.name, reflections.Reflections.name)
+        needed = (
+            scars.ScarsTable.name,
+            reflections.Reflections.name,
+            suggestions.SuggestionQueue.name,
+        )
         if any(ProjectionStore.live_generation(conn, name) is None for name in needed):
             return plan
         # The first window reaches back to the first closure: none is left undrafted.
@@ -83,7 +94,7 @@ class PostProjectJob:
                     }
                 )
                 continue
-            lesson, by = draft(found, self.completer)
+            lesson, by = draft(found, self.completer, self.embedder)
             text = lesson_text(found.project, lesson)
             event_id = window.event_id(f"suggestion.proposed|{closed.id}")
             plan.events.append(

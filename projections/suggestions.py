@@ -31,6 +31,11 @@ The learning queue holds learnable public scars, not archived, that no suggestio
 (whatever that suggestion's status: a refused lesson is not drafted again), by importance
 then age. A private scar is never queued: a suggestion and the rule it becomes are the
 team's.
+
+A post-project lesson (drafter :data:`BUNDLE_DRAFTER`) names every scar of its project as
+evidence of the project, not as the source of its text: it leaves a scar in the learning
+queue, takes no repeat as a member, and its review says nothing of a scar's own lesson
+(ADR 0145).
 """
 
 from __future__ import annotations
@@ -342,17 +347,25 @@ def listing(
     return [_suggestion(r) for r in conn.execute(sql, statuses)]
 
 
+#: The drafter of post-project lessons: a bundle of a project's scars, not one lesson's draft.
+BUNDLE_DRAFTER = "postproject"
+#: The SQL test of a suggestion row ``s`` drawn from its scars' lessons (not a bundle).
+_DRAWN = f"s.drafter NOT IN ('{BUNDLE_DRAFTER}', '{BUNDLE_DRAFTER}:model')"
+
+
 def waiting(conn: sqlite3.Connection, limit: int | None = None) -> list[Waiting]:
     """Return the learning queue: learnable, live, public scars no suggestion names, by
     importance. A private scar stays its agent's own: a suggestion is the team's (its text is
     not sealed, and an applied rule is served to every agent), so no private scar is drafted
     into one or joins one."""
     learning, links = _table(conn, "learning"), _table(conn, "suggestion_scars")
+    table = _table(conn, "suggestions")
     sql = (
         f"SELECT id, position, agent, kind, what, lesson, importance, deferrals, last_reason"
         f" FROM {learning} AS l WHERE learnable = 1 AND archived_us IS NULL"
         " AND visibility = 'public'"
-        f" AND NOT EXISTS (SELECT 1 FROM {links} AS s WHERE s.scar = l.id)"
+        f" AND NOT EXISTS (SELECT 1 FROM {links} AS k JOIN {table} AS s"
+        f" ON s.id = k.suggestion WHERE k.scar = l.id AND {_DRAWN})"
         " ORDER BY importance DESC, position"
     )
     if limit is not None:
@@ -375,19 +388,21 @@ class Member(NamedTuple):
 
 
 def members(conn: sqlite3.Connection) -> list[Member]:
-    """Return every live scar named by a suggestion, by the suggestion's position."""
+    """Return every live scar named by a suggestion drawn from lessons (a post-project lesson
+    takes no repeat), by the suggestion's position."""
     table, links = _table(conn, "suggestions"), _table(conn, "suggestion_scars")
     learning = _table(conn, "learning")
     rows = conn.execute(
         f"SELECT s.id, s.status, l.id, l.position, l.what, l.lesson, l.kind FROM {links} AS k"
         f" JOIN {table} AS s ON s.id = k.suggestion JOIN {learning} AS l ON l.id = k.scar"
-        " WHERE l.archived_us IS NULL ORDER BY s.position, l.position"
+        f" WHERE l.archived_us IS NULL AND {_DRAWN} ORDER BY s.position, l.position"
     )
     return [Member(*row) for row in rows]
 
 
 def refused_scars(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
-    """Return those of ``ids`` whose lesson was refused: every suggestion naming them was."""
+    """Return those of ``ids`` whose lesson was refused: every suggestion drawn from lessons
+    naming them was (a post-project lesson's review is of the project's lesson, ADR 0145)."""
     table, links = _table(conn, "suggestions"), _table(conn, "suggestion_scars")
     out: set[str] = set()
     for scar in dict.fromkeys(ids):
@@ -395,7 +410,7 @@ def refused_scars(conn: sqlite3.Connection, ids: Sequence[str]) -> set[str]:
             str(r[0])
             for r in conn.execute(
                 f"SELECT s.status FROM {links} AS k JOIN {table} AS s ON s.id = k.suggestion"
-                " WHERE k.scar = ?",
+                f" WHERE k.scar = ? AND {_DRAWN}",
                 (scar,),
             )
         }

@@ -74,7 +74,7 @@ def _runner_parts(settings: Settings, memory: Memory | None = None) -> list[Any]
 def _equip(jobs: list[Any], settings: Settings, memory: Memory) -> None:
     """Give the jobs that need them the memory's embedder and the routed lesson drafter."""
     for job in jobs:
-        if isinstance(job, DreamJob | SkillJob):
+        if isinstance(job, DreamJob | SkillJob | PostProjectJob):
             job.embedder = memory.embedder  # lessons compared by meaning (ADR 0056)
         if isinstance(job, PostProjectJob):
             job.completer = routed_lesson_drafter(settings.routing or None)  # ADR 0080

@@ -21,6 +21,7 @@ from engram.agents.lessons import Lessons
 from engram.agents.meaning import (
     CALIBRATIONS,
     DEFAULT_CALIBRATION,
+    REPEAT,
     Calibration,
     applies_score,
     calibration_of,
@@ -94,6 +95,11 @@ def test_repeat_score_takes_the_stronger_of_vector_and_words() -> None:
     assert repeat_score(a, b) >= 0.5  # three of four content words shared
     unrelated = content_words("Rotate logs and cap their size.")
     assert repeat_score(a, unrelated) == 0.0
+    # Two everyday words shared by lessons of two mistakes are less than half their words.
+    refund = content_words("Compare the refund's order number with the customer's account first.")
+    reminder = content_words("Send one reminder per customer order.")
+    assert len(refund & reminder) == 2
+    assert repeat_score(refund, reminder) < REPEAT
     calibration = Calibration(floor=0.2, paraphrase=0.6)
     near = np.array([1.0, 0.0], dtype=np.float32)
     close = np.array([0.6, 0.8], dtype=np.float32)  # cosine 0.6: a paraphrase
