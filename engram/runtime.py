@@ -66,7 +66,7 @@ from engram.projections.salience import SalienceIndex
 from engram.projections.scars import ScarsTable
 from engram.projections.semantic import SemanticIndex, VectorSearcher, passages
 from engram.projections.sessions import SessionItems
-from engram.projections.store import ProjectionStore
+from engram.projections.store import ProjectionStore, drop_set_aside
 from engram.projections.suggestions import SuggestionQueue
 from engram.projections.supersession import Supersessions
 
@@ -342,12 +342,14 @@ class Memory:
         """Catch the projections up after an erasure and write what is on disk now, not
         when this or another process next writes: the vector index file, and the store's
         write-ahead log (another process holding the store open keeps SQLite from
-        checkpointing it on close)."""
+        checkpointing it on close); and delete the damaged stores a rebuild set aside."""
         self.engine.catch_up()
         with self.engine.read() as conn:
             if ProjectionStore.live_generation(conn, SemanticIndex.name) is not None:
                 self.searcher.purge(conn)
         self.engine.store.scrub()
+        # A damaged store set aside by a rebuild keeps the text as it was (ADR 0146).
+        drop_set_aside(self.engine.store.directory)
 
     def _drawn_from(self, subject: str) -> list[int]:
         """Return the reflections drawn from ``subject``'s memories and reflections, at any

@@ -112,6 +112,25 @@ def export_segment(ledger: Ledger, directory: str | Path, before: int) -> Segmen
     return segment
 
 
+def disagreement(segment: Segment, ledger: Ledger) -> str | None:
+    """Return why ``segment`` may not stand in for the ledger's rows (None: it may).
+
+    The check every audit reading the segment makes (ADR 0146): the file's sha256 is its
+    manifest's, and the manifest's head is the ledger's own hash at the segment's last
+    position, so an edited file, or a file of another ledger, is never read as this one's.
+    A file rewritten with its manifest is found by :func:`verify_segment`, which recomputes
+    the chain (about 170,000 rows a second).
+    """
+    if _file_sha256(Path(segment.path)) != segment.sha256:
+        return "the file's sha256 is not its manifest's"
+    if segment.last > ledger.head():
+        return f"it ends at {segment.last}, past the ledger's head {ledger.head()}"
+    (event,) = ledger.get([segment.last])
+    if event.hash.hex() != segment.head_hash:
+        return f"its head is not the ledger's hash at position {segment.last}"
+    return None
+
+
 def verify_segment(segment: Segment, previous: Segment | None = None) -> VerifyReport:
     """Recompute the hash chain over a segment's file; it must end at its recorded head.
 

@@ -403,7 +403,8 @@ def set_aside(directory: str | Path) -> Path | None:
     in ``directory``, renamed with the time; return its new path (None: no file was there).
 
     The store is derived from the ledger, so nothing is lost: the next open starts an empty
-    store and a rebuild fills it. The damaged file is kept for whoever wants to look at it.
+    store and a rebuild fills it. The damaged file is kept for whoever wants to look at it,
+    until a forgetting deletes it (:func:`drop_set_aside`).
     """
     path = Path(directory) / STORE_FILE
     if not path.exists():
@@ -415,3 +416,14 @@ def set_aside(directory: str | Path) -> Path | None:
         if part.exists():
             part.rename(f"{aside}{suffix}")
     return aside
+
+
+def drop_set_aside(directory: str | Path) -> int:
+    """Delete the damaged stores :func:`set_aside` kept in ``directory``; return how many
+    files went. A forgetting calls it: a damaged copy holds the indexes' text as it was, and
+    no forgetting can reach into a file SQLite cannot read (ADR 0146)."""
+    gone = 0
+    for part in Path(directory).glob(f"{STORE_FILE}.damaged-*"):
+        part.unlink(missing_ok=True)
+        gone += 1
+    return gone

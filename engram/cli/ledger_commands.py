@@ -451,7 +451,9 @@ def sql(query: str, subject: str | None, timeout: float, fmt: str) -> None:
     The query sees the ledger and the projection store. The table events holds every event; each
     kind has a view of its payload fields named after it (memory.observed is memory_observed);
     the projection store's tables are under projections. Positions exported to cold segments
-    (engram cold export) are read from their Parquet files. Writes are refused.
+    (engram cold export) are read from their Parquet files, each first checked against its
+    manifest's sha256 and the ledger's hash at its end (engram cold verify recomputes the
+    chain). Writes are refused.
 
     Sealed personal fields (observations' text, recall queries...) show [sealed] in the kind
     views, or [forgotten] once their subject was forgotten; with --as SUBJECT, SUBJECT's own
@@ -459,7 +461,7 @@ def sql(query: str, subject: str | None, timeout: float, fmt: str) -> None:
     A query still running after --timeout seconds is stopped.
     """
     from engram.ledger.audit import open_audit
-    from engram.ledger.cold import segments
+    from engram.ledger.cold import disagreement, segments
     from engram.projections.store import STORE_FILE
 
     out = state()
@@ -468,8 +470,16 @@ def sql(query: str, subject: str | None, timeout: float, fmt: str) -> None:
     extra = {"projections": str(store)} if store.is_file() else {}
     kinds = _kinds(registry_for(settings))
     folder = Path(settings.cold_directory)
-    cold = [(s.path, s.last) for s in segments(folder)] if folder.is_dir() else []
+    found = segments(folder) if folder.is_dir() else []
+    cold = [(s.path, s.last) for s in found]
     with _open_ledger(settings, readonly=True) as ledger:
+        for segment in found:  # a segment read in place of the ledger's rows agrees with it
+            why = disagreement(segment, ledger)
+            if why is not None:
+                raise CliError(
+                    f"cold segment {segment.path} does not agree with the ledger: {why}; run"
+                    " engram cold verify (nothing was queried)"
+                )
         opened_fields = _opened_fields(ledger, subject) if subject is not None else []
         with open_audit(
             ledger.audit_target(),

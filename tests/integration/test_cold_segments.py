@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from engram.cli import main
@@ -137,3 +138,40 @@ def test_cli_export_before_past_the_head_exports_through_the_head(
     assert "past the ledger's head (30)" in err
     (segment,) = segments(cold)
     assert (segment.first, segment.last) == (1, 30)
+
+
+def test_sql_reads_no_segment_that_disagrees_with_the_ledger(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "l.db"
+    _ledger(path).close()
+    assert main(["cold", "export", "--before", "41", "--ledger", str(path)]) == 0
+    (segment,) = segments(tmp_path / "l.db.cold")
+    query = "SELECT DISTINCT actor FROM events ORDER BY actor"
+    assert main(["sql", query, "--format", "csv", "--ledger", str(path)]) == 0
+    honest = capsys.readouterr().out
+    # One row's actor rewritten in the file, the rest as they were.
+    forged = tmp_path / "forged.parquet"
+    with duckdb.connect(":memory:") as con:
+        con.execute(
+            f"COPY (SELECT * REPLACE (CASE WHEN position = 7 THEN 'mallory' ELSE actor END AS"
+            f" actor) FROM read_parquet('{segment.path}')) TO '{forged}' (FORMAT parquet)"
+        )
+    forged.replace(segment.path)
+    assert main(["sql", query, "--format", "csv", "--ledger", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "does not agree with the ledger" in err
+    assert "sha256" in err
+    assert "mallory" not in err
+    # A segment of another ledger, its manifest in order, disagrees at its head.
+    other = tmp_path / "other" / "l.db"
+    other.parent.mkdir()
+    with Ledger.open(str(other), durability="fast") as ledger:
+        ledger.append([NewEvent.of(SignalSent(to="c", topic="u", body=f"x {i}"), stream="s")
+                       for i in range(50)])  # fmt: skip
+        theirs = export_segment(ledger, tmp_path / "theirs", 41)
+    for suffix in (".parquet", ".json"):
+        Path(theirs.path).with_suffix(suffix).replace(Path(segment.path).with_suffix(suffix))
+    assert main(["sql", query, "--format", "csv", "--ledger", str(path)]) == 1
+    assert "head is not the ledger's hash at position 40" in capsys.readouterr().err
+    assert "mallory" not in honest

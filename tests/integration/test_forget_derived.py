@@ -151,3 +151,23 @@ def test_a_question_is_kept_by_no_embedding_cache_on_disk(tmp_path: Path) -> Non
         assert cache.get_many(keys) == {}
         memory_text = cache_key(fingerprint, "The deploy failed at 3am on the billing service.")
         assert memory_text in cache.get_many([memory_text])  # the test can fail
+
+
+def test_a_damaged_store_set_aside_goes_with_a_forgetting(tmp_path: Path) -> None:
+    from engram.projections.store import set_aside
+
+    ledger_path, store = str(tmp_path / "ledger.db"), tmp_path / "s"
+    with engram.open_memory(ledger_path, config=os.devnull, projections=str(store)) as m:
+        m.agent("dana").observe("Dana Quist keeps the spare key under the blue pot.")
+        m.agent("bo").observe("The loading bay opens at six.")
+        m.engine.catch_up()
+    # What a rebuild does with a store SQLite cannot read: set it aside, start anew.
+    aside = set_aside(store)
+    assert aside is not None
+    assert holding(tmp_path, b"Quist")  # the copy holds the text, so the test can fail
+    with engram.open_memory(ledger_path, config=os.devnull, projections=str(store)) as m:
+        m.engine.catch_up()
+        m.forget("dana", reason="asked to")
+    assert holding(tmp_path, b"Quist") == []
+    assert not list(store.glob("*.damaged-*"))
+    assert (store / "projections.db").exists()
