@@ -146,8 +146,12 @@ class Folder:
         if row and (into := self.seen.get(row.digest)) is not None:
             return into
         text = self.texts.get(p, "")
-        if text.isascii() and not self._may_share(_written(text).lower()):
-            return None
+        if (
+            text.isascii()
+            and not self._may_share(text.lower())
+            and (not _rewritten(text) or not self._may_share(_written(text).lower()))
+        ):
+            return None  # the text as written, and as :func:`_written` writes it, cannot fold
         return self._into(row, _content(text), text)
 
     def _may_share(self, lowered: str) -> bool:
@@ -290,11 +294,15 @@ _SPELT = re.compile(
 
 
 def _number(match: re.Match[str]) -> str:
+    """Return the number ``match`` spells, in digits; a match the case-blind pattern made of
+    letters only alike in case ("ſecond", "fıve") is left as written."""
     tens, unit, *alone = match.groups()
     word = next((w for w in alone if w is not None), None)
     if word is not None:
-        return str(_VALUE[word.lower()])
-    return str(_VALUE[tens.lower()] + (_VALUE[unit.lower()] if unit else 0))
+        value = _VALUE.get(word.lower())
+        return match[0] if value is None else str(value)
+    first, then = _VALUE.get(tens.lower()), _VALUE.get(unit.lower()) if unit else 0
+    return match[0] if first is None or then is None else str(first + then)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -303,8 +311,20 @@ def _written(text: str) -> str:
     "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them, a time's
     "am" or "pm" kept on its number ("6:40 am" and "6:40 pm" are two times; "am" alone is a
     function word, and folding would read the first inside the second)."""
-    plain = _SHORT.sub(_unshortened, _ALIKE.sub(_alike, copies.dates_one_way(text)))
-    written = copies.numbers_apart(_SPELT.sub(_number, plain))
+    # Each pass runs only where the text holds a word it rewrites (recall writes every
+    # candidate it folds, so a pass with nothing to do cost every recall its time).
+    words = set(_LETTERS.findall(text.casefold()))
+    plain = copies.dates_one_way(text)
+    if not words.isdisjoint(_SAME):
+        plain = _ALIKE.sub(_alike, plain)
+    if not words.isdisjoint(_LONG):
+        plain = _SHORT.sub(_unshortened, plain)
+        words = set(_LETTERS.findall(plain.casefold()))
+    if not words.isdisjoint(_VALUE):
+        plain = _SPELT.sub(_number, plain)
+    written = copies.numbers_apart(plain)
+    if not copies.holds_digit(written):
+        return written
     return _MERIDIEM.sub(lambda m: f"{m[1]}{m[2].lower()}m", written)
 
 
@@ -315,7 +335,7 @@ _ALIKE = re.compile(r"\b(?:doctor|professor|mister|every)\b", re.IGNORECASE)
 
 
 def _alike(match: re.Match[str]) -> str:
-    return _SAME[match[0].lower()]
+    return _SAME.get(match[0].lower(), match[0])
 
 
 #: Common abbreviations, written lowercase ("Max" is a name, "max" is "maximum"; ADR 0143):
@@ -333,6 +353,16 @@ def _unshortened(match: re.Match[str]) -> str:
 
 
 _MERIDIEM = re.compile(r"(\d)\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
+
+_LETTERS = re.compile(r"[a-z]+")
+#: Every word a pass of :func:`_written` rewrites.
+_REWRITTEN = frozenset(_SAME) | frozenset(_LONG) | frozenset(_VALUE)
+
+
+def _rewritten(text: str) -> bool:
+    """Say whether :func:`_written` may write ``text`` otherwise (a digit, or a word it
+    rewrites), at a fraction of its cost."""
+    return copies.holds_digit(text) or not _REWRITTEN.isdisjoint(_LETTERS.findall(text.casefold()))
 
 
 def _spelt(text: str) -> frozenset[str]:

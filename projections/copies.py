@@ -184,8 +184,10 @@ _MONTH_FIRST = re.compile(
 _DAY_FIRST = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}(?!\w)", re.IGNORECASE)
 
 
-def _month(name: str) -> str:
-    return next(m for m in _MONTHS if m.lower().startswith(name[:3].lower()))
+def _month(name: str) -> int:
+    """Return the number of the month ``name`` abbreviates, 0 for none: the case-blind
+    patterns also match letters only alike in case ("ſeptember"), which name no month."""
+    return next((i + 1 for i, m in enumerate(_MONTHS) if m.lower().startswith(name[:3].lower())), 0)
 
 
 def _day_month(day: str, month: int, year: str | None) -> str:
@@ -194,12 +196,20 @@ def _day_month(day: str, month: int, year: str | None) -> str:
     return f"{int(day)} {_MONTHS[month - 1]}" + (f" {year}" if year else "")
 
 
+_DIGIT = re.compile(r"\d")
+
+
+def holds_digit(text: str) -> bool:
+    """Say whether ``text`` holds a decimal digit (what ``\\d`` matches, any script's)."""
+    return _DIGIT.search(text) is not None
+
+
 def dates_one_way(text: str) -> str:
     """Return ``text`` with its dates written one way, the day first and the month named in
     full ("29 Nov 2026", "November 29th, 2026", "29/11/2026" and "2026-11-29" are all "29
     November 2026"): a copy may write its date any way (ADR 0143). A numeric date is read
     only where it is unambiguous (a day above 12); "3/4/2026" is left as it is."""
-    if not any(c.isdigit() for c in text):
+    if not holds_digit(text):
         return text
 
     def iso(m: re.Match[str]) -> str:
@@ -214,10 +224,10 @@ def dates_one_way(text: str) -> str:
         return m[0]
 
     def month_first(m: re.Match[str]) -> str:
-        return _day_month(m[2], _MONTHS.index(_month(m[1])) + 1, m[3]) or m[0]
+        return _day_month(m[2], _month(m[1]), m[3]) or m[0]
 
     def day_first(m: re.Match[str]) -> str:
-        return _day_month(m[1], _MONTHS.index(_month(m[2])) + 1, None) or m[0]
+        return _day_month(m[1], _month(m[2]), None) or m[0]
 
     text = _NUMERIC_DATE.sub(numeric, _ISO_DATE.sub(iso, text))
     return _DAY_FIRST.sub(day_first, _MONTH_FIRST.sub(month_first, text))

@@ -213,7 +213,7 @@ def test_a_post_project_lesson_leaves_its_scars_to_the_learning_step(memory: Mem
     drafted = [s for s in memory.lessons().suggestions(["pending"]) if s.id != note.id]
     assert len(drafted) == 1
     assert len(drafted[0].scars) == 4
-    assert [s for s in memory.lessons().suggestions() if s.id == note.id][0].scars == note.scars
+    assert next(s for s in memory.lessons().suggestions() if s.id == note.id).scars == note.scars
 
 
 def test_the_post_project_lesson_counts_repeats_by_meaning(memory: Memory) -> None:
