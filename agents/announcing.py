@@ -30,7 +30,7 @@ def announces(text: str) -> bool:
     words = lexical.tokens(text)
     event: bool | None = None  # whether the text tells an event, read once if asked
     for i, w in enumerate(words):
-        if not changes(w) or _described(words, i) or _done(words, i):
+        if not changes(w) or _described(words, i) or _done(words, i) or _side(words, i):
             continue
         describes = i >= 1 and w.endswith("ed") and words[i - 1] in shapes.DETERMINERS
         # "New patient Mr Daniel Kim registered": "new" opening the subject of an event.
@@ -96,6 +96,29 @@ def _described(words: Sequence[str], i: int) -> bool:
     return j >= 1 and words[j - 1] in _OBJECT_OF
 
 
+#: Words before "left" that make it a side ("the left foreleg", "upstage left", "keep
+#: left"), and words after it that it names the side of ("left hand", "left wing").
+_SIDE_BEFORE = frozenset(
+    ("the", "a", "an", "his", "her", "their", "its", "my", "your", "our", "upstage",
+     "downstage", "stage", "far", "top", "bottom", "upper", "lower", "front", "rear", "back",
+     "turn", "second", "first", "third", "next", "keep", "hard", "sharp", "bear")
+)  # fmt: skip
+_SIDE_AFTER = frozenset(
+    ("hand", "handed", "side", "wing", "lane", "turn", "foot", "leg", "arm", "eye", "ear",
+     "knee", "hip", "shoulder", "foreleg", "hind", "fore", "front", "rear", "upper", "lower",
+     "paw", "corner", "door", "exit", "entrance", "wheel", "field")
+)  # fmt: skip
+
+
+def _side(words: Sequence[str], i: int) -> bool:
+    """Say whether ``words[i]`` is "left" naming a side, not a leaving ("limping on the left
+    foreleg", "enters from upstage left"; "She left the firm" announces; ADR 0148)."""
+    if words[i] != "left":
+        return False
+    before = i >= 1 and words[i - 1] in _SIDE_BEFORE
+    return before or (i + 1 < len(words) and words[i + 1] in _SIDE_AFTER)
+
+
 def announced(text: str) -> bool:
     """Say whether ``text`` announces a change that happened (:func:`announces`), not only
     one it plans ("Will upgrade payments-api to version 4.4.0 on Thursday",
@@ -153,6 +176,6 @@ def announced_at(text: str) -> int:
     found = list(_WORD.finditer(text, 0, end))
     words = [f.group().casefold() for f in found]
     for i, word in enumerate(words):
-        if changes(word) and not _described(words, i):
+        if changes(word) and not _described(words, i) and not _side(words, i):
             return found[i].start()
     return end

@@ -317,7 +317,7 @@ def _written(text: str) -> str:
     plain = copies.dates_one_way(text)
     if not words.isdisjoint(_SAME):
         plain = _ALIKE.sub(_alike, plain)
-    if not words.isdisjoint(_LONG):
+    if not words.isdisjoint(_SHORTENED):
         plain = _SHORT.sub(_unshortened, plain)
         words = set(_LETTERS.findall(plain.casefold()))
     if not words.isdisjoint(_VALUE):
@@ -344,19 +344,24 @@ _LONG = {
     "mins": "minutes", "hrs": "hours", "hr": "hour", "secs": "seconds", "wks": "weeks",
     "yrs": "years", "approx": "approximately", "max": "maximum", "dept": "department",
     "appt": "appointment", "appts": "appointments", "mgr": "manager", "info": "information",
+    "repo": "repository", "repos": "repositories", "thru": "through",
+    # Capitalised: the kind of street after its name ("Mill Ln", "Mill Lane"), and "Max"
+    # before a number ("Max 2 dogs a class"), where "Max" alone is a name (ADR 0148).
+    "Ln": "Lane", "Rd": "Road", "Ave": "Avenue", "Ct": "Court", "Blvd": "Boulevard",
 }  # fmt: skip
-_SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?")
+_SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?|\bMax(?=\s+\d)")
 
 
 def _unshortened(match: re.Match[str]) -> str:
-    return _LONG[match[0].rstrip(".")]
+    return _LONG.get(match[0].rstrip("."), "maximum")
 
 
 _MERIDIEM = re.compile(r"(\d)\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
 
 _LETTERS = re.compile(r"[a-z]+")
 #: Every word a pass of :func:`_written` rewrites.
-_REWRITTEN = frozenset(_SAME) | frozenset(_LONG) | frozenset(_VALUE)
+_SHORTENED = frozenset(w.casefold() for w in _LONG)
+_REWRITTEN = frozenset(_SAME) | _SHORTENED | frozenset(_VALUE)
 
 
 def _rewritten(text: str) -> bool:

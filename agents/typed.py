@@ -47,7 +47,11 @@ KINDS = (
         "phone number",
         re.compile(
             r"\b(?:phone|mobile|cell|telephone|landline|fax)\s*(?:number|no\b|#)|\bnumber to"
-            r" (?:call|reach|text)\b",
+            r" (?:call|reach|text)\b"
+            # A line or an extension to dial (ADR 0148): "direct phone line", "direct dial".
+            r"|\b(?:phone|telephone|direct)\s+(?:line|dial|extension)(?=\s*(?:[?.!,]|$)|\s+"
+            r"(?:for|of|to|at|is|was)\b)"
+            r"|\bextension\s+number\b",
             re.IGNORECASE,
         ),
         _PHONE_VALUE,
@@ -67,7 +71,14 @@ KINDS = (
     ),
     Kind(
         "web address",
-        re.compile(r"\burl\b|\bweb\s+address|\bweb\s*site\s+address|\blink\s+to\b", re.IGNORECASE),
+        re.compile(
+            r"\burl\b|\bweb\s+address|\bweb\s*site\s+address|\blink\s+to\b"
+            # "What is Portbase's website?": the site's address, where "Which website did
+            # we launch?" asks which site (ADR 0148).
+            r"|\bwhat(?:'s|\u2019s|\s+(?:is|was|are))\s+(?:[\w'\u2019-]+\s+){0,4}?web\s*site"
+            r"(?=\s*(?:[?.!]|$)|\s+(?:of|for)\b)",
+            re.IGNORECASE,
+        ),
         re.compile(
             r"https?://\S+|\bwww\.\S+|\b[\w-]+(?:\.[\w-]+)*\.(?:com|org|net|io|dev|app|co|ai"
             r"|edu|gov|info|me|uk|de|fr|eu)\b",
@@ -80,7 +91,8 @@ KINDS = (
 #: The words that name a sum of money.
 _SUM = (
     r"(?:price|prices|priced|cost|costs|fee|fees|fare|fares|rent|salary|salaries|wage|wages"
-    r"|budget|deposit|refund|charge|charges|tuition)"
+    r"|budget|deposit|refund|charge|charges|tuition|allowance|allowances|stipend|bonus"
+    r"|bonuses)"
 )
 #: What may follow a sum's word in a question that asks for it: the question's end, or a
 #: word that opens the rest of the clause ("the fee for", "the rent now", "the deposit we
@@ -105,6 +117,9 @@ MONEY = Kind(
     re.compile(
         r"\bhow much\b[^?]*\b(?:pay|paid|spend|spent|owe|owed|earn|earns|earned|charge|charged"
         rf"|{_SUM})\b"
+        # "How much is the allowance?", "How much are tickets?": a price, where "How much
+        # time is left?" names what it measures before its verb (ADR 0148).
+        r"|\bhow much\s+(?:is|are|was|were)\b"
         rf"|\b(?:what|which)\s+{_SUM}\b"
         r"|\bwhat(?:'s|\u2019s|\s+(?:is|was|are|were|will\s+be))\s+(?:[\w'\u2019-]+\s+){0,4}?"
         rf"{_SUM}\b{_SUM_ENDS}"

@@ -426,3 +426,33 @@ def test_a_replaced_memory_holding_the_quoted_id_stays_first(memory: Memory) -> 
     current = ana.recall("What does the nightly import on kiln-3 fail with?", 5, record=False)
     order = [r.event.position for r in current.items]
     assert order.index(newer) < order.index(held)
+
+
+def test_a_sum_a_site_or_a_line_asked_in_other_words_is_asked_for(memory: Memory) -> None:
+    # ADR 0148: "How much is the allowance?", "What is the club's website?" and "... direct
+    # phone line?" ask for a value of a kind as plainly as the phrasings of ADR 0120/0131.
+    from engram.agents.typed import MONEY, asked
+
+    for question, kind in (
+        ("How much is the night-shift allowance?", "sum of money"),
+        ("How much are season tickets this year?", "sum of money"),
+        ("What is the rowing club's website?", "web address"),
+        ("What's the website for the spring fair?", "web address"),
+        ("What is Omar Haddad's direct phone line?", "phone number"),
+        ("What is the extension number of the stores?", "phone number"),
+    ):
+        found = asked(question)
+        assert found is not None, question
+        assert found.name == kind, question
+    for question in ("How much time is left on the lease?", "Which website did we redesign?",
+                     "What is the phone line policy?", "Who hosts the website?"):  # fmt: skip
+        assert asked(question) is None, question
+    assert asked("How much is the stipend?") is MONEY
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana.observe("The night-shift allowance is paid with the monthly salary.")
+    question = "How much is the night-shift allowance?"
+    assert ana.recall(question, 5, record=False).items == []
+    amount = ana.observe("The night-shift allowance is £40 a shift.")
+    assert [r.event.position for r in ana.recall(question, 5, record=False).items][:1] == [amount]

@@ -790,6 +790,48 @@ def test_what_recall_folds_as_a_copy_replaces_nothing(memory: Memory) -> None:
     assert _superseded(memory) == []
 
 
+def test_a_street_s_kind_or_a_repository_shortened_is_a_copy(memory: Memory) -> None:
+    # ADR 0148: "Mill Ln" replaced "Mill Lane" and "repo" replaced "repository", each read as
+    # a value given anew; recall served both, unfolded. "Max" before a number is "maximum".
+    ana = memory.agent("ana")
+    lane = ana.observe("Deliveries come through the side gate on Foundry Lane.", at=NOW - 60 * DAY)
+    ana.observe("Deliveries come through the side gate on Foundry Ln.", at=NOW - 50 * DAY)
+    ana.observe("The deploy scripts live in the platform-tools repository.", at=NOW - 40 * DAY)
+    ana.observe("The deploy scripts live in the platform-tools repo.", at=NOW - 30 * DAY)
+    ana.observe("Maximum 4 guests per member at the summer party.", at=NOW - 20 * DAY)
+    ana.observe("Max 4 guests per member at the summer party.", at=NOW - 10 * DAY)
+    assert _superseded(memory) == []
+    for question in ("Which gate do deliveries use?", "Where do the deploy scripts live?",
+                     "How many guests may a member bring to the summer party?"):  # fmt: skip
+        items = ana.recall(question, 3, record=False).items
+        assert items, question
+        assert items[0].copies == 2, question
+    assert (
+        lane in ana.recall("Which gate do deliveries use?", 3, record=False).items[0].copy_positions
+    )
+    # "Max" alone is a name.
+    ana.observe("Max Turner runs the summer party.", at=NOW - 5 * DAY)
+    party = ana.recall("Who runs the summer party?", 3, record=False).items
+    assert party[0].event.payload.text == "Max Turner runs the summer party."
+    assert party[0].copies == 1
+
+
+def test_left_naming_a_side_announces_no_leaving(memory: Memory) -> None:
+    # ADR 0148: "limping on the left foreleg" announced a change ("left" as in "left the
+    # firm"), so one day's consult record replaced the last one's, whatever their days.
+    ana = memory.agent("ana")
+    ana.observe("Check-up on 2 Oct with Dr Amsel: Pepper the spaniel, sore right ear.",
+                at=NOW - 60 * DAY)  # fmt: skip
+    ana.observe("Check-up on 9 Oct with Dr Amsel: Fudge the terrier, stiff left hind leg.",
+                at=NOW - 50 * DAY)  # fmt: skip
+    ana.observe("Stage note for 14 Oct: the chorus exits upstage left.", at=NOW - 40 * DAY)
+    ana.observe("Stage note for 21 Oct: the soloist enters downstage left.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+    assert not supersession.announces("Keep the samples on the left shelf.")
+    assert supersession.announces("Dr Amsel left the practice in November.")
+    assert supersession.announces("Nobody is left on the night shift.")
+
+
 def test_new_opening_an_event_names_a_thing_and_announces_nothing(memory: Memory) -> None:
     # ADR 0143: "New patient ... registered" replaced the patient's registration, and "New
     # uniforms issued to cabin crew at LGW" the crew's report time: "new" opened an event's
