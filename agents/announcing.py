@@ -157,6 +157,10 @@ CHANGE_PHRASES = re.compile(
     # from a day on, opening its clause: "From March the shop opens at 9am" (not "runs from
     # March to May").
     r"|\b(?:pushed|put|set)\s+back\b|\b(?:brought|pulled)\s+forward\b"
+    # ... with its object between ("pushed the Jennings trial back to 12 May"; ADR 0148).
+    r"|\b(?:pushed|put|moved|brought|pulled)\s+(?:the|a|an|our|their|his|her|its|my)\s+"
+    r"(?:[\w'-]+\s+){0,5}?(?:back|forward)\s+(?:(?:to|by|until)\s+)?(?:\d|next\b|later\b"
+    rf"|tomorrow\b|(?:early|mid|late)\b|an?\s+(?:day|week|month|year)|one\b|two\b|three\b|{_DAYS})"
     # A status given in the passive: "the order was cancelled", "RFI-051 has been closed".
     rf"|\b(?:was|were|has\s+been|have\s+been)\s+(?:{_STATUS_RUN})\b"
     rf"|(?:^|[.;,:]\s*)from\s+(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"

@@ -100,6 +100,15 @@ def search(
             # below compares (ADR 0126).
             labelled = bool(subject) and subject in lexical.tokens(speakers.label(text))
             held = [] if labelled else _of_subject(memory, conn, position, said, subject)
+            if not held and not labelled and subject and said.change:
+                # The name a change gives may be its new value, not what changed ("From 1
+                # January lashing is contracted to PortCrew Marine"): where nothing earlier
+                # names it, what changed is looked for as an unnamed thing's, by the words
+                # both memories share (ADR 0149).
+                unnamed = _Said(text, said.change, said.values, "")
+                held = _of_subject(memory, conn, position, unnamed, "")
+                if held:
+                    said, subject = unnamed, ""
             # Spoken of in the first person, and of nothing the memories name alike ("We
             # moved the shipper to eu-west-1" speaks of the shipper), the subject is the
             # speaker, whose name the text does not say; like an unnamed thing's, its change

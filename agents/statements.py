@@ -180,6 +180,7 @@ def name_run(text: str, subject: str) -> str:
 
 
 _NEXT_WORD = re.compile(r"\s+([A-Za-z]+)\b")
+_VERSUS = re.compile(rf"\s+(?:v|vs|versus)\.?\s+{_WORD_OF_NAME}(?:\s+{_WORD_OF_NAME})*")
 
 
 def kind(text: str, subject: str) -> str:
@@ -191,8 +192,12 @@ def kind(text: str, subject: str) -> str:
         words = lexical.tokens(run.group())
         if subject not in words:
             continue
-        number = re.match(r"\s+\d+\b", text[run.end() :])  # "the Year 1 art homework"
-        after = _NEXT_WORD.match(text, run.end() + (number.end() if number else 0))
+        end = run.end()
+        # A case's two parties are one name: "the Jennings v Corrigan Homes trial" (ADR 0148).
+        while (versus := _VERSUS.match(text, end)) is not None:
+            end = versus.end()
+        number = re.match(r"\s+\d+\b", text[end:])  # "the Year 1 art homework"
+        after = _NEXT_WORD.match(text, end + (number.end() if number else 0))
         the = words[0] == "the" or _word_before(text, run.start()) == "the"
         if the and after and after.group(1).islower() and after.group(1) not in STOPWORDS:
             return stem(after.group(1))

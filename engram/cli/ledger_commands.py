@@ -63,6 +63,13 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
                 raise RecursionError  # refused before the decoder nears the interpreter's limit
             line = decoder.decode(raw)
         except msgspec.DecodeError as exc:
+            lone = _LONE_SURROGATE.search(raw if isinstance(raw, str) else raw.decode())
+            if lone is not None:  # the decoder says "truncated" of some (ADR 0146)
+                raise CliError(
+                    f"line {number}: a lone UTF-16 surrogate escape {lone.group()} at character"
+                    f" {lone.start()}: text must be valid Unicode (a high surrogate \\ud800-"
+                    "\\udbff followed by a low one \\udc00-\\udfff, or neither)"
+                ) from None
             raise CliError(f"line {number}: {exc}") from None
         except UnicodeError:
             raise CliError(f"line {number}: not valid UTF-8{_bad_byte(raw)}") from None
@@ -73,6 +80,12 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
     if not events:
         raise CliError("no events to append: the input is empty")
     return events, numbers
+
+
+#: A JSON escape of a surrogate not in a pair: a high one not followed by a low one, or a
+#: low one not after a high one (read only once the decoder refused the line).
+_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+_LONE_SURROGATE = re.compile(rf"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")
 
 
 #: The deepest nesting a line's JSON may have: far beyond any payload's, and far below the

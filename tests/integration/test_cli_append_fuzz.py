@@ -46,8 +46,15 @@ def head(db: str) -> int:
             VALID.replace(b'"t"', b"[" * 100_000 + b"]" * 100_000),
             "line 2: the JSON is nested too deeply",
         ),
+        # ADR 0146: a lone surrogate inside a string was "Input data was truncated".
+        (
+            VALID.replace(b'"t"', b'"a\\ud800b"'),
+            "line 2: a lone UTF-16 surrogate escape \\ud800 at character 79: text must be valid"
+            " Unicode (a high surrogate \\ud800-\\udbff followed by a low one \\udc00-\\udfff,"
+            " or neither)",
+        ),
     ],
-    ids=["utf8-in-a-string", "utf8-at-the-start", "nested-100000"],
+    ids=["utf8-in-a-string", "utf8-at-the-start", "nested-100000", "lone-surrogate"],
 )
 def test_bad_bytes_are_one_line_errors_and_write_nothing(
     db: str, tmp_path: Path, line: bytes, message: str

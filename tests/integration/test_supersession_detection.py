@@ -816,6 +816,37 @@ def test_a_street_s_kind_or_a_repository_shortened_is_a_copy(memory: Memory) -> 
     assert party[0].copies == 1
 
 
+def test_a_case_s_parties_name_one_thing_and_a_date_pushed_back_is_a_change(
+    memory: Memory,
+) -> None:
+    # ADR 0148: "the Harlow v Brightwell Estates hearing" gave the name "Harlow" to a "v",
+    # so "the Harlow hearing" named another kind of thing; and "pushed the Harlow hearing
+    # back to ..." announced nothing, its object between the verb and "back".
+    ana = memory.agent("ana")
+    hearing = ana.observe(
+        "The Harlow v Brightwell Estates hearing is listed for 9 April 2026.", at=NOW - 60 * DAY
+    )
+    moved = ana.observe(
+        "The judge has pushed the Harlow hearing back to 18 June 2026.", at=NOW - 20 * DAY
+    )
+    assert _superseded(memory) == [(moved, [hearing])]
+    assert supersession.announces("We brought the audit forward by a week.")
+    assert not supersession.announces("She pushed the trolley back to the ward.")
+
+
+def test_a_change_naming_its_new_value_replaces_what_it_changes(memory: Memory) -> None:
+    # ADR 0149: the first name of "From 1 March boiler servicing is contracted to Calder Gas
+    # ..." is the new contractor, which no earlier memory names: nothing was replaced.
+    ana = memory.agent("ana")
+    old = ana.observe("Boiler servicing is contracted to Northgate Heating.", at=NOW - 60 * DAY)
+    ana.observe("Northgate Heating invoices at the end of each quarter.", at=NOW - 50 * DAY)
+    new = ana.observe(
+        "From 1 March boiler servicing is contracted to Calder Gas instead of Northgate Heating.",
+        at=NOW - 20 * DAY,
+    )
+    assert _superseded(memory) == [(new, [old])]
+
+
 def test_left_naming_a_side_announces_no_leaving(memory: Memory) -> None:
     # ADR 0148: "limping on the left foreleg" announced a change ("left" as in "left the
     # firm"), so one day's consult record replaced the last one's, whatever their days.
