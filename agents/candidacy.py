@@ -345,7 +345,10 @@ def _of_subject(
             (said.phrases[h.position] or said.anew(h.text))
             # The one value given anew is no thing of its own ("The site manager is Dave
             # Morgan" -> "... is Priti Patel": two names, one manager; ADR 0143).
-            and (said.anew(h.text) or not shapes.other_things(said.text, h.text))
+            # Where a change is announced, the names are the values it gives: two holders of
+            # one role, not two things (ADR 0150).
+            and (said.anew(h.text)
+                 or not shapes.other_things(said.text, h.text, names_given=said.change))
         ))
         and not statements.modified_apart(
             said.text, h.text, named or said.phrases[h.position], heads=not subject

@@ -477,10 +477,17 @@ def instances_apart(text: str, old: str) -> bool:
     return not any(w in COPULA_WORDS or w in _ONE_AT_A_TIME for w in relation)
 
 
-def other_things(text: str, other: str) -> bool:
+def other_things(text: str, other: str, *, names_given: bool = False) -> bool:
     """Say whether each text names a thing the other does not: a run of two or more content
     words sharing no word with the other text ("the billing exporter" beside "the report
-    builder": the rate limits of two things, not one limit changed; ADR 0106)."""
+    builder": the rate limits of two things, not one limit changed; ADR 0106).
+
+    ``names_given``: the texts' names (runs of capitalised words) are values given, not
+    things spoken of, as a change announced gives them ("Rob Nuttall took over as practice
+    manager" of "The practice manager is Helen Garside": two holders of one role; ADR 0150).
+    """
+    if names_given:
+        text, other = _unnamed(text), _unnamed(other)
 
     def own(a: list[str], b: list[str]) -> bool:
         held, run = set(b), 0
@@ -501,6 +508,34 @@ def other_things(text: str, other: str) -> bool:
         for t in (text, other)
     )
     return own(mine, theirs) and own(theirs, mine)
+
+
+def holder_anew(text: str, old: str) -> bool:
+    """Say whether ``old`` gives only who holds a thing ("The fleet coordinator is Owen
+    Pryce": nothing is left of it once its names and the run of words both texts hold are
+    taken out) and ``text`` names a holder too ("Nadia Quinn has taken over as fleet
+    coordinator"): the names are the values, as one value given anew (ADR 0150)."""
+    phrase = statements.shared_phrase(text, old)
+    if not phrase or not statements.name_runs(_unnamed_days(old)):
+        return False
+    left = [w for w in content_stems(_unnamed(old)) if w and w not in phrase]
+    return not left and bool(statements.name_runs(_unnamed_days(text)))
+
+
+def _unnamed_days(text: str) -> str:
+    """Return ``text`` with its days and months taken out (a name run is then a name)."""
+    return statements.NAME_RUN.sub(
+        lambda m: " " if all(stem(w) in CALENDAR for w in lexical.tokens(m.group())) else m.group(),
+        text,
+    )
+
+
+def _unnamed(text: str) -> str:
+    """Return ``text`` without its runs of capitalised words, days and months aside."""
+    return statements.NAME_RUN.sub(
+        lambda m: m.group() if all(stem(w) in CALENDAR for w in lexical.tokens(m.group())) else " ",
+        text,
+    )
 
 
 #: Ordinals that pick a day of a period ("the first Tuesday", "the last Friday").

@@ -46,7 +46,7 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
-from engram.agents.shapes import instances_apart, value_anew
+from engram.agents.shapes import holder_anew, instances_apart, value_anew
 from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
@@ -99,6 +99,10 @@ ANNOUNCED = {"hash": 0.13, "neural": 0.24}
 #: ap-south-1 region"); the cosine need only not say they speak of unrelated things
 #: (ADR 0115).
 FORMATTED = {"hash": 0.0, "neural": 0.1}
+#: The threshold when the old memory gives only a thing's holder and the new one names
+#: another, the change announced (:func:`~engram.agents.shapes.holder_anew`): what is left of
+#: the two without their shared words is their names, whose cosine says nothing (ADR 0150).
+HOLDER = -1.0
 #: How many candidates, most similar first, a routed model judges in one request.
 JUDGED = 3
 
@@ -197,8 +201,12 @@ def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> fl
     (``old``, when given) for the new memory ``text``: lower when ``text`` announces a
     change, lowest when the two give values of one format in place of each other, or of
     one kind a pattern tells exactly (an email, an IP or a web address; ADR 0119), or are
-    one sentence with one value given anew (ADR 0143)."""
+    one sentence with one value given anew (ADR 0143); none when the new one announces a
+    change and names another holder of what the old one gives only the holder of (ADR 0150).
+    """
     provider = memory.embedder.fingerprint.provider if memory.embedder is not None else ""
+    if old is not None and announces(text) and holder_anew(text, old):
+        return HOLDER
     if old is not None and (
         same_format(text, old) or same_kind(text, old, exact=True) or value_anew(text, old)
     ):

@@ -847,6 +847,18 @@ def test_a_change_naming_its_new_value_replaces_what_it_changes(memory: Memory) 
     assert _superseded(memory) == [(new, [old])]
 
 
+def test_a_role_handed_to_another_person_replaces_its_holder(memory: Memory) -> None:
+    # ADR 0150: "Nadia Quinn has taken over as fleet coordinator" named two people beside
+    # "The fleet coordinator is Owen Pryce", read as two things; a change announced gives
+    # its names as values. A role's other attribute is no holder and stays.
+    ana = memory.agent("ana")
+    holder = ana.observe("The fleet coordinator is Owen Pryce.", at=NOW - 60 * DAY)
+    ana.observe("The fleet coordinator signs off the weekly rota.", at=NOW - 55 * DAY)
+    ana.observe("The depot manager is Ruth Adeyemi.", at=NOW - 50 * DAY)
+    new = ana.observe("Nadia Quinn has taken over as fleet coordinator.", at=NOW - 20 * DAY)
+    assert _superseded(memory) == [(new, [holder])]
+
+
 def test_left_naming_a_side_announces_no_leaving(memory: Memory) -> None:
     # ADR 0148: "limping on the left foreleg" announced a change ("left" as in "left the
     # firm"), so one day's consult record replaced the last one's, whatever their days.
