@@ -161,6 +161,11 @@ CHANGE_PHRASES = re.compile(
     r"|\b(?:pushed|put|moved|brought|pulled)\s+(?:the|a|an|our|their|his|her|its|my)\s+"
     r"(?:[\w'-]+\s+){0,5}?(?:back|forward)\s+(?:(?:to|by|until)\s+)?(?:\d|next\b|later\b"
     rf"|tomorrow\b|(?:early|mid|late)\b|an?\s+(?:day|week|month|year)|one\b|two\b|three\b|{_DAYS})"
+    # A state returned to, and a status reached, no object after it: "SC-12 is back in
+    # service", "the claim has settled", "the lease has expired" (ADR 0151).
+    r"|\bback\s+(?:in\s+service|in\s+stock|online|in\s+operation|to\s+normal)\b"
+    r"|\b(?:has|have)\s+(?:settled|closed|reopened|resumed|ended|expired|lapsed)\b"
+    r"(?!\s+(?:the|a|an|its|their|his|her|our|my|this|that|these|those|\d)\b)"
     # A status given in the passive: "the order was cancelled", "RFI-051 has been closed".
     rf"|\b(?:was|were|has\s+been|have\s+been)\s+(?:{_STATUS_RUN})\b"
     rf"|(?:^|[.;,:]\s*)from\s+(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"

@@ -66,6 +66,8 @@ CHANGE_FORMS = frozenset(
         "migrated", "reassigned", "raised", "lowered", "increased", "decreased", "reduced",
         # A release changed: "rolled the gateway forward to 2.5.0", "bumped it to 3.2" (ADR 0115).
         "rolled", "bumped", "scaled",
+        # A state undone or taken up again says its change by itself (ADR 0151).
+        "unblocked", "reopened", "resumed", "restored", "reinstated",
         # An amount set anew or scaled (ADR 0123, 0126): "was cut to 24 hours".
         "cut", "halved", "doubled", "extended", "shortened", "revised", "amended", "adjusted",
     )

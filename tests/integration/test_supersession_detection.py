@@ -859,6 +859,23 @@ def test_a_role_handed_to_another_person_replaces_its_holder(memory: Memory) -> 
     assert _superseded(memory) == [(new, [holder])]
 
 
+def test_a_state_returned_to_or_a_status_reached_announces_a_change(memory: Memory) -> None:
+    # ADR 0151: "is back in service", "has settled", "is unblocked" gave a status anew
+    # without a word detection read as a change.
+    ana = memory.agent("ana")
+    crane = ana.observe("Gantry crane GC-4 is out of service for a motor repair.",
+                        at=NOW - 60 * DAY)  # fmt: skip
+    dispute = ana.observe("The Marlow boundary dispute is waiting for the surveyor's report.",
+                          at=NOW - 55 * DAY)  # fmt: skip
+    back = ana.observe("GC-4 is back in service after its motor repair.", at=NOW - 20 * DAY)
+    settled = ana.observe("The Marlow boundary dispute has settled out of court.",
+                          at=NOW - 10 * DAY)  # fmt: skip
+    assert sorted(_superseded(memory)) == [(back, [crane]), (settled, [dispute])]
+    assert supersession.announces("The data migration is unblocked.")
+    assert not supersession.announces("The team has closed the ticket.")
+    assert not supersession.announces("The office is closed on Sundays.")
+
+
 def test_left_naming_a_side_announces_no_leaving(memory: Memory) -> None:
     # ADR 0148: "limping on the left foreleg" announced a change ("left" as in "left the
     # firm"), so one day's consult record replaced the last one's, whatever their days.
