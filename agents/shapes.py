@@ -523,19 +523,24 @@ def holder_anew(text: str, old: str) -> bool:
 
 
 def _unnamed_days(text: str) -> str:
-    """Return ``text`` with its days and months taken out (a name run is then a name)."""
-    return statements.NAME_RUN.sub(
-        lambda m: " " if all(stem(w) in CALENDAR for w in lexical.tokens(m.group())) else m.group(),
-        text,
-    )
+    """Return ``text`` with its days and months taken out (a run left is then a name)."""
+    return _sieved(text, keep_days=False)
 
 
 def _unnamed(text: str) -> str:
-    """Return ``text`` without its runs of capitalised words, days and months aside."""
-    return statements.NAME_RUN.sub(
-        lambda m: m.group() if all(stem(w) in CALENDAR for w in lexical.tokens(m.group())) else " ",
-        text,
-    )
+    """Return ``text`` without its names (runs of capitalised words), days and months kept."""
+    return _sieved(text, keep_days=True)
+
+
+def _sieved(text: str, *, keep_days: bool) -> str:
+    """Return ``text`` keeping, of its runs of capitalised words, the days and months
+    (``keep_days``) or the others."""
+
+    def kept(m: re.Match[str]) -> str:
+        day = all(stem(w) in CALENDAR for w in lexical.tokens(m.group()))
+        return m.group() if day == keep_days else " "
+
+    return statements.NAME_RUN.sub(kept, text)
 
 
 #: Ordinals that pick a day of a period ("the first Tuesday", "the last Friday").

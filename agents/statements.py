@@ -195,7 +195,7 @@ def kind(text: str, subject: str) -> str:
         if subject not in words:
             continue
         end = run.end()
-        # A case's two parties are one name: "the Jennings v Corrigan Homes trial" (ADR 0148).
+        # A case's two parties are one name: "the Jennings v Corrigan Homes trial" (ADR 0149).
         while (versus := _VERSUS.match(text, end)) is not None:
             end = versus.end()
         number = re.match(r"\s+\d+\b", text[end:])  # "the Year 1 art homework"
