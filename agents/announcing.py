@@ -110,13 +110,23 @@ _SIDE_AFTER = frozenset(
 )  # fmt: skip
 
 
+#: Words after "left" that make it a thing left as it was ("scaffolding left up", "a
+#: salmon left out", "the door left open"), not a leaving.
+_LEFT_AS_IT_WAS = frozenset(
+    ("up", "out", "open", "over", "behind", "unattended", "untouched", "outside",
+     "running", "alone", "unlocked", "unplugged")
+)  # fmt: skip
+
+
 def _side(words: Sequence[str], i: int) -> bool:
-    """Say whether ``words[i]`` is "left" naming a side, not a leaving ("limping on the left
-    foreleg", "enters from upstage left"; "She left the firm" announces; ADR 0148)."""
+    """Say whether ``words[i]`` is "left" naming a side or a thing left as it was, not a
+    leaving ("limping on the left foreleg", "enters from upstage left", "scaffolding left up
+    on Bridge Street"; "She left the firm" announces; ADR 0148, 0152)."""
     if words[i] != "left":
         return False
     before = i >= 1 and words[i - 1] in _SIDE_BEFORE
-    return before or (i + 1 < len(words) and words[i + 1] in _SIDE_AFTER)
+    after = words[i + 1] if i + 1 < len(words) else ""
+    return before or after in _SIDE_AFTER or after in _LEFT_AS_IT_WAS
 
 
 def announced(text: str) -> bool:

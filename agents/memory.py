@@ -378,7 +378,7 @@ class AgentMemory(Gathering):
             )
             with known_at as known:
                 ranked, fallback, matching = self._candidates(
-                    conn, known, query, fetch, types, use, cut
+                    conn, known, query, fetch, types, use, cut, valid_us
                 )
                 items = self._score(conn, known, ranked, matching, ask) if ranked else []
         recorded = None

@@ -378,6 +378,30 @@ def visible_to(conn: sqlite3.Connection, positions: Sequence[int], agent: str) -
     return {p for p, _ in _content_rows(conn, positions, "NULL", where, (agent,))}
 
 
+def servable(
+    conn: sqlite3.Connection,
+    positions: Sequence[int],
+    agent: str,
+    types: Sequence[str],
+    as_of_us: int | None = None,
+) -> set[int]:
+    """Return those of ``positions`` a recall of ``agent`` over ``types`` may serve: rows it
+    may see, of those types, observed by ``as_of_us`` and not archived then (None: now)."""
+    c = _CONTENT_COLUMNS
+    marks = ",".join("?" * len(types))
+    where = f" AND ({c['visibility']} = 'public' OR {c['agent']} = ?) AND {c['type']} IN ({marks})"
+    params: list[object] = [agent, *types]
+    if as_of_us is None:
+        where += f" AND {c['archived_us']} IS NULL"
+    else:
+        where += (
+            f" AND {c['observed_us']} <= ? AND ({c['archived_us']} IS NULL"
+            f" OR {c['archived_us']} > ?)"
+        )
+        params += [as_of_us, as_of_us]
+    return {p for p, _ in _content_rows(conn, positions, "NULL", where, params)}
+
+
 def _content_rows(
     conn: sqlite3.Connection,
     positions: Sequence[int],

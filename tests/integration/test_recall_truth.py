@@ -132,6 +132,35 @@ def test_a_replaced_fact_under_the_floor_by_its_weight_still_brings_in_its_chang
     assert new in [r.event.position for r in alone.items]
 
 
+def test_a_replaced_fact_brings_a_change_no_path_of_the_question_found(
+    memory: Memory,
+) -> None:
+    # ADR 0152: "Who looks after the volunteers at the food bank?" found the stale holder
+    # ("The food bank's volunteer lead is Carla Moss") and served it labelled as replaced by
+    # a memory it did not serve: the hand-over shares no word the question's paths ranked.
+    ana = _filled(memory)
+    for i in range(30):
+        ana.observe(f"The food bank handed out {40 + i} parcels on a Saturday.",
+                    at=NOW - (80 - i) * DAY)  # fmt: skip
+    old = ana.observe("The food bank's volunteer lead is Carla Moss.", at=NOW - 90 * DAY)
+    new = ana.observe("Carla handed over to Jonah Reyes last week.", at=NOW - 10 * DAY,
+                      supersedes=[old])  # fmt: skip
+    query = "Who looks after the volunteers at the food bank?"
+    order = [r.event.position for r in ana.recall(query, 3, record=False, min_score=0).items]
+    assert old in order
+    assert new in order
+    assert order.index(new) < order.index(old)
+    # A replacement the recall may not serve (a type it does not ask for) is not brought in.
+    van = ana.observe("The food bank's van is parked at the depot.", at=NOW - 90 * DAY)
+    plan = ana.observe("Park it behind the church from March.", at=NOW - 5 * DAY,
+                       type="plan", supersedes=[van])  # fmt: skip
+    asked = ana.recall("Where is the food bank's van parked?", 3, record=False, min_score=0,
+                       types=["observation"])  # fmt: skip
+    served = [r.event.position for r in asked.items]
+    assert van in served
+    assert plan not in served
+
+
 def test_a_context_frame_labels_a_replaced_fact_and_ranks_it_below_its_change(
     memory: Memory,
 ) -> None:

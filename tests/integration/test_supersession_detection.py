@@ -888,6 +888,8 @@ def test_left_naming_a_side_announces_no_leaving(memory: Memory) -> None:
     ana.observe("Stage note for 21 Oct: the soloist enters downstage left.", at=NOW - 30 * DAY)
     assert _superseded(memory) == []
     assert not supersession.announces("Keep the samples on the left shelf.")
+    # ADR 0152: nor a thing left as it was.
+    assert not supersession.announces("A caller reported a skip left out on Mill Road.")
     assert supersession.announces("Dr Amsel left the practice in November.")
     assert supersession.announces("Nobody is left on the night shift.")
 
