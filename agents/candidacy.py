@@ -233,6 +233,9 @@ class _Said:
                 shapes.value_anew(self.text, old)
                 and statements.labels(old) == self.labels
                 and not shapes.told_event(self.text)
+                # So is a record of one occurrence with a day or a count anew ("Stunt
+                # rehearsal for the car chase on 11 March", "... on 10 March"; ADR 0153).
+                and not (shapes.recorded_occurrence(self.text) and shapes.recorded_occurrence(old))
             )
         return self._anew[old]
 

@@ -237,7 +237,9 @@ _OCCURRENCES = frozenset(
         "dinner", "dinners", "event", "events", "check", "checks", "reading", "readings",
         "briefing", "briefings", "delivery", "deliveries", "enquiry", "enquiries", "inquiry",
         "inquiries", "request", "requests", "survey", "surveys", "audit", "audits", "incident",
-        "incidents", "booking", "bookings", "order", "orders", "feedback",
+        "incidents", "booking", "bookings", "order", "orders", "feedback", "screening",
+        "screenings", "callout", "callouts", "talk", "talks", "scan", "scans", "transfusion",
+        "transfusions", "drill", "drills",
     )
 )  # fmt: skip
 #: The words of a record's opening an occurrence noun is looked for in.

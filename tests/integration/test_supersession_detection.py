@@ -876,6 +876,17 @@ def test_a_state_returned_to_or_a_status_reached_announces_a_change(memory: Memo
     assert not supersession.announces("The office is closed on Sundays.")
 
 
+def test_records_of_one_occurrence_with_another_day_stay_apart(memory: Memory) -> None:
+    # ADR 0153: "Fire drill for the east wing on 4 March" was replaced by "... on 18
+    # March", read as one day given anew; two records of an occurrence are two occurrences.
+    ana = memory.agent("ana")
+    ana.observe("Fire drill for the east wing on 4 March.", at=NOW - 60 * DAY)
+    ana.observe("Fire drill for the east wing on 18 March.", at=NOW - 40 * DAY)
+    ana.observe("Evening talk for new volunteers on 2 April.", at=NOW - 35 * DAY)
+    ana.observe("Evening talk for new volunteers on 9 April.", at=NOW - 30 * DAY)
+    assert _superseded(memory) == []
+
+
 def test_left_naming_a_side_announces_no_leaving(memory: Memory) -> None:
     # ADR 0148: "limping on the left foreleg" announced a change ("left" as in "left the
     # firm"), so one day's consult record replaced the last one's, whatever their days.
