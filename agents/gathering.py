@@ -65,10 +65,8 @@ class Gathering:
         types: Sequence[str] | None,
         paths: frozenset[str],
         cut: int | None,
-        valid_us: int | None = None,
     ) -> tuple[dict[int, Candidate], str | None, Matching | None]:
         """Gather each path's ranked hits and fuse them; ``known`` holds salience as of the cut.
-        What replaced a candidate (by ``valid_us``, valid time) is a candidate too.
 
         Returns the candidates, why the fallback served (None: it did not), and what working
         out their ``match`` needs (None: the fallback set it)."""
@@ -141,8 +139,6 @@ class Gathering:
                     c.cosine, c.semantic_rank = raw, own
         if self.bloom:
             self._bloom(conn, fused, types, cut)
-        if valid_us is not None:
-            self._replacements(conn, fused, types, cut, valid_us)
         return fused, None, matching
 
     def _replacements(
@@ -152,23 +148,32 @@ class Gathering:
         types: Sequence[str] | None,
         cut: int | None,
         valid_us: int,
-    ) -> None:
-        """Add to ``fused`` what replaced a candidate, to the end of each chain, where the
-        agent may see it and the recall may serve it (its types, known and not archived by
-        the cut): a replaced memory recall serves brings what replaced it, which its words
-        may not have found (ADR 0152)."""
+        *,
+        bring: bool = True,
+    ) -> dict[int, int]:
+        """Return ``old -> new`` for the candidates replaced by ``valid_us`` as the store knew
+        it at ``cut`` (:func:`~engram.agents.folding.replaced_among`). With ``bring``, first
+        add to ``fused`` what replaced a candidate, to the end of each chain, where the agent
+        may see it and the recall may serve it (its types, known and not archived by the
+        cut): a replaced memory recall serves brings what replaced it, which its words may
+        not have found (ADR 0152)."""
         wanted = lexical.memory_types(types)
+        replaced: dict[int, int] = {}
         asked = list(fused)
         while asked:
+            found = replaced_among(conn, asked, cut, valid_us, self.agent)
+            replaced.update(found)
+            newer = [n for n in dict.fromkeys(found.values()) if n not in fused]
+            if not bring or not newer:
+                break
             try:
-                found = replaced_among(conn, asked, cut, valid_us, self.agent)
-                newer = [n for n in dict.fromkeys(found.values()) if n not in fused]
-                served = lexical.servable(conn, newer, self.agent, wanted, cut) if newer else set()
+                served = lexical.servable(conn, newer, self.agent, wanted, cut)
             except (ProjectionError, sqlite3.Error):
-                return
+                break
             asked = [n for n in newer if n in served]
             for n in asked:
                 fused[n] = Candidate(via=("replacement",))
+        return dict(sorted(replaced.items()))
 
     def _completed(self, conn: sqlite3.Connection, query: str) -> str:
         """Return ``query`` with each hash it quotes by its first characters in place of

@@ -44,7 +44,7 @@ from engram.agents.arguments import (
 from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
-from engram.agents.folding import copy_rows, fold, grouped, replaced_among
+from engram.agents.folding import copy_rows, fold, grouped
 from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
@@ -378,9 +378,13 @@ class AgentMemory(Gathering):
             )
             with known_at as known:
                 ranked, fallback, matching = self._candidates(
-                    conn, known, query, fetch, types, use, cut, valid_us
+                    conn, known, query, fetch, types, use, cut
                 )
-                items = self._score(conn, known, ranked, matching, ask) if ranked else []
+                # The fallback's candidates bring no replacement of their own (ADR 0152).
+                replaced = self._replacements(
+                    conn, ranked, types, cut, valid_us, bring=matching is not None
+                )
+                items = self._score(conn, known, ranked, matching, ask, replaced) if ranked else []
         recorded = None
         if record and items:
             payload = MemoryRecalled(
@@ -410,8 +414,10 @@ class AgentMemory(Gathering):
         ranked: dict[int, Candidate],
         matching: Matching | None,
         ask: _Ask,
+        replaced: dict[int, int],
     ) -> list[Recalled]:
-        """Score every candidate on the absolute scale, fold copies, keep the ``k`` best.
+        """Score every candidate on the absolute scale, fold copies, keep the ``k`` best;
+        ``replaced`` maps each replaced candidate to what replaced it.
 
         ``relevance`` is the calibrated probability that the item answers the query
         (ADR 0051); ``score`` weighs it by recency and importance as a weighted geometric
@@ -421,7 +427,6 @@ class AgentMemory(Gathering):
         positions = sorted(ranked)
         facts = salience.memory_facts(known, positions)
         rows = copy_rows(conn, positions)
-        replaced = replaced_among(conn, positions, ask.cut, ask.valid_us, self.agent)
         w = ask.weights
         rec_w = w["recency"] * (CURRENT_STATE_BOOST if wants_current(ask.query) else 1.0)
         calibration = None

@@ -387,19 +387,17 @@ def servable(
 ) -> set[int]:
     """Return those of ``positions`` a recall of ``agent`` over ``types`` may serve: rows it
     may see, of those types, observed by ``as_of_us`` and not archived then (None: now)."""
-    c = _CONTENT_COLUMNS
-    marks = ",".join("?" * len(types))
-    where = f" AND ({c['visibility']} = 'public' OR {c['agent']} = ?) AND {c['type']} IN ({marks})"
-    params: list[object] = [agent, *types]
-    if as_of_us is None:
-        where += f" AND {c['archived_us']} IS NULL"
-    else:
-        where += (
-            f" AND {c['observed_us']} <= ? AND ({c['archived_us']} IS NULL"
-            f" OR {c['archived_us']} > ?)"
-        )
-        params += [as_of_us, as_of_us]
-    return {p for p, _ in _content_rows(conn, positions, "NULL", where, params)}
+    c, at = _CONTENT_COLUMNS, _NEVER if as_of_us is None else as_of_us
+    where = (
+        f" AND ({c['visibility']} = 'public' OR {c['agent']} = ?) AND {c['type']} IN"
+        f" ({','.join('?' * len(types))}) AND {c['observed_us']} <= ?"
+        f" AND ({c['archived_us']} IS NULL OR {c['archived_us']} > ?)"
+    )
+    return {p for p, _ in _content_rows(conn, positions, "NULL", where, [agent, *types, at, at])}
+
+
+#: Later than any time a row holds: "now" for a read that asks of no time.
+_NEVER = 2**62
 
 
 def _content_rows(

@@ -31,6 +31,16 @@ def _scar(memory: Memory, agent: str, kind: str, what: str, lesson: str, **kw: o
 # -- post-project lessons ----------------------------------------------------------------------
 
 
+def _post_project(memory: Memory, job: PostProjectJob | None = None) -> JobRunner:
+    """Return a runner of the post-project job (``job``, else a default one), two hours on."""
+    return JobRunner(
+        memory.ledger,
+        memory.engine,
+        [job or PostProjectJob()],
+        clock=Clock(T0 + timedelta(hours=2)),
+    )
+
+
 def test_a_closed_project_gets_a_five_part_lesson_and_a_small_one_is_skipped(
     memory: Memory,
 ) -> None:
@@ -81,9 +91,7 @@ def test_a_closed_project_gets_a_five_part_lesson_and_a_small_one_is_skipped(
     with pytest.raises(SuggestionInputError, match="closed already"):
         close_project(memory.ledger, "tiny", "bob")  # a project closes once
     assert memory.ledger.head() == closed
-    runner = JobRunner(
-        memory.ledger, memory.engine, [PostProjectJob()], clock=Clock(T0 + timedelta(hours=2))
-    )
+    runner = _post_project(memory)
     head = memory.ledger.head()
     dry = runner.run("postproject", dry_run=True)
     assert memory.ledger.head() == head
@@ -163,9 +171,7 @@ def _closed_launch(memory: Memory) -> tuple[str, str, str]:
 
 def test_a_refused_lesson_stays_refused_through_the_post_project_lesson(memory: Memory) -> None:
     coupons, _, _ = _closed_launch(memory)
-    runner = JobRunner(
-        memory.ledger, memory.engine, [PostProjectJob()], clock=Clock(T0 + timedelta(hours=2))
-    )
+    runner = _post_project(memory)
     runner.run("postproject")
     (note,) = memory.lessons().suggestions(["pending"])
     # What happened is one of the project's errors; its refused lesson is proposed nowhere.
@@ -199,9 +205,7 @@ def test_a_post_project_lesson_leaves_its_scars_to_the_learning_step(memory: Mem
             at=at,
         )
     close_project(memory.ledger, "exports", "ana", at=at + timedelta(minutes=1))
-    runner = JobRunner(
-        memory.ledger, memory.engine, [PostProjectJob()], clock=Clock(T0 + timedelta(hours=2))
-    )
+    runner = _post_project(memory)
     runner.run("postproject")
     (note,) = memory.lessons().suggestions(["pending"])
     # The scars are evidence of the project, not the note's lesson: still waiting to be
@@ -230,9 +234,7 @@ def test_the_post_project_lesson_counts_repeats_by_meaning(memory: Memory) -> No
     close_project(memory.ledger, "schema", "ana", at=at + timedelta(minutes=1))
 
     def errors(job: PostProjectJob) -> list[str]:
-        runner = JobRunner(
-            memory.ledger, memory.engine, [job], clock=Clock(T0 + timedelta(hours=2))
-        )
+        runner = _post_project(memory, job)
         (event,) = runner.run("postproject", dry_run=True).plan.events
         text: str = event.payload.text
         return text.split("Top recurring errors:\n")[1].split("\n\n")[0].splitlines()
@@ -286,9 +288,7 @@ def test_a_routed_model_drafts_the_lesson_and_a_failing_one_falls_back(
         )
         server.script.append(Reply(200, chat(json.dumps(answer))))
         job = PostProjectJob(completer=routed_lesson_drafter(str(routing)))
-        runner = JobRunner(
-            memory.ledger, memory.engine, [job], clock=Clock(T0 + timedelta(hours=2))
-        )
+        runner = _post_project(memory, job)
         planned = runner.run("postproject", dry_run=True).plan
         (event,) = planned.events
         assert event.payload.drafter == "postproject:model"
