@@ -46,6 +46,7 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
+from engram.agents.relations import same_relation
 from engram.agents.shapes import holder_anew, instances_apart, value_anew
 from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
@@ -99,6 +100,14 @@ ANNOUNCED = {"hash": 0.13, "neural": 0.24}
 #: ap-south-1 region"); the cosine need only not say they speak of unrelated things
 #: (ADR 0115).
 FORMATTED = {"hash": 0.0, "neural": 0.1}
+#: The threshold when the new memory announces a change and both state one relation a
+#: subject holds with one named thing at a time, where it lives or works
+#: (:func:`~engram.agents.relations.same_relation`): the relation's words say which attribute
+#: the names are the values of where the words saying it differ ("relocated to Porto" of
+#: "lives in Berlin"); what is left of the two once their names are out is those differing
+#: words, whose cosine says nothing more (MiniLM: 0.08 for "has started a new position at"
+#: of "works for"; ADR 0154).
+RELATED = -1.0
 #: The threshold when the old memory gives only a thing's holder and the new one names
 #: another, the change announced (:func:`~engram.agents.shapes.holder_anew`): what is left of
 #: the two without their shared words is their names, whose cosine says nothing (ADR 0150).
@@ -214,6 +223,8 @@ def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> fl
         # is taken out is mostly that value, so its cosine says only how alike the two
         # values are ("The site manager is Dave Morgan" -> "... Priti Patel"; ADR 0143).
         table = FORMATTED
+    elif old is not None and announces(text) and same_relation(text, old):
+        return RELATED
     else:
         table = ANNOUNCED if announces(text) else THRESHOLDS
     return table["hash" if provider == "hash" else "neural"]
