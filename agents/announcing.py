@@ -178,7 +178,10 @@ CHANGE_PHRASES = re.compile(
     r"(?!\s+(?:the|a|an|its|their|his|her|our|my|this|that|these|those|\d)\b)"
     # A status given in the passive: "the order was cancelled", "RFI-051 has been closed".
     rf"|\b(?:was|were|has\s+been|have\s+been)\s+(?:{_STATUS_RUN})\b"
-    rf"|(?:^|[.;,:]\s*)from\s+(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"
+    # ... or a day of it ("From 1 July flight EZ8412 departs at 07:40", "Since the 3rd of
+    # March the clinic opens at 8"; ADR 0155).
+    rf"|(?:^|[.;,:]\s*)(?:from|since)\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
+    rf"(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"
     r"(?!\s+(?:to|until|till|through|and)\b)",
     re.IGNORECASE,
 )

@@ -200,7 +200,7 @@ class _Said:
             # values: what the sentence names comes before its copula (ADR 0126).
             copula = re.search(r"\b(?:is|are|was|were)\b", text, re.IGNORECASE)
             before = text[: copula.start()] if copula else ""
-        if change and word is not None and not before.strip():
+        if change and word is not None and not before.strip() and not _SINCE.match(text):
             # A change word opening the text ("Transferred batch 233 of Harbour Pale to FV2")
             # names what changed in its object, up to where the value starts (ADR 0143).
             value = _VALUE_AT.search(text, word.end())
@@ -294,6 +294,27 @@ class _Said:
         )  # fmt: skip
 
 
+#: What may follow a sentence's opening noun for the noun to be its subject: a copula or an
+#: auxiliary ("The lift is back in service", "The trial was pushed back", "The canteen now
+#: closes at 3pm").
+_AFTER_HEAD = frozenset(("is", "are", "was", "were", "has", "have", "had", "will", "now"))
+
+
+def opening_head(text: str, other: str) -> tuple[str, ...]:
+    """Return the one content word (stemmed) both texts open with as their subject, after a
+    determiner and before a copula or an auxiliary ("The lift is out of service", "The lift
+    is back in service" -> ("lift",)); () where either opens otherwise (ADR 0155)."""
+
+    def head(said: str) -> str:
+        words = lexical.tokens(said)[:3]
+        if len(words) < 3 or words[0] not in statements.DETERMINERS or words[2] not in _AFTER_HEAD:
+            return ""
+        return statements.content_stems(words[1])[0] if words[1].isalpha() else ""
+
+    mine = head(text)
+    return (mine,) if mine and mine == head(other) else ()
+
+
 class _Held(Protocol):
     """An earlier memory as a search finds it."""
 
@@ -332,8 +353,13 @@ def _of_subject(
         and said.may_replace(position, h)
     ]  # fmt: skip
     if not subject:
-        # Unnamed, what both speak of is the longest run of words they share (ADR 0106).
-        said.phrases.update({h.position: statements.shared_phrase(said.text, h.text) for h in held})
+        # Unnamed, what both speak of is the longest run of words they share (ADR 0106), or
+        # the one noun both open with as their subject ("The trial is on 3 June", "The trial
+        # was pushed back to 12 June"; ADR 0155).
+        said.phrases.update({
+            h.position: statements.shared_phrase(said.text, h.text) or opening_head(said.text, h.text)
+            for h in held
+        })  # fmt: skip
     # Two things named by the same words with their own modifiers stay two things: the
     # nightly and the weekly backup job, the staging and the production API (ADR 0109).
     named = (stem(subject),) if subject else ()
@@ -497,6 +523,9 @@ _VALUE_AT = re.compile(r"\b(?:to|into|onto|from|over|at|as)\b", re.IGNORECASE)
 
 
 _WORD = re.compile(r"[^\W_]+")
+#: A time a value holds from, opening the text ("From April the milk price is 40.2p"): the
+#: word announcing the change, not a verb whose object names what changed (ADR 0155).
+_SINCE = re.compile(r"\s*(?:from|since)\b", re.IGNORECASE)
 
 
 def _valued(text: str, subject: str | None) -> str | None:

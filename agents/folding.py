@@ -15,13 +15,15 @@ import sqlite3
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
-from engram.agents.matching import STOPWORDS, Matching, stems_of
+from engram.agents.announcing import announces
+from engram.agents.matching import STOPWORDS, Matching, stem, stems_of
 from engram.agents.quoted import quoted_codes, runs
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
 __all__ = [
     "Folder",
+    "copied_replacements",
     "copy_rows",
     "fold",
     "folds",
@@ -52,6 +54,26 @@ def replaced_among(
     except (sqlite3.Error, UnknownProjectionError):
         return {}
     return replaced
+
+
+def copied_replacements(
+    folded: Mapping[int, Sequence[int]], replaced: Mapping[int, int]
+) -> dict[int, int]:
+    """Return, for each kept item not replaced itself, what replaced a copy folded into it:
+    a copy told before that replacement is as stale as the memory it copies, and served
+    current it would give the old value unlabelled ("The site manager is Dave Morgan" and
+    "... Dave Morgan (logged 09:12)", one of them replaced by "... is now Priti Patel"). A
+    copy told after the replacement tells the old value anew and stays current (ADR 0155)."""
+    out = {}
+    for kept, members in folded.items():
+        if kept in replaced:
+            continue
+        for member in members:
+            new = replaced.get(member)
+            if new is not None and kept < new and new not in members:
+                out[kept] = new
+                break
+    return out
 
 
 def copy_rows(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, copies.Copy]:
@@ -196,7 +218,10 @@ class Folder:
                     alike = n >= 3 and n >= 0.75 * m and _inside(mine, theirs, text, kept)
                 else:
                     alike = m >= 3 and m >= 0.75 * n and _inside(theirs, mine, kept, text)
-                if alike and same_ids(text, kept) and same_polarity(text, kept):
+                if (
+                    alike and same_ids(text, kept) and same_polarity(text, kept)
+                    and same_tidings(text, kept)
+                ):  # fmt: skip
                     return q
         return into
 
@@ -227,12 +252,24 @@ def same_polarity(a_text: str, b_text: str) -> bool:
     return found[0] == found[1]
 
 
+def same_tidings(a_text: str, b_text: str) -> bool:
+    """Say whether two texts both announce a change or neither does: "Lift 2 is out of
+    service" and "Lift 2 is back in service" hold the same content words and the second
+    says the first stopped being true, so they are never copies (ADR 0155). Texts not given
+    agree."""
+    if not a_text or not b_text:
+        return True
+    return announces(a_text) == announces(b_text)
+
+
 def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = "") -> bool:
     """Say whether two content-word sets say the same (the rule :meth:`Folder._into` keeps
     by sizes): equal, or the smaller (of three words or more) inside the larger with three
     quarters of its words, but for :data:`TYPOS` misspelt words of the smaller (read in the
     texts, ``a_text`` and ``b_text``, where stemming has not cut them)."""
     if not same_ids(a_text, b_text) or not same_polarity(a_text, b_text):
+        return False
+    if not same_tidings(a_text, b_text):
         return False
     if len(a) > len(b):
         a, b, a_text, b_text = b, a, b_text, a_text
@@ -258,7 +295,10 @@ def _inside(small: frozenset[str], large: frozenset[str], small_text: str, large
     if len(small - large) > TYPOS or not small_text or not large_text:
         return False
     mine, theirs = _spelt(small_text), _spelt(large_text)
-    only_mine, only_theirs = mine - theirs, theirs - mine
+    # The words whose stems the larger lacks: "shipper" beside "shippers" is no misspelling
+    # standing in for "Momart" beside "Constantine" (ADR 0155).
+    only_mine = frozenset(w for w in mine - theirs if stem(w) not in large)
+    only_theirs = theirs - mine
     if only_mine and all(_joined(word, only_theirs) for word in only_mine):
         return True  # "flowerpot" is "flower pot" written as one word
     return any(misspelt(word, other) for word in only_mine for other in only_theirs)

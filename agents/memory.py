@@ -44,7 +44,7 @@ from engram.agents.arguments import (
 from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
-from engram.agents.folding import copy_rows, fold, grouped
+from engram.agents.folding import copied_replacements, copy_rows, fold, grouped
 from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
@@ -522,6 +522,10 @@ class AgentMemory(Gathering):
             bound = {p: scored(tops[p] ** w["relevance"], p) for p in positions}
             order, folded = lazily(positions, bound, total, work, first, rows, matching)
         if replaced:
+            for p, n in copied_replacements(folded, replaced).items():  # (ADR 0155)
+                replaced[p] = n
+                if not held(floors, p) or held(floors, n):
+                    demoted[p] = n
             order = with_replacements(order, ranked, demoted, folded, relevance, work)
             for p in order:  # a replacement brought in: its score with the relevance it took
                 total[p] = scored(relevance[p] ** w["relevance"], p)

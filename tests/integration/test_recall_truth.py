@@ -189,7 +189,13 @@ def test_a_context_frame_labels_a_replaced_fact_and_ranks_it_below_its_change(
     assert all("replaced_by" not in e for e in then.frames["episodic"])
 
 
-def test_a_supersession_is_reverted_by_an_event(memory: Memory) -> None:
+def test_a_supersession_is_reverted_by_an_event(tmp_path: Path) -> None:
+    # Detection off: the move is one it takes (ADR 0154); here the agent says it.
+    with engram.open_memory(str(tmp_path / "off.db"), supersede="off") as memory:
+        _reverted_by_an_event(memory)
+
+
+def _reverted_by_an_event(memory: Memory) -> None:
     ana = _filled(memory)
     old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
     new = ana.observe("Alice Moreau moved to Berlin.", at=NOW - 30 * DAY)
@@ -481,7 +487,13 @@ def test_build_context_refuses_a_bad_floor(memory: Memory) -> None:
     assert memory.ledger.head() == head
 
 
-def test_the_supersessions_projection_reads_as_of(memory: Memory) -> None:
+def test_the_supersessions_projection_reads_as_of(tmp_path: Path) -> None:
+    # Detection off: the move is one it takes (ADR 0154); here the agent says it.
+    with engram.open_memory(str(tmp_path / "off.db"), supersede="off") as memory:
+        _reads_as_of(memory)
+
+
+def _reads_as_of(memory: Memory) -> None:
     ana = _filled(memory)
     old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
     new = ana.observe("Alice Moreau moved to Berlin.", at=NOW - 30 * DAY)
