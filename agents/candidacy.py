@@ -357,7 +357,8 @@ def _of_subject(
         # the one noun both open with as their subject ("The trial is on 3 June", "The trial
         # was pushed back to 12 June"; ADR 0155).
         said.phrases.update({
-            h.position: statements.shared_phrase(said.text, h.text) or opening_head(said.text, h.text)
+            h.position: statements.shared_phrase(said.text, h.text)
+            or opening_head(said.text, h.text)
             for h in held
         })  # fmt: skip
     # Two things named by the same words with their own modifiers stay two things: the

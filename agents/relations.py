@@ -51,9 +51,9 @@ _BETWEEN = 1
 #: What may come between the preposition and the named thing.
 _ARTICLES = frozenset(("the", "a", "an"))
 #: Named, but a time, not a thing: "moved the call to Friday".
-_TIMES = frozenset(
+_TIMES = _forms(
     """monday tuesday wednesday thursday friday saturday sunday january february march
-    april may june july august september october november december""".split()
+    april may june july august september october november december"""
 )
 
 
@@ -80,9 +80,7 @@ def _named(words: list[str], start: int, prepositions: frozenset[str]) -> bool:
         while after < len(words) and words[after].lower() in _ARTICLES:
             after += 1
         return (
-            after < len(words)
-            and words[after][0].isupper()
-            and words[after].lower() not in _TIMES
+            after < len(words) and words[after][0].isupper() and words[after].lower() not in _TIMES
         )
     return False
 

@@ -48,7 +48,8 @@ def test_a_change_told_from_a_day_or_of_a_one_word_subject_replaces(
 
 
 def test_a_span_of_days_or_another_opening_noun_replaces_nothing(memory: Memory) -> None:
-    assert not _replaced(memory, "The pool is open to members.", "From 1 May to 9 May the pool is shut.")
+    pool = "The pool is open to members."
+    assert not _replaced(memory, pool, "From 1 May to 9 May the pool is shut.")
     assert not _replaced(memory, "The kiln is out of action.", "The glaze is back in stock.")
 
 
