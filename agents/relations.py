@@ -8,8 +8,9 @@ alone do not, so detection missed the most common change there is (ADR 0154).
 
 Each family below is one relation: the words that state it and the words that change it.
 Two memories give one attribute of their subject when each holds a word of one family
-followed, within a few words, by a named thing (a capitalised word: "Porto", "Northwind
-Bank"): the relation says which attribute the name is the value of, as a value's format does
+followed, at once or after one word, by one of the family's prepositions and that by a named
+thing (a capitalised word, articles aside, no day or month: "Porto", "the Northwind Bank"):
+the relation says which attribute the name is the value of, as a value's format does
 (:func:`engram.agents.candidacy.same_format`, ADR 0115). Word forms, not stems, as
 :data:`engram.agents.shapes._ONE_AT_A_TIME` reads them.
 """
