@@ -21,6 +21,11 @@ EMBEDDERS = ["hash", pytest.param("onnx", marks=pytest.mark.skipif(
     not onnx_ready(), reason="needs the onnx extra and the MiniLM weights"))]  # fmt: skip
 
 
+#: Memories naming nobody, so a name stays a rare word beside them.
+FILLER = [f"the {p} keeps {t}." for p in ("shed", "attic", "garage", "cellar", "barn")
+          for t in ("bees", "old maps", "a boat", "two cats", "a diary", "apples")]  # fmt: skip
+
+
 @contextmanager
 def embedding_with(provider: str, folder: Path, ledger: str = "ledger.db") -> Iterator[Memory]:
     """Open the memory ``ledger`` in ``folder``, embedding with ``provider`` (its routing
@@ -40,3 +45,14 @@ def detecting(provider: str, folder: Path, filler: Sequence[str]) -> Iterator[Me
         for i, text in enumerate(filler):
             ana.observe(text, at=NOW - 300 * DAY + i * DAY)
         yield opened
+
+
+def replaced(memory: Memory, old: str, new: str) -> bool:
+    """Observe ``old`` then ``new`` fifty days later; say whether ``new`` replaced ``old``."""
+    ana = memory.agent("ana")
+    first = ana.observe(old, at=NOW - 60 * DAY)
+    second = ana.observe(new, at=NOW - 10 * DAY)
+    return any(
+        e.payload.position == second and first in e.payload.replaces
+        for e in memory.ledger.read(0, kinds=["memory.superseded"])
+    )

@@ -8,29 +8,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from detection_store import DAY, EMBEDDERS, NOW, detecting
+from detection_store import DAY, EMBEDDERS, FILLER, NOW, detecting, replaced
 
 from engram.agents.folding import folds
 from engram.runtime import Memory
-
-FILLER = [f"the {p} keeps {t}." for p in ("shed", "attic", "garage", "cellar", "barn")
-          for t in ("bees", "old maps", "a boat", "two cats", "a diary", "apples")]  # fmt: skip
 
 
 @pytest.fixture(params=EMBEDDERS)
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     with detecting(request.param, tmp_path, FILLER) as opened:
         yield opened
-
-
-def _replaced(memory: Memory, old: str, new: str) -> bool:
-    ana = memory.agent("ana")
-    first = ana.observe(old, at=NOW - 60 * DAY)
-    second = ana.observe(new, at=NOW - 10 * DAY)
-    return any(
-        e.payload.position == second and first in e.payload.replaces
-        for e in memory.ledger.read(0, kinds=["memory.superseded"])
-    )
 
 
 @pytest.mark.parametrize(
@@ -44,13 +31,13 @@ def _replaced(memory: Memory, old: str, new: str) -> bool:
 def test_a_change_told_from_a_day_or_of_a_one_word_subject_replaces(
     memory: Memory, old: str, new: str
 ) -> None:
-    assert _replaced(memory, old, new)
+    assert replaced(memory, old, new)
 
 
 def test_a_span_of_days_or_another_opening_noun_replaces_nothing(memory: Memory) -> None:
     pool = "The pool is open to members."
-    assert not _replaced(memory, pool, "From 1 May to 9 May the pool is shut.")
-    assert not _replaced(memory, "The kiln is out of action.", "The glaze is back in stock.")
+    assert not replaced(memory, pool, "From 1 May to 9 May the pool is shut.")
+    assert not replaced(memory, "The kiln is out of action.", "The glaze is back in stock.")
 
 
 @pytest.mark.parametrize(

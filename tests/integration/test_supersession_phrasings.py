@@ -8,29 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from detection_store import DAY, EMBEDDERS, NOW, detecting
+from detection_store import EMBEDDERS, FILLER, detecting, replaced
 
 from engram.runtime import Memory
-
-FILLER = [f"the {p} keeps {t}." for p in ("shed", "attic", "garage", "cellar", "barn")
-          for t in ("bees", "old maps", "a boat", "two cats", "a diary", "apples")]  # fmt: skip
 
 
 @pytest.fixture(params=EMBEDDERS)
 def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
     with detecting(request.param, tmp_path, FILLER) as opened:
         yield opened
-
-
-def _replaced(memory: Memory, old: str, new: str) -> bool:
-    """Observe ``old`` then ``new`` fifty days later; say whether ``new`` replaced ``old``."""
-    ana = memory.agent("ana")
-    first = ana.observe(old, at=NOW - 60 * DAY)
-    second = ana.observe(new, at=NOW - 10 * DAY)
-    return any(
-        e.payload.position == second and first in e.payload.replaces
-        for e in memory.ledger.read(0, kinds=["memory.superseded"])
-    )
 
 
 @pytest.mark.parametrize(
@@ -49,7 +35,7 @@ def _replaced(memory: Memory, old: str, new: str) -> bool:
 def test_a_change_said_in_other_words_replaces_the_old_value(
     memory: Memory, old: str, new: str
 ) -> None:
-    assert _replaced(memory, old, new)
+    assert replaced(memory, old, new)
 
 
 @pytest.mark.parametrize(
@@ -80,4 +66,4 @@ def test_a_change_said_in_other_words_replaces_the_old_value(
 def test_a_value_beside_another_a_plan_or_another_file_replaces_nothing(
     memory: Memory, old: str, new: str
 ) -> None:
-    assert not _replaced(memory, old, new)
+    assert not replaced(memory, old, new)

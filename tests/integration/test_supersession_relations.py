@@ -8,12 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from detection_store import DAY, EMBEDDERS, NOW, detecting
+from detection_store import DAY, EMBEDDERS, FILLER, NOW, detecting
 
 from engram.runtime import Memory
-
-FILLER = [f"the {p} keeps {t}." for p in ("shed", "attic", "garage", "cellar", "barn")
-          for t in ("bees", "old maps", "a boat", "two cats", "a diary", "apples")]  # fmt: skip
 
 
 @pytest.fixture(params=EMBEDDERS)
