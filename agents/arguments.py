@@ -88,7 +88,8 @@ class LongTextWarning(UserWarning):
 
 def check_text(text: object, what: str = "text") -> None:
     """Refuse a memory's text that holds nothing to remember: only blanks or control
-    characters (a text of another type is the ledger's to refuse, naming the field). Warn
+    characters, or that holds a NUL character (a text of another type is the ledger's to
+    refuse, naming the field). Warn
     (:class:`LongTextWarning`) of a text longer than recall reads."""
     if isinstance(text, str) and len(text) > MAX_TEXT:
         warnings.warn(
@@ -108,6 +109,11 @@ def check_text(text: object, what: str = "text") -> None:
         raise QueryError(
             f"{what} holds nothing to remember (only blanks or control characters),"
             f" got {text[:40]!r}; nothing was written"
+        )
+    if isinstance(text, str) and "\x00" in text:
+        raise QueryError(
+            f"{what} holds a NUL character at offset {text.index(chr(0))} (no tool reading the"
+            " store could show or search it as written); nothing was written"
         )
 
 

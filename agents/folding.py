@@ -30,6 +30,7 @@ __all__ = [
     "grouped",
     "replaced_among",
     "same_polarity",
+    "stated_true_from",
 ]
 
 
@@ -54,6 +55,18 @@ def replaced_among(
     except (sqlite3.Error, UnknownProjectionError):
         return {}
     return replaced
+
+
+def stated_true_from(
+    conn: sqlite3.Connection, positions: Sequence[int], cut: int | None
+) -> dict[int, int]:
+    """Return, for each of ``positions`` that replaced a memory from a valid time before it
+    was told, that time, as the store knew it at ``cut`` (record time; None: now): from then
+    it is what was true, though not yet known (``observe(..., valid_from=...)``)."""
+    try:
+        return supersession.true_from(conn, positions, as_of_us=cut)
+    except (sqlite3.Error, UnknownProjectionError):
+        return {}
 
 
 def copied_replacements(

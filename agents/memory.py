@@ -44,7 +44,7 @@ from engram.agents.arguments import (
 from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
-from engram.agents.folding import copied_replacements, copy_rows, fold, grouped
+from engram.agents.folding import copied_replacements, copy_rows, fold, grouped, stated_true_from
 from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
@@ -449,7 +449,6 @@ class AgentMemory(Gathering):
         recency: dict[int, float] = {}
         importance: dict[int, float] = {}
         total: dict[int, float] = {}
-        after: dict[int, float] = {}  # what multiplies relevance's term: 0 where not yet true
         observed_at = {
             p: rows[p].observed_us if p in rows else facts[p].updated_us
             for p in positions
@@ -460,6 +459,9 @@ class AgentMemory(Gathering):
         # asked), or that time if no candidate is.
         present = min(ask.at_us, ask.valid_us)
         anchor = max((t for t in observed_at.values() if t <= present), default=present)
+        # A replacement told late is true from its stated valid time, not from its telling.
+        since = stated_true_from(conn, positions, ask.cut) if ask.valid_us < ask.at_us else {}
+        untrue: set[int] = set()
         for p in positions:
             fact = facts.get(p)
             row = rows.get(p)
@@ -467,16 +469,15 @@ class AgentMemory(Gathering):
             recency[p] = 1.0 / (1.0 + age_days / self.half_life_days)
             imp = None if fact is None else fact.importance
             importance[p] = (float(imp) if imp is not None else 5.0) / 10
-            after[p] = 0.0 if (
-                row is not None and row.observed_us > ask.valid_us and ask.valid_us < ask.at_us
-            ) else 1.0  # fmt: skip
+            told = None if row is None else min(row.observed_us, since.get(p, row.observed_us))
+            if told is not None and told > ask.valid_us < ask.at_us:
+                untrue.add(p)
+        positions = [p for p in positions if p not in untrue]  # not yet true: not served
 
         def scored(term: float, p: int) -> float:
             """Return the score of ``p`` with ``term`` for its relevance's term."""
             value = term * recency[p] ** rec_w * (0.5 + importance[p] / 2) ** w["importance"]
-            if p in demoted:
-                value *= REPLACED_WEIGHT
-            return float(value * after[p])
+            return float(value * (REPLACED_WEIGHT if p in demoted else 1.0))
 
         # The query-level terms (ADR 0090, ADR 0095): the same for every item of the query.
         absent = (matching.absent, matching.absent_names) if matching is not None else (0.0, 0.0)

@@ -51,6 +51,7 @@ __all__ = [
     "pending",
     "proposal",
     "replacements",
+    "true_from",
 ]
 
 _FOREVER = 1 << 62
@@ -223,6 +224,26 @@ def replacements(
             [*chunk, cut, cut],
         ):
             found[old] = Replacement(old, new, valid, event, method)
+    return found
+
+
+def true_from(
+    conn: sqlite3.Connection, positions: Sequence[int], *, as_of_us: int | None = None
+) -> dict[int, int]:
+    """Return, for each of ``positions`` that replaced a memory, the earliest valid time from
+    which it did (what it says was true from then: a replacement told late may say the change
+    came before it was told), as the store knew it at ``as_of_us`` (None: now). Reverted
+    supersessions do not count."""
+    cut = _FOREVER if as_of_us is None else as_of_us
+    found: dict[int, int] = {}
+    for chunk in chunked(sorted(set(positions))):
+        marks = ",".join("?" * len(chunk))
+        for new, valid in conn.execute(
+            f"SELECT new, MIN(valid_from_us) FROM supersessions WHERE new IN ({marks})"
+            " AND recorded_us <= ? AND (reverted_us IS NULL OR reverted_us > ?) GROUP BY new",
+            [*chunk, cut, cut],
+        ):
+            found[int(new)] = int(valid)
     return found
 
 

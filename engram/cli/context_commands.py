@@ -10,7 +10,7 @@ import click
 from engram.agents.context import MAX_BUDGET, MIN_BUDGET, ContextWeights, build_context
 from engram.agents.frames import TOP_K
 from engram.cli.app import cli, examples
-from engram.cli.base import as_of_option, note, opened, state, sync_vectors
+from engram.cli.base import Finite, as_of_option, note, opened, state, sync_vectors
 
 
 @cli.command(
@@ -19,6 +19,7 @@ from engram.cli.base import as_of_option, note, opened, state, sync_vectors
         'engram context "why did the deploy fail" --agent coder --task "fix the build"',
         'engram context "gcc templates" --agent coder --budget 500 --json --no-save',
         'engram context "retry" --agent coder --top-k snippet=20 --top-k pattern=2',
+        'engram context "deploy rollback" --agent coder --min-score 0.3',
     ),
 )
 @click.argument("query")
@@ -41,6 +42,14 @@ from engram.cli.base import as_of_option, note, opened, state, sync_vectors
     + ", ".join(f"{t} {k}" for t, k in TOP_K.items())
     + ".",
 )
+@click.option(
+    "--min-score",
+    type=Finite(0.0, 1.0),
+    default=0.0,
+    show_default=True,
+    help="Leave out recalled items whose similarity to the query (components.similarity, "
+    "0..1) is under this; rules and signals stay.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print frames, items and counts as JSON.")
 @click.option("--no-save", is_flag=True, help="Do not append context.saved.")
 @as_of_option
@@ -50,6 +59,7 @@ def context(
     task: str,
     budget: int,
     top_k: dict[str, int],
+    min_score: float,
     as_json: bool,
     no_save: bool,
     as_of: datetime | None,
@@ -71,7 +81,7 @@ def context(
         sync_vectors(memory)
         built = build_context(
             memory.agent(agent), query, task=task, budget=budget, save=not no_save, as_of=as_of,
-            weights=ContextWeights(top_k=top_k),
+            weights=ContextWeights(top_k=top_k), min_score=min_score,
         )  # fmt: skip
     if as_json:
         record = {

@@ -143,6 +143,7 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
         'engram recall alice "deploy" --no-record --format json | jq ".[0].text"',
         'engram recall alice "deploy" --as-of 2026-05-01T00:00:00Z --type plan',
         'engram recall alice "migration locked the table" --scope scars',
+        'engram recall alice "where does Alice live?" --valid-at 2026-03-01T00:00:00Z',
     )
 )
 @click.argument("agent")
@@ -163,6 +164,13 @@ def archive(agent: str, positions: tuple[int, ...], reason: str | None) -> None:
     help="Serve only items whose score (0..1, comparable across queries) reaches this "
     "(default: the calibrated floor; 0 serves every candidate).",
 )
+@click.option(
+    "--valid-at",
+    type=TIME,
+    default=None,
+    help="Ask what was true at this time (valid time; memories only): a memory not yet true "
+    "then is left out, one replaced by then comes below what replaced it (default: now).",
+)
 @click.option("--no-record", is_flag=True, help="Do not append memory.recalled.")
 @click.option(
     "--scope",
@@ -179,6 +187,7 @@ def recall(
     as_of: datetime | None,
     memory_types: tuple[str, ...],
     min_score: float | None,
+    valid_at: datetime | None,
     no_record: bool,
     scope: str,
     fmt: str,
@@ -189,10 +198,11 @@ def recall(
     its score (0..1, comparable across queries: the calibrated relevance weighed by recency
     and importance) and its components; copies of one memory fold into one item (copies
     says how many). --min-score (default: the calibrated floor) makes "nothing relevant" a
-    possible answer. AGENT
-    sees its own memories and public ones. The recall is appended as memory.recalled unless
-    --no-record. With --scope other than memories, score is similarity x (1 + importance/10)
-    x exp(-age_days/365) and match is the similarity (see engram scars recall).
+    possible answer. --as-of asks what the store knew then (record time), --valid-at what
+    was true then (valid time). AGENT sees its own memories and public ones. The recall is
+    appended as memory.recalled unless --no-record. With --scope other than memories, score
+    is similarity x (1 + importance/10) x exp(-age_days/365) and match is the similarity
+    (see engram scars recall).
     """
     out = state()
     with opened(out.settings(), actor=agent) as memory:
@@ -205,6 +215,7 @@ def recall(
             record=not no_record,
             scope=scope,
             min_score=min_score,
+            valid_at=valid_at,
         )
     if result.fallback:
         note(f"note: {result.fallback}")

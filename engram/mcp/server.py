@@ -169,15 +169,26 @@ def build_server(worker: Worker) -> MCPServer:
         ] = "memories",
         agent: Agent = None,
         min_score: MinScore = None,
+        valid_at: Annotated[
+            str | None,
+            Field(
+                description="Ask what was true at this time (ISO 8601 with a timezone; memories"
+                " scope): a memory not yet true then is left out, one replaced by then comes"
+                " below what replaced it; omitted: now."
+            ),
+        ] = None,
     ) -> dict[str, Any]:
         """Search long-term memory; best matches first, each with its id, text and score.
 
         A score is an absolute relevance from 0 to 1, comparable across queries; items under
-        ``min_score`` are left out, so a question nothing answers gets few or no items. You
-        see public items and your own private ones. The search is recorded, which keeps the
-        items it serves alive in memory."""
+        ``min_score`` are left out, so a question nothing answers gets few or no items. A
+        memory replaced by a later one comes below it, with ``replaced_by``. You see public
+        items and your own private ones. The search is recorded, which keeps the items it
+        serves alive in memory."""
         return await worker.run(
-            lambda: tools().search_memory(query, k, types, scope, agent, min_score=min_score)
+            lambda: tools().search_memory(
+                query, k, types, scope, agent, min_score=min_score, valid_at=valid_at
+            )
         )
 
     @server.tool(annotations=writes)

@@ -11,7 +11,6 @@ checked before anything is appended, so a refused call writes nothing.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
@@ -21,9 +20,8 @@ from pydantic import Field
 from engram.agents import scopes
 from engram.agents import supersession as acts
 from engram.mcp.fields import Agent, Whole
-from engram.mcp.tools import MemoryTools, ToolInputError
+from engram.mcp.tools import MemoryTools, ToolInputError, iso_time
 from engram.projections import supersession
-from engram.projections.salience import micros
 
 if TYPE_CHECKING:
     from engram.mcp.server import Worker
@@ -67,7 +65,7 @@ class SupersessionTools:
         olds = [_position(p, f"replaces[{i}]") for i, p in enumerate(replaces)]
         if not olds:
             raise ToolInputError("replaces must name at least one earlier memory")
-        when = _time(valid_from)
+        when = iso_time(valid_from, "valid_from")
         event = self.memory.agent(who).supersede(position, olds, valid_from=when)
         return {"agent": who, "event": event, "position": position, "replaces": olds}
 
@@ -162,19 +160,6 @@ def _position(value: Any, name: str) -> int:
             f"{name} must be a ledger position (an int in 1..{MAX_POSITION}), got {value!r}"
         )
     return value
-
-
-def _time(value: str | None) -> datetime | None:
-    if value is None or value == "":
-        return None
-    try:
-        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise ToolInputError(f"valid_from: not an ISO 8601 time: {value!r}") from None
-    if parsed.tzinfo is None:
-        raise ToolInputError(f"valid_from: {value!r} has no timezone")
-    micros(parsed)  # in range for the projections
-    return parsed
 
 
 def register(

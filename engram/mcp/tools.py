@@ -17,6 +17,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import msgspec
@@ -90,16 +91,19 @@ class MemoryTools:
         scope: str = "memories",
         agent: str | None = None,
         min_score: float | None = None,
+        valid_at: str | None = None,
     ) -> dict[str, Any]:
         """Recall the ``k`` items best matching ``query`` that the caller may read.
 
         ``min_score`` (0..1) is the floor on an item's score; None: recall's default floor.
+        ``valid_at`` (ISO 8601 with a timezone) asks what was true then (valid time).
         """
         who = self.caller(agent)
         floor = None if min_score is None else _score_floor(min_score)
         result = self.memory.agent(who).recall(
-            query, k, types=types or None, scope=scope, min_score=floor
-        )
+            query, k, types=types or None, scope=scope, min_score=floor,
+            valid_at=iso_time(valid_at, "valid_at"),
+        )  # fmt: skip
         return {
             "query": query,
             "scope": scope,
@@ -563,3 +567,18 @@ def _check_items(
         except (msgspec.ValidationError, QueryError) as exc:
             raise ToolInputError(f"{group}[{i}]: {exc}") from None
     return payloads
+
+
+def iso_time(value: str | None, name: str) -> datetime | None:
+    """Return the time argument ``name`` (ISO 8601 with a timezone; None or "": none)."""
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ToolInputError(f"{name} must be an ISO 8601 time string, got {value!r}")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ToolInputError(f"{name}: not an ISO 8601 time: {value!r}") from None
+    if parsed.tzinfo is None:
+        raise ToolInputError(f"{name}: {value!r} has no timezone")
+    return parsed

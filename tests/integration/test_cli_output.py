@@ -348,3 +348,70 @@ def test_kinds_declared_in_the_config_are_appended_listed_and_queried(tmp_path: 
     code, out, err = invoke("--config", str(config), "sql", query, "--format", "json")
     assert code == 0, err
     assert json.loads(out) == [{"task": "ship", "assignee": "ada", "priority": 2}]
+
+
+def test_recall_valid_at_asks_what_was_true_then(tmp_path: Path) -> None:
+    db = str(tmp_path / "truth.db")
+    assert invoke("--ledger", db, "init")[0] == 0
+
+    def observed(*argv: str) -> int:
+        code, out, err = invoke("--ledger", db, "observe", "ana", *argv)
+        assert code == 0, err
+        return int(re.search(r"position (\d+)", out + err).group(1))  # type: ignore[union-attr]
+
+    paris = observed("Alice Moreau lives in Paris.", "--at", "2026-01-01T00:00:00Z")
+    observed("The nightly build passed its checks.", "--at", "2026-01-02T00:00:00Z")
+    berlin = observed(
+        "Alice Moreau moved to Berlin.", "--at", "2026-06-01T00:00:00Z",
+        "--supersedes", str(paris), "--valid-from", "2026-03-01T00:00:00Z",
+    )  # fmt: skip
+
+    def asked(*extra: str) -> list[tuple[int, int | None]]:
+        code, out, err = invoke(
+            "--ledger", db, "recall", "ana", "Where does Alice Moreau live?", "--no-record",
+            "--min-score", "0", "--format", "json", *extra,
+        )  # fmt: skip
+        assert code == 0, err
+        return [(i["position"], i["replaced_by"]) for i in json.loads(out)][:2]
+
+    # Told in June that she moved in March: in April the move was true, Paris replaced.
+    assert asked("--valid-at", "2026-04-01T00:00:00Z") == [(berlin, None), (paris, berlin)]
+    assert asked("--valid-at", "2026-02-01T00:00:00Z")[0] == (paris, None)
+    assert berlin not in [p for p, _ in asked("--valid-at", "2026-02-01T00:00:00Z")]
+    # What the store knew in April (record time) held nothing of the move.
+    assert asked("--as-of", "2026-04-01T00:00:00Z")[0] == (paris, None)
+    head = invoke("--ledger", db, "sql", "SELECT count(*) AS n FROM events", "--format", "json")
+    for bad, why in (("yesterday", "not an ISO-8601 time"), ("2026-04-01T00:00:00", "zone")):
+        code, _, err = invoke("--ledger", db, "recall", "ana", "Alice", "--valid-at", bad)
+        assert code == 2, err
+        assert why in err
+    code, _, err = invoke(
+        "--ledger", db, "recall", "ana", "Alice", "--scope", "scars", "--valid-at",
+        "2026-04-01T00:00:00Z",
+    )  # fmt: skip
+    assert code != 0
+    assert "valid_at" in err
+    assert (
+        invoke("--ledger", db, "sql", "SELECT count(*) AS n FROM events", "--format", "json")
+        == head
+    )
+
+
+def test_context_min_score_leaves_out_what_the_query_does_not_meet(db: str) -> None:
+    def items(floor: str) -> list[dict[str, Any]]:
+        code, out, err = invoke(
+            "--ledger", db, "context", "deploy failed", "--agent", "alice", "--json",
+            "--no-save", "--min-score", floor,
+        )  # fmt: skip
+        assert code == 0, err
+        found: list[dict[str, Any]] = json.loads(out)["items"]
+        return found
+
+    loose, strict = items("0"), items("0.9")
+    assert len(strict) < len(loose)
+    assert all(i["components"].get("similarity", 1.0) >= 0.9 for i in strict)
+    code, _, err = invoke(
+        "--ledger", db, "context", "deploy", "--agent", "alice", "--min-score", "2"
+    )
+    assert code == 2
+    assert "--min-score" in err

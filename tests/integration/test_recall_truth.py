@@ -79,6 +79,51 @@ def test_an_explicit_supersession_serves_the_current_fact_first_and_labels_the_o
     assert tuple(row) == (old, new, "explicit")
 
 
+def test_a_replacement_told_late_is_true_from_its_valid_from(memory: Memory) -> None:
+    # Told 10 days ago that Alice moved 40 days ago: between the two, the move was true
+    # (though not yet known), Paris was not. Asked of a time in that window, the move is
+    # served current and Paris below it, labelled; before the move, Paris alone.
+    ana = _filled(memory)
+    old = ana.observe("Alice Moreau lives in Paris.", at=NOW - 60 * DAY)
+    new = ana.observe(
+        "Alice Moreau moved to Berlin.",
+        at=NOW - 10 * DAY,
+        supersedes=[old],
+        valid_from=NOW - 40 * DAY,
+    )
+    query = "Where does Alice Moreau live?"
+    window = ana.recall(query, 5, record=False, min_score=0, valid_at=NOW - 20 * DAY)
+    served = {r.event.position: r for r in window.items}
+    assert [r.event.position for r in window.items][:2] == [new, old]
+    assert served[new].score > 0
+    assert served[new].replaced_by is None
+    assert served[old].replaced_by == new
+    before = ana.recall(query, 5, record=False, min_score=0, valid_at=NOW - 50 * DAY)
+    assert before.items[0].event.position == old
+    assert before.items[0].replaced_by is None
+    assert new not in [r.event.position for r in before.items]
+    # As the store knew it 20 days ago (record time), nothing of the move was told yet.
+    known = ana.recall(query, 5, record=False, min_score=0, as_of=NOW - 20 * DAY)
+    assert known.items[0].event.position == old
+    assert known.items[0].replaced_by is None
+    assert new not in [r.event.position for r in known.items]
+    # The MCP tool asks the same question; a bad time is refused, naming the argument.
+    tools = MemoryTools(memory, ["ana"])
+    window_at = (NOW - 20 * DAY).isoformat()
+    found = tools.search_memory(query, 5, min_score=0, valid_at=window_at)
+    assert [(i["position"], i["replaced_by"]) for i in found["items"][:2]] == [
+        (new, None),
+        (old, new),
+    ]
+    head = memory.ledger.head()
+    for bad in ("last week", "2026-01-01T00:00:00", 5):
+        with pytest.raises(ToolInputError, match="valid_at"):
+            tools.search_memory(query, 5, valid_at=bad)  # type: ignore[arg-type]
+    with pytest.raises(QueryError, match="valid_at"):
+        tools.search_memory(query, 5, scope="scars", valid_at=window_at)
+    assert memory.ledger.head() == head
+
+
 def test_a_replaced_fact_that_says_the_query_s_words_is_still_served_below_its_change(
     memory: Memory,
 ) -> None:

@@ -304,6 +304,12 @@ def test_observe_refuses_a_text_with_nothing_to_remember(alice: AgentMemory, tex
     refused(alice.ledger, lambda: alice.observe(text), QueryError, "holds nothing to remember")
 
 
+@pytest.mark.parametrize("text", ["Alice\x00 moved to Berlin.", "\x00Bob lives in Rome."])
+def test_observe_refuses_a_text_holding_a_nul(alice: AgentMemory, text: str) -> None:
+    # Stored as given before; no tool reading the store could show or search it as written.
+    refused(alice.ledger, lambda: alice.observe(text), QueryError, "NUL character at offset")
+
+
 @pytest.mark.parametrize("scope", ["scars", "all", "rules", "reflections"])
 def test_valid_at_is_checked_and_refused_where_it_means_nothing(
     alice: AgentMemory, scope: str
