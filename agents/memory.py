@@ -297,16 +297,16 @@ class AgentMemory(Gathering):
     def review_supersession(
         self, proposal: int, decision: str, *, reviewer: str, note: str = ""
     ) -> int:
-        """Apply or refuse a pending proposal (``decision``: applied, refused), with a note."""
+        """Decide a pending proposal about this agent's memories: "applied" or "refused"."""
         from engram.agents import supersession as act
 
-        return act.review(self, proposal, decision, reviewer=reviewer, note=note)
+        return act.review(self, proposal, decision, reviewer=reviewer, note=note, own=True)
 
     def revert_supersession(self, event: int, *, reviewer: str, note: str = "") -> int:
-        """Undo the supersession applied at ``event``: the old memory is current again."""
+        """Undo a supersession of this agent's memories: the old one is current again."""
         from engram.agents import supersession as act
 
-        return act.revert(self, event, reviewer=reviewer, note=note)
+        return act.revert(self, event, reviewer=reviewer, note=note, own=True)
 
     def recall(
         self,

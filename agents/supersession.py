@@ -375,9 +375,17 @@ def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | Non
 
 
 def review(
-    memory: AgentMemory, proposal: int, decision: str, *, reviewer: str, note: str = ""
+    memory: AgentMemory,
+    proposal: int,
+    decision: str,
+    *,
+    reviewer: str,
+    note: str = "",
+    own: bool = False,
 ) -> int:
-    """Apply or refuse the pending proposal at ``proposal``; return the review's position."""
+    """Apply or refuse the pending proposal at ``proposal``; return the review's position.
+    With ``own``, only a proposal about ``memory``'s agent's memories (an agent's handle
+    decides about its own; a reviewer's tools, the CLI and the hub, about anyone's)."""
     check_count(proposal, "proposal", "a ledger position")
     if not isinstance(note, str):
         raise QueryError(f"note must be a string, got {type(note).__name__}")
@@ -387,8 +395,9 @@ def review(
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         found = supersession.proposal(conn, proposal)
-    if found is None:
-        raise UnknownMemoryError(f"position {proposal} holds no supersession proposal")
+    if found is None or (own and found.agent != memory.agent):
+        whose = f" about {memory.agent}'s memories" if own else ""
+        raise UnknownMemoryError(f"position {proposal} holds no supersession proposal{whose}")
     if found.status != "pending":
         raise QueryError(f"the proposal at {proposal} is {found.status} already")
     verdict: Literal["applied", "refused"] = "applied" if decision == "applied" else "refused"
@@ -399,9 +408,12 @@ def review(
     return memory.ledger.append(event)[0]
 
 
-def revert(memory: AgentMemory, event: int, *, reviewer: str, note: str = "") -> int:
+def revert(
+    memory: AgentMemory, event: int, *, reviewer: str, note: str = "", own: bool = False
+) -> int:
     """Undo the supersession applied at ``event``, whoever's memories it joins (appended to
-    their agent's stream); return the revert's position."""
+    their agent's stream; with ``own``, only one of ``memory``'s agent's memories); return
+    the revert's position."""
     _check_reviewer(reviewer)
     check_count(event, "event", "a ledger position")
     if not isinstance(note, str):
@@ -410,8 +422,9 @@ def revert(memory: AgentMemory, event: int, *, reviewer: str, note: str = "") ->
     with memory.engine.read() as conn:
         found = supersession.of_event(conn, event)
         live = supersession.applied(conn, event)
-    if found is None or not live:
-        raise UnknownMemoryError(f"position {event} holds no supersession in force")
+    if found is None or not live or (own and found.agent != memory.agent):
+        whose = f" of {memory.agent}'s memories" if own else ""
+        raise UnknownMemoryError(f"position {event} holds no supersession in force{whose}")
     payload = SupersessionReverted(supersession=event, reviewer=reviewer, note=note)
     return memory.ledger.append(
         NewEvent.of(payload, stream=f"agent:{found.agent}", actor=reviewer)

@@ -255,6 +255,10 @@ def _reverted_by_an_event(memory: Memory) -> None:
     with pytest.raises(QueryError, match=rf"memory {new} already replaces \[{old}\]"):
         ana.supersede(new, [old])  # a second one would outlive the revert below
     assert memory.ledger.head() == head
+    with pytest.raises(UnknownMemoryError, match="in force of bob's memories"):
+        memory.agent("bob").revert_supersession(event, reviewer="bob")
+    assert memory.ledger.head() == head
+    assert labels()[old] == new
     ana.revert_supersession(event, reviewer="lead", note="she moved back")
     assert labels()[old] is None
     with pytest.raises(UnknownMemoryError, match="no supersession in force"):
@@ -339,6 +343,11 @@ def test_with_the_review_policy_detection_proposes_and_a_review_applies(
         assert served.replaced_by is None  # a proposal changes nothing yet
         with pytest.raises(QueryError, match="decision"):
             ana.review_supersession(proposal.event, "maybe", reviewer="lead")
+        # Another agent's handle decides nothing about ana's memories; nothing is appended.
+        head = memory.ledger.head()
+        with pytest.raises(UnknownMemoryError, match="about bob's memories"):
+            memory.agent("bob").review_supersession(proposal.event, "refused", reviewer="bob")
+        assert memory.ledger.head() == head
         reviewed = ana.review_supersession(
             proposal.event, "applied", reviewer="lead", note="she moved teams"
         )
