@@ -301,8 +301,13 @@ def close_project(
     """
     for name, value in (("project", project), ("agent", agent)):
         if not isinstance(value, str) or not value.strip() or len(value) > 512:
+            got = (
+                f"{len(value):,} characters"
+                if isinstance(value, str) and value.strip()
+                else repr(value)
+            )
             raise SuggestionInputError(
-                f"{name} must be a non-empty name of at most 512 characters, got {value!r}"
+                f"{name} must be a non-empty name of at most 512 characters, got {got}"
             )
     if not isinstance(outcome, str):
         raise SuggestionInputError(f"outcome must be a str, got {type(outcome).__name__}")
