@@ -24,6 +24,7 @@ from engram.agents.announcing import (
 )
 from engram.agents.folding import folds, retold
 from engram.agents.matching import cased, codes, stem, stems_of
+from engram.agents.occurrences import same_occurrences
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
@@ -93,7 +94,9 @@ def search(
     memory.engine.wait_for(max(position, only or 0))
     with memory.engine.read() as conn:
         try:
-            subject = _valued(text, statements.subject(conn, text))
+            # A common word capitalised by its sentence names nothing: what the memory
+            # speaks of is an unnamed thing's, found by the words both memories share.
+            subject = _valued(text, statements.subject(conn, text) or "")
             said = _Said(text, announced(text), statements.state_values(text, now=True), subject)
             # A transcript's speaker label names who spoke, not what the turn speaks of: a
             # turn speaks of its speaker in the first person alone, which the speaker's path
@@ -168,12 +171,16 @@ def search(
     for i, (similarity, old, old_text) in enumerate(near):
         theirs = statements.content(old_text)
         own = named if kinds[old] == "subject" else frozenset()
+        # The numbered labels and codes both quote name what they speak of ("Mr Davies in
+        # bed 12", "Ward 7B"), no attribute both give.
+        quoted = (said.labels & statements.labels(old_text)) | (said.ids & set(codes(old_text)))
         found.append(
             Candidate(
                 old, old_text, similarity, cosines[i],
                 (mine & theirs) - names - statements.names(old_text),
                 (theirs - mine, mine - theirs),
-                (mine & theirs) - own - frozenset(said.phrases.get(old, ())),
+                (mine & theirs) - own - frozenset(said.phrases.get(old, ()))
+                - statements.content(" ".join(quoted)),
             )
         )  # fmt: skip
     return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position)), after
@@ -274,7 +281,7 @@ class _Said:
         return (
             old.position != position and statements.statement(old.text)
             and statements.differs(self.content, statements.content(old.text), change)
-            and statements.same_occurrences(self.ids, self.labels, old.text, change, self.values)
+            and same_occurrences(self.ids, self.labels, old.text, change, self.values)
             and self.named <= {*codes(old.text), *theirs}
             and self.numbered <= statements.labels(old.text)
             and same_keys(self.text, old.text)

@@ -367,7 +367,7 @@ def _written(text: str) -> str:
     # Each pass runs only where the text holds a word it rewrites (recall writes every
     # candidate it folds, so a pass with nothing to do cost every recall its time).
     words = set(_LETTERS.findall(text.casefold()))
-    plain = copies.dates_one_way(text)
+    plain = copies.times_one_way(copies.dates_one_way(text))
     if not words.isdisjoint(_SAME):
         plain = _ALIKE.sub(_alike, plain)
     if not words.isdisjoint(_SHORTENED):

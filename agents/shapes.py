@@ -253,8 +253,20 @@ def recorded_occurrence(text: str) -> bool:
     tasting session is on 4 April", which gives the session's date)."""
     words = lexical.tokens(text)
     return any(w in _OCCURRENCES for w in words[:_RECORD_OPENING]) and not any(
-        w in _AUXILIARIES for w in words
+        w in _AUXILIARIES or w in _STATING for w in words
     )
+
+
+#: Verbs in the present that give a thing's value, as a copula does ("The tasting menu costs
+#: £85 per person", "The piano lesson lasts an hour"): a statement of state, not a record.
+_STATING = frozenset(
+    (
+        "costs", "holds", "seats", "sleeps", "takes", "lasts", "weighs", "measures", "runs",
+        "opens", "closes", "starts", "begins", "ends", "finishes", "meets", "pays", "charges",
+        "earns", "serves", "fits", "contains", "includes", "covers", "needs", "requires",
+        "uses", "sells",
+    )
+)  # fmt: skip
 
 
 #: Relations a subject holds with many values at once: two allergies, two languages, two
@@ -479,6 +491,10 @@ def instances_apart(text: str, old: str) -> bool:
     return not any(w in COPULA_WORDS or w in _ONE_AT_A_TIME for w in relation)
 
 
+#: A copula and what follows it in its sentence: the value a state is given.
+_COPULA_ON = re.compile(r"\b(?:is|are|was|were)\b[^.;!?]*", re.IGNORECASE)
+
+
 def other_things(text: str, other: str, *, names_given: bool = False) -> bool:
     """Say whether each text names a thing the other does not: a run of two or more content
     words sharing no word with the other text ("the billing exporter" beside "the report
@@ -486,10 +502,12 @@ def other_things(text: str, other: str, *, names_given: bool = False) -> bool:
 
     ``names_given``: the texts' names (runs of capitalised words) are values given, not
     things spoken of, as a change announced gives them ("Rob Nuttall took over as practice
-    manager" of "The practice manager is Helen Garside": two holders of one role; ADR 0150).
+    manager" of "The practice manager is Helen Garside": two holders of one role; ADR 0150);
+    so is what follows a copula ("The vegetarian main is now a roasted squash gnocchi" of
+    "... is a mushroom risotto": one dish's two values, not two things).
     """
     if names_given:
-        text, other = _unnamed(text), _unnamed(other)
+        text, other = (_unnamed(_COPULA_ON.sub("", t)) for t in (text, other))
 
     def own(a: list[str], b: list[str]) -> bool:
         held, run = set(b), 0

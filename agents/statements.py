@@ -1,7 +1,8 @@
 """What a memory states, as supersession detection reads it (ADRs 0075, 0106): the subject it
 speaks of (a name, or for an unnamed thing the words two memories both name it by), the
 occurrences it numbers and the ids it quotes, its content words, and whether it is a
-statement at all (short, not a question).
+statement at all (short, not a question). Whether two memories quote the same occurrences
+is :mod:`engram.agents.occurrences`'.
 """
 
 from __future__ import annotations
@@ -36,7 +37,6 @@ __all__ = [
     "names",
     "opens",
     "others_named",
-    "same_occurrences",
     "shared_phrase",
     "state_values",
     "statement",
@@ -140,6 +140,8 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
             continue  # "Moved the log shipper over to eu-west-1": a verb, not a name (ADR 0119)
         if _HEAD_OF.match(text, run.end()):
             continue  # "Ownership of the Atlas search service passed to ...": a head noun
+        if _CODED.match(text, run.end()):
+            return named[0]  # "Ward 7B has 24 beds", "Gate B12 is closed": a name by its code
         weights = lexical.terms(conn, named[0], prune=False).weights
         return named[0] if weights.get(named[0], 0.0) >= RARE else None
     return ""
@@ -157,6 +159,8 @@ _VALUE_AFTER = frozenset(("by", "is", "are", "was", "were"))
 #: Fourth Coffee", "Deal with Litware"): a common noun the sentence capitalises, not a name;
 #: the subject is looked for after it (ADR 0109, ADR 0123).
 _HEAD_OF = re.compile(r"\s+(?:of|for|with)\b")
+#: A code after a capitalised word, naming one of its kind: "Ward 7B", "Gate B12", "Bay E4".
+_CODED = re.compile(r"\s+#?(?:\d+[A-Z]|[A-Z]+\d+[A-Z]?)\b")
 _LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
 
 
@@ -229,19 +233,23 @@ def without(text: str, name: str, subject: str) -> str:
 
 
 def content_stems(text: str) -> list[str]:
-    """Return ``text``'s words stemmed, "" in place of each word that is not content (a
-    function word, a filler, or not letters): the breaks between runs of content words."""
+    """Return ``text``'s words stemmed, "" for each word not content (a function word, a
+    filler, a letter alone, as a possessive's "s", or not letters): the breaks between runs of
+    content words; :data:`_NOW`'s adverbs left out ("The library now closes" at 5pm)."""
     return [
-        stem(w) if w.isalpha() and w not in STOPWORDS and w not in copies.FILLERS else ""
-        for w in lexical.tokens(text)
-    ]
+        stem(w) if w.isalpha() and len(w) > 1 and w not in _NOT_CONTENT else ""
+        for w in lexical.tokens(text) if w not in _NOW
+    ]  # fmt: skip
+
+
+_NOW = frozenset(("now", "currently", "presently", "nowadays"))
+_NOT_CONTENT = STOPWORDS | copies.FILLERS
 
 
 def shared_phrase(text: str, other: str) -> tuple[str, ...]:
     """Return the longest run of two or more consecutive content words both texts hold
-    ("session store", "payments gateway"): what two unnamed memories both speak of; ()
-    when they share none (ADR 0106). Longest common run by dynamic programming: time
-    proportional to the product of the two lengths."""
+    ("session store", "payments gateway"): what two unnamed memories both speak of; () when
+    they share none (ADR 0106). Longest common run by dynamic programming."""
     mine, theirs = content_stems(text), content_stems(other)
     best, end = 1, 0
     previous = [0] * (len(theirs) + 1)
@@ -277,7 +285,7 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
     and right before a copula (ADR 0109)."""
 
     def around(said: str) -> tuple[str, str]:
-        tokens = lexical.tokens(said)
+        tokens = [t for t in lexical.tokens(said) if t not in _NOW]  # as the phrase reads
         stems = [stem(t) for t in tokens]
         n = len(words)
         i = _spelled(stems, words)
@@ -314,8 +322,8 @@ def uncoded(text: str) -> str:
 
 
 def dropped(text: str, phrase: tuple[str, ...]) -> str:
-    """Return ``text``'s words without the first run of them that spells ``phrase``."""
-    words = lexical.tokens(text)
+    """Return ``text``'s words (:data:`_NOW`'s out) without the first run spelling ``phrase``."""
+    words = [w for w in lexical.tokens(text) if w not in _NOW]
     i = _spelled([stem(w) for w in words], phrase)
     if i >= 0:
         return " ".join(words[:i] + words[i + len(phrase) :]) or text
@@ -325,10 +333,7 @@ def dropped(text: str, phrase: tuple[str, ...]) -> str:
 def _spelled(stems: list[str], phrase: tuple[str, ...]) -> int:
     """Return where the first run of ``stems`` that spells ``phrase`` starts (-1: none)."""
     n = len(phrase)
-    for i in range(len(stems) - n + 1):
-        if tuple(stems[i : i + n]) == phrase:
-            return i
-    return -1
+    return next((i for i in range(len(stems) - n + 1) if tuple(stems[i : i + n]) == phrase), -1)
 
 
 def names(text: str) -> frozenset[str]:
@@ -371,7 +376,7 @@ def topic_only(text: str, words: tuple[str, ...]) -> bool:
     """Say whether ``text`` names ``words`` (stems: a name's, or a phrase two memories share)
     only as a topic, after "about" or "regarding" with at most a determiner between: it
     gives no state of them, so a change of them replaces nothing it says (ADR 0123)."""
-    tokens = lexical.tokens(text)
+    tokens = [t for t in lexical.tokens(text) if t not in _NOW]  # as the phrase reads
     i = _spelled([stem(t) for t in tokens], words)
     if i < 0:
         return False
@@ -490,78 +495,6 @@ def state_values(text: str, *, now: bool = False) -> frozenset[str]:
     if found is None or (now and found.group().lower() not in _PRESENT):
         return frozenset()
     return frozenset(codes(text[found.end() :]))
-
-
-def same_occurrences(
-    ids: set[str],
-    numbered: frozenset[str],
-    old_text: str,
-    change: bool,
-    values: frozenset[str] = frozenset(),
-) -> bool:
-    """Say whether an earlier memory may be replaced as far as ids and numbered occurrences
-    go: it quotes the same ones as the new memory (an id or "round 26" names one thing: two
-    incidents, two rounds, both stay true). When the new memory announces a change, they
-    may be the values it changes ("moved the gateway to port 9090" of "listens on port
-    8080", "rescheduled to 04:30" of "runs at 02:00"): then both quote ids or neither, and
-    both number the same words (ADR 0106). An event numbered by a word the new memory does
-    not number ("ran the migration on shard 25") stays out. Without a change announced, a
-    state said again with another value may replace it: ``values`` are the codes the new
-    memory says of a state that holds now (:func:`state_values`), and the old memory's
-    codes after its copula may differ from them where every other code is the same ("The
-    gateway is on release 2.5.0" of "was upgraded to version 2.4.1"; ADR 0109)."""
-    theirs, their_labels = set(codes(old_text)), labels(old_text)
-    if theirs == ids and their_labels == numbered:
-        return True
-    if change:
-        # A quantity ("1.5", "800k") is a value the change may give where the old memory
-        # gave a whole number ("3 mg" -> "reduced to 1.5 mg"), not an id (ADR 0123).
-        theirs, ids = _unquantified(theirs), _unquantified(ids)
-        return (
-            bool(theirs) == bool(ids)
-            and _kinds(theirs - ids) == _kinds(ids - theirs)
-            and {lab.rsplit(" ", 1)[0] for lab in their_labels}
-            == {lab.rsplit(" ", 1)[0] for lab in numbered}
-        )
-    their_values = state_values(old_text)
-    return (
-        bool(values)
-        and bool(their_values)
-        and ids - values == theirs - their_values
-        and _kinds(their_values) == _kinds(values)
-        and their_labels == numbered
-    )
-
-
-_QUANTITY = re.compile(r"\d+(?:\.\d+)?[a-z%]{0,3}")
-
-
-def _unquantified(quoted: set[str]) -> set[str]:
-    """Return ``quoted`` codes without the quantities among them ("1.5", "800k", "40%")."""
-    return {
-        code
-        for code in quoted
-        if not _QUANTITY.fullmatch(code.lower()) or _TIME_OF_DAY.fullmatch(code.lower())
-    }
-
-
-#: A time of day, written with its minutes or without: "9am" is a time as "9:30am" is.
-_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d{2})?[ap]\.?m\.?")
-
-
-def _kinds(quoted: set[str] | frozenset[str]) -> frozenset[str]:
-    """Return the kinds of ``quoted`` codes: each one's first character's class and its first
-    separator ("2.5.0" and "4.0.0-rc1" are "9.", a version; "05:15" is "9:", a time;
-    "eu-west-1", "Harbour2023" and "Lantern-88" are "a": "-" and "_" join words, ADR 0126;
-    "9am" is a time as "9:30am" is, ADR 0143).
-    A value is replaced by a value of its kind: a release by a release, never a time by a
-    region (ADR 0109)."""
-    return frozenset(
-        "9:"
-        if _TIME_OF_DAY.fullmatch(c.lower())
-        else ("9" if c[0].isdigit() else "a") + next((s for s in c if s in "-_./:"), "").strip("-_")
-        for c in quoted
-    )
 
 
 def before(text: str, start: int) -> str:

@@ -39,6 +39,7 @@ __all__ = [
     "normalise",
     "numbers_apart",
     "numbers_whole",
+    "times_one_way",
 ]
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -159,8 +160,9 @@ def normalise(text: str) -> str:
     thousands written whole ("15k" is "15000"), a unit written with its number ("3:15 pm" is
     "3:15pm", "30 s" is "30s"), and words joined by a hyphen or an apostrophe written as one
     ("e-mail" is "email", "counsel's" is "counsels"), an ordinal's suffix dropped ("5th" is
-    "5"), and a time stamp in brackets ("(logged 09:12)") set aside."""
-    text = _STAMP.sub(" ", text)
+    "5"), a time stamp in brackets ("(logged 09:12)") set aside, and times of day written on
+    one clock ("7:30pm" is "19:30", :func:`times_one_way`)."""
+    text = times_one_way(_STAMP.sub(" ", text))
     text = _APOSTROPHE.sub("", _HYPHEN.sub("", numbers_whole(_ORDINAL.sub("", text))))
     text = _UNIT.sub("", text)
     words = [_case(w) for w in _WORD.findall(text)]
@@ -233,6 +235,36 @@ def dates_one_way(text: str) -> str:
     return _DAY_FIRST.sub(day_first, _MONTH_FIRST.sub(month_first, text))
 
 
+#: A time of day on the twelve-hour clock: "3pm", "7:30 pm", "7.30p.m.", "11 AM" (the dot
+#: only before a meridiem: "7.30" alone is a number).
+_TWELVE = re.compile(
+    r"(?<![\w:.])(1[0-2]|0?[1-9])(?:([:.])([0-5]\d))?\s?([ap])\.?\s?m\b"
+    r"(?:\.(?=\s*[,;:)]|\s+(?-i:[a-z\d])))?",  # "p.m." inside a sentence: its point too
+    re.IGNORECASE,
+)
+#: A time of day on the 24-hour clock: "14:00", "09:05", "7:30" (not a ratio's "3:2", nor a
+#: duration's or a clock's seconds: "1:30:00").
+_TWENTY_FOUR = re.compile(r"(?<![\w:.])([01]?\d|2[0-3]):([0-5]\d)(?![\d:])")
+
+
+def times_one_way(text: str) -> str:
+    """Return ``text`` with its times of day written one way, on the 24-hour clock, the hour
+    without a leading zero ("3pm", "3 p.m." and "15:00" are all
+    "15:00"; "7.30pm" and "19:30" are "19:30"; "09:05" is "9:05"): a copy may write its time
+    either way, and "at 4:45pm" and "at 16:45" say one time, not two."""
+    if not holds_digit(text):
+        return text
+
+    def twelve(m: re.Match[str]) -> str:
+        hour = int(m[1]) % 12 + (12 if m[4].lower() == "p" else 0)
+        return f"{hour}:{m[3] or '00'}"
+
+    def twenty_four(m: re.Match[str]) -> str:
+        return f"{int(m[1])}:{m[2]}"
+
+    return _TWENTY_FOUR.sub(twenty_four, _TWELVE.sub(twelve, text))
+
+
 def digest(text: str) -> str:
     """Return the hex sha256 of ``text`` normalised (the first 16 bytes)."""
     return hashlib.sha256(normalise(text).encode()).hexdigest()[:32]
@@ -253,8 +285,9 @@ class Copies(Projection):
     """Each memory's normalised-text digest and observation time."""
 
     name = "copies"
-    # 2: digit groups, thousands, hyphens, keys' case; 3: units; 4: apostrophes in words
-    version = 4
+    # 2: digit groups, thousands, hyphens, keys' case; 3: units; 4: apostrophes in words;
+    # 5: times of day on one clock
+    version = 5
     kinds = (MemoryObserved, MemoryArchived, SubjectForgotten)
     tables = ("copies",)
 

@@ -3,7 +3,7 @@ values and not things, a state's quoted values, and the kinds a value is replace
 
 from __future__ import annotations
 
-from engram.agents import shapes, speakers, statements
+from engram.agents import occurrences, shapes, speakers, statements
 from engram.agents.matching import stem
 
 
@@ -47,13 +47,13 @@ def test_a_state_s_values_are_the_codes_after_its_copula() -> None:
 def test_a_value_is_replaced_within_its_kind() -> None:
     ids, values = {"2.5.0"}, frozenset({"2.5.0"})
     old = "The gateway was upgraded to version 2.4.1-rc1."
-    assert statements.same_occurrences(ids, frozenset(), old, False, values)
+    assert occurrences.same_occurrences(ids, frozenset(), old, False, values)
     later = "The gateway job now runs at 05:15 UTC."  # a time, stated as a state's value
     assert statements.state_values(later) == {"05:15"}
-    assert not statements.same_occurrences(ids, frozenset(), later, False, values)
-    assert not statements.same_occurrences({"05:15"}, frozenset(), "It is in eu-west-1.", True)
+    assert not occurrences.same_occurrences(ids, frozenset(), later, False, values)
+    assert not occurrences.same_occurrences({"05:15"}, frozenset(), "It is in eu-west-1.", True)
     # Without a change announced, codes beside the values must be the same.
-    assert not statements.same_occurrences(
+    assert not occurrences.same_occurrences(
         {"he-85", "2.5.0"}, frozenset(), "HE-90 is on release 2.4.1.", False, values
     )
 
