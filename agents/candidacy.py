@@ -263,6 +263,7 @@ class _Said:
             or (shapes.recorded_occurrence(old) and not announces(old))
             or shapes.many_valued(self.text, old)
             or shapes.dated_apart(self.text, old)
+            or shapes.dated_one_sided(self.text, old)
             or shapes.keeps_names(self.text, old)
             or shapes.additive(self.text)
             or (
@@ -374,7 +375,8 @@ def _of_subject(
     return [
         h for h in held
         if (not subject or (
-            statements.one_named(said.text, h.text, subject)
+            statements.written_as_name(h.text, subject)
+            and statements.one_named(said.text, h.text, subject)
             and not statements.kinds_apart(said.text, h.text, subject)
             and _speaks_of(conn, h.text, said.text, subject)
         ))

@@ -290,6 +290,14 @@ def dated_apart(text: str, old: str) -> bool:
     return bool(mine) and bool(theirs) and mine != theirs and not value_anew(text, old)
 
 
+def dated_one_sided(text: str, old: str) -> bool:
+    """Say whether one of ``text`` and ``old`` gives a day and the other none ("Full council
+    meetings are held in the Guildhall chamber" / "Full council meets on the first Tuesday of
+    each month"): when a thing happens beside where or what it is, two attributes, not one
+    value said anew."""
+    return bool(_days(text)) != bool(_days(old)) and not value_anew(text, old)
+
+
 def _days(text: str) -> frozenset[str]:
     """Return the days ``text`` names: weekdays and months (stemmed), and "12 May" whole,
     its dates read one way first (:func:`~engram.projections.copies.dates_one_way`)."""
@@ -503,11 +511,12 @@ def other_things(text: str, other: str, *, names_given: bool = False) -> bool:
     ``names_given``: the texts' names (runs of capitalised words) are values given, not
     things spoken of, as a change announced gives them ("Rob Nuttall took over as practice
     manager" of "The practice manager is Helen Garside": two holders of one role; ADR 0150);
-    so is what follows a copula ("The vegetarian main is now a roasted squash gnocchi" of
-    "... is a mushroom risotto": one dish's two values, not two things).
+    so is what follows a copula in both ("The vegetarian main is now a roasted squash
+    gnocchi" of "... is a mushroom risotto": one dish's two values, not two things).
     """
     if names_given:
-        text, other = (_unnamed(_COPULA_ON.sub("", t)) for t in (text, other))
+        both = _COPULA_ON.search(text) and _COPULA_ON.search(other)  # a value beside a value
+        text, other = (_unnamed(_COPULA_ON.sub("", t) if both else t) for t in (text, other))
 
     def own(a: list[str], b: list[str]) -> bool:
         held, run = set(b), 0

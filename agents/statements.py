@@ -44,6 +44,7 @@ __all__ = [
     "topic_only",
     "uncoded",
     "without",
+    "written_as_name",
 ]
 
 #: The most words a memory may hold to replace or be replaced by detection: a statement of
@@ -214,6 +215,13 @@ def kind(text: str, subject: str) -> str:
 def name_runs(text: str) -> list[str]:
     """Return the runs of capitalised words ``text`` writes, spaces made single."""
     return [" ".join(run.split()) for run in _RUN.findall(text)]
+
+
+def written_as_name(text: str, subject: str) -> bool:
+    """Say whether ``text`` writes ``subject`` capitalised, as a name is written: a word
+    opening another memory ("Gas is shut off at the main valve") that this one writes in
+    lower case ("the spare gas canisters") is a common word here, no name both give."""
+    return any(subject in lexical.tokens(run) for run in _RUN.findall(text))
 
 
 def one_named(text: str, other: str, subject: str) -> bool:

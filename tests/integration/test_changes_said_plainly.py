@@ -1,8 +1,9 @@
 """Changes said plainly that detection missed, and attributes it joined that were two
 (ADR 0157): a time of day on either clock is one time; a common word opening its sentence
-names an unnamed thing; "now" inside what changed; a verb of state giving a value; what
-follows a copula is a changed value; a word named by its code; labels and codes both quote
-are no attribute both give."""
+names an unnamed thing, and is no name where another memory writes it in lower case; "now"
+inside what changed; a verb of state giving a value; what follows a copula in both is a
+changed value; a word named by its code; labels and codes both quote are no attribute both
+give; a day on one side only is another attribute."""
 
 from __future__ import annotations
 
@@ -54,6 +55,11 @@ def test_a_copy_on_the_other_clock_replaces_nothing(memory: Memory) -> None:
         # "now" inside the phrase both memories name the thing by.
         ("The bakery opens at 7am on Saturdays.", "The bakery now opens at 8am on Saturdays."),
         ("The ferry carries 300 passengers.", "The ferry now carries 340 passengers."),
+        # A copula in a clause of its own says nothing of the value.
+        (
+            "The arena seats 5,000 fans.",
+            "After the east stand was rebuilt the arena now seats 6,200 fans.",
+        ),
         # A verb of state gives the value, as a copula would ("tasting" is no tasting held).
         ("The tasting flight costs 18 euros.", "The tasting flight costs 22 euros."),
         # What follows the copula is the value a change gives, not a thing of its own.
@@ -96,6 +102,16 @@ def test_a_word_opening_many_notes_names_a_thing_by_its_code_or_none(memory: Mem
         ("The nightly export job runs at 01:00.", "The weekly export job now runs at 03:00."),
         # Another platform's code is another platform.
         ("Platform 9B has 6 benches.", "Platform 4A now has 8 benches."),
+        # Where a thing is, and when it happens: two attributes.
+        (
+            "Parish council meetings are held in the church hall.",
+            "Parish council meets on the second Monday of each month.",
+        ),
+        # A word opening a note ("Bread") that the other writes in lower case is no name.
+        (
+            "The spare bread flour sacks were moved to the dry store.",
+            "Bread is baked fresh at the back oven before opening.",
+        ),
     ],
 )
 def test_a_label_a_code_or_a_modifier_both_name_joins_nothing(
