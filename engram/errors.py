@@ -11,7 +11,8 @@ module draws its own subtree in full; this is the map of the whole.
     │   │   └── LedgerNotFoundError a read-only open of a ledger that does not exist
     │   ├── EventError              UnknownKindError, PayloadError, EnvelopeError
     │   ├── AppendError             ConcurrencyError, IdempotencyError
-    │   ├── StoreError              AppendOnlyError, DamagedEventError, InsertConflictError
+    │   ├── StoreError              AppendOnlyError, DamagedEventError, DamagedLedgerError,
+    │   │                           InsertConflictError
     │   ├── KindRegistryError, LedgerClosedError, ReadOnlyLedgerError
     │   ├── CheckpointError, KeyStoreError
     │   └── AuditError              AuditWriteError, AuditQueryError, AuditUnavailableError

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from engram.ledger.errors import StoreError
+from engram.ledger.errors import DamagedLedgerError, StoreError
 from engram.ledger.schema import Column
 
 Row = tuple[Any, ...]
@@ -191,3 +191,17 @@ class Backend(abc.ABC):
 def as_utc(value: datetime) -> datetime:
     """Return a datetime read from a backend as aware UTC."""
     return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+def checked_identity(found: tuple[str, bool]) -> tuple[str, bool]:
+    """Return the ledger identity ``found`` (id, made), refusing a stored id that is not 32
+    lowercase hex digits (DamagedLedgerError): no engram wrote it, and the key store named
+    after it could not be found."""
+    ledger_id = found[0]
+    if ledger_id and (len(ledger_id) != 32 or any(c not in "0123456789abcdef" for c in ledger_id)):
+        raise DamagedLedgerError(
+            f"the ledger's identity (ledger_meta 'ledger_id') reads {ledger_id[:40]!r}, not 32"
+            " lowercase hex digits: it was changed outside engram; restore the ledger from a"
+            " backup"
+        )
+    return found

@@ -18,7 +18,9 @@ translate driver errors into these.
     │   └── IdempotencyError        an id already stored with other content, or a mixed retry
     ├── KindRegistryError           a bad registration or upcaster chain
     ├── StoreError                  the database failed or is unreachable (driver error inside)
-    │   └── AppendOnlyError         the database refused an UPDATE or DELETE
+    │   ├── AppendOnlyError         the database refused an UPDATE or DELETE
+    │   ├── DamagedEventError       a stored event's row changed outside engram
+    │   └── DamagedLedgerError      the ledger's metadata (its id) changed outside engram
     ├── LedgerClosedError           use after close()
     ├── ReadOnlyLedgerError         an append to a ledger opened read-only
     ├── CheckpointError             (ledger.checkpoints) a key or checkpoint file is missing,
@@ -123,6 +125,10 @@ class AppendOnlyError(StoreError):
 
 class DamagedEventError(StoreError):
     """A stored event's row cannot be read as an event: it was changed outside engram."""
+
+
+class DamagedLedgerError(StoreError):
+    """The ledger's own metadata (its identity) was changed outside engram."""
 
 
 class LedgerClosedError(LedgerError):

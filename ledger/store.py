@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from engram.ledger import backends, erasure
-from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row
+from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row, checked_identity
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import decode_payload
 from engram.ledger.collector import collector_paused
@@ -297,7 +297,7 @@ class Ledger:
         when it has none) and whether this call made it: ``create`` names an unnamed
         ledger. The default key store is named after it (ADR 0086)."""
         self._check_open()
-        return self.backend.ledger_id(create and not self.backend.readonly)
+        return checked_identity(self.backend.ledger_id(create and not self.backend.readonly))
 
     @property
     def backend_name(self) -> str:

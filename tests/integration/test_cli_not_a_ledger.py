@@ -270,3 +270,29 @@ def test_a_ledger_whose_creation_was_killed_is_named_so_and_a_writer_makes_it(
     with Ledger.open(str(path), readonly=True) as ledger:
         assert [e.kind for e in ledger.read()][-1] == "memory.observed"
         ledger.verify()
+
+
+def test_a_ledger_whose_identity_was_changed_outside_engram_is_refused_as_damaged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The identity names the default key store (ADR 0086): a damaged one read as the user's
+    # mistake ("Usage: ... Try --help"), exit 2. It is the ledger's fault, said in one line.
+    path = tmp_path / "ledger.db"
+    with Ledger.open(str(path)) as ledger:
+        ledger.identity(create=True)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE ledger_meta SET value = 'not-an-id!' WHERE key = 'ledger_id'")
+    conn.commit()
+    conn.close()
+    monkeypatch.setenv("HOME", str(tmp_path))
+    before = _snapshot(tmp_path)
+    for argv in (["status"], ["log"], ["recall", "alice", "deploy"], ["observe", "alice", "x"]):
+        code = main(["--ledger", str(path), *argv], out=io.StringIO())
+        err = capsys.readouterr().err
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert code == 1, (argv, err)
+        assert len(lines) == 1, err
+        assert "ledger_meta" in lines[0]
+        assert "changed outside engram" in lines[0]
+        assert "Usage:" not in err
+    assert _snapshot(tmp_path) == before
