@@ -264,6 +264,7 @@ class _Said:
             or shapes.many_valued(self.text, old)
             or shapes.dated_apart(self.text, old)
             or shapes.dated_one_sided(self.text, old)
+            or shapes.counted_apart(self.text, old)
             or shapes.keeps_names(self.text, old)
             or shapes.additive(self.text)
             or (
@@ -355,9 +356,13 @@ def _of_subject(
         conn, subject or said.text, _CANDIDATES, agent=memory.agent,
         types=lexical.MEMORY_TYPES, prune=lexical.row_count(conn) > lexical.MAX_POSTINGS,
     )  # fmt: skip
+    hits = [h._replace(text=statements.as_stated(h.text)) for h in hits]  # (ADR 0158)
     held: list[_Held] = [
         h for h in hits
-        if h.agent == memory.agent and (not plain or said.anew(h.text))
+        if h.agent == memory.agent
+        # ... or give a value of one kind in place of another ("Emergency contact: 07700
+        # 900835" of "... number is 07700 900461"; ADR 0158).
+        and (not plain or said.anew(h.text) or same_kind(said.text, h.text))
         and said.may_replace(position, h)
     ]  # fmt: skip
     if not subject:

@@ -183,7 +183,7 @@ _STOPWORD_TEXT = """
     information info summary summarise summarize overview
     """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_SUFFIXES = ("ing", "ies", "ied", "es", "ed", "ly", "s")
+_SUFFIXES = ("ings", "ing", "ies", "ied", "es", "ed", "ly", "s")
 #: What the tokenizer leaves of a clitic ("Sato's" -> "sato", "s"): no word of its own, so a
 #: store whose texts hold no "'s" does not make it an absent word (:func:`absent_share`).
 CLITICS = frozenset(["s", "t", "d", "ll", "m", "re", "ve"])

@@ -20,6 +20,7 @@ from engram.agents.statements import (
     CHANGE_WORDS,
     COPULA_WORDS,
     NAME,
+    VALUE_HEADS,
     content,
     content_stems,
     uncoded,
@@ -298,6 +299,20 @@ def dated_one_sided(text: str, old: str) -> bool:
     return bool(_days(text)) != bool(_days(old)) and not value_anew(text, old)
 
 
+def counted_apart(text: str, old: str) -> bool:
+    """Say whether what one of ``text`` and ``old`` says anew is numbers alone and what the
+    other says anew holds none ("Breakfast is served from 7 to 10" / "... in the Lantern
+    Room"; "9 qualified ride leaders" / "Jenny Walsh is a qualified ride leader"): a time or
+    a count beside a place or a name, two attributes (ADR 0158)."""
+    mine, theirs = content(text), content(old)
+    given, gone = mine - theirs, theirs - mine
+    if not given or not gone:
+        return False
+    numeric = [all(w[0].isdigit() for w in side) for side in (given, gone)]
+    counted = [any(w[0].isdigit() for w in side) for side in (given, gone)]
+    return (numeric[0] and not counted[1]) or (numeric[1] and not counted[0])
+
+
 def _days(text: str) -> frozenset[str]:
     """Return the days ``text`` names: weekdays and months (stemmed), and "12 May" whole,
     its dates read one way first (:func:`~engram.projections.copies.dates_one_way`)."""
@@ -415,6 +430,13 @@ def value_anew(text: str, old: str) -> bool:
     values are quantities: an id quoted in place of another ("AB-123", "AB-124") is not."""
     mine = _VALUE_WORD.findall(copies.numbers_apart(text))
     theirs = _VALUE_WORD.findall(copies.numbers_apart(old))
+    # A noun naming the kind of value on one side only names nothing else ("The stage door
+    # code is 1357" -> "Stage door: 8642", read "The stage door is 8642"; ADR 0158).
+    heads = [{w for w in ws if stem(w.lower()) in VALUE_HEADS} for ws in (mine, theirs)]
+    if bool(heads[0]) != bool(heads[1]):
+        mine, theirs = (
+            [w for w in ws if w not in h] for ws, h in zip((mine, theirs), heads, strict=True)
+        )
     lead = _lead(mine, theirs)
     tail = 0
     while (

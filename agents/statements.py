@@ -24,6 +24,8 @@ __all__ = [
     "RARE",
     "STATEMENT_WORDS",
     "TITLES",
+    "VALUE_HEADS",
+    "as_stated",
     "before",
     "content",
     "content_stems",
@@ -242,15 +244,22 @@ def without(text: str, name: str, subject: str) -> str:
 
 def content_stems(text: str) -> list[str]:
     """Return ``text``'s words stemmed, "" for each word not content (a function word, a
-    filler, a letter alone, as a possessive's "s", or not letters): the breaks between runs of
-    content words; :data:`_NOW`'s adverbs left out ("The library now closes" at 5pm)."""
+    filler, a letter alone, or not letters): the breaks between runs of content words; the
+    :data:`_NOW` adverbs and a possessive's "s" left out ("The library now closes", "The
+    keeper's coat is now ..." speak of the library closing, the keeper coat)."""
     return [
         stem(w) if w.isalpha() and len(w) > 1 and w not in _NOT_CONTENT else ""
         for w in lexical.tokens(text) if w not in _NOW
     ]  # fmt: skip
 
 
-_NOW = frozenset(("now", "currently", "presently", "nowadays"))
+#: Nouns naming the kind of value a thing is given, not another thing: "the stage door code
+#: is 1357" gives the stage door's code, as "Stage door: 8642" does (stems).
+VALUE_HEADS = frozenset(
+    stem(w) for w in ("code", "number", "line", "address", "password", "pin", "id", "email",
+                      "phone", "extension")
+)  # fmt: skip
+_NOW = frozenset(("now", "currently", "presently", "nowadays", "s"))
 _NOT_CONTENT = STOPWORDS | copies.FILLERS
 
 
@@ -316,8 +325,10 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
         return modifier, head
 
     (mine, my_head), (theirs, their_head) = around(text), around(other)
-    # A head the other text holds too names no other thing (ADR 0139).
+    # A head the other text holds too names no other thing (ADR 0139), nor does one naming
+    # the kind of value given ("the stage door code is 1357", "Stage door: 8642"; ADR 0158).
     held = my_head in stems_of(other).every if my_head else their_head in stems_of(text).every
+    held = held or (my_head or their_head) in VALUE_HEADS
     return (bool(mine) and bool(theirs) and mine != theirs) or (heads and my_head != their_head
                                                                 and not held)  # fmt: skip
 
@@ -522,6 +533,48 @@ def opens(text: str, start: int) -> bool:
         if word and (word.group(1).lower() in TITLES or len(word.group(1)) == 1):
             return False
     return not last or last in ".!?"
+
+
+#: A note written as a label and its value, after a colon: "Wi-Fi password: seaview!88",
+#: "Emergency contact: 07700 900835" (a label of two to six words: one word before a colon
+#: is a speaker's, "Caroline: ...", or a heading's, "Note: ...").
+_COLON_NOTE = re.compile(
+    r"^\s*([A-Za-z][\w'\u2019-]*(?:\s+[A-Za-z][\w'\u2019-]*){1,5})\s*:\s+(\S.{0,80}?)\s*[.!]?\s*$"
+)
+#: The same without a colon, its value a code or a number of three digits or more: "Gate code
+#: 7314", "Grant code RG-52930", "Reception direct line 01326 550 940".
+_CODE_NOTE = re.compile(
+    r"^\s*([A-Za-z][A-Za-z'\u2019-]*(?:\s+[A-Za-z][A-Za-z'\u2019-]*){1,4})\s+"
+    r"((?:[A-Z]{1,4}-?)?\d{3,}(?:[\s-]?\d+)*|\d+[A-Z]+\d*|[A-Z]+-?\d+[A-Z]*)\s*[.!]?\s*$"
+)
+
+
+def as_stated(text: str) -> str:
+    """Return a note written as a label and its value as the sentence it stands for: "Gate
+    code 7314" and "Gate code: 7314" say "The gate code is 7314." (a value of a few words,
+    holding a digit or one word alone); any other text as it is. Detection reads a terse note
+    so beside "The gate code is 2580": one sentence with its value given anew (ADR 0158)."""
+    found = _COLON_NOTE.match(text) or _CODE_NOTE.match(text)
+    if found is None:
+        return text
+    label, value = found[1], found[2]
+    if len(value.split()) > 6 or (len(value.split()) > 1 and not any(c.isdigit() for c in value)):
+        return text
+    first = label.split()[0]
+    if any(w in _NOT_STATED for w in lexical.tokens(label)):
+        return text  # a verb or a function word: a sentence, not a label
+    if all(w[:1].isupper() for w in label.split()):
+        return text  # a name: a speaker's ("Dr Shah: ..."), not an attribute
+    if first[1:] == first[1:].lower():  # "Gate code" is "gate code", "Wi-Fi" and "DB" stay
+        label = first[0].lower() + label[1:]
+    return f"The {label} is {value}."
+
+
+#: Words a label holds none of: a copula, an auxiliary or a pronoun makes it a sentence.
+_NOT_STATED = frozenset(
+    ("is", "are", "was", "were", "be", "been", "has", "have", "had", "will", "would", "can",
+     "i", "we", "you", "he", "she", "they", "it", "my", "our", "your", "the", "a", "an")
+)  # fmt: skip
 
 
 def statement(text: str) -> bool:

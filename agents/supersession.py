@@ -48,6 +48,7 @@ from engram.agents.completion import (
 from engram.agents.errors import UnknownMemoryError
 from engram.agents.relations import same_relation
 from engram.agents.shapes import holder_anew, instances_apart, value_anew
+from engram.agents.statements import as_stated
 from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
@@ -235,8 +236,10 @@ def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:
 
     With a routed model (``memory.supersede_judge``), the model judges the most similar
     :data:`JUDGED` candidates; on a model error, or without one, the offline rule takes the
-    most similar candidate whose cosine reaches :func:`threshold`.
+    most similar candidate whose cosine reaches :func:`threshold`. A note written as a label
+    and its value is read as the sentence it stands for (:func:`.statements.as_stated`).
     """
+    text = as_stated(text)
     found, after = search(memory, position, text)
     forward = _decide(memory, text, found)
     if forward is not None or not after:
