@@ -339,9 +339,16 @@ _ORDINALS = (
 _VALUE = {w: i + 1 for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
 _VALUE |= {w: i + 1 for i, w in enumerate(_ORDINALS)}
 _TENS_RUN, _UNIT_RUN = "|".join(_TENS), "|".join(_UNITS[:9])
+_DAYS = (
+    r"mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:rs(?:day)?)?|fri(?:day)?|sat(?:urday)?"
+    r"|sun(?:day)?|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
+    r"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
 _SPELT = re.compile(
     rf"\b(?:({_TENS_RUN})(?:[- ]({_UNIT_RUN}))?|({'|'.join(_UNITS[1:])})"
-    rf"|({'|'.join(_ORDINALS)})(?=\s+of\b))\b",
+    # An ordinal before "of", a day or a month names a date ("the first Monday", "1st
+    # Monday"); elsewhere it is a word ("at first", "the first time").
+    rf"|({'|'.join(_ORDINALS)})(?=\s+(?:of|{_DAYS})\b))\b",
     re.IGNORECASE,
 )
 

@@ -43,6 +43,13 @@ def test_a_time_of_day_on_either_clock_is_one_time(twelve: str, twenty_four: str
         assert times_one_way(kept) == kept
 
 
+def test_an_ordinal_before_a_day_in_digits_or_in_words_is_one_day() -> None:
+    assert folds("Bins go out on the first Tuesday.", "Bins go out on the 1st Tuesday.")
+    assert folds("Rent is due on the third of May.", "Rent is due on the 3rd of May.")
+    assert not folds("Bins go out on the first Tuesday.", "Bins go out on the 2nd Tuesday.")
+    assert not folds("At first the lift was slow.", "At 1 the lift was slow.")
+
+
 def test_a_copy_on_the_other_clock_replaces_nothing(memory: Memory) -> None:
     assert not replaced(
         memory, "Choir practice starts at 6:15pm.", "Choir practice starts at 18:15."
