@@ -532,3 +532,21 @@ def holds(code: str, text: str, lowered: str) -> bool:
     """Say whether ``text`` (``lowered``: it case-folded) holds the quoted ``code`` whole: an
     opaque key written in both cases (:func:`cased`) as written, any other code case aside."""
     return verbatim(code, text) if cased(code) else verbatim(code, lowered)
+
+
+def phrase_words(text: str) -> list[str]:
+    """Return ``text``'s words as phrases are read in them (the runs of words two memories
+    share): a word and a particle joined by a hyphen one word ("Check-in" is "checkin"), the
+    :data:`_NOW` adverbs and a possessive's "s" left out, no break ("The library now closes",
+    "The keeper's coat": the library closing, the keeper coat; ADR 0157, 0158)."""
+    return [w for w in lexical.tokens(_HYPHENATED.sub(_particle, text)) if w not in _NOW]
+
+
+def _particle(m: re.Match[str]) -> str:
+    """A compound of a word and a particle ("check-in", "on-call") is one word; two words
+    ("payments-alerts") stay two, an identifier's (ADR 0122)."""
+    return m[1] + m[2] if m[1].lower() in STOPWORDS or m[2].lower() in STOPWORDS else m[0]
+
+
+_HYPHENATED = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")
+_NOW = frozenset(("now", "currently", "presently", "nowadays", "s"))

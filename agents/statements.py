@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from engram.agents.matching import CLITICS, STOPWORDS, codes, stem, stems_of
+from engram.agents.matching import CLITICS, STOPWORDS, codes, phrase_words, stem, stems_of
 from engram.projections import copies, lexical
 
 __all__ = [
@@ -243,23 +243,19 @@ def without(text: str, name: str, subject: str) -> str:
 
 
 def content_stems(text: str) -> list[str]:
-    """Return ``text``'s words stemmed, "" for each word not content (a function word, a
-    filler, a letter alone, or not letters): the breaks between runs of content words; the
-    :data:`_NOW` adverbs and a possessive's "s" left out ("The library now closes", "The
-    keeper's coat is now ..." speak of the library closing, the keeper coat)."""
-    return [
-        stem(w) if w.isalpha() and len(w) > 1 and w not in _NOT_CONTENT else ""
-        for w in lexical.tokens(text) if w not in _NOW
-    ]  # fmt: skip
+    """Return ``text``'s words (:func:`phrase_words`) stemmed, "" for each word not content
+    (a function word, a filler, a letter alone, or not letters): the breaks between runs."""
+    words = phrase_words(text)
+    return [stem(w) if w.isalpha() and len(w) > 1 and w not in _NOT_CONTENT else "" for w in words]
 
 
 #: Nouns naming the kind of value a thing is given, not another thing: "the stage door code
 #: is 1357" gives the stage door's code, as "Stage door: 8642" does (stems).
-VALUE_HEADS = frozenset(
-    stem(w) for w in ("code", "number", "line", "address", "password", "pin", "id", "email",
-                      "phone", "extension")
-)  # fmt: skip
-_NOW = frozenset(("now", "currently", "presently", "nowadays", "s"))
+VALUE_HEADS = frozenset(stem(w) for w in (
+    "code", "number", "line", "address", "password", "pin", "id", "email", "phone", "extension"
+))  # fmt: skip
+
+
 _NOT_CONTENT = STOPWORDS | copies.FILLERS
 
 
@@ -302,7 +298,7 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
     and right before a copula (ADR 0109)."""
 
     def around(said: str) -> tuple[str, str]:
-        tokens = [t for t in lexical.tokens(said) if t not in _NOW]  # as the phrase reads
+        tokens = phrase_words(said)
         stems = [stem(t) for t in tokens]
         n = len(words)
         i = _spelled(stems, words)
@@ -341,8 +337,8 @@ def uncoded(text: str) -> str:
 
 
 def dropped(text: str, phrase: tuple[str, ...]) -> str:
-    """Return ``text``'s words (:data:`_NOW`'s out) without the first run spelling ``phrase``."""
-    words = [w for w in lexical.tokens(text) if w not in _NOW]
+    """Return ``text``'s words (:func:`phrase_words`) without the first run spelling ``phrase``."""
+    words = phrase_words(text)
     i = _spelled([stem(w) for w in words], phrase)
     if i >= 0:
         return " ".join(words[:i] + words[i + len(phrase) :]) or text
@@ -395,7 +391,7 @@ def topic_only(text: str, words: tuple[str, ...]) -> bool:
     """Say whether ``text`` names ``words`` (stems: a name's, or a phrase two memories share)
     only as a topic, after "about" or "regarding" with at most a determiner between: it
     gives no state of them, so a change of them replaces nothing it says (ADR 0123)."""
-    tokens = [t for t in lexical.tokens(text) if t not in _NOW]  # as the phrase reads
+    tokens = phrase_words(text)
     i = _spelled([stem(t) for t in tokens], words)
     if i < 0:
         return False

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from detection_store import EMBEDDERS, FILLER, detecting, replaced
 
-from engram.agents.matching import stem
+from engram.agents.matching import phrase_words, stem
 from engram.agents.statements import as_stated
 from engram.runtime import Memory
 
@@ -89,3 +89,11 @@ def test_a_plural_of_ing_stems_as_its_singular() -> None:
     assert stem("dressings") == stem("dressing")
     assert stem("meetings") == stem("meeting") == stem("meet")
     assert stem("things") == stem("thing")
+
+
+def test_a_word_and_its_particle_joined_by_a_hyphen_are_one_word(memory: Memory) -> None:
+    assert phrase_words("Check-in now opens at 3pm") == ["checkin", "opens", "at", "3pm"]
+    assert phrase_words("the on-call rota") == ["the", "oncall", "rota"]
+    # Two words joined by a hyphen stay two: an identifier's (ADR 0122).
+    assert phrase_words("the #payments-alerts channel") == ["the", "payments", "alerts", "channel"]
+    assert replaced(memory, "Late check-in closes at 11pm.", "Late check-in now closes at 1am.")
