@@ -11,6 +11,10 @@ floor, so such a question nothing in memory answers gets nothing by default; wit
 The question's words must name the kind plainly ("phone number", "email address", "IP
 address", "URL", "link to", a price or a fee): "Did she change her phone?" asks of a phone,
 "Which website did we launch?" of a site, not for a number or an address.
+
+A question asking of one numbered thing ("Does Van 12 have a tail lift?") is not answered
+by a memory of another one ("Van 7 has a tail lift"): such a memory is relevant at most
+:data:`NO_VALUE` too (:class:`Numbered`, ADR 0159).
 """
 
 from __future__ import annotations
@@ -22,7 +26,17 @@ from typing import TYPE_CHECKING, NamedTuple
 if TYPE_CHECKING:
     from engram.agents.matching import Matching
 
-__all__ = ["ASKED", "MONEY", "NO_VALUE", "Kind", "asked", "kind_texts", "same_kind"]
+__all__ = [
+    "ASKED",
+    "MONEY",
+    "NO_VALUE",
+    "Kind",
+    "Numbered",
+    "asked",
+    "kind_texts",
+    "numbered",
+    "same_kind",
+]
 
 #: The most relevance of a candidate holding no value of the kind a question asks for: half
 #: recall's default floor (0.05), so the default serves none of them.
@@ -154,14 +168,61 @@ def same_kind(text: str, other: str, *, exact: bool = False) -> bool:
     return False
 
 
-def asked(query: str) -> Kind | None:
+class Numbered(NamedTuple):
+    """A numbered thing a question asks of ("Does Van 12 have a tail lift?", "... in bed 6"):
+    a memory giving the same word another number, and not this one, speaks of another of
+    them ("Van 7 has a tail lift"), as an id one character off names another thing (ADR
+    0159). A memory numbering nothing by that word is left as it is."""
+
+    name: str
+    word: str
+    number: str
+
+    def held(self, text: str) -> bool:
+        """Say whether ``text`` may speak of this numbered thing."""
+        found = numbered(text)
+        return (self.word, self.number) in found or all(w != self.word for w, _ in found)
+
+
+#: A word and the number it labels ("Van 12", "bed 6", "Room 305", "Gate B12" not: the
+#: number first): a function word, a month or a day, or a plural or a verb in the third
+#: person ("has 4", "costs 180", "runs 2") labels nothing.
+_NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z'-]{1,30})\s+#?(\d+[A-Za-z]?)\b")
+_NOT_LABELS = frozenset(
+    ("the", "a", "an", "of", "in", "on", "at", "to", "for", "by", "from", "with", "and", "or",
+     "is", "are", "was", "were", "be", "has", "have", "had", "about", "around", "over", "under",
+     "after", "before", "since", "until", "than", "per", "every", "each", "all", "only", "just",
+     "top", "last", "next", "first", "page", "step", "jan", "january", "feb", "february", "mar",
+     "march", "apr", "april", "may", "jun", "june", "jul", "july", "aug", "august", "sep",
+     "sept", "september", "oct", "october", "nov", "november", "dec", "december", "monday",
+     "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+)  # fmt: skip
+
+
+def numbered(text: str) -> frozenset[tuple[str, str]]:
+    """Return the (word, number) labels ``text`` gives, lower-cased."""
+    out = set()
+    for word, number in _NUMBERED.findall(text):
+        w = word.lower()
+        if w in _NOT_LABELS or (len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us"))):
+            continue
+        out.add((w, number.lower()))
+    return frozenset(out)
+
+
+def asked(query: str) -> Kind | Numbered | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
-    named, when it names several), else None."""
+    named, when it names several), else the numbered thing it asks of, if any, else None."""
     found = [(m.start(), k) for k in ASKED if (m := k.question.search(query))]
-    return min(found, key=lambda f: f[0])[1] if found else None
+    if found:
+        return min(found, key=lambda f: f[0])[1]
+    labels = sorted(numbered(query))
+    return Numbered("numbered thing", *labels[0]) if len(labels) == 1 else None
 
 
-def kind_texts(kind: Kind | None, positions: Sequence[int], m: Matching) -> dict[int, str]:
+def kind_texts(
+    kind: Kind | Numbered | None, positions: Sequence[int], m: Matching
+) -> dict[int, str]:
     """Return ``m.texts``, with the texts of ``positions`` read where ``kind`` is asked for
     (a value is looked for in them)."""
     return m.read(positions) if kind is not None else m.texts

@@ -335,6 +335,29 @@ def test_a_question_for_a_phone_number_is_answered_only_by_one_that_holds_a_numb
     assert ip.items == []
 
 
+def test_a_question_of_one_numbered_thing_is_not_answered_by_another(memory: Memory) -> None:
+    # ADR 0159: "Does Van 12 have a tail lift?" of a store that knows only Van 7's.
+    from engram.agents.typed import NO_VALUE, Numbered, asked
+
+    assert asked("Does Van 12 have a tail lift?") == Numbered("numbered thing", "van", "12")
+    for plain in ("What did Caroline do in May 2023?", "How many beds does the ward have?"):
+        assert asked(plain) is None  # a month, a count: nothing numbered
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    seven = ana.observe("Van 7 has a tail lift fitted for the pallet runs.")
+    assert ana.recall("Does Van 12 have a tail lift?", 5, record=False).items == []
+    every = ana.recall("Does Van 12 have a tail lift?", 5, record=False, min_score=0)
+    assert every.items[0].event.position == seven
+    assert every.items[0].relevance <= NO_VALUE
+    found = ana.recall("Does Van 7 have a tail lift?", 5, record=False)
+    assert [r.event.position for r in found.items][:1] == [seven]
+    # A memory numbering no van is left as it is.
+    lifts = ana.observe("Every van in the depot has a tail lift.")
+    served = ana.recall("Does Van 12 have a tail lift?", 5, record=False)
+    assert [r.event.position for r in served.items][:1] == [lifts]
+
+
 def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
     memory: Memory,
 ) -> None:
