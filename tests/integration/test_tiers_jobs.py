@@ -90,7 +90,7 @@ def test_a_closed_project_gets_a_five_part_lesson_and_a_small_one_is_skipped(
     closed = memory.ledger.head()
     with pytest.raises(SuggestionInputError, match="closed already"):
         close_project(memory.ledger, "tiny", "bob")  # a project closes once
-    with pytest.raises(SuggestionInputError, match="got 5,000 characters$"):
+    with pytest.raises(SuggestionInputError, match=r"got 5,000 characters$"):
         close_project(memory.ledger, "p" * 5000, "ana")  # said by its length, not echoed
     assert memory.ledger.head() == closed
     runner = _post_project(memory)
