@@ -95,7 +95,8 @@ def search(
     with memory.engine.read() as conn:
         try:
             # A common word capitalised by its sentence names nothing: what the memory
-            # speaks of is an unnamed thing's, found by the words both memories share.
+            # speaks of is an unnamed thing's, found by the words both memories share
+            # (ADR 0157).
             subject = _valued(text, statements.subject(conn, text) or "")
             said = _Said(text, announced(text), statements.state_values(text, now=True), subject)
             # A transcript's speaker label names who spoke, not what the turn speaks of: a
@@ -172,7 +173,7 @@ def search(
         theirs = statements.content(old_text)
         own = named if kinds[old] == "subject" else frozenset()
         # The numbered labels and codes both quote name what they speak of ("Mr Davies in
-        # bed 12", "Ward 7B"), no attribute both give.
+        # bed 12", "Ward 7B"), no attribute both give (ADR 0157).
         quoted = (said.labels & statements.labels(old_text)) | (said.ids & set(codes(old_text)))
         found.append(
             Candidate(

@@ -537,9 +537,10 @@ def holds(code: str, text: str, lowered: str) -> bool:
 def phrase_words(text: str) -> list[str]:
     """Return ``text``'s words as phrases are read in them (the runs of words two memories
     share): a word and a particle joined by a hyphen one word ("Check-in" is "checkin"), the
-    :data:`_NOW` adverbs and a possessive's "s" left out, no break ("The library now closes",
-    "The keeper's coat": the library closing, the keeper coat; ADR 0157, 0158)."""
-    return [w for w in lexical.tokens(_HYPHENATED.sub(_particle, text)) if w not in _NOW]
+    adverbs of the present and a possessive's "s" left out, no break (:data:`_LEFT_OUT`: "The
+    library now closes", "The keeper's coat": the library closing, the keeper coat; ADR 0157,
+    0158)."""
+    return [w for w in lexical.tokens(_HYPHENATED.sub(_particle, text)) if w not in _LEFT_OUT]
 
 
 def _particle(m: re.Match[str]) -> str:
@@ -549,4 +550,5 @@ def _particle(m: re.Match[str]) -> str:
 
 
 _HYPHENATED = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")
-_NOW = frozenset(("now", "currently", "presently", "nowadays", "s"))
+#: Words no phrase is parted by: the adverbs saying a state holds now, a possessive's "s".
+_LEFT_OUT = frozenset(("now", "currently", "presently", "nowadays", "s"))

@@ -259,7 +259,8 @@ def recorded_occurrence(text: str) -> bool:
 
 
 #: Verbs in the present that give a thing's value, as a copula does ("The tasting menu costs
-#: £85 per person", "The piano lesson lasts an hour"): a statement of state, not a record.
+#: £85 per person", "The piano lesson lasts an hour"): a statement of state, not a record
+#: (ADR 0157).
 _STATING = frozenset(
     (
         "costs", "holds", "seats", "sleeps", "takes", "lasts", "weighs", "measures", "runs",
@@ -295,7 +296,7 @@ def dated_one_sided(text: str, old: str) -> bool:
     """Say whether one of ``text`` and ``old`` gives a day and the other none ("Full council
     meetings are held in the Guildhall chamber" / "Full council meets on the first Tuesday of
     each month"): when a thing happens beside where or what it is, two attributes, not one
-    value said anew."""
+    value said anew (ADR 0157)."""
     return bool(_days(text)) != bool(_days(old)) and not value_anew(text, old)
 
 
@@ -534,7 +535,7 @@ def other_things(text: str, other: str, *, names_given: bool = False) -> bool:
     things spoken of, as a change announced gives them ("Rob Nuttall took over as practice
     manager" of "The practice manager is Helen Garside": two holders of one role; ADR 0150);
     so is what follows a copula in both ("The vegetarian main is now a roasted squash
-    gnocchi" of "... is a mushroom risotto": one dish's two values, not two things).
+    gnocchi" of "... is a mushroom risotto": one dish's two values, not two things; ADR 0157).
     """
     if names_given:
         both = _COPULA_ON.search(text) and _COPULA_ON.search(other)  # a value beside a value

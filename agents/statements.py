@@ -2,7 +2,7 @@
 speaks of (a name, or for an unnamed thing the words two memories both name it by), the
 occurrences it numbers and the ids it quotes, its content words, and whether it is a
 statement at all (short, not a question). Whether two memories quote the same occurrences
-is :mod:`engram.agents.occurrences`'.
+is read in :mod:`engram.agents.occurrences`.
 """
 
 from __future__ import annotations

@@ -184,8 +184,8 @@ class Numbered(NamedTuple):
         return (self.word, self.number) in found or all(w != self.word for w, _ in found)
 
 
-#: A word and the number it labels ("Van 12", "bed 6", "Room 305", "Gate B12" not: the
-#: number first): a function word, a month or a day, or a plural or a verb in the third
+#: A word and the number it labels ("Van 12", "bed 6", "Room 305"; a code such as "B12" is an
+#: id's, ADR 0117): a function word, a month or a day, or a plural or a verb in the third
 #: person ("has 4", "costs 180", "runs 2") labels nothing.
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z'-]{1,30})\s+#?(\d+[A-Za-z]?)\b")
 _NOT_LABELS = frozenset(
@@ -204,7 +204,7 @@ def numbered(text: str) -> frozenset[tuple[str, str]]:
     out = set()
     for word, number in _NUMBERED.findall(text):
         w = word.lower()
-        if w in _NOT_LABELS or (len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us"))):
+        if w in _NOT_LABELS or (len(w) > 3 and w[-1] == "s" and not w.endswith(("ss", "us", "is"))):
             continue
         out.add((w, number.lower()))
     return frozenset(out)
