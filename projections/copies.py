@@ -157,8 +157,8 @@ _DIGIT = re.compile(r"\d")
 def normalise(text: str) -> str:
     """Return ``text``'s words, lowercased (but opaque keys written in both cases), filler
     words dropped, one space apart; a number's digit groups joined ("15,000" is "15000"), its
-    thousands written whole ("15k" is "15000"), a unit written with its number ("3:15 pm" is
-    "3:15pm", "30 s" is "30s"), and words joined by a hyphen or an apostrophe written as one
+    thousands written whole ("15k" is "15000"), a unit written with its number ("30 s" is
+    "30s", "25 GB" is "25GB"), and words joined by a hyphen or an apostrophe written as one
     ("e-mail" is "email", "counsel's" is "counsels"), an ordinal's suffix dropped ("5th" is
     "5"), a time stamp in brackets ("(logged 09:12)") set aside, and times of day written on
     one clock ("7:30pm" is "19:30", :func:`times_one_way`)."""
@@ -249,9 +249,9 @@ _TWENTY_FOUR = re.compile(r"(?<![\w:.])([01]?\d|2[0-3]):([0-5]\d)(?![\d:])")
 
 def times_one_way(text: str) -> str:
     """Return ``text`` with its times of day written one way, on the 24-hour clock, the hour
-    without a leading zero ("3pm", "3 p.m." and "15:00" are all
-    "15:00"; "7.30pm" and "19:30" are "19:30"; "09:05" is "9:05"): a copy may write its time
-    either way, and "at 4:45pm" and "at 16:45" say one time, not two."""
+    without a leading zero ("3pm", "3 p.m." and "15:00" are all "15:00"; "7.30pm" and "19:30"
+    are "19:30"; "09:05" is "9:05"): a copy may write its time either way, and "at 4:45pm"
+    and "at 16:45" say one time, not two (ADR 0157)."""
     if not holds_digit(text):
         return text
 
