@@ -411,6 +411,8 @@ def _entry(c: Candidate, details: str | None = None) -> dict[str, Any]:
         entry["replaced_by"] = c.replaced_by
     if c.refused:  # its text is what happened only: marked, as recall marks it (ADR 0133)
         entry["refused"] = True
+    if c.always:  # a reviewer's hard rule, in every frame: said so, beside the situational
+        entry["always"] = True
     return entry
 
 

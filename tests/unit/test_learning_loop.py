@@ -241,6 +241,10 @@ def test_always_on_rules_come_first_and_stay_while_memories_are_trimmed(
         agent.observe(f"Status {i}: the deploy pipeline of service {i} finished with notes.")
     task = "Bump the dependency versions in the lock file."
     assert _constraints(memory, task) == [*always, situational]
+    # The frame says which rules are always on: a reader tells them from the situational.
+    frame = build_context(agent, task, save=False)
+    marks = [bool(e.get("always")) for e in frame.frames["constraints"]]  # type: ignore[union-attr]
+    assert marks == [True, True, False]
     for budget in (250, 300, 500):
         frame = build_context(agent, "Write a haiku about the sea.", budget=budget, save=False)
         served = [str(e["text"]) for e in frame.frames["constraints"]]  # type: ignore[index]
