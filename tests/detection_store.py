@@ -47,6 +47,14 @@ def detecting(provider: str, folder: Path, filler: Sequence[str]) -> Iterator[Me
         yield opened
 
 
+@pytest.fixture(name="memory", params=EMBEDDERS)
+def detecting_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    """The ``memory`` detection's tests share: one per embedder the suite can run, the
+    :data:`FILLER` observed first (a test module imports it to use it)."""
+    with detecting(request.param, tmp_path, FILLER) as opened:
+        yield opened
+
+
 def replaced(memory: Memory, old: str, new: str) -> bool:
     """Observe ``old`` then ``new`` fifty days later; say whether ``new`` replaced ``old``."""
     ana = memory.agent("ana")

@@ -7,21 +7,17 @@ give; a day on one side only is another attribute."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from detection_store import DAY, EMBEDDERS, FILLER, NOW, detecting, replaced
+from detection_store import (
+    DAY,
+    NOW,
+    detecting_memory,  # noqa: F401 (the memory fixture)
+    replaced,
+)
 
 from engram.agents.folding import folds
 from engram.projections.copies import digest, times_one_way
 from engram.runtime import Memory
-
-
-@pytest.fixture(params=EMBEDDERS)
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    with detecting(request.param, tmp_path, FILLER) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize(

@@ -4,19 +4,14 @@ under MiniLM; a time or another relation is no such value."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from detection_store import DAY, EMBEDDERS, FILLER, NOW, detecting
+from detection_store import (
+    DAY,
+    NOW,
+    detecting_memory,  # noqa: F401 (the memory fixture)
+)
 
 from engram.runtime import Memory
-
-
-@pytest.fixture(params=EMBEDDERS)
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    with detecting(request.param, tmp_path, FILLER) as opened:
-        yield opened
 
 
 def _replaced(memory: Memory, old: list[str], new: str) -> list[str]:

@@ -6,21 +6,15 @@ parts no phrase."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from detection_store import EMBEDDERS, FILLER, detecting, replaced
+from detection_store import (
+    detecting_memory,  # noqa: F401 (the memory fixture)
+    replaced,
+)
 
 from engram.agents.matching import phrase_words, stem
 from engram.agents.statements import as_stated
 from engram.runtime import Memory
-
-
-@pytest.fixture(params=EMBEDDERS)
-def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    with detecting(request.param, tmp_path, FILLER) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize(
