@@ -20,7 +20,7 @@ from engram.agents.matching import stem
 from engram.agents.statements import CHANGE_FORMS, CHANGE_WORDS
 from engram.projections import lexical
 
-__all__ = ["CHANGE_PHRASES", "announced", "announced_at", "announces", "changes"]
+__all__ = ["CHANGE_PHRASES", "FROM_ON", "announced", "announced_at", "announces", "changes"]
 
 
 def announces(text: str) -> bool:
@@ -143,6 +143,14 @@ _DAYS = (
     "january|february|march|april|may|june|july|august|september|october|november|december"
     "|monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 )
+#: A value from a day on, ending its clause: "The cellar door opens at 10am from May", "The
+#: fee rises to 62 from 1 April" (not "the invoice from March is unpaid"; ADR 0160).
+_FROM_ON = (
+    rf"\bfrom\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?)?(?:{_DAYS})"
+    r"(?:\s+\d{1,2}(?:st|nd|rd|th)?)?(?:\s+\d{4})?\s*(?:[.;,!]|$)"
+)
+#: :data:`_FROM_ON` alone: what comes before it is the value, not what changed.
+FROM_ON = re.compile(_FROM_ON, re.IGNORECASE)
 #: Phrases that announce a change where no one word does: "gave up the harp for the
 #: saxophone", "sold the old car", "these days prefers amber", "used to live in Lyon" (ADR
 #: 0119), a hand-over (ADR 0143). "The old" alone does not ("a leftover from the old
@@ -155,7 +163,8 @@ CHANGE_PHRASES = re.compile(
     # doses", "went up to 72 euros", "rose to 72" (not "grew up in Porto"), "from this
     # month the clinic closes at 4pm", "as of today", "starting next week".
     r"|\b(?:is|are|was|were|now|went|gone|goes|go)\s+(?:up|down)\b"
-    r"|\b(?:rose|risen|fell|fallen|dropped|climbed|grew|grown|shrank)\s+(?:to|by|from)\b"
+    r"|\b(?:rises|rose|risen|falls|fell|fallen|drops|dropped|climbs|climbed|grew|grown|shrank)"
+    r"\s+(?:to|by|from)\b"
     r"|\bfrom\s+(?:this|next|today|tomorrow|now\s+on)\b|\bas\s+of\s+(?:today|now|this|next)\b"
     r"|\bstarting\s+(?:today|tomorrow|this|next)\b"
     # A hand-over (ADR 0143): "ownership of the service passed to Lucia", "Imogen passed the
@@ -182,7 +191,11 @@ CHANGE_PHRASES = re.compile(
     # March the clinic opens at 8"; ADR 0155).
     rf"|(?:^|[.;,:]\s*)(?:from|since)\s+(?:the\s+)?(?:\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?)?"
     rf"(?:(?:early|mid|late)[- ])?(?:{_DAYS})\b"
-    r"(?!\s+(?:to|until|till|through|and)\b)",
+    r"(?!\s+(?:to|until|till|through|and)\b)"
+    # ... or ending its clause (_FROM_ON); a date moved to a day ("Harvest start pushed to
+    # 29 September"; ADR 0160).
+    rf"|{_FROM_ON}"
+    rf"|\b(?:pushed|put)\s+to\s+(?:the\s+)?(?:\d|next\b|{_DAYS})",
     re.IGNORECASE,
 )
 

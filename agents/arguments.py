@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from engram.projections.errors import QueryError
@@ -100,7 +101,14 @@ def check_text(text: object, what: str = "text") -> None:
             ),
             stacklevel=3,
         )
-    # An empty text is the ledger's to refuse, naming the field, as any payload's.
+    refuse_unwritable(text, what)
+
+
+def refuse_unwritable(text: object, what: str = "text") -> None:
+    """Refuse a text (QueryError) that holds nothing to remember, only blanks or control
+    characters, or that holds a NUL (:func:`check_nul`); an empty text is the ledger's to
+    refuse, naming the field, as any payload's. What :func:`check_text` refuses of a memory
+    observed, a pack's memory imported is refused (ADR 0160)."""
     if (
         isinstance(text, str)
         and text
@@ -110,6 +118,41 @@ def check_text(text: object, what: str = "text") -> None:
             f"{what} holds nothing to remember (only blanks or control characters),"
             f" got {text[:40]!r}; nothing was written"
         )
+    check_nul(text, what)
+
+
+def check_agent(agent: object) -> None:
+    """Refuse an agent's name that is not a non-empty string, or holds a control character
+    (:func:`check_name`; QueryError)."""
+    if not isinstance(agent, str) or not agent:
+        raise QueryError(f"agent must be a non-empty string, got {agent!r}")
+    check_name(agent, "agent")
+
+
+def checked_tags(tags: object, source: object) -> list[str]:
+    """Return a memory's ``tags`` as a list, refusing (QueryError) tags that are not a
+    sequence, and a tag or a ``source`` holding a NUL (:func:`check_nul`; ADR 0160); the
+    ledger refuses the other wrong types, naming the field."""
+    if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
+        raise QueryError(f"tags must be a sequence of strings, got {tags!r}")
+    listed = list(tags)
+    for i, tag in enumerate(listed):
+        check_nul(tag, f"tags[{i}]")
+    check_nul(source, "source")
+    return listed
+
+
+def check_name(name: object, what: str) -> None:
+    """Refuse a name (an agent's, a reviewer's; QueryError) that holds a control character:
+    a terminal would run an escape sequence in it ("ev\\x1b[31mil") where a listing shows
+    it, and no one could type it to name it again (ADR 0160)."""
+    if isinstance(name, str) and any(unicodedata.category(c) == "Cc" for c in name):
+        raise QueryError(f"{what} holds a control character: {name[:40]!r}; nothing was written")
+
+
+def check_nul(text: object, what: str) -> None:
+    """Refuse a string holding a NUL character (QueryError): no tool reading the store could
+    show or search it as written (a memory's text, tags and source alike; ADR 0160)."""
     if isinstance(text, str) and "\x00" in text:
         raise QueryError(
             f"{what} holds a NUL character at offset {text.index(chr(0))} (no tool reading the"

@@ -16,15 +16,19 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import numpy as np
 
-from engram.agents import shapes, speakers, statements
+from engram.agents import holders, shapes, speakers, statements
 from engram.agents.announcing import (
+    CHANGE_PHRASES,
+    FROM_ON,
     announced,
     announced_at,
     announces,
+    changes,
 )
 from engram.agents.folding import folds, retold
-from engram.agents.matching import cased, codes, stem, stems_of
-from engram.agents.occurrences import same_occurrences
+from engram.agents.matching import STOPWORDS, cased, codes, stem, stems_of
+from engram.agents.notes import as_stated
+from engram.agents.occurrences import TIME_OF_DAY, same_occurrences
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
@@ -202,6 +206,10 @@ class _Said:
         # bumped the logging library"), where the ones after it may be the values it gives
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
         before = text[: announced_at(text)]
+        #: Where the change is announced: what follows is the value it gives (ADR 0160).
+        self.given_at = len(before) if change else None
+        if FROM_ON.match(text, len(before)):
+            before = ""  # "opens at 10am from May": the values come before it (ADR 0160)
         word = _WORD.match(text, len(before))
         if change and word is not None and not _WORD.search(text, word.end()):
             # A change word last ("The build agents are on Python 3.12 now") follows the
@@ -308,18 +316,34 @@ class _Said:
 #: auxiliary ("The lift is back in service", "The trial was pushed back", "The canteen now
 #: closes at 3pm").
 _AFTER_HEAD = frozenset(("is", "are", "was", "were", "has", "have", "had", "will", "now"))
+#: The same verbs by their stems, so a plural's verb counts as its singular's ("Previews
+#: begin", "The lesson begins"; ADR 0160).
+_VERB_STEMS = frozenset(stem(w) for w in (*shapes.STATING, *shapes.ONE_AT_A_TIME))
 
 
 def opening_head(text: str, other: str) -> tuple[str, ...]:
     """Return the one content word (stemmed) both texts open with as their subject, after a
-    determiner and before a copula or an auxiliary ("The lift is out of service", "The lift
-    is back in service" -> ("lift",)); () where either opens otherwise (ADR 0155)."""
+    determiner or opening the text, before a verb: a copula or an auxiliary ("The lift is
+    out of service", "The lift is back in service" -> ("lift",); ADR 0155), a verb of state
+    or of where one lives or works ("Grandma lives in Leeds", "Previews begin on 3 March"),
+    or the word announcing a change ("Grandma moved to York", "Previews have been pushed
+    back", "The rent went up to 950"; ADR 0160); () where either opens otherwise. A noun
+    before another noun ("Tennis lessons", "The book club") opens a compound, no subject
+    of its own: shared by both, :func:`~engram.agents.statements.shared_phrase` finds it."""
 
     def head(said: str) -> str:
-        words = lexical.tokens(said)[:3]
-        if len(words) < 3 or words[0] not in statements.DETERMINERS or words[2] not in _AFTER_HEAD:
+        words = lexical.tokens(said)[:4]
+        at = 1 if words and words[0] in statements.DETERMINERS else 0
+        if len(words) < at + 2 or not words[at].isalpha():
             return ""
-        return statements.content_stems(words[1])[0] if words[1].isalpha() else ""
+        after = words[at + 1]
+        at_after = re.search(rf"\b{re.escape(after)}\b", said, re.IGNORECASE)
+        verb = (
+            after in _AFTER_HEAD or after in shapes.AUXILIARIES or stem(after) in _VERB_STEMS
+            or changes(after)
+            or (at_after is not None and CHANGE_PHRASES.match(said, at_after.start()))
+        )  # fmt: skip
+        return statements.content_stems(words[at])[0] if verb else ""
 
     mine = head(text)
     return (mine,) if mine and mine == head(other) else ()
@@ -357,7 +381,7 @@ def _of_subject(
         conn, subject or said.text, _CANDIDATES, agent=memory.agent,
         types=lexical.MEMORY_TYPES, prune=lexical.row_count(conn) > lexical.MAX_POSTINGS,
     )  # fmt: skip
-    hits = [h._replace(text=statements.as_stated(h.text)) for h in hits]  # (ADR 0158)
+    hits = [h._replace(text=as_stated(h.text)) for h in hits]  # (ADR 0158)
     held: list[_Held] = [
         h for h in hits
         if h.agent == memory.agent
@@ -373,6 +397,8 @@ def _of_subject(
         said.phrases.update({
             h.position: statements.shared_phrase(said.text, h.text)
             or opening_head(said.text, h.text)
+            # A role handed over, whose holder alone the old memory gives (ADR 0160).
+            or (holders.held_role(said.text, h.text) if said.change else ())
             for h in held
         })  # fmt: skip
     # Two things named by the same words with their own modifiers stay two things: the
@@ -393,7 +419,9 @@ def _of_subject(
             # Where a change is announced, the names are the values it gives: two holders of
             # one role, not two things (ADR 0150).
             and (said.anew(h.text)
-                 or not shapes.other_things(said.text, h.text, names_given=said.change))
+                 or not holders.other_things(
+                     said.text, h.text, names_given=said.change, given_at=said.given_at
+                 ))
         ))
         and not statements.modified_apart(
             said.text, h.text, named or said.phrases[h.position], heads=not subject
@@ -497,7 +525,9 @@ def identifiers(text: str) -> frozenset[str]:
     (ADR 0119, ADR 0122)."""
     return (
         frozenset(written_ids(text))
-        | frozenset(_KEBAB.findall(text))
+        # A compound with a function word is a word of prose ("check-up", "out-of-hours",
+        # "on-call"), no name of a service (ADR 0160).
+        | frozenset(k for k in _KEBAB.findall(text) if not STOPWORDS.intersection(k.split("-")))
         | frozenset(references(text))  # "PR #5209" is another request than "PR #5220"
     )
 
@@ -515,6 +545,7 @@ def same_format(text: str, old: str) -> bool:
     return shape is not None and shape == value_format(gone)
 
 
+_CLOCK = re.compile(r"\d{1,2}:\d{2}")
 _SHAPE_RUN = re.compile(r"[^\W\d_]+|\d+")
 
 
@@ -527,6 +558,8 @@ def value_format(code: str) -> str | None:
     two separators (a region, a release, a date, an address) or a clock's colon. A code with
     one separator is a word of prose as often ("15-minute", "13-14", an id like "HE-85"),
     and says nothing of which attribute it gives (ADR 0115)."""
+    if TIME_OF_DAY.fullmatch(code.lower()) or _CLOCK.fullmatch(code):
+        return "9:"  # "6pm" is a time as "5:30pm" and "17:30" are (ADR 0160)
     shape = _SHAPE_RUN.sub(lambda m: "9" if m.group()[0].isdigit() else "a", code)
     separators = [i for i, c in enumerate(shape) if c not in "a9"]
     if len(separators) < 2 and ":" not in shape:

@@ -28,6 +28,7 @@ __all__ = [
     "fold",
     "folds",
     "grouped",
+    "not_yet_true",
     "replaced_among",
     "same_polarity",
     "stated_true_from",
@@ -67,6 +68,23 @@ def stated_true_from(
         return supersession.true_from(conn, positions, as_of_us=cut)
     except (sqlite3.Error, UnknownProjectionError):
         return {}
+
+
+def not_yet_true(
+    conn: sqlite3.Connection, told: Mapping[int, int], cut: int | None, valid_us: int, at_us: int
+) -> set[int]:
+    """Return the memories (of ``told``: position -> observed time) not true at ``valid_us``,
+    as the store knew it at ``cut``: asked of an earlier time than the store's (``at_us``),
+    those told after it and true from no earlier time (:func:`stated_true_from`: a
+    replacement told late was true before it was told); asked of any time, a replacement
+    told early, true only from a later time ("closes at 8pm from 1 January"; ADR 0160)."""
+    since = stated_true_from(conn, list(told), cut)
+    untrue = set()
+    for p, observed in told.items():
+        true_from = since.get(p, observed)
+        if min(observed, true_from) > valid_us < at_us or valid_us < true_from > observed:
+            untrue.add(p)
+    return untrue
 
 
 def copied_replacements(
@@ -275,6 +293,24 @@ def same_tidings(a_text: str, b_text: str) -> bool:
     return announces(a_text) == announces(b_text)
 
 
+def same_numbers(a_text: str, b_text: str) -> bool:
+    """Say whether two texts hold the same numbers, as often each, once written alike: a
+    number one gives and the other lacks is another value, never a detail a copy adds
+    ("Locker 7 is on floor 7", "Locker 57 is on floor 7": one set of content words, two
+    lockers; ADR 0160). Texts not given agree."""
+    if not a_text or not b_text:
+        return True
+    mine, theirs = (
+        Counter(n.lstrip("0") or "0" for n in _NUMBER.findall(_written(t)))
+        for t in (a_text, b_text)
+    )
+    return mine == theirs
+
+
+#: A number as :func:`_written` writes it, with what is written on it ("15000", "4:45pm").
+_NUMBER = re.compile(r"\d+(?:[.:]\d+)*[^\W\d_]*")
+
+
 def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = "") -> bool:
     """Say whether two content-word sets say the same (the rule :meth:`Folder._into` keeps
     by sizes): equal, or the smaller (of three words or more) inside the larger with three
@@ -282,7 +318,7 @@ def _same(a: frozenset[str], b: frozenset[str], a_text: str = "", b_text: str = 
     texts, ``a_text`` and ``b_text``, where stemming has not cut them)."""
     if not same_ids(a_text, b_text) or not same_polarity(a_text, b_text):
         return False
-    if not same_tidings(a_text, b_text):
+    if not same_tidings(a_text, b_text) or not same_numbers(a_text, b_text):
         return False
     if len(a) > len(b):
         a, b, a_text, b_text = b, a, b_text, a_text
@@ -390,8 +426,13 @@ def _written(text: str) -> str:
 
 #: Words written two ways for one meaning: a title and its abbreviation ("Doctor Okafor",
 #: "Dr. Okafor"), "every" and "each" before a unit of time (ADR 0139).
-_SAME = {"doctor": "Dr", "professor": "Prof", "mister": "Mr", "every": "each"}
-_ALIKE = re.compile(r"\b(?:doctor|professor|mister|every)\b", re.IGNORECASE)
+_SAME = {
+    "doctor": "Dr", "professor": "Prof", "mister": "Mr", "every": "each",
+    # How often, in one word or two ("daily", "every day"; ADR 0160).
+    "daily": "each day", "nightly": "each night", "weekly": "each week",
+    "monthly": "each month", "yearly": "each year", "annually": "each year",
+}  # fmt: skip
+_ALIKE = re.compile(rf"\b(?:{'|'.join(_SAME)})\b", re.IGNORECASE)
 
 
 def _alike(match: re.Match[str]) -> str:
@@ -408,6 +449,10 @@ _LONG = {
     # Capitalised: the kind of street after its name ("Mill Ln", "Mill Lane"), and "Max"
     # before a number ("Max 2 dogs a class"), where "Max" alone is a name (ADR 0148).
     "Ln": "Lane", "Rd": "Road", "Ave": "Avenue", "Ct": "Court", "Blvd": "Boulevard",
+    # A month shortened, capitalised ("from Nov to March"; ADR 0160).
+    "Jan": "January", "Feb": "February", "Mar": "March", "Apr": "April", "Jun": "June",
+    "Jul": "July", "Aug": "August", "Sep": "September", "Sept": "September",
+    "Oct": "October", "Nov": "November", "Dec": "December",
 }  # fmt: skip
 _SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?|\bMax(?=\s+\d)")
 

@@ -21,6 +21,7 @@ Nothing is applied automatically: a review is always a person's call.
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import cast
 
@@ -255,9 +256,13 @@ class Lessons:
             raise SuggestionInputError(
                 f"decision must be one of {list(DECISIONS)}, got {decision!r}"
             )
-        if not isinstance(reviewer, str) or not reviewer.strip() or len(reviewer) > 512:
+        if (
+            not isinstance(reviewer, str) or not reviewer.strip() or len(reviewer) > 512
+            or any(unicodedata.category(c) == "Cc" for c in reviewer)
+        ):  # fmt: skip
             raise SuggestionInputError(
-                f"reviewer must be a non-empty name (at most 512 characters), got {reviewer!r}"
+                "reviewer must be a non-empty name (at most 512 characters, no control"
+                f" characters), got {(reviewer[:40] if isinstance(reviewer, str) else reviewer)!r}"
             )
         if not isinstance(note, str):
             raise SuggestionInputError(f"note must be a str, got {type(note).__name__}")

@@ -25,7 +25,7 @@ do not apply; ``valid_at=T`` asks what was true at ``T``.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
 from typing import NamedTuple
@@ -34,17 +34,19 @@ from msgspec import UNSET
 
 from engram.agents import scopes
 from engram.agents.arguments import (
+    check_agent,
     check_query,
     check_text,
     check_valid_at,
     checked_numbers,
     checked_paths,
     checked_positions,
+    checked_tags,
 )
 from engram.agents.calibration import Calibration, calibration_for
 from engram.agents.completion import Completer
 from engram.agents.errors import MemoryOwnerError, UnknownMemoryError
-from engram.agents.folding import copied_replacements, copy_rows, fold, grouped, stated_true_from
+from engram.agents.folding import copied_replacements, copy_rows, fold, grouped, not_yet_true
 from engram.agents.gathering import Gathering
 from engram.agents.importance import HeuristicScorer, ImportanceScorer
 from engram.agents.matching import (
@@ -156,8 +158,7 @@ class AgentMemory(Gathering):
         earlier one: ``apply``, ``review`` (propose) or ``off``
         (:mod:`engram.agents.supersession`); ``supersede_judge``, a routed model that judges
         detection's candidates (None: the offline rule alone)."""
-        if not isinstance(agent, str) or not agent:
-            raise QueryError(f"agent must be a non-empty string, got {agent!r}")
+        check_agent(agent)
         if fusion is None:
             provider = embedder.fingerprint.provider if embedder is not None else ""
             fusion = FUSION_BY_PROVIDER.get(provider, DEFAULT_FUSION)
@@ -222,8 +223,7 @@ class AgentMemory(Gathering):
         check_text(text)
         replaces = supersession.check_supersedes(self, supersedes) if supersedes else []
         valid_from = supersession.check_valid_from(valid_from, replaces)
-        if isinstance(tags, str | bytes) or not isinstance(tags, Iterable):
-            raise QueryError(f"tags must be a sequence of strings, got {tags!r}")
+        tags = checked_tags(tags, source)
         if importance is None and isinstance(text, str) and text and isinstance(type, str):
             importance = self.scorer.score(text, type)  # any other type: the ledger refuses it
         payload = MemoryObserved(
@@ -459,19 +459,15 @@ class AgentMemory(Gathering):
         # asked), or that time if no candidate is.
         present = min(ask.at_us, ask.valid_us)
         anchor = max((t for t in observed_at.values() if t <= present), default=present)
-        # A replacement told late is true from its stated valid time, not from its telling.
-        since = stated_true_from(conn, positions, ask.cut) if ask.valid_us < ask.at_us else {}
-        untrue: set[int] = set()
         for p in positions:
             fact = facts.get(p)
-            row = rows.get(p)
             age_days = max(anchor - observed_at.get(p, anchor), 0) / _US_PER_DAY
             recency[p] = 1.0 / (1.0 + age_days / self.half_life_days)
             imp = None if fact is None else fact.importance
             importance[p] = (float(imp) if imp is not None else 5.0) / 10
-            told = None if row is None else min(row.observed_us, since.get(p, row.observed_us))
-            if told is not None and told > ask.valid_us < ask.at_us:
-                untrue.add(p)
+        # True from a replacement's stated valid time, not from its telling (ADR 0156, 0160).
+        told = {p: rows[p].observed_us for p in positions if p in rows}
+        untrue = not_yet_true(conn, told, ask.cut, ask.valid_us, ask.at_us)
         positions = [p for p in positions if p not in untrue]  # not yet true: not served
 
         def scored(term: float, p: int) -> float:

@@ -10,7 +10,7 @@ import re
 from engram.agents.matching import codes
 from engram.agents.statements import labels, state_values
 
-__all__ = ["same_occurrences"]
+__all__ = ["TIME_OF_DAY", "same_occurrences"]
 
 
 def same_occurrences(
@@ -67,7 +67,7 @@ def _unquantified(quoted: set[str]) -> set[str]:
 
 
 #: A time of day, written with its minutes or without: "9am" is a time as "9:30am" is.
-_TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d{2})?[ap]\.?m\.?")
+TIME_OF_DAY = _TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d{2})?[ap]\.?m\.?")
 
 
 def _kinds(quoted: set[str] | frozenset[str]) -> frozenset[str]:

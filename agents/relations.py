@@ -12,7 +12,7 @@ followed, at once or after one word, by one of the family's prepositions and tha
 thing (a capitalised word, articles aside, no day or month: "Porto", "the Northwind Bank"):
 the relation says which attribute the name is the value of, as a value's format does
 (:func:`engram.agents.candidacy.same_format`, ADR 0115). Word forms, not stems, as
-:data:`engram.agents.shapes._ONE_AT_A_TIME` reads them.
+:data:`engram.agents.shapes.ONE_AT_A_TIME` reads them.
 """
 
 from __future__ import annotations

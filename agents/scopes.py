@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, NamedTuple
@@ -50,7 +50,7 @@ import numpy as np
 
 from engram.agents import guidance
 from engram.agents.recalled import Recalled, RecallResult
-from engram.ledger import Event, NewEvent
+from engram.ledger import Event, Ledger, NewEvent
 from engram.ledger.catalog import MemoryRecalled, RecalledItem
 from engram.projections import lexical, semantic, suggestions, timetravel
 from engram.projections.embedding import Embedder
@@ -268,7 +268,18 @@ def item_text(event: Event, *, refused: bool = False) -> str:
         return f"{event.payload.what} — lesson: {event.payload.lesson}"
     if event.kind == "concept.upserted":
         return f"{event.payload.id}: {event.payload.label}"
-    return str(event.payload.text)
+    text = getattr(event.payload, "text", None)
+    # A listing quoting a position a raw append named, which holds no memory (ADR 0160).
+    return str(text) if text is not None else f"(a {event.kind} event, not a memory)"
+
+
+def held_events(ledger: Ledger, positions: Iterable[int]) -> list[Event]:
+    """Return the events at ``positions`` (sorted) the ledger holds, for a listing to quote:
+    a position past the head, which a raw append may name (``supersedes``), is left out
+    rather than failing the listing (ADR 0160)."""
+    head = ledger.head()
+    wanted = sorted(p for p in set(positions) if 1 <= p <= head)
+    return ledger.get(wanted) if wanted else []
 
 
 def item_author(event: Event) -> str:

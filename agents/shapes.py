@@ -22,13 +22,14 @@ from engram.agents.statements import (
     NAME,
     VALUE_HEADS,
     content,
-    content_stems,
-    uncoded,
 )
 from engram.projections import copies, lexical
 
 __all__ = [
+    "AUXILIARIES",
     "DETERMINERS",
+    "ONE_AT_A_TIME",
+    "STATING",
     "STATUSES",
     "additive",
     "attribute_one_sided",
@@ -37,7 +38,6 @@ __all__ = [
     "instances_apart",
     "keeps_names",
     "many_valued",
-    "other_things",
     "planned",
     "planned_change",
     "recorded_occurrence",
@@ -169,7 +169,7 @@ _SUBJECT_WORDS = 8
 #: Words that end a subject without being its verb in the simple past: a copula or an
 #: auxiliary says the sentence tells a state, a perfect or a plan ("has enrolled 31", "is
 #: booked in", "will visit").
-_AUXILIARIES = frozenset(
+AUXILIARIES = frozenset(
     (
         "is", "are", "was", "were", "be", "been", "being", "am", "has", "have", "having",
         "will", "would", "shall", "should", "can", "could", "may", "might", "must", "does",
@@ -194,7 +194,7 @@ def told_event(text: str) -> bool:
     determiner describes a thing ("the rejected proposal is back")."""
     words = lexical.tokens(text)[: _SUBJECT_WORDS + 2]
     for i, word in enumerate(words[: _SUBJECT_WORDS + 1]):
-        if word in _AUXILIARIES:
+        if word in AUXILIARIES:
             # Told in the passive, the past is an event as well: "'The Overstory' was
             # returned damaged to Bertrams" (ADR 0143); "was moved" announces a change, and
             # a participle a value follows sets it ("was set to 500", "was pushed back to").
@@ -254,14 +254,14 @@ def recorded_occurrence(text: str) -> bool:
     tasting session is on 4 April", which gives the session's date)."""
     words = lexical.tokens(text)
     return any(w in _OCCURRENCES for w in words[:_RECORD_OPENING]) and not any(
-        w in _AUXILIARIES or w in _STATING for w in words
+        w in AUXILIARIES or w in STATING for w in words
     )
 
 
 #: Verbs in the present that give a thing's value, as a copula does ("The tasting menu costs
 #: £85 per person", "The piano lesson lasts an hour"): a statement of state, not a record
 #: (ADR 0157).
-_STATING = frozenset(
+STATING = frozenset(
     (
         "costs", "holds", "seats", "sleeps", "takes", "lasts", "weighs", "measures", "runs",
         "opens", "closes", "starts", "begins", "ends", "finishes", "meets", "pays", "charges",
@@ -439,6 +439,16 @@ def value_anew(text: str, old: str) -> bool:
             [w for w in ws if w not in h] for ws, h in zip((mine, theirs), heads, strict=True)
         )
     lead = _lead(mine, theirs)
+    if 0 < lead < len(mine) and mine[lead - 1].lower() in DETERMINERS:
+        # A modifier the old memory puts before the words both name the thing by, which the
+        # new one leaves out ("The alarm code is 4471" of "The office alarm code is 5820",
+        # read from "Alarm code: 4471"): one thing, named more briefly (ADR 0160).
+        j = next((j for j in range(lead, min(lead + 3, len(theirs))) if theirs[j] == mine[lead]), 0)
+        if j > lead and all(
+            w.isalpha() and w.islower() and w not in STOPWORDS for w in theirs[lead:j]
+        ):
+            theirs = theirs[:lead] + theirs[j:]
+            lead = _lead(mine, theirs)
     tail = 0
     while (
         tail < min(len(mine), len(theirs)) - lead
@@ -470,7 +480,7 @@ _DEFINITE = frozenset(("the", "this", "that", "our", "their", "its", "my", "your
 #: is based, studies, parks. Under any other verb ("handles repairs at", "supplies",
 #: "covers") a subject may hold the relation with several things of one kind at once. Word
 #: forms, not stems: "Site visit at ..." is no "sits" (ADR 0143).
-_ONE_AT_A_TIME = frozenset(
+ONE_AT_A_TIME = frozenset(
     (
         "live", "lives", "lived", "living", "reside", "resides", "resided", "residing", "stay",
         "stays", "stayed", "staying", "work", "works", "worked", "working", "sit", "sits",
@@ -494,7 +504,7 @@ def instances_apart(text: str, old: str) -> bool:
     Durban laptop returned 0x143A5F61"): two things, not one value said anew, whatever else
     each says of its own. The relation before them must be no copula ("is on the Atlas
     team" and "is on the Orion team" give one attribute twice) and none a subject holds with
-    one thing at a time (:data:`_ONE_AT_A_TIME`: "lives in the Mill Lane flat"). Only an
+    one thing at a time (:data:`ONE_AT_A_TIME`: "lives in the Mill Lane flat"). Only an
     announced change ("took over the Canal Wharf flat instead") makes the newer replace the
     older (ADR 0132).
     """
@@ -502,6 +512,12 @@ def instances_apart(text: str, old: str) -> bool:
     lead = _lead(mine, theirs)
     if not lead or mine[lead - 1].lower() not in _DEFINITE:
         return False
+    reach = lead + 1 + _VALUE_WORDS
+    if lead < min(len(mine), len(theirs)) and (
+        mine[lead].lower() in {w.lower() for w in theirs[lead + 1 : reach]}
+        or theirs[lead].lower() in {w.lower() for w in mine[lead + 1 : reach]}
+    ):
+        return False  # a modifier on one side only: one thing named briefly (ADR 0160)
     # The noun both name again first, within a few words of where they part.
     spans = [
         (i + j, i, j)
@@ -519,81 +535,4 @@ def instances_apart(text: str, old: str) -> bool:
     if head in STOPWORDS or not head.isalpha():
         return False
     relation = [w.lower() for w in mine[:lead]]
-    return not any(w in COPULA_WORDS or w in _ONE_AT_A_TIME for w in relation)
-
-
-#: A copula and what follows it in its sentence: the value a state is given.
-_COPULA_ON = re.compile(r"\b(?:is|are|was|were)\b[^.;!?]*", re.IGNORECASE)
-
-
-def other_things(text: str, other: str, *, names_given: bool = False) -> bool:
-    """Say whether each text names a thing the other does not: a run of two or more content
-    words sharing no word with the other text ("the billing exporter" beside "the report
-    builder": the rate limits of two things, not one limit changed; ADR 0106).
-
-    ``names_given``: the texts' names (runs of capitalised words) are values given, not
-    things spoken of, as a change announced gives them ("Rob Nuttall took over as practice
-    manager" of "The practice manager is Helen Garside": two holders of one role; ADR 0150);
-    so is what follows a copula in both ("The vegetarian main is now a roasted squash
-    gnocchi" of "... is a mushroom risotto": one dish's two values, not two things; ADR 0157).
-    """
-    if names_given:
-        both = _COPULA_ON.search(text) and _COPULA_ON.search(other)  # a value beside a value
-        text, other = (_unnamed(_COPULA_ON.sub("", t) if both else t) for t in (text, other))
-
-    def own(a: list[str], b: list[str]) -> bool:
-        held, run = set(b), 0
-        for word in [*a, ""]:
-            if word and word not in held:
-                run += 1
-                continue
-            if run >= 2:
-                return True
-            run = 0
-        return False
-
-    # An id or code is a value ("moved the shipper to eu-west-1"), never the thing spoken
-    # of: same_occurrences weighs codes (ADR 0109); so is a day ("the first Tuesday", "the
-    # second Thursday": when a committee meets, not two committees; ADR 0143).
-    mine, theirs = (
-        [w for w in content_stems(uncoded(t)) if w not in CALENDAR and w not in _NTH]
-        for t in (text, other)
-    )
-    return own(mine, theirs) and own(theirs, mine)
-
-
-def holder_anew(text: str, old: str) -> bool:
-    """Say whether ``old`` gives only who holds a thing ("The fleet coordinator is Owen
-    Pryce": nothing is left of it once its names and the run of words both texts hold are
-    taken out) and ``text`` names a holder too ("Nadia Quinn has taken over as fleet
-    coordinator"): the names are the values, as one value given anew (ADR 0150)."""
-    phrase = statements.shared_phrase(text, old)
-    if not phrase or not statements.name_runs(_unnamed_days(old)):
-        return False
-    left = [w for w in content_stems(_unnamed(old)) if w and w not in phrase]
-    return not left and bool(statements.name_runs(_unnamed_days(text)))
-
-
-def _unnamed_days(text: str) -> str:
-    """Return ``text`` with its days and months taken out (a run left is then a name)."""
-    return _sieved(text, keep_days=False)
-
-
-def _unnamed(text: str) -> str:
-    """Return ``text`` without its names (runs of capitalised words), days and months kept."""
-    return _sieved(text, keep_days=True)
-
-
-def _sieved(text: str, *, keep_days: bool) -> str:
-    """Return ``text`` keeping, of its runs of capitalised words, the days and months
-    (``keep_days``) or the others."""
-
-    def kept(m: re.Match[str]) -> str:
-        day = all(stem(w) in CALENDAR for w in lexical.tokens(m.group()))
-        return m.group() if day == keep_days else " "
-
-    return statements.NAME_RUN.sub(kept, text)
-
-
-#: Ordinals that pick a day of a period ("the first Tuesday", "the last Friday").
-_NTH = frozenset(stem(w) for w in ("first", "second", "third", "fourth", "fifth", "last"))
+    return not any(w in COPULA_WORDS or w in ONE_AT_A_TIME for w in relation)

@@ -7,6 +7,7 @@ is read in :mod:`engram.agents.occurrences`.
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 
@@ -25,7 +26,6 @@ __all__ = [
     "STATEMENT_WORDS",
     "TITLES",
     "VALUE_HEADS",
-    "as_stated",
     "before",
     "content",
     "content_stems",
@@ -73,6 +73,8 @@ CHANGE_FORMS = frozenset(
         "unblocked", "reopened", "resumed", "restored", "reinstated",
         # An amount set anew or scaled (ADR 0123, 0126): "was cut to 24 hours".
         "cut", "halved", "doubled", "extended", "shortened", "revised", "amended", "adjusted",
+        # A date set anew and a post left or taken up (ADR 0160).
+        "rebooked", "delayed", "retired", "resigned", "promoted",
     )
 )  # fmt: skip
 #: The stems of :data:`CHANGE_FORMS` (:func:`stem`): "moves", "moving" meet "moved".
@@ -95,6 +97,10 @@ _LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) #?(\d+)\b")
 #: fifth of the memories ("Deploy" opening every other report is a topic, not a name); a
 #: tenth (ln 9) left out a young store's people: four facts among forty (ADR 0075).
 RARE = 1.4
+#: The fewest memories in which a word held by two of them (a fact and its change) can be
+#: rare (BM25's IDF, ln((N - n + 0.5) / (n + 0.5)), reaching :data:`RARE` with n = 2):
+#: a younger store cannot tell a name from a topic by its rarity (ADR 0160).
+YOUNG = math.ceil(2.5 * math.exp(RARE) + 1.5)
 #: Titles and roles written before a name ("Mrs Bello", "Judge Ainsley", "Candidate Aisha
 #: Khan"; ADR 0139): the name is the words after it. Two people share a title, never a name
 #: by it, so it is neither the word a subject is searched by nor a name two share (ADR 0123).
@@ -146,7 +152,12 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
         if _CODED.match(text, run.end()):
             return named[0]  # "Ward 7B has 24 beds", "Gate B12 is closed": a name by its code
         weights = lexical.terms(conn, named[0], prune=False).weights
-        return named[0] if weights.get(named[0], 0.0) >= RARE else None
+        # A store too young for the test to tell a name from a topic (a word two memories
+        # hold cannot reach RARE under YOUNG memories) takes the word for what it is
+        # written as: "Kasia gets 3 pounds a week", "Kasia's pocket money went up to 4"
+        # were no one's in a store of two (ADR 0160).
+        rare = weights.get(named[0], 0.0) >= RARE
+        return named[0] if rare or lexical.row_count(conn) < YOUNG else None
     return ""
 
 
@@ -170,7 +181,20 @@ _LAST_WORD = re.compile(r"([A-Za-z]+)\W*$")
 def _name_words(run: str) -> list[str]:
     """Return the words of a run of capitalised words that may name something: function
     words and titles aside ("Mrs Bello" is named by "bello")."""
-    return [w for w in lexical.tokens(run) if w not in STOPWORDS and w not in TITLES]
+    return [
+        w for w in lexical.tokens(run) if w not in STOPWORDS and w not in TITLES
+        and w not in _NO_NAME
+    ]  # fmt: skip
+
+
+#: Words a sentence may open with that name nothing: a clause's conjunction ("Since Ravi
+#: left ...") and a count ("Two new starters ..."; ADR 0160).
+_NO_NAME = frozenset((
+    "since", "until", "till", "once", "although", "though", "because", "unless", "whenever",
+    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+    "twelve", "twenty", "hundred", "thousand", "several", "many", "few", "both", "each",
+    "every",
+))  # fmt: skip
 
 
 def _word_before(text: str, start: int) -> str:
@@ -480,8 +504,17 @@ def labels(text: str) -> frozenset[str]:
         for m in _LABEL.finditer(text)
         if (m[1][0].islower() or opens(text, m.start()) or m.start() < said_of)
         and m[1].lower() not in STOPWORDS
+        and m[1].lower() not in _AMOUNT_BEFORE
         and not _counts(m[1])
     )
+
+
+#: Words before a number that make it an amount, not a label ("only 5 chefs", "around 48",
+#: "another 3"; ADR 0160).
+_AMOUNT_BEFORE = frozenset((
+    "only", "around", "approximately", "approx", "nearly", "roughly", "almost", "about",
+    "least", "exactly", "another", "extra", "total", "under", "over", "circa", "some",
+))  # fmt: skip
 
 
 def _counts(word: str) -> bool:
@@ -529,48 +562,6 @@ def opens(text: str, start: int) -> bool:
         if word and (word.group(1).lower() in TITLES or len(word.group(1)) == 1):
             return False
     return not last or last in ".!?"
-
-
-#: A note written as a label and its value, after a colon: "Wi-Fi password: seaview!88",
-#: "Emergency contact: 07700 900835" (a label of two to six words: one word before a colon
-#: is a speaker's, "Caroline: ...", or a heading's, "Note: ...").
-_COLON_NOTE = re.compile(
-    r"^\s*([A-Za-z][\w'\u2019-]*(?:\s+[A-Za-z][\w'\u2019-]*){1,5})\s*:\s+(\S.{0,80}?)\s*[.!]?\s*$"
-)
-#: The same without a colon, its value a code or a number of three digits or more: "Gate code
-#: 7314", "Grant code RG-52930", "Reception direct line 01326 550 940".
-_CODE_NOTE = re.compile(
-    r"^\s*([A-Za-z][A-Za-z'\u2019-]*(?:\s+[A-Za-z][A-Za-z'\u2019-]*){1,4})\s+"
-    r"((?:[A-Z]{1,4}-?)?\d{3,}(?:[\s-]?\d+)*|\d+[A-Z]+\d*|[A-Z]+-?\d+[A-Z]*)\s*[.!]?\s*$"
-)
-
-
-def as_stated(text: str) -> str:
-    """Return a note written as a label and its value as the sentence it stands for: "Gate
-    code 7314" and "Gate code: 7314" say "The gate code is 7314." (a value of a few words,
-    holding a digit or one word alone); any other text as it is. Detection reads a terse note
-    so beside "The gate code is 2580": one sentence with its value given anew (ADR 0158)."""
-    found = _COLON_NOTE.match(text) or _CODE_NOTE.match(text)
-    if found is None:
-        return text
-    label, value = found[1], found[2]
-    if len(value.split()) > 6 or (len(value.split()) > 1 and not any(c.isdigit() for c in value)):
-        return text
-    first = label.split()[0]
-    if any(w in _NOT_STATED for w in lexical.tokens(label)):
-        return text  # a verb or a function word: a sentence, not a label
-    if all(w[:1].isupper() for w in label.split()):
-        return text  # a name: a speaker's ("Dr Shah: ..."), not an attribute
-    if first[1:] == first[1:].lower():  # "Gate code" is "gate code", "Wi-Fi" and "DB" stay
-        label = first[0].lower() + label[1:]
-    return f"The {label} is {value}."
-
-
-#: Words a label holds none of: a copula, an auxiliary or a pronoun makes it a sentence.
-_NOT_STATED = frozenset(
-    ("is", "are", "was", "were", "be", "been", "has", "have", "had", "will", "would", "can",
-     "i", "we", "you", "he", "she", "they", "it", "my", "our", "your", "the", "a", "an")
-)  # fmt: skip
 
 
 def statement(text: str) -> bool:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
 
+from engram.agents.arguments import check_name
 from engram.agents.candidacy import (
     Candidate,
     announced,
@@ -46,9 +47,10 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
+from engram.agents.holders import holder_anew
+from engram.agents.notes import as_stated
 from engram.agents.relations import same_relation
-from engram.agents.shapes import holder_anew, instances_apart, value_anew
-from engram.agents.statements import as_stated
+from engram.agents.shapes import instances_apart, value_anew
 from engram.agents.typed import same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
@@ -110,7 +112,7 @@ FORMATTED = {"hash": 0.0, "neural": 0.1}
 #: of "works for"; ADR 0154).
 RELATED = -1.0
 #: The threshold when the old memory gives only a thing's holder and the new one names
-#: another, the change announced (:func:`~engram.agents.shapes.holder_anew`): what is left of
+#: another, the change announced (:func:`~engram.agents.holders.holder_anew`): what is left of
 #: the two without their shared words is their names, whose cosine says nothing (ADR 0150).
 HOLDER = -1.0
 #: How many candidates, most similar first, a routed model judges in one request.
@@ -146,7 +148,12 @@ def check_valid_from(valid_from: object, replaces: Sequence[int]) -> datetime | 
             "valid_from says when what a memory replaces stopped being true: give it with"
             " supersedes"
         )
-    return valid_from.astimezone(UTC)
+    try:
+        return valid_from.astimezone(UTC)
+    except OverflowError:
+        raise QueryError(
+            f"valid_from {valid_from.isoformat()} is out of range in UTC; nothing was appended"
+        ) from None
 
 
 def supersede(
@@ -237,7 +244,7 @@ def detect(memory: AgentMemory, position: int, text: str) -> Finding | None:
     With a routed model (``memory.supersede_judge``), the model judges the most similar
     :data:`JUDGED` candidates; on a model error, or without one, the offline rule takes the
     most similar candidate whose cosine reaches :func:`threshold`. A note written as a label
-    and its value is read as the sentence it stands for (:func:`.statements.as_stated`).
+    and its value is read as the sentence it stands for (:func:`.notes.as_stated`).
     """
     text = as_stated(text)
     found, after = search(memory, position, text)
@@ -438,6 +445,7 @@ def _check_reviewer(reviewer: object) -> None:
     """A reviewer is the events' actor: a non-empty name of at most 512 characters."""
     if not isinstance(reviewer, str) or not reviewer.strip():
         raise QueryError("reviewer must be a non-empty name")
+    check_name(reviewer, "reviewer")
     if len(reviewer) > 512 or reviewer != reviewer.strip():
         raise QueryError(
             f"reviewer must be a name of at most 512 characters without surrounding spaces, "

@@ -43,7 +43,7 @@ from engram.config import (
     default_key_store_path,
     ledger_file,
 )
-from engram.ledger import ConfigError, KeyStore, KeyStoreError, Ledger
+from engram.ledger import ConfigError, DamagedLedgerError, KeyStore, KeyStoreError, Ledger
 from engram.ledger.files import write_atomically
 from engram.ledger.personal import personal_fields
 from engram.ledger.shred import SEALED_PREFIX, is_sealed
@@ -118,6 +118,14 @@ def default_key_store(settings: Settings, ledger: Ledger, *, readonly: bool) -> 
         if readonly:
             return None
         default_key_folder()  # no data directory: refused before the ledger is named
+        if ledger.head() and _holds_sealed(ledger, settings):
+            # Sealed fields are sealed under a key store named after the ledger's id: one
+            # holding them had an id, which was taken out of it (ADR 0160).
+            raise DamagedLedgerError(
+                "the ledger's identity (ledger_meta 'ledger_id') is missing, but the ledger"
+                " holds sealed personal fields: it was changed outside engram; restore the"
+                " ledger from a backup (nothing was written)"
+            )
         ledger_id, made = ledger.identity(create=True)
     path = default_key_store_path(ledger_id)
     if os.path.isfile(path):

@@ -39,6 +39,7 @@ from engram.ledger.errors import (
     ReadOnlyLedgerError,
     StoreError,
     UnknownKindError,
+    UnsupportedFormatError,
 )
 from engram.ledger.events import ANY, NO_STREAM, Event, Expect, Expectation, NewEvent
 from engram.ledger.ids import new_id
@@ -89,6 +90,7 @@ __all__ = [
     "Sealer",
     "StoreError",
     "UnknownKindError",
+    "UnsupportedFormatError",
     "VerifyReport",
     "chunked",
     "default_registry",

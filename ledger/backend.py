@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from engram.ledger.errors import DamagedLedgerError, StoreError
-from engram.ledger.schema import Column
+from engram.ledger.errors import DamagedLedgerError, StoreError, UnsupportedFormatError
+from engram.ledger.schema import FORMAT_VERSION, HASH_ALGORITHM, Column
 
 Row = tuple[Any, ...]
 
@@ -191,6 +191,25 @@ class Backend(abc.ABC):
 def as_utc(value: datetime) -> datetime:
     """Return a datetime read from a backend as aware UTC."""
     return value if value.tzinfo is UTC else value.astimezone(UTC)
+
+
+def check_format(where: str, stored: object, algorithm: object) -> None:
+    """Refuse a ledger whose stored format this program does not read
+    (UnsupportedFormatError), or whose hash algorithm was changed outside engram
+    (DamagedLedgerError): its chain is verified as sha256 whatever the row says, so a row
+    saying otherwise was not written by engram (ADR 0160)."""
+    if stored != FORMAT_VERSION:
+        raise UnsupportedFormatError(
+            f"{where} holds ledger format {stored}, this program reads {FORMAT_VERSION}: open"
+            " it with the engram that wrote it"
+        )
+    if algorithm != HASH_ALGORITHM:
+        said = "is missing" if algorithm is None else f"reads {str(algorithm)[:40]!r}"
+        raise DamagedLedgerError(
+            f"{where}: the ledger's hash algorithm (ledger_meta 'hash_algorithm') {said}, not"
+            f" {HASH_ALGORITHM!r}: it was changed outside engram; restore the ledger from a"
+            " backup"
+        )
 
 
 def checked_identity(found: tuple[str, bool]) -> tuple[str, bool]:

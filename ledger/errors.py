@@ -131,6 +131,10 @@ class DamagedLedgerError(StoreError):
     """The ledger's own metadata (its identity) was changed outside engram."""
 
 
+class UnsupportedFormatError(StoreError):
+    """The ledger is in a format this program does not read (a newer engram wrote it)."""
+
+
 class LedgerClosedError(LedgerError):
     """The ledger was used after it was closed."""
 

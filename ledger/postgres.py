@@ -32,6 +32,7 @@ from engram.ledger.backend import (
     Row,
     WriteTransaction,
     as_utc,
+    check_format,
 )
 from engram.ledger.codec import format_at
 from engram.ledger.errors import (
@@ -204,10 +205,7 @@ class PostgresBackend(Backend):
                     ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
                 )
                 stored = self._format(conn)
-        if stored != FORMAT_VERSION:
-            raise ConfigError(
-                f"schema {s} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
-            )
+        check_format(f"schema {s}", *stored)
         self._name_locks()
 
     def _name_locks(self) -> None:
@@ -229,10 +227,15 @@ class PostgresBackend(Backend):
         }
         return "events" in tables and "ledger_meta" not in tables
 
-    def _format(self, conn: sa.Connection) -> object:
-        return conn.exec_driver_sql(
-            f"SELECT value FROM {self.schema}.ledger_meta WHERE key = 'format_version'"
-        ).scalar()
+    def _format(self, conn: sa.Connection) -> tuple[object, object]:
+        """Return the stored format version and hash algorithm (None where missing)."""
+        meta: dict[object, object] = dict(
+            conn.exec_driver_sql(
+                f"SELECT key, value FROM {self.schema}.ledger_meta"
+                " WHERE key IN ('format_version', 'hash_algorithm')"
+            ).all()
+        )
+        return meta.get("format_version"), meta.get("hash_algorithm")
 
     def ledger_id(self, create: bool) -> tuple[str, bool]:
         query = f"SELECT value FROM {self.schema}.ledger_meta WHERE key = 'ledger_id'"

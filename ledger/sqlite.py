@@ -30,6 +30,7 @@ from engram.ledger.backend import (
     Row,
     StoredContent,
     WriteTransaction,
+    check_format,
 )
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import GENESIS_HASH
@@ -394,12 +395,14 @@ class SQLiteBackend(Backend):
                 raise NotALedgerError(f"{self.path} is not an engram ledger (no events table)")
             if not tables:
                 build_metadata().create_all(conn)
+                # Only a ledger made here is given its metadata: one missing from a ledger
+                # that exists was taken out of it, which the check refuses (ADR 0160).
+                conn.exec_driver_sql(
+                    "INSERT INTO ledger_meta (key, value) VALUES (?, ?), (?, ?)",
+                    ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
+                )
             for ddl in _TRIGGERS:
                 conn.exec_driver_sql(ddl)
-            conn.exec_driver_sql(
-                "INSERT OR IGNORE INTO ledger_meta (key, value) VALUES (?, ?), (?, ?)",
-                ("format_version", FORMAT_VERSION, "hash_algorithm", HASH_ALGORITHM),
-            )
             self._check_format(conn)
 
     def _check_format(self, conn: sa.Connection) -> None:
@@ -415,13 +418,13 @@ class SQLiteBackend(Backend):
             )
         if not {"events", "ledger_meta"} <= names:
             raise NotALedgerError(f"{self.path} is not an engram ledger (no events table)")
-        stored = conn.exec_driver_sql(
-            "SELECT value FROM ledger_meta WHERE key = 'format_version'"
-        ).scalar()
-        if stored != FORMAT_VERSION:
-            raise ConfigError(
-                f"{self.path} holds ledger format {stored}, this program reads {FORMAT_VERSION}"
-            )
+        meta: dict[object, object] = dict(
+            conn.exec_driver_sql(
+                "SELECT key, value FROM ledger_meta"
+                " WHERE key IN ('format_version', 'hash_algorithm')"
+            ).all()
+        )
+        check_format(str(self.path), meta.get("format_version"), meta.get("hash_algorithm"))
 
     def ledger_id(self, create: bool) -> tuple[str, bool]:
         query = "SELECT value FROM ledger_meta WHERE key = 'ledger_id'"

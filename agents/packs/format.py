@@ -39,9 +39,11 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
+from engram.agents.arguments import refuse_unwritable
 from engram.agents.errors import AgentError
 from engram.ledger.catalog import ConceptId, ConceptLink, ConceptType, MemoryType, Name, Text
 from engram.ledger.collector import collector_paused
+from engram.projections.errors import QueryError
 
 MAGIC = b"ENGRAMPK"
 FORMAT = 1
@@ -420,6 +422,13 @@ def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Nod
         if identity in seen:
             raise PackFormatError(f"{where}: nodes.jsonl line {number}: node {node.id!r} repeats")
         seen.add(identity)
+        if isinstance(node, MemoryNode):
+            # What observe refuses, an import refuses: a NUL, a text of control characters
+            # (ADR 0160).
+            try:
+                refuse_unwritable(node.text, f"node {node.id!r} text")
+            except QueryError as exc:
+                raise PackFormatError(f"{where}: nodes.jsonl line {number}: {exc}") from None
         if isinstance(node, MemoryNode) and node.embedding is not None:
             if manifest.dimension is None:
                 raise PackFormatError(

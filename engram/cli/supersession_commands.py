@@ -24,7 +24,7 @@ HANDLE = "cli"
 def _texts(memory: Memory, positions: set[int], viewer: str | None) -> dict[int, str]:
     """Return each memory's text as ``viewer`` may read it: another agent's private one
     reads ``[private]``, as ``engram log`` shows it."""
-    events = memory.ledger.get(sorted(positions)) if positions else []
+    events = scopes.held_events(memory.ledger, positions)
     return {e.position: scopes.item_text(masked(e, viewer)) for e in events}
 
 

@@ -187,7 +187,8 @@ def supersessions(memory: Memory) -> dict[str, Any]:
     wanted = {p for new, olds in joined for p in (new, *olds)}
     # Another agent's private memory reads [private], as on the ledger pages.
     texts = {
-        e.position: scopes.item_text(masked(e, None)) for e in memory.ledger.get(sorted(wanted))
+        e.position: scopes.item_text(masked(e, None))
+        for e in scopes.held_events(memory.ledger, wanted)
     }
 
     def quoted(positions: list[int]) -> list[dict[str, Any]]:

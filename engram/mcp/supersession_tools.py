@@ -150,7 +150,7 @@ class SupersessionTools:
         return {"agent": who, "supersession": event, "event": position}
 
     def _texts(self, positions: set[int]) -> dict[int, str]:
-        events = self.memory.ledger.get(sorted(positions)) if positions else []
+        events = scopes.held_events(self.memory.ledger, positions)
         return {e.position: scopes.item_text(e)[:QUOTE] for e in events}
 
 

@@ -13,7 +13,7 @@ from detection_store import (
 )
 
 from engram.agents.matching import phrase_words, stem
-from engram.agents.statements import as_stated
+from engram.agents.notes import as_stated
 from engram.runtime import Memory
 
 

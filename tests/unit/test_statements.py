@@ -3,7 +3,7 @@ values and not things, a state's quoted values, and the kinds a value is replace
 
 from __future__ import annotations
 
-from engram.agents import occurrences, shapes, speakers, statements
+from engram.agents import holders, occurrences, shapes, speakers, statements
 from engram.agents.matching import stem
 
 
@@ -25,11 +25,11 @@ def test_a_quoted_code_labels_nothing() -> None:
 
 def test_a_code_is_a_value_never_another_thing() -> None:
     # "eu west" and "ap south" are the codes' words, not two things' names.
-    assert not shapes.other_things(
+    assert not holders.other_things(
         "We moved the audit log shipper over to eu-west-1.",
         "The audit log shipper lives in the ap-south-1 region.",
     )
-    assert shapes.other_things(
+    assert holders.other_things(
         "The rate limit on the billing exporter is 100 a minute.",
         "The rate limit on the report builder is 200 a minute.",
     )

@@ -14,7 +14,9 @@ def test_a_value_s_format_is_its_shape_to_the_second_separator() -> None:
     # joined to a word, a range or a short id is prose as often.
     assert value_format("eu-west-1") == value_format("ap-south-1") == "a-a-"
     assert value_format("4.0.0-rc1") == value_format("2.4.1") == "9.9."
-    assert value_format("02:30") == value_format("22:45") == "9:9"
+    # A time of day however written is one format (ADR 0160).
+    assert value_format("02:30") == value_format("22:45") == value_format("6pm") == "9:"
+    assert value_format("5:30pm") == "9:"
     assert value_format("2026-03-01") == "9-9-"
     for prose in ("15-minute", "13-14", "he-85", "inc0012345"):
         assert value_format(prose) is None

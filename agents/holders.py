@@ -1,0 +1,126 @@
+"""What two memories name, read for detection (ADRs 0106, 0150, 0157, 0160): whether each
+names a thing the other does not, and whether one gives only who holds a role the other
+names anew.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engram.agents import statements
+from engram.agents.matching import stem
+from engram.agents.statements import CALENDAR, content_stems, uncoded
+from engram.projections import lexical
+
+__all__ = ["held_role", "holder_anew", "other_things"]
+
+
+#: A copula and what follows it in its sentence: the value a state is given.
+_COPULA_ON = re.compile(r"\b(?:is|are|was|were)\b[^.;!?]*", re.IGNORECASE)
+
+
+def other_things(
+    text: str, other: str, *, names_given: bool = False, given_at: int | None = None
+) -> bool:
+    """Say whether each text names a thing the other does not: a run of two or more content
+    words sharing no word with the other text ("the billing exporter" beside "the report
+    builder": the rate limits of two things, not one limit changed; ADR 0106).
+
+    ``names_given``: the texts' names (runs of capitalised words) are values given, not
+    things spoken of, as a change announced gives them ("Rob Nuttall took over as practice
+    manager" of "The practice manager is Helen Garside": two holders of one role; ADR 0150);
+    so is what follows a copula in both ("The vegetarian main is now a roasted squash
+    gnocchi" of "... is a mushroom risotto": one dish's two values, not two things; ADR 0157),
+    and what follows the word announcing the change, at ``given_at`` in ``text``, beside
+    what follows the other's copula ("Vegan main changed to a harissa aubergine" of "The
+    vegan main is a roasted cauliflower steak"; ADR 0160).
+    """
+    if names_given:
+        if _COPULA_ON.search(other) and not _COPULA_ON.search(text) and given_at:
+            text, other = text[:given_at], _COPULA_ON.sub("", other)
+        elif _COPULA_ON.search(text) and _COPULA_ON.search(other):  # a value beside a value
+            text, other = _COPULA_ON.sub("", text), _COPULA_ON.sub("", other)
+        text, other = _unnamed(text), _unnamed(other)
+
+    def own(a: list[str], b: list[str]) -> bool:
+        held, run = set(b), 0
+        for word in [*a, ""]:
+            if word and word not in held:
+                run += 1
+                continue
+            if run >= 2:
+                return True
+            run = 0
+        return False
+
+    # An id or code is a value ("moved the shipper to eu-west-1"), never the thing spoken
+    # of: same_occurrences weighs codes (ADR 0109); so is a day ("the first Tuesday", "the
+    # second Thursday": when a committee meets, not two committees; ADR 0143).
+    mine, theirs = (
+        [w for w in content_stems(uncoded(t)) if w not in CALENDAR and w not in _NTH]
+        for t in (text, other)
+    )
+    return own(mine, theirs) and own(theirs, mine)
+
+
+def holder_anew(text: str, old: str) -> bool:
+    """Say whether ``old`` gives only who holds a thing ("The fleet coordinator is Owen
+    Pryce": nothing is left of it once its names and the run of words both texts hold are
+    taken out) and ``text`` names a holder too ("Nadia Quinn has taken over as fleet
+    coordinator"): the names are the values, as one value given anew (ADR 0150)."""
+    return bool(held_role(text, old))
+
+
+#: A memory giving only who holds a role of one word: "The treasurer is Sam Hill."
+_ROLE_IS = re.compile(
+    r"(?:(?:[Tt]he|[Oo]ur|[Tt]heir|[Ii]ts|[Mm]y|[Yy]our|[Hh]is|[Hh]er)\s+)?([A-Za-z][a-z-]+)"
+    r"\s+(?:is|was)\s+(?:[A-Z][\w'.-]*\s+)*[A-Z][\w'-]*\s*[.!]?"
+)
+
+
+def held_role(text: str, old: str) -> tuple[str, ...]:
+    """Return the role (stems) whose holder ``old`` alone gives and ``text`` names anew
+    (:func:`holder_anew`): the run of words both hold, or the one content word ``old``
+    holds beside its names, where ``text`` holds it too ("The treasurer is Sam Hill", "Jo
+    Park took over as treasurer"; ADR 0160); () where there is none."""
+    if not statements.name_runs(_unnamed_days(old)):
+        return ()
+    left = [w for w in content_stems(_unnamed(old)) if w]
+    phrase = statements.shared_phrase(text, old)
+    role = _ROLE_IS.fullmatch(old.strip())
+    if not phrase and role and re.search(rf"(?i)\b{re.escape(role[1])}\b", text):
+        phrase = tuple(content_stems(role[1]))
+    if not phrase or any(w not in phrase for w in left):
+        return ()
+    # A holder is a name beside the role's words: "Okafor" in "Okafor hearing postponed" is
+    # the thing's own name, no holder given anew.
+    holders = [
+        run for run in statements.name_runs(_unnamed_days(text))
+        if any(w not in phrase for w in content_stems(run) if w)
+    ]  # fmt: skip
+    return phrase if holders else ()
+
+
+def _unnamed_days(text: str) -> str:
+    """Return ``text`` with its days and months taken out (a run left is then a name)."""
+    return _sieved(text, keep_days=False)
+
+
+def _unnamed(text: str) -> str:
+    """Return ``text`` without its names (runs of capitalised words), days and months kept."""
+    return _sieved(text, keep_days=True)
+
+
+def _sieved(text: str, *, keep_days: bool) -> str:
+    """Return ``text`` keeping, of its runs of capitalised words, the days and months
+    (``keep_days``) or the others."""
+
+    def kept(m: re.Match[str]) -> str:
+        day = all(stem(w) in CALENDAR for w in lexical.tokens(m.group()))
+        return m.group() if day == keep_days else " "
+
+    return statements.NAME_RUN.sub(kept, text)
+
+
+#: Ordinals that pick a day of a period ("the first Tuesday", "the last Friday").
+_NTH = frozenset(stem(w) for w in ("first", "second", "third", "fourth", "fifth", "last"))
