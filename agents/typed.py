@@ -34,6 +34,7 @@ __all__ = [
     "Numbered",
     "asked",
     "kind_texts",
+    "lettered",
     "numbered",
     "same_kind",
 ]
@@ -172,22 +173,53 @@ class Numbered(NamedTuple):
     """A numbered thing a question asks of ("Does Van 12 have a tail lift?", "... in bed 6"):
     a memory giving the same word another number, and not this one, speaks of another of
     them ("Van 7 has a tail lift"), as an id one character off names another thing (ADR
-    0159). A memory numbering nothing by that word is left as it is."""
+    0159). So do a thing lettered ("Block A" beside "Block C"), a number before a name
+    ("16 Larch Avenue" beside "14 larch avenue") and a title before a surname ("Mr Patel"
+    beside "Mrs Patel"; ADR 0161): ``number`` is the letter, the number or the title, and
+    ``way`` says where it stands. A memory labelling nothing by that word is left as it is."""
 
     name: str
     word: str
     number: str
+    way: str = "after"  # "after" the word ("Van 12"), "before" it ("16 Larch"), "title", "named"
 
     def held(self, text: str) -> bool:
         """Say whether ``text`` may speak of this numbered thing."""
-        found = numbered(text)
-        return (self.word, self.number) in found or all(w != self.word for w, _ in found)
+        if self.way == "after":
+            found = {n for w, n in numbered(text) | lettered(text) if w == self.word}
+        elif self.way == "named":
+            if re.search(rf"\b{re.escape(self.number)}\b", text, re.IGNORECASE):
+                return True
+            found = {
+                m.lower() for m in re.findall(rf"\b([A-Z][a-z]{{2,30}})\s+{self.word}\b", text)
+            }
+        else:
+            before = _TITLED if self.way == "title" else _BEFORE
+            found = {
+                m[1].lower().rstrip(".")
+                for m in re.finditer(rf"{before}\s+{re.escape(self.word)}\b", text, re.IGNORECASE)
+            }
+        return not found or self.number in found
 
 
 #: A word and the number it labels ("Van 12", "bed 6", "Room 305"; a code such as "B12" is an
 #: id's, ADR 0117): a function word, a month or a day, or a plural or a verb in the third
 #: person ("has 4", "costs 180", "runs 2") labels nothing.
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z'-]{1,30})\s+#?(\d+[A-Za-z]?)\b")
+#: A capitalised word and the capital letter it labels ("Block A", "Plan B", "Group C"), not
+#: "I", nor an initial ("J.K. Rowling").
+_LETTERED = re.compile(r"\b([A-Z][a-z]{2,30})\s+([A-HJ-Z])\b(?![.'\u2019-]?\w)")
+#: A number before a name ("16 Larch Avenue", "221B Baker Street") and a title before a
+#: surname ("Mr Patel", "Mrs. Patel"): the labels :meth:`Numbered.held` reads beside a name.
+_BEFORE = r"\b(\d{1,5}[A-Za-z]?)"
+_TITLED = r"\b(mr|mrs|ms|miss|mx)\.?"
+_NAMED_AT = re.compile(r"\b(\d{1,5}[A-Za-z]?)\s+([A-Z][a-z]{2,30})\b")
+#: A name given to a kind of thing after "the" ("the Whitcombe probate", "the Hartley
+#: divorce"): another name given to that kind names another of them (ADR 0161).
+_THE_NAMED = re.compile(r"\b[Tt]he\s+([A-Z][a-z]{2,30})\s+([a-z]{3,30})\b")
+_TITLE_OF = re.compile(r"\b(Mr|Mrs|Ms|Miss|Mx)\.?\s+([A-Z][a-z]{1,30})\b")
+
+
 _NOT_LABELS = frozenset(
     ("the", "a", "an", "of", "in", "on", "at", "to", "for", "by", "from", "with", "and", "or",
      "is", "are", "was", "were", "be", "has", "have", "had", "about", "around", "over", "under",
@@ -210,13 +242,38 @@ def numbered(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(out)
 
 
+def lettered(text: str) -> frozenset[tuple[str, str]]:
+    """Return the (word, letter) labels ``text`` gives ("Block A"), lower-cased."""
+    return frozenset(
+        (w.lower(), letter.lower())
+        for w, letter in _LETTERED.findall(text)
+        if w.lower() not in _NOT_LABELS and w.lower() not in _ASKING
+    )
+
+
+#: The words a question opens with ("What J.K. Rowling quote ..."): no label's.
+_ASKING = frozenset(("what", "which", "who", "whom", "whose", "when", "where", "why", "how"))
+
+
 def asked(query: str) -> Kind | Numbered | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
-    named, when it names several), else the numbered thing it asks of, if any, else None."""
+    named, when it names several), else the one numbered, lettered or titled thing it asks
+    of, if it names exactly one, else None."""
     found = [(m.start(), k) for k in ASKED if (m := k.question.search(query))]
     if found:
         return min(found, key=lambda f: f[0])[1]
-    labels = sorted(numbered(query))
+    labels = [(w, n, "after") for w, n in sorted(numbered(query) | lettered(query))]
+    labels += [
+        (name.lower(), n.lower(), "before")
+        for n, name in _NAMED_AT.findall(query)
+        if name.lower() not in _NOT_LABELS
+    ]
+    labels += [(name.lower(), t.lower(), "title") for t, name in _TITLE_OF.findall(query)]
+    labels += [
+        (kind, name.lower(), "named")
+        for name, kind in _THE_NAMED.findall(query)
+        if name.lower() not in _NOT_LABELS
+    ]
     return Numbered("numbered thing", *labels[0]) if len(labels) == 1 else None
 
 

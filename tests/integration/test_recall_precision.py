@@ -358,6 +358,70 @@ def test_a_question_of_one_numbered_thing_is_not_answered_by_another(memory: Mem
     assert [r.event.position for r in served.items][:1] == [lifts]
 
 
+@pytest.mark.parametrize(
+    ("question", "sibling", "own"),
+    [
+        # ADR 0161: a thing lettered, a number before a name, a title, a name given to a kind.
+        (
+            "What did yields in Block A average last year?",
+            "Yields in Block C averaged 6 tonnes per hectare last year.",
+            "Yields in Block A averaged 5 tonnes per hectare last year.",
+        ),
+        (
+            "When is completion on 16 Larch Avenue?",
+            "Completion on 14 larch avenue is at 16:30 on Friday.",
+            "Completion on 16 Larch Avenue is at noon on Monday.",
+        ),
+        (
+            "Does Mr Patel need a double appointment?",
+            "Mrs Patel needs a double appointment for her crown prep.",
+            "Mr Patel needs a double appointment for his implant.",
+        ),
+        (
+            "What is the estate value of the Whitcombe probate?",
+            "The Denholm probate has an estate value of roughly 640,000 pounds.",
+            "The Whitcombe probate has an estate value of about 210,000 pounds.",
+        ),
+    ],
+)
+def test_a_question_of_one_labelled_thing_is_not_answered_by_a_sibling(
+    memory: Memory, question: str, sibling: str, own: str
+) -> None:
+    from engram.agents.typed import NO_VALUE
+
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    other = ana.observe(sibling)
+    assert ana.recall(question, 5, record=False).items == []
+    every = ana.recall(question, 5, record=False, min_score=0)
+    assert every.items[0].event.position == other
+    assert every.items[0].relevance <= NO_VALUE
+    mine = ana.observe(own)
+    found = ana.recall(question, 5, record=False)
+    assert [r.event.position for r in found.items][:1] == [mine]
+
+
+def test_what_labels_a_thing_in_a_question() -> None:
+    from engram.agents.typed import Numbered, asked
+
+    assert asked("What rootstock is Block A on?") == Numbered("numbered thing", "block", "a")
+    assert asked("When is completion on 16 Larch Avenue?") == Numbered(
+        "numbered thing", "larch", "16", "before"
+    )
+    assert asked("Is Mrs. Patel in today?") == Numbered("numbered thing", "patel", "mrs", "title")
+    assert asked("Who handles the Hartley divorce?") == Numbered(
+        "numbered thing", "divorce", "hartley", "named"
+    )
+    # Not labels: a pronoun, an initial, a day, a question word.
+    for plain in (
+        "Yesterday I went where?",
+        "What J.K. Rowling quote does Tim like?",
+        "What happened on the Sunday before?",
+    ):
+        assert asked(plain) is None, plain
+
+
 def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
     memory: Memory,
 ) -> None:
