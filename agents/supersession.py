@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from engram.agents.memory import AgentMemory
 
 __all__ = [
+    "MAX_NOTE",
     "POLICIES",
     "THRESHOLDS",
     "Candidate",
@@ -397,8 +398,7 @@ def review(
     With ``own``, only a proposal about ``memory``'s agent's memories (an agent's handle
     decides about its own; a reviewer's tools, the CLI and the hub, about anyone's)."""
     check_count(proposal, "proposal", "a ledger position")
-    if not isinstance(note, str):
-        raise QueryError(f"note must be a string, got {type(note).__name__}")
+    _check_note(note)
     if decision not in ("applied", "refused"):
         raise QueryError(f"decision must be 'applied' or 'refused', got {decision!r}")
     _check_reviewer(reviewer)
@@ -426,8 +426,7 @@ def revert(
     the revert's position."""
     _check_reviewer(reviewer)
     check_count(event, "event", "a ledger position")
-    if not isinstance(note, str):
-        raise QueryError(f"note must be a string, got {type(note).__name__}")
+    _check_note(note)
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         found = supersession.of_event(conn, event)
@@ -439,6 +438,20 @@ def revert(
     return memory.ledger.append(
         NewEvent.of(payload, stream=f"agent:{found.agent}", actor=reviewer)
     )[0]
+
+
+#: The longest note a review or a revert keeps, on every surface (ADR 0160).
+MAX_NOTE = 2000
+
+
+def _check_note(note: object) -> None:
+    """A review's or a revert's note: a string of at most :data:`MAX_NOTE` characters."""
+    if not isinstance(note, str):
+        raise QueryError(f"note must be a string, got {type(note).__name__}")
+    if len(note) > MAX_NOTE:
+        raise QueryError(
+            f"note is {len(note):,} characters, at most {MAX_NOTE:,}; nothing was written"
+        )
 
 
 def _check_reviewer(reviewer: object) -> None:

@@ -448,10 +448,12 @@ def resolve_settings(
     as an option or in the config file is refused, never read as the base namespace."""
     values: dict[str, Any] = {}
     source = "default"
+    origin: dict[str, str] = {}  # where each value was given, for its error (ADR 0160)
     for path, required in _config_candidates(config):
         if path.is_file() or required:
             values.update(_read_config(path))
             source = f"config file {path}"
+            origin = dict.fromkeys(values, f"{source}: ")
             break
     tenant_from = source
     env = os.environ.get("ENGRAM_LEDGER")
@@ -468,6 +470,7 @@ def resolve_settings(
             f"unknown option {', '.join(map(repr, unknown))} (known: {', '.join(sorted(_KEYS))})"
         )
     values.update({k: v for k, v in overrides.items() if v is not None})
+    origin.update({k: "" for k, v in overrides.items() if v is not None})
     if overrides.get("tenant") is not None:
         tenant_from = "the tenant option"
     if isinstance(overrides.get("kinds"), dict):
@@ -477,26 +480,43 @@ def resolve_settings(
     values.setdefault("ledger", default_ledger_path())
     timeout = values.get("busy_timeout", 30.0)
     if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
-        raise ConfigError(f"busy_timeout must be a number of seconds >= 0, got {timeout!r}")
+        raise ConfigError(
+            f"{origin.get('busy_timeout', '')}"
+            f"busy_timeout must be a number of seconds >= 0, got {timeout!r}"
+        )
     rate = values.get("decay_rate", 0.99)
     if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 < rate <= 1:
-        raise ConfigError(f"decay_rate must be a number in (0, 1], got {rate!r}")
+        raise ConfigError(
+            f"{origin.get('decay_rate', '')}decay_rate must be a number in (0, 1], got {rate!r}"
+        )
     policy = values.get("supersede", "apply")
     if policy not in ("apply", "review", "off"):
-        raise ConfigError(f"supersede must be 'apply', 'review' or 'off', got {policy!r}")
+        raise ConfigError(
+            f"{origin.get('supersede', '')}"
+            f"supersede must be 'apply', 'review' or 'off', got {policy!r}"
+        )
     half = values.get("half_life_days", 30.0)
     if not isinstance(half, int | float) or isinstance(half, bool) or not 0 < half <= 36_500:
-        raise ConfigError(f"half_life_days must be a number in (0, 36500], got {half!r}")
+        raise ConfigError(
+            f"{origin.get('half_life_days', '')}"
+            f"half_life_days must be a number in (0, 36500], got {half!r}"
+        )
     every = values.get("reflect_every", 100)
     if not isinstance(every, int) or isinstance(every, bool) or every < 0:
-        raise ConfigError(f"reflect_every must be an int >= 0 (0: off), got {every!r}")
+        raise ConfigError(
+            f"{origin.get('reflect_every', '')}"
+            f"reflect_every must be an int >= 0 (0: off), got {every!r}"
+        )
     threshold = values.get("reflect_importance", 150.0)
     if (
         not isinstance(threshold, int | float)
         or isinstance(threshold, bool)
         or not 0 <= threshold < float("inf")
     ):
-        raise ConfigError(f"reflect_importance must be a number >= 0 (0: off), got {threshold!r}")
+        raise ConfigError(
+            f"{origin.get('reflect_importance', '')}"
+            f"reflect_importance must be a number >= 0 (0: off), got {threshold!r}"
+        )
     # Only an unset (or empty) ENGRAM_TENANT means "no tenant": a tenant given as "" by the
     # option or the config file is refused, never read as the base namespace, which a
     # launcher that builds --tenant from its input would otherwise open.
@@ -508,7 +528,9 @@ def resolve_settings(
         check_tenant(tenant, f"tenant (from {tenant_from})")
     keys = values.get("keys", "")
     if not isinstance(keys, str) or (keys and not keys.strip()):
-        raise ConfigError(f"keys must be the path of a key store file, got {keys!r}")
+        raise ConfigError(
+            f"{origin.get('keys', '')}keys must be the path of a key store file, got {keys!r}"
+        )
     seal = values.get("seal")
     if seal is not None and not isinstance(seal, bool):
         raise ConfigError(

@@ -212,7 +212,7 @@ def register(
     async def review_supersession(
         proposal: Annotated[Position, Field(description="The proposal's event position.")],
         decision: Literal["applied", "refused"],
-        note: Annotated[str, Field(max_length=2000)] = "",
+        note: Annotated[str, Field(max_length=acts.MAX_NOTE)] = "",
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Apply or refuse a proposed replacement of one of your memories; you are the reviewer."""
@@ -223,7 +223,7 @@ def register(
     @server.tool(annotations=writes)
     async def revert_supersession(
         event: Annotated[Position, Field(description="The supersession's event position.")],
-        note: Annotated[str, Field(max_length=2000)] = "",
+        note: Annotated[str, Field(max_length=acts.MAX_NOTE)] = "",
         agent: Agent = None,
     ) -> dict[str, Any]:
         """Undo a replacement of one of your memories: the old memory is current again."""

@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 
 from engram.agents import scopes
-from engram.agents.arguments import check_text
+from engram.agents.arguments import refuse_unwritable
 from engram.agents.context import ContextWeights, build_context
 from engram.agents.frames import saved_frames, split_written
 from engram.agents.packs import PackKey, export_pack, import_pack
@@ -372,6 +372,11 @@ class MemoryTools:
         An existing file is never replaced: a model cannot overwrite files through this tool.
         """
         who = self.caller(agent)
+        if not (select or concepts or from_agent):
+            raise ToolInputError(
+                "choose what to export: select (a query), concepts (a concept prefix) or"
+                " from_agent (an agent's memories); agent names who exports"
+            )
         target = self.pack_path(path, new=True)
         key = _pack_key(key_env)
         manifest = export_pack(
@@ -563,7 +568,7 @@ def _check_items(
         try:
             payloads.append(msgspec.convert({**item, "agent": who}, payload))
             if payload is MemoryObserved:
-                check_text(item.get("text"))
+                refuse_unwritable(item.get("text"))  # warned of its length when observed
         except (msgspec.ValidationError, QueryError) as exc:
             raise ToolInputError(f"{group}[{i}]: {exc}") from None
     return payloads

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -210,3 +211,45 @@ def test_a_postgresql_ledger_s_hash_algorithm_changed_is_refused(
 )
 def test_copies_hold_the_same_numbers(a: str, b: str, copies: bool) -> None:
     assert folds(a, b) is copies
+
+
+def test_an_export_without_a_selection_names_the_argument_that_selects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("mcp")
+    from engram.mcp.tools import MemoryTools, ToolInputError
+
+    packs = tmp_path / "packs"
+    packs.mkdir()
+    monkeypatch.setenv("ENGRAM_PACK_KEY", "ab" * 32)
+    with engram.open_memory(str(tmp_path / "ledger.db")) as memory:
+        tools = MemoryTools(memory, ["alice"], pack_dir=str(packs))
+        with pytest.raises(ToolInputError, match="from_agent"):
+            tools.export_pack("out.pack", "p", "1", agent="alice")
+    assert list(packs.iterdir()) == []
+
+
+def test_a_note_is_held_to_one_length_on_every_surface(tmp_path: Path) -> None:
+    from engram.agents.supersession import MAX_NOTE
+
+    with engram.open_memory(str(tmp_path / "m.db")) as memory:
+        ana = memory.agent("ana")
+        old = ana.observe("The gate code is 1")
+        applied = ana.observe("The gate code is 2", supersedes=[old])
+        head = memory.ledger.head()
+        with pytest.raises(QueryError, match=f"at most {MAX_NOTE:,}"):
+            ana.revert_supersession(applied, reviewer="lead", note="x" * (MAX_NOTE + 1))
+        assert memory.ledger.head() == head
+        ana.revert_supersession(applied, reviewer="lead", note="x" * MAX_NOTE)
+
+
+def test_a_bad_value_in_the_config_file_names_the_file(tmp_path: Path) -> None:
+    from engram.config import resolve_settings
+    from engram.ledger import ConfigError
+
+    config = tmp_path / "engram.toml"
+    config.write_text("decay_rate = 7\n")
+    with pytest.raises(ConfigError, match=f"config file {config}: decay_rate must be"):
+        resolve_settings(str(tmp_path / "l.db"), config=str(config))
+    with pytest.raises(ConfigError, match=r"^decay_rate must be"):  # given as an option
+        resolve_settings(str(tmp_path / "l.db"), config=os.devnull, decay_rate=7)
