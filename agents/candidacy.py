@@ -233,6 +233,17 @@ class _Said:
         self.full_name = run if " " in run else ""
         self._anew: dict[str, bool] = {}
 
+    def given_after(self, phrase: tuple[str, ...]) -> int | None:
+        """Return where the value the change gives starts (:attr:`given_at`) when the words
+        before the change word are the thing both memories name (``phrase``), in a word
+        more at most ("Vegan main changed to a harissa aubergine"); else None: a turn whose
+        change word comes late ("Nate: Yeah actually - I'm currently playing ...") names
+        more than its subject before it (ADR 0160)."""
+        if self.given_at is None or not phrase:
+            return None
+        before = [w for w in statements.content_stems(self.text[: self.given_at]) if w]
+        return self.given_at if set(phrase) <= set(before) <= set(phrase) | {before[0]} else None
+
     def named_by(self, old: str) -> bool:
         """Say whether ``old`` names the subject by the new memory's full name ("Marta
         Silva"): one person, whatever other names each gives (ADR 0122)."""
@@ -306,6 +317,7 @@ class _Said:
             and not shapes.said_of_another(self.text, old.text)
             and not statements.others_named(self.text, old.text)
             and not shapes.attributes_apart(self.text, old.text)
+            and not (change and shapes.attribute_unsaid(self.text, old.text))
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
             and not retold(self.text, old.text)
             and not folds(self.text, old.text)  # recall's copies (ADR 0143)
@@ -420,7 +432,8 @@ def _of_subject(
             # one role, not two things (ADR 0150).
             and (said.anew(h.text)
                  or not holders.other_things(
-                     said.text, h.text, names_given=said.change, given_at=said.given_at
+                     said.text, h.text, names_given=said.change,
+                     given_at=said.given_after(said.phrases[h.position]),
                  ))
         ))
         and not statements.modified_apart(

@@ -22,6 +22,7 @@ from engram.agents.statements import (
     NAME,
     VALUE_HEADS,
     content,
+    content_stems,
 )
 from engram.projections import copies, lexical
 
@@ -33,6 +34,7 @@ __all__ = [
     "STATUSES",
     "additive",
     "attribute_one_sided",
+    "attribute_unsaid",
     "attributes_apart",
     "dated_apart",
     "instances_apart",
@@ -376,6 +378,15 @@ def attributes_apart(text: str, other: str) -> bool:
     if not set(mine) & set(theirs) or mine[-1] != theirs[-1]:
         return True
     return bool(mine[:-1]) and bool(theirs[:-1]) and not set(mine[:-1]) & set(theirs[:-1])
+
+
+def attribute_unsaid(text: str, other: str) -> bool:
+    """Say whether ``text`` names the attribute it changes after a possessive ("Kasia's
+    dentist appointment was moved to 17 March") and ``other`` holds none of its words
+    ("Kasia is in Year 2 at St Bride's"): a change of one attribute leaves another as it was
+    (ADR 0162)."""
+    mine = _attribute_words(text)
+    return bool(mine) and not set(mine) & set(content_stems(other))
 
 
 def keeps_names(text: str, other: str) -> bool:

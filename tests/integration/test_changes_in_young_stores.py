@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from detection_store import EMBEDDERS, detecting, replaced
 
-from engram.agents import holders
+from engram.agents import holders, shapes
 from engram.agents.announcing import announces
 from engram.agents.candidacy import identifiers, opening_head, same_format
 from engram.agents.statements import RARE, YOUNG, labels
@@ -129,3 +129,33 @@ def test_a_one_word_role_is_held_only_where_the_old_memory_gives_just_its_holder
     assert (
         holders.held_role("Since Ravi left there are 5 chefs.", "Head chef is Marco Bellini.") == ()
     )
+
+
+def test_a_change_of_an_attribute_named_after_a_possessive_leaves_another(young: Memory) -> None:
+    # ADR 0162: "Kasia's dentist appointment was moved" says nothing of Kasia's school year.
+    assert not replaced(
+        young,
+        "Kasia is in Year 2 at St Bride's Primary.",
+        "Kasia's dentist appointment was moved to 17 March, same time.",
+    )
+    assert shapes.attribute_unsaid(
+        "Kasia's dentist appointment was moved to 17 March.", "Kasia is in Year 2."
+    )
+    assert not shapes.attribute_unsaid(
+        "Kasia's dentist appointment was moved to 17 March.",
+        "Kasia's dentist appointment is on 3 March at 10am.",
+    )
+
+
+def test_the_value_a_change_gives_follows_only_a_short_subject() -> None:
+    # ADR 0162: what follows the change word is the value only where the words before it
+    # are the thing both name; a turn whose change word comes late names more before it.
+    from engram.agents.candidacy import _Said
+
+    def given(text: str, phrase: tuple[str, ...]) -> int | None:
+        return _Said(text, True, frozenset()).given_after(phrase)
+
+    vegan = "Vegan main changed to a harissa aubergine."
+    assert given(vegan, ("vegan", "main")) == vegan.index("changed")
+    late = "Nate: Yeah actually - I'm currently playing in the video game tournament."
+    assert given(late, ("video", "game")) is None
