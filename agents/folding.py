@@ -401,6 +401,11 @@ def _number(match: re.Match[str]) -> str:
     return match[0] if first is None or then is None else str(first + then)
 
 
+#: Two times of day joined as a span ("15:30-18:30", "9:00 – 17:00"): "from ... to ..." in
+#: one copy is the dash in another (ADR 0162).
+_CLOCK_RANGE = re.compile(r"\b(\d{1,2}:\d{2})\s*[-\u2013]\s*(\d{1,2}:\d{2})\b")
+
+
 @functools.lru_cache(maxsize=8192)
 def _written(text: str) -> str:
     """Return ``text`` with its numbers written alike: spelt ones in digits ("twenty",
@@ -410,7 +415,7 @@ def _written(text: str) -> str:
     # Each pass runs only where the text holds a word it rewrites (recall writes every
     # candidate it folds, so a pass with nothing to do cost every recall its time).
     words = set(_LETTERS.findall(text.casefold()))
-    plain = copies.times_one_way(copies.dates_one_way(text))
+    plain = _CLOCK_RANGE.sub(r"\1 to \2", copies.times_one_way(copies.dates_one_way(text)))
     if not words.isdisjoint(_SAME):
         plain = _ALIKE.sub(_alike, plain)
     if not words.isdisjoint(_SHORTENED):

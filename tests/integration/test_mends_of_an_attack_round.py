@@ -207,6 +207,12 @@ def test_a_postgresql_ledger_s_hash_algorithm_changed_is_refused(
             "sheep graze between the rows from Nov to March",
             True,
         ),
+        # A span of times written with a dash is "from ... to ..." (ADR 0162).
+        (
+            "Parents evening: 12 Feb, 15:30-18:30",
+            "Parents' evening is on 12 February from 3:30pm to 6:30pm.",
+            True,
+        ),
     ],
 )
 def test_copies_hold_the_same_numbers(a: str, b: str, copies: bool) -> None:
