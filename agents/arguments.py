@@ -142,6 +142,28 @@ def checked_tags(tags: object, source: object) -> list[str]:
     return listed
 
 
+def check_key(value: object, what: str, *, longest: int = 512) -> str:
+    """Return ``value``, a key naming a stored thing (an id or its prefix, a session, a plan,
+    a path), refusing (QueryError) one that is not a string, is longer than ``longest``
+    characters, or holds a NUL or what UTF-8 cannot write (a lone surrogate): no stored key
+    could be it, and the store's driver failed on it with its own error (ADR 0160)."""
+    if not isinstance(value, str):
+        raise QueryError(f"{what} must be a string, got {type(value).__name__}")
+    if len(value) > longest:
+        raise QueryError(f"{what} is {len(value):,} characters, at most {longest:,}")
+    if "\x00" in value or (not value.isascii() and _unwritable(value)):
+        raise QueryError(f"{what} holds a NUL or a lone surrogate: {value[:40]!r}")
+    return value
+
+
+def _unwritable(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def check_name(name: object, what: str) -> None:
     """Refuse a name (an agent's, a reviewer's; QueryError) that holds a control character:
     a terminal would run an escape sequence in it ("ev\\x1b[31mil") where a listing shows

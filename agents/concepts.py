@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engram.agents.arguments import check_key
 from engram.agents.errors import ConceptOwnerError
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import ConceptLink, ConceptType, ConceptUpserted, Visibility
@@ -46,6 +47,7 @@ class ConceptBook:
         Raises:
             ConceptOwnerError: the concept exists and another agent keeps it private.
         """
+        check_key(concept_id, "concept_id")
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
             current = concepts.get(conn, concept_id, agent=self.agent)
@@ -63,7 +65,7 @@ class ConceptBook:
                 "label": label,
                 "agent": self.agent,
                 "payload": dict(payload or {}),
-                "links": [_link(link) for link in links],
+                "links": [_link(link) for link in links or ()],
                 "visibility": visibility,
             },
             actor=self.agent,
@@ -72,12 +74,14 @@ class ConceptBook:
 
     def get(self, concept_id: str) -> Concept | None:
         """Return a concept this agent may read, or None."""
+        check_key(concept_id, "concept_id")
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
             return concepts.get(conn, concept_id, agent=self.agent)
 
     def tree(self, prefix: str = "") -> dict[str, Any]:
         """Return the subtree at ``prefix`` as a nested dictionary (an HDoD)."""
+        check_key(prefix, "prefix")
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
             rows = concepts.under(conn, prefix, agent=self.agent)
@@ -85,6 +89,7 @@ class ConceptBook:
 
     def neighbours(self, concept_id: str) -> list[tuple[Link, Concept]]:
         """Return the concepts linked from ``concept_id`` that this agent may read."""
+        check_key(concept_id, "concept_id")
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
             out = []

@@ -152,6 +152,10 @@ def build_context(
     at_us = check_as_of(when)
     cut = None if as_of is None else at_us
     counter = counter or default_counter()
+    if not callable(getattr(counter, "count", None)) or not isinstance(
+        getattr(counter, "name", None), str
+    ):
+        raise QueryError(f"counter must be a TokenCounter, got {type(counter).__name__}")
     memory.engine.wait_for(memory.ledger.head())
     with memory.engine.read() as conn:
         probe = Probe(memory, conn, query, task, cut)

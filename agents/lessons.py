@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import cast
 
 from engram.agents import destinations, guidance
-from engram.agents.arguments import check_query
+from engram.agents.arguments import check_key, check_query
 from engram.agents.completion import Completer
 from engram.agents.errors import (
     DestinationError,
@@ -49,6 +49,7 @@ from engram.projections import rules, suggestions
 from engram.projections.counts import check_count
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import QueryError
 from engram.projections.rules import Rule, one_line
 from engram.projections.suggestions import Suggestion, Waiting
 
@@ -114,6 +115,10 @@ class Lessons:
 
     def _find(self, suggestion: str) -> tuple[Suggestion, int]:
         """Return the suggestion and the ledger head the queue had reached when read."""
+        try:
+            check_key(suggestion, "suggestion", longest=128)
+        except QueryError as exc:
+            raise SuggestionInputError(f"{exc}: give an id or id prefix") from None
         head = self._caught_up()
         with self.engine.read() as conn:
             found = suggestions.get(conn, suggestion) if isinstance(suggestion, str) else None

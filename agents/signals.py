@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 
+from engram.agents.arguments import check_key
 from engram.agents.errors import SignalAckedError, SignalRecipientError, UnknownSignalError
 from engram.ledger import IdempotencyError, Ledger, NewEvent
 from engram.ledger.catalog import (
@@ -144,7 +145,7 @@ class SharedMemo:
     def __init__(self, session: str, ledger: Ledger, engine: ProjectionEngine) -> None:
         if not isinstance(session, str) or not session:
             raise QueryError(f"session must be a non-empty string, got {session!r}")
-        self.session = session
+        self.session = check_key(session, "session")
         self.ledger = ledger
         self.engine = engine
 
@@ -184,7 +185,7 @@ class SharedMemo:
         self, agent: str, plan: str, status: PlanStatus, *, done: int | None = None, note: str = ""
     ) -> int:
         """Move a plan on; refuse an unknown plan or a move its rules would ignore."""
-        current = self.plan(plan)
+        current = self.plan(plan)  # checks the plan's id
         if current is None:
             raise QueryError(f"no plan {plan!r} in session {self.session!r}")
         if current.status in ("DONE", "ABANDONED"):
@@ -203,6 +204,7 @@ class SharedMemo:
 
     def plan(self, plan: str) -> PlanState | None:
         """Return a plan of this session as it stands (None if there is none)."""
+        check_key(plan, "plan")
         self.engine.wait_for(self.ledger.head())
         with self.engine.read() as conn:
             found = memo.plan(conn, plan)

@@ -9,6 +9,7 @@ built when ``memory_for`` is given, and left out otherwise.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import timedelta
@@ -31,7 +32,7 @@ _DURATION = re.compile(r"\A\s*(\d+(?:\.\d+)?)\s*([smhd])\s*\Z")
 _KEYS = {
     "sleep": {"every", "threshold", "boost", "after_actions", "saturation"},
     "archive": {"every", "min_activations", "neuron_age", "memory_age", "scar_age"},
-    "dream": {"every", "cosine", "overlap", "min_size"},
+    "dream": {"every", "threshold", "cosine", "overlap", "min_size"},
     "hygiene": {"every", "unused"},
     "skills": {"every", "threshold", "min_tasks"},
     "postproject": {"every"},
@@ -42,16 +43,25 @@ _DURATIONS = {"every", "neuron_age", "memory_age", "scar_age", "unused"}
 JOBS = tuple(_KEYS)
 
 
+#: The longest duration a job's settings take: a hundred years (36,500 days). A longer one
+#: overflowed the date arithmetic of the schedule and crashed the daemon (ADR 0160).
+MAX_DURATION = 36_500 * 86_400
+
+
 def duration(value: object, where: str) -> timedelta:
-    """Return a number of seconds or a ``<n><s|m|h|d>`` string as a timedelta."""
+    """Return a number of seconds or a ``<n><s|m|h|d>`` string as a timedelta, of at most
+    :data:`MAX_DURATION` seconds."""
+    seconds: float | None = None
     if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return timedelta(seconds=value)
-    if isinstance(value, str) and (match := _DURATION.match(value)):
-        return timedelta(seconds=float(match[1]) * _UNITS[match[2]])
-    raise JobConfigError(
-        f"{where} must be a positive number of seconds or a duration like 90s, 15m, 1h, 7d;"
-        f" got {value!r}"
-    )
+        seconds = float(value) if value < 2 * MAX_DURATION else math.inf
+    elif isinstance(value, str) and (match := _DURATION.match(value)):
+        seconds = float(match[1]) * _UNITS[match[2]]
+    if seconds is None or not 0 < seconds <= MAX_DURATION:
+        raise JobConfigError(
+            f"{where} must be a positive number of seconds or a duration like 90s, 15m, 1h,"
+            f" 7d, at most 36500d; got {value!r}"
+        )
+    return timedelta(seconds=seconds)
 
 
 def _table(config: Mapping[str, Any], name: str) -> dict[str, Any]:

@@ -326,12 +326,23 @@ def verify_checkpoints(
 def _agrees_with_the_last(ledger: Ledger, out: Path, head: int, first: str) -> None:
     """Raise CheckpointError unless the checkpoint in ``out`` of the highest position below
     ``head`` names this ledger and its hash there (a rewrite anywhere before it changes
-    every hash after it, so the last one is enough; its signature is ``verify``'s to check)."""
-    earlier = sorted(
+    every hash after it, so the last one is enough; its signature is ``verify``'s to check),
+    or if one in ``out`` signed a position beyond ``head`` (ADR 0160)."""
+    signed = sorted(
         (int(m.group(1)), path)
         for path in (out.glob("checkpoint-*.json") if out.is_dir() else ())
-        if (m := _NAME.fullmatch(path.name)) is not None and int(m.group(1)) < head
+        if (m := _NAME.fullmatch(path.name)) is not None
     )
+    beyond = [(position, path) for position, path in signed if position > head]
+    if beyond:
+        # The folder proves the ledger reached further: events were taken off its end.
+        position, path = beyond[-1]
+        raise CheckpointError(
+            f"{path} signed position {position}, beyond this ledger's head {head}: events"
+            " were removed after it was signed, or the folder is another ledger's; nothing was"
+            " signed (`engram verify --checkpoints` names the position)"
+        )
+    earlier = [(position, path) for position, path in signed if position < head]
     if not earlier:
         return
     position, path = earlier[-1]

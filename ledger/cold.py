@@ -21,7 +21,7 @@ import duckdb
 
 from engram.ledger.audit import export_parquet
 from engram.ledger.codec import GENESIS_HASH, canonical, chain, format_at
-from engram.ledger.errors import AuditError, ConfigError
+from engram.ledger.errors import AuditError, ConfigError, DamagedColdError
 from engram.ledger.store import Ledger
 from engram.ledger.verify import VerifyReport
 
@@ -50,23 +50,30 @@ def segments(directory: str | Path) -> list[Segment]:
     """Return the segments in ``directory`` in position order, checking they are contiguous.
 
     Raises:
-        ConfigError: a manifest is unreadable, or the segments leave a gap or overlap.
+        DamagedColdError: a manifest is unreadable or not a manifest, its Parquet file is
+            missing, or the segments leave a gap or overlap: the folder was changed outside
+            engram (ADR 0160; the ledger still holds every row).
     """
     found: list[Segment] = []
     for manifest in sorted(Path(directory).glob("segment-*.json")):
         try:
             data = json.loads(manifest.read_text(encoding="utf-8"))
             data["path"] = str(manifest.with_suffix(".parquet"))
-            found.append(Segment(**data))
+            segment = Segment(**data)
         except (OSError, ValueError, TypeError) as exc:
-            raise ConfigError(f"unreadable cold segment manifest {manifest}: {exc}") from None
+            raise DamagedColdError(f"unreadable cold segment manifest {manifest}: {exc}") from None
+        if not all(type(n) is int for n in (segment.first, segment.last)):
+            raise DamagedColdError(f"cold segment manifest {manifest} holds no positions")
+        if not Path(segment.path).is_file():
+            raise DamagedColdError(f"cold segment {segment.path} is missing beside {manifest}")
+        found.append(segment)
     found.sort(key=lambda s: s.first)
     expected = 1
     for segment in found:
         if segment.first != expected:
-            raise ConfigError(
+            raise DamagedColdError(
                 f"cold segments in {directory} are not contiguous: {segment.path} starts at"
-                f" {segment.first}, expected {expected}"
+                f" {segment.first}, expected {expected} (a segment was removed or moved)"
             )
         expected = segment.last + 1
     return found

@@ -131,6 +131,11 @@ class DamagedLedgerError(StoreError):
     """The ledger's own metadata (its identity) was changed outside engram."""
 
 
+class DamagedColdError(StoreError):
+    """A cold segment is missing, unreadable or out of place: the cold folder was changed
+    outside engram (the ledger itself still holds every row)."""
+
+
 class UnsupportedFormatError(StoreError):
     """The ledger is in a format this program does not read (a newer engram wrote it)."""
 

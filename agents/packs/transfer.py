@@ -21,6 +21,7 @@ from typing import Literal, NamedTuple
 
 import numpy as np
 
+from engram.agents.arguments import check_key
 from engram.agents.memory import AgentMemory
 from engram.agents.packs.format import (
     ConceptNode,
@@ -43,6 +44,7 @@ from engram.ledger.catalog import ConceptLink, ConceptUpserted, MemoryObserved, 
 from engram.ledger.collector import collector_paused
 from engram.projections import concepts, salience
 from engram.projections.embedding import MAX_CHARS, CachedEmbedder, cache_key
+from engram.projections.errors import QueryError
 from engram.projections.semantic import MAX_TEXT
 
 #: Texts embedded per call when an export adds vectors.
@@ -134,6 +136,11 @@ def import_pack(writer: AgentMemory, path: str | os.PathLike[str], key: PackKey)
 
     Equivalent to :func:`read_pack` then :func:`import_nodes`.
     """
+    if isinstance(path, str):
+        try:
+            check_key(path, "path", longest=4096)
+        except QueryError as exc:
+            raise PackError(str(exc)) from None
     manifest, nodes = read_pack(path, key)
     return import_nodes(writer, manifest, nodes)
 

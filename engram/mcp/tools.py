@@ -223,7 +223,8 @@ class MemoryTools:
         if k is not None and (not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= 100):
             raise ToolInputError(f"k must be an int in 1..100, got {k!r}")
         if scope == "session":
-            task = " ".join(n.text for n in self.memory.memo(session).read())
+            # Notes for the caller or for all: one addressed to another is not its task.
+            task = " ".join(n.text for n in self.memory.memo(session).read(to=who))
         elif scope == "agent":
             task = ""
         context = build_context(

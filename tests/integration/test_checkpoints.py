@@ -154,6 +154,21 @@ def test_a_cut_tail_is_named_a_truncation(tmp_path: Path, key: Path) -> None:
     assert "ends at 4" in str(report)
 
 
+def test_a_cut_tail_is_not_signed_below_the_checkpoint_that_proves_it(
+    tmp_path: Path, key: Path
+) -> None:
+    # ADR 0160: with checkpoints at 3 and 6, a ledger cut to 4 was signed at 4.
+    anchors = signed_original(tmp_path, key)
+    with (
+        ledger_with(tmp_path / "short.db", history(4)) as short,
+        pytest.raises(CheckpointError, match="position 6, beyond this ledger's head 4"),
+    ):
+        sign(short, load_private_key(key), anchors)
+    assert sorted(p.name for p in anchors.glob("*.json")) == [
+        "checkpoint-000000000003.json", "checkpoint-000000000006.json",
+    ]  # fmt: skip
+
+
 def test_a_ledger_built_from_scratch_is_another_ledger(tmp_path: Path, key: Path) -> None:
     anchors = signed_original(tmp_path, key)
     other = history(6)

@@ -13,7 +13,7 @@ import duckdb
 import pytest
 
 from engram.cli import main
-from engram.ledger import AuditError, ConfigError, Ledger, NewEvent
+from engram.ledger import AuditError, ConfigError, DamagedColdError, Ledger, NewEvent
 from engram.ledger.audit import open_audit
 from engram.ledger.catalog import SignalSent
 from engram.ledger.codec import GENESIS_HASH, canonical, chain
@@ -175,3 +175,28 @@ def test_sql_reads_no_segment_that_disagrees_with_the_ledger(
     assert main(["sql", query, "--format", "csv", "--ledger", str(path)]) == 1
     assert "head is not the ledger's hash at position 40" in capsys.readouterr().err
     assert "mallory" not in honest
+
+
+@pytest.mark.parametrize("removed", ["parquet", "both"])
+def test_a_segment_taken_out_of_the_folder_is_named_damage_not_a_usage_error(
+    tmp_path: Path, removed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ADR 0160: a missing file read "[Errno 2] No such file or directory", and a removed
+    # segment exited 2, as a mistyped command does.
+    path = tmp_path / "l.db"
+    cold = tmp_path / "l.db.cold"  # the ledger's own cold folder
+    with _ledger(path) as ledger:
+        export_segment(ledger, cold, 41)
+        middle = export_segment(ledger, cold, 81)
+        export_segment(ledger, cold, 101)
+    Path(middle.path).unlink()
+    if removed == "both":
+        middle.manifest.unlink()
+    with pytest.raises(DamagedColdError, match="missing" if removed == "parquet" else "removed"):
+        segments(cold)
+    for argv in (["sql", "select 1"], ["cold", "verify"]):
+        code = main(["--ledger", str(path), *argv])
+        err = capsys.readouterr().err
+        assert code == 1, (argv, err)
+        assert "Usage:" not in err, err
+        assert "cold segment" in err, err

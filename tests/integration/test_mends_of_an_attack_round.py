@@ -259,3 +259,57 @@ def test_a_bad_value_in_the_config_file_names_the_file(tmp_path: Path) -> None:
         resolve_settings(str(tmp_path / "l.db"), config=str(config))
     with pytest.raises(ConfigError, match=r"^decay_rate must be"):  # given as an option
         resolve_settings(str(tmp_path / "l.db"), config=os.devnull, decay_rate=7)
+
+
+def test_a_session_note_for_another_agent_is_not_the_caller_s_task(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from engram.mcp.tools import MemoryTools
+
+    with engram.open_memory(str(tmp_path / "m.db")) as memory:
+        memo = memory.memo("s1")
+        memo.post("alice", "zebra vault note for alice only 4711", to="alice")
+        memo.post("alice", "the vault review is on Friday", to="*")
+        tools = MemoryTools(memory, ["alice", "bob"])
+        seen = json.dumps(
+            tools.recall_context("zebra vault code", scope="session", session="s1", agent="bob")
+        )
+        assert "4711" not in seen
+        assert "vault review is on Friday" in seen
+        mine = tools.recall_context("zebra vault", scope="session", session="s1", agent="alice")
+        assert "4711" in json.dumps(mine)
+
+
+def test_keys_no_store_could_hold_are_refused_as_the_api_s_own_errors(tmp_path: Path) -> None:
+    # ADR 0160: a lone surrogate, a NUL, a 70,000-character id reached the store's driver
+    # and came back as UnicodeEncodeError, ValueError or sqlite3.OperationalError.
+    from engram.agents.context import build_context
+    from engram.agents.errors import SuggestionInputError
+    from engram.agents.lessons import Lessons
+    from engram.agents.packs import PackError, import_pack
+
+    with engram.open_memory(str(tmp_path / "m.db")) as memory:
+        head = memory.ledger.head()
+        book = memory.concepts("ana")
+        for call in (
+            lambda: book.get("\ud800"),
+            lambda: book.tree("\ud800"),
+            lambda: book.neighbours("x" * 600),
+            lambda: book.upsert("\ud800", "skill", "x"),
+            lambda: memory.memo("\ud800"),
+            lambda: memory.memo("s1").plan("\ud800"),
+            lambda: memory.memo("s1").update("ana", "\ud800", "DONE"),
+        ):
+            with pytest.raises(QueryError):
+                call()
+        lessons = Lessons(memory.ledger, memory.engine)
+        for bad in ("\ud800", "a" * 70_000):
+            with pytest.raises(SuggestionInputError):
+                lessons.suggestion(bad)
+        for path in ("\x00", "\ud800"):
+            with pytest.raises(PackError):
+                import_pack(memory.agent("ana"), path, b"k" * 32)
+        with pytest.raises(QueryError, match="counter must be a TokenCounter"):
+            build_context(memory.agent("ana"), "deploys", counter="x")  # type: ignore[arg-type]
+        assert memory.ledger.head() == head
+        # links=None is no links.
+        book.upsert("skill.deploy", "skill", "Deploying", links=None)  # type: ignore[arg-type]
