@@ -570,7 +570,8 @@ def value_format(code: str) -> str | None:
     still a release ("4.0.0-rc1" and "2.4.1" are "9.9."). A value's notation has structure:
     two separators (a region, a release, a date, an address) or a clock's colon. A code with
     one separator is a word of prose as often ("15-minute", "13-14", an id like "HE-85"),
-    and says nothing of which attribute it gives (ADR 0115)."""
+    and says nothing of which attribute it gives (ADR 0115). A time of day is "9:" however
+    written ("6pm", "5:30pm", "17:30"; ADR 0160)."""
     if TIME_OF_DAY.fullmatch(code.lower()) or _CLOCK.fullmatch(code):
         return "9:"  # "6pm" is a time as "5:30pm" and "17:30" are (ADR 0160)
     shape = _SHAPE_RUN.sub(lambda m: "9" if m.group()[0].isdigit() else "a", code)

@@ -454,7 +454,10 @@ def value_anew(text: str, old: str) -> bool:
         # A modifier the old memory puts before the words both name the thing by, which the
         # new one leaves out ("The alarm code is 4471" of "The office alarm code is 5820",
         # read from "Alarm code: 4471"): one thing, named more briefly (ADR 0160).
-        j = next((j for j in range(lead, min(lead + 3, len(theirs))) if theirs[j] == mine[lead]), 0)
+        word = mine[lead].lower()
+        j = next(
+            (j for j in range(lead, min(lead + 3, len(theirs))) if theirs[j].lower() == word), 0
+        )
         if j > lead and all(
             w.isalpha() and w.islower() and w not in STOPWORDS for w in theirs[lead:j]
         ):
