@@ -544,9 +544,11 @@ def phrase_words(text: str) -> list[str]:
 
 
 def _particle(m: re.Match[str]) -> str:
-    """A compound of a word and a particle ("check-in", "on-call") is one word; two words
-    ("payments-alerts") stay two, an identifier's (ADR 0122)."""
-    return m[1] + m[2] if m[1].lower() in STOPWORDS or m[2].lower() in STOPWORDS else m[0]
+    """A compound of a word and a particle ("check-in", "on-call") is one word, as is one of
+    a part of two letters or fewer ("Wi-Fi" is "wifi", "e-mail" is "email"; ADR 0162); two
+    words ("payments-alerts") stay two, an identifier's (ADR 0122)."""
+    joined = m[1].lower() in STOPWORDS or m[2].lower() in STOPWORDS
+    return m[1] + m[2] if joined or min(len(m[1]), len(m[2])) <= 2 else m[0]
 
 
 _HYPHENATED = re.compile(r"\b([^\W\d_]+)-([^\W\d_]+)\b")

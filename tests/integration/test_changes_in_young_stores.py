@@ -44,6 +44,8 @@ def young_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Mem
         ("The cellar door opens at 11am.", "The cellar door opens at 10am from May."),
         # A label dropping the old memory's modifier.
         ("The office alarm code is 5820.", "Alarm code: 4471"),
+        # A compound of a short part is one word ("Wi-Fi", "wifi"; ADR 0162).
+        ("The Wi-Fi password is bruno2019.", "New wifi password: kestrel42"),
     ],
 )
 def test_a_change_in_a_young_store_replaces_what_it_changed(
