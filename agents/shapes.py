@@ -33,10 +33,12 @@ __all__ = [
     "STATING",
     "STATUSES",
     "additive",
+    "asked_attribute",
     "attribute_one_sided",
     "attribute_unsaid",
     "attributes_apart",
     "dated_apart",
+    "given_attribute",
     "instances_apart",
     "keeps_names",
     "many_valued",
@@ -47,6 +49,7 @@ __all__ = [
     "same_value",
     "told_event",
     "value_anew",
+    "words_apart",
 ]
 
 _BARE_COPULA = re.compile(r"\b(?:is|are|was|were)\b", re.IGNORECASE)
@@ -344,15 +347,27 @@ def _past(word: str) -> bool:
 
 
 #: A possessive: what follows it is an attribute of what precedes it ("the account's carrier").
-_OWNED = re.compile(r"['\u2019]s\s(?![A-Z])")
+_OWNED = re.compile(r"(\w+)['\u2019]s\s(?![A-Z])")
+#: Words whose "'s" is "is" or "has", no possessive ("there's something new", "it's done").
+_CONTRACTED = frozenset(
+    ("it", "that", "there", "here", "what", "who", "where", "when", "how", "he", "she", "let")
+)
+
+
+def _owned(text: str) -> re.Match[str] | None:
+    """Return the first possessive's "'s" in ``text`` (a contraction's is none)."""
+    return next((m for m in _OWNED.finditer(text) if m[1].lower() not in _CONTRACTED), None)
+
+
 #: The most words an attribute is given in ("the level's target frame rate is 60 fps").
 _ATTRIBUTE_WORDS = 6
 
 
-def _attribute_words(text: str) -> list[str]:
+def _attribute_words(text: str, *, contractions: bool = True) -> list[str]:
     """Return :func:`attribute`'s stems in their order (the last is the attribute's head
-    noun: "billing contact", "billing address")."""
-    found = _OWNED.search(text)
+    noun: "billing contact", "billing address"); without ``contractions``, a contraction's
+    "'s" ("there's") opens none (detection reads it as it did, ADR 0164)."""
+    found = _OWNED.search(text) if contractions else _owned(text)
     if found is None:
         return []
     words = lexical.tokens(text[found.end() :])
@@ -372,7 +387,33 @@ def attributes_apart(text: str, other: str) -> bool:
     head nouns, or one head noun each modifies by words the other does not hold ("the work
     email", "the personal email"; ADR 0139). Two attributes of one thing both stay true
     (ADR 0123)."""
-    mine, theirs = _attribute_words(text), _attribute_words(other)
+    return words_apart(_attribute_words(text), _attribute_words(other))
+
+
+def asked_attribute(question: str) -> list[str]:
+    """Return the attribute a question asks of a possessive, stemmed, its head last ("What
+    is Beatrice Hale's shoe size?" -> ["shoe", "size"]): at most :data:`_ATTRIBUTE_WORDS`
+    content words after it, to a function word or the question's end (ADR 0164)."""
+    found = _owned(question)
+    if found is None:
+        return []
+    words: list[str] = []
+    for word in lexical.tokens(question[found.end() :])[:_ATTRIBUTE_WORDS]:
+        if word in STOPWORDS or word in CLITICS or not word.isalpha():
+            break
+        words.append(stem(word))
+    return words
+
+
+def given_attribute(text: str) -> list[str]:
+    """Return the attribute ``text`` gives a value of after a possessive (stems, head last;
+    "Oscar Brennan's car is a black Ford Ranger" -> ["car"]), [] where it gives none."""
+    return _attribute_words(text, contractions=False)
+
+
+def words_apart(mine: list[str], theirs: list[str]) -> bool:
+    """Say whether two attributes (stems, head last) are two: they share no word or end in
+    two head nouns, or one head noun each modifies by words the other does not hold."""
     if not mine or not theirs:
         return False
     if not set(mine) & set(theirs) or mine[-1] != theirs[-1]:

@@ -23,6 +23,9 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from engram.agents import shapes
+from engram.agents.matching import stems_of
+
 if TYPE_CHECKING:
     from engram.agents.matching import Matching
 
@@ -30,6 +33,7 @@ __all__ = [
     "ASKED",
     "MONEY",
     "NO_VALUE",
+    "Attributed",
     "Kind",
     "Numbered",
     "asked",
@@ -242,6 +246,23 @@ def numbered(text: str) -> frozenset[tuple[str, str]]:
     return frozenset(out)
 
 
+class Attributed(NamedTuple):
+    """An attribute a question asks of a possessive ("When is Oscar Brennan's birthday?"):
+    a memory giving another attribute after a possessive ("Oscar Brennan's car is a black
+    Ford Ranger") and naming the asked one nowhere does not answer it (ADR 0164). A memory
+    giving no attribute so is left as it is."""
+
+    name: str
+    words: tuple[str, ...]  # stems, the head last
+
+    def held(self, text: str) -> bool:
+        """Say whether ``text`` may answer the question of this attribute."""
+        given = shapes.given_attribute(text)
+        if not given or not shapes.words_apart(list(self.words), given):
+            return True
+        return self.words[-1] in stems_of(text).every
+
+
 def lettered(text: str) -> frozenset[tuple[str, str]]:
     """Return the (word, letter) labels ``text`` gives ("Block A"), lower-cased."""
     return frozenset(
@@ -255,7 +276,7 @@ def lettered(text: str) -> frozenset[tuple[str, str]]:
 _ASKING = frozenset(("what", "which", "who", "whom", "whose", "when", "where", "why", "how"))
 
 
-def asked(query: str) -> Kind | Numbered | None:
+def asked(query: str) -> Kind | Numbered | Attributed | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
     named, when it names several), else the one numbered, lettered or titled thing it asks
     of, if it names exactly one, else None."""
@@ -274,11 +295,14 @@ def asked(query: str) -> Kind | Numbered | None:
         for name, kind in _THE_NAMED.findall(query)
         if name.lower() not in _NOT_LABELS
     ]
-    return Numbered("numbered thing", *labels[0]) if len(labels) == 1 else None
+    if len(labels) == 1:
+        return Numbered("numbered thing", *labels[0])
+    attribute = shapes.asked_attribute(query)
+    return Attributed("attribute", tuple(attribute)) if attribute else None
 
 
 def kind_texts(
-    kind: Kind | Numbered | None, positions: Sequence[int], m: Matching
+    kind: Kind | Numbered | Attributed | None, positions: Sequence[int], m: Matching
 ) -> dict[int, str]:
     """Return ``m.texts``, with the texts of ``positions`` read where ``kind`` is asked for
     (a value is looked for in them)."""

@@ -402,6 +402,27 @@ def test_a_question_of_one_labelled_thing_is_not_answered_by_a_sibling(
     assert [r.event.position for r in found.items][:1] == [mine]
 
 
+def test_a_question_of_one_attribute_is_not_answered_by_another(memory: Memory) -> None:
+    # ADR 0164: "When is Oscar Brennan's birthday?" was answered at 0.52 (hash) by "Oscar
+    # Brennan's car is a black Ford Ranger.": the name was all the two shared.
+    from engram.agents.typed import NO_VALUE, Attributed, asked
+
+    assert asked("When is Oscar Brennan's birthday?") == Attributed("attribute", ("birthday",))
+    assert asked("What's the plan?") is None  # a contraction, no possessive
+    ana = memory.agent("ana")
+    for i, text in enumerate(FILLER):
+        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    car = ana.observe("Oscar Brennan's car is a black Ford Ranger.")
+    question = "When is Oscar Brennan's birthday?"
+    assert ana.recall(question, 5, record=False).items == []
+    every = ana.recall(question, 5, record=False, min_score=0)
+    assert every.items[0].event.position == car
+    assert every.items[0].relevance <= NO_VALUE
+    both = ana.observe("Oscar Brennan's van is white and his birthday is on 3 May.")
+    found = ana.recall(question, 5, record=False)
+    assert [r.event.position for r in found.items][:1] == [both]
+
+
 def test_what_labels_a_thing_in_a_question() -> None:
     from engram.agents.typed import Numbered, asked
 
