@@ -14,7 +14,9 @@ address", "URL", "link to", a price or a fee): "Did she change her phone?" asks 
 
 A question asking of one numbered thing ("Does Van 12 have a tail lift?") is not answered
 by a memory of another one ("Van 7 has a tail lift"): such a memory is relevant at most
-:data:`NO_VALUE` too (:class:`Numbered`, ADR 0159).
+:data:`NO_VALUE` too (:class:`Numbered`, ADR 0159; a thing lettered, numbered before its
+name, titled or named after "the", ADR 0161); nor is a question asking an attribute of a
+possessive by a memory giving another one so (:class:`Attributed`, ADR 0164).
 """
 
 from __future__ import annotations
@@ -278,8 +280,9 @@ _ASKING = frozenset(("what", "which", "who", "whom", "whose", "when", "where", "
 
 def asked(query: str) -> Kind | Numbered | Attributed | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
-    named, when it names several), else the one numbered, lettered or titled thing it asks
-    of, if it names exactly one, else None."""
+    named, when it names several), else the one numbered, lettered, titled or named thing
+    it asks of, if it labels exactly one (ADR 0159, 0161), else the attribute it asks of a
+    possessive (ADR 0164), else None."""
     found = [(m.start(), k) for k in ASKED if (m := k.question.search(query))]
     if found:
         return min(found, key=lambda f: f[0])[1]
