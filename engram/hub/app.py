@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl
 
 import jinja2
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
@@ -403,10 +403,15 @@ async def _form(request: Request) -> dict[str, str]:
     ):
         raise BadRequestError("a review is posted as a form (application/x-www-form-urlencoded)")
     body = b""
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > MAX_FORM:
-            raise BadRequestError(f"the form is larger than {MAX_FORM} bytes")
+    try:
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM:
+                raise BadRequestError(f"the form is larger than {MAX_FORM} bytes")
+    except ClientDisconnect:
+        # Cut at its deadline, or the client left: no form to read, nothing to log as a
+        # fault of the hub's (ADR 0163).
+        raise BadRequestError("the form's body did not arrive whole") from None
     try:
         return dict(parse_qsl(body.decode("utf-8"), keep_blank_values=True))
     except UnicodeDecodeError:

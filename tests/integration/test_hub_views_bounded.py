@@ -50,3 +50,25 @@ def test_the_newest_events_and_an_agents_stream_are_read_from_their_end(
         assert [r["text"] for r in page["stream"]][:2] == ["note 119", "note 118"]
         assert len(page["stream"]) == 50
         assert ("read_stream", 70) in reads
+
+
+def test_a_form_whose_body_never_arrives_whole_is_a_bad_request() -> None:
+    # ADR 0163: a body cut at its deadline raised ClientDisconnect out of the handler, which
+    # the server logged as an application error with its traceback.
+    import asyncio
+
+    from starlette.requests import Request
+
+    from engram.hub.app import BadRequestError, _form
+
+    scope = {
+        "type": "http", "method": "POST", "path": "/review", "query_string": b"",
+        "headers": [(b"content-type", b"application/x-www-form-urlencoded")],
+    }  # fmt: skip
+    parts = iter([{"type": "http.request", "body": b"decision=app", "more_body": True}])
+
+    async def receive() -> dict[str, object]:
+        return next(parts, {"type": "http.disconnect"})
+
+    with pytest.raises(BadRequestError, match="did not arrive whole"):
+        asyncio.run(_form(Request(scope, receive)))
