@@ -42,6 +42,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from engram.ledger.errors import CheckpointError
 from engram.ledger.files import read_small_file
 from engram.ledger.store import Ledger
+from engram.ledger.verify import verify_chain
 
 FORMAT: Literal["engram-checkpoint/1"] = "engram-checkpoint/1"
 _HEX64 = Annotated[str, msgspec.Meta(pattern=r"^[0-9a-f]{64}$")]
@@ -214,7 +215,15 @@ def sign(
             " rewritten, or the folder is another ledger's; the checkpoint is kept, nothing"
             " was signed (`engram verify --checkpoints` names the position)"
         )
-    _agrees_with_the_last(ledger, out, head, first)
+    last_good = _agrees_with_the_last(ledger, out, head, first)
+    # Never sign a chain that fails: checked from the last checkpoint on, whose hash the
+    # ledger agrees with, so a scheduled run costs the events since it (ADR 0163).
+    report = verify_chain(ledger.backend, since=last_good)
+    if not report.ok:
+        raise CheckpointError(
+            f"the ledger's chain fails at position {report.first_bad}: {report.reason};"
+            " nothing was signed (`engram verify` names it)"
+        )
     unsigned = Checkpoint(
         ledger=first,
         position=head,
@@ -323,11 +332,14 @@ def verify_checkpoints(
     return CheckpointReport(not findings, head, str(report), len(checkpoints), covered, findings)
 
 
-def _agrees_with_the_last(ledger: Ledger, out: Path, head: int, first: str) -> None:
+def _agrees_with_the_last(
+    ledger: Ledger, out: Path, head: int, first: str
+) -> tuple[int, bytes] | None:
     """Raise CheckpointError unless the checkpoint in ``out`` of the highest position below
     ``head`` names this ledger and its hash there (a rewrite anywhere before it changes
     every hash after it, so the last one is enough; its signature is ``verify``'s to check),
-    or if one in ``out`` signed a position beyond ``head`` (ADR 0160)."""
+    or if one in ``out`` signed a position beyond ``head`` (ADR 0163); return that last
+    checkpoint's position and hash (None: there is none)."""
     signed = sorted(
         (int(m.group(1)), path)
         for path in (out.glob("checkpoint-*.json") if out.is_dir() else ())
@@ -344,7 +356,7 @@ def _agrees_with_the_last(ledger: Ledger, out: Path, head: int, first: str) -> N
         )
     earlier = [(position, path) for position, path in signed if position < head]
     if not earlier:
-        return
+        return None
     position, path = earlier[-1]
     last = _decode(path)
     if (
@@ -352,7 +364,7 @@ def _agrees_with_the_last(ledger: Ledger, out: Path, head: int, first: str) -> N
         and last.position == position
         and (last.hash == _hashes(ledger, [position])[0])
     ):
-        return
+        return position, bytes.fromhex(last.hash)
     what = "ledger" if last.ledger != first else "hash"
     raise CheckpointError(
         f"{path} signed position {position} of another {what}"

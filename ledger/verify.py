@@ -53,9 +53,12 @@ def verify_chain(
     expect_head: int | None = None,
     expect_hash: str | None = None,
     progress: Any = None,
+    since: tuple[int, bytes] | None = None,
 ) -> VerifyReport:
     """Walk ``backend``'s rows in position order, recomputing the chain (:meth:`Ledger.verify`
-    says what it detects); ``expect_head``, when given, is a checked position."""
+    says what it detects); ``expect_head``, when given, is a checked position. ``since``, a
+    position and its hash known good (a signed checkpoint's), walks only the rows after it,
+    from that hash (ADR 0163)."""
     if expect_head is None and expect_hash is not None:
         raise ConfigError("expect_hash needs expect_head: the position that hash belongs to")
     if expect_hash is not None and not (
@@ -66,7 +69,11 @@ def verify_chain(
         )
     expected, previous, anchor = 1, GENESIS_HASH, None
     # From the lowest position a row can hold: a row below 1 was put there outside engram.
-    for row in backend.scan(after=-(2**63)):
+    after = -(2**63)
+    if since is not None:
+        after, previous = since
+        expected = after + 1
+    for row in backend.scan(after=after):
         pos = row[_POSITION]
         if pos != expected:
             if pos < 1:

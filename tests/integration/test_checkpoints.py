@@ -193,6 +193,27 @@ def test_a_broken_chain_fails_before_the_checkpoints(tmp_path: Path, key: Path) 
     assert "FAILED at position 2" in str(report)
 
 
+def test_a_chain_that_fails_since_the_last_checkpoint_is_not_signed(
+    tmp_path: Path, key: Path
+) -> None:
+    # ADR 0163: a payload edited after the last checkpoint, its stored hash untouched, was
+    # signed at the next head; the chain is checked from that checkpoint on.
+    anchors = signed_original(tmp_path, key)
+    path = tmp_path / "original.db"
+    with Ledger.open(str(path), default_registry()) as ledger:
+        ledger.append(history(9)[6:])
+    with sqlite3.connect(path) as raw:
+        for (name,) in raw.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'"):
+            raw.execute(f'DROP TRIGGER "{name}"')
+        raw.execute("UPDATE events SET payload = replace(payload, '0.5', '0.7') WHERE position = 8")
+    with (
+        Ledger.open(str(path), default_registry()) as ledger,
+        pytest.raises(CheckpointError, match="chain fails at position 8"),
+    ):
+        sign(ledger, load_private_key(key), anchors)
+    assert not (anchors / "checkpoint-000000000009.json").exists()
+
+
 def test_a_forged_or_foreign_checkpoint_is_refused(tmp_path: Path, key: Path) -> None:
     anchors = signed_original(tmp_path, key)
     public = load_public_key(key.with_name(key.name + ".pub"))
