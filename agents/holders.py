@@ -1,18 +1,56 @@
-"""What two memories name, read for detection (ADRs 0106, 0150, 0157, 0160): whether each
-names a thing the other does not, and whether one gives only who holds a role the other
-names anew.
+"""What two memories name, read for detection (ADRs 0106, 0150, 0155, 0157, 0160): the one
+noun both open with as their subject, whether each names a thing the other does not, and
+whether one gives only who holds a role the other names anew.
 """
 
 from __future__ import annotations
 
 import re
 
-from engram.agents import statements
+from engram.agents import shapes, statements
+from engram.agents.announcing import CHANGE_PHRASES, changes
 from engram.agents.matching import stem
 from engram.agents.statements import CALENDAR, content_stems, uncoded
 from engram.projections import lexical
 
-__all__ = ["held_role", "holder_anew", "other_things"]
+__all__ = ["held_role", "holder_anew", "opening_head", "other_things"]
+
+
+#: What may follow a sentence's opening noun for the noun to be its subject: a copula or an
+#: auxiliary ("The lift is back in service", "The trial was pushed back", "The canteen now
+#: closes at 3pm").
+_AFTER_HEAD = frozenset(("is", "are", "was", "were", "has", "have", "had", "will", "now"))
+#: The same verbs by their stems, so a plural's verb counts as its singular's ("Previews
+#: begin", "The lesson begins"; ADR 0160).
+_VERB_STEMS = frozenset(stem(w) for w in (*shapes.STATING, *shapes.ONE_AT_A_TIME))
+
+
+def opening_head(text: str, other: str) -> tuple[str, ...]:
+    """Return the one content word (stemmed) both texts open with as their subject, after a
+    determiner or opening the text, before a verb: a copula or an auxiliary ("The lift is
+    out of service", "The lift is back in service" -> ("lift",); ADR 0155), a verb of state
+    or of where one lives or works ("Grandma lives in Leeds", "Previews begin on 3 March"),
+    or the word announcing a change ("Grandma moved to York", "Previews have been pushed
+    back", "The rent went up to 950"; ADR 0160); () where either opens otherwise. A noun
+    before another noun ("Tennis lessons", "The book club") opens a compound, no subject
+    of its own: shared by both, :func:`~engram.agents.statements.shared_phrase` finds it."""
+
+    def head(said: str) -> str:
+        words = lexical.tokens(said)[:4]
+        at = 1 if words and words[0] in statements.DETERMINERS else 0
+        if len(words) < at + 2 or not words[at].isalpha():
+            return ""
+        after = words[at + 1]
+        at_after = re.search(rf"\b{re.escape(after)}\b", said, re.IGNORECASE)
+        verb = (
+            after in _AFTER_HEAD or after in shapes.AUXILIARIES or stem(after) in _VERB_STEMS
+            or changes(after)
+            or (at_after is not None and CHANGE_PHRASES.match(said, at_after.start()))
+        )  # fmt: skip
+        return statements.content_stems(words[at])[0] if verb else ""
+
+    mine = head(text)
+    return (mine,) if mine and mine == head(other) else ()
 
 
 #: A copula and what follows it in its sentence: the value a state is given.

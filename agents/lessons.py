@@ -21,12 +21,11 @@ Nothing is applied automatically: a review is always a person's call.
 from __future__ import annotations
 
 import os
-import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import cast
 
 from engram.agents import destinations, guidance
-from engram.agents.arguments import check_key, check_query
+from engram.agents.arguments import check_key, check_name, check_query
 from engram.agents.completion import Completer
 from engram.agents.errors import (
     DestinationError,
@@ -261,14 +260,14 @@ class Lessons:
             raise SuggestionInputError(
                 f"decision must be one of {list(DECISIONS)}, got {decision!r}"
             )
-        if (
-            not isinstance(reviewer, str) or not reviewer.strip() or len(reviewer) > 512
-            or any(unicodedata.category(c) == "Cc" for c in reviewer)
-        ):  # fmt: skip
+        if not isinstance(reviewer, str) or not reviewer.strip() or len(reviewer) > 512:
             raise SuggestionInputError(
-                "reviewer must be a non-empty name (at most 512 characters, no control"
-                f" characters), got {(reviewer[:40] if isinstance(reviewer, str) else reviewer)!r}"
+                f"reviewer must be a non-empty name (at most 512 characters), got {reviewer!r}"
             )
+        try:
+            check_name(reviewer, "reviewer")
+        except QueryError as exc:
+            raise SuggestionInputError(str(exc)) from None
         if not isinstance(note, str):
             raise SuggestionInputError(f"note must be a str, got {type(note).__name__}")
         if not isinstance(always, bool):

@@ -16,7 +16,8 @@ from detection_store import EMBEDDERS, detecting, replaced
 
 from engram.agents import holders, shapes
 from engram.agents.announcing import announces
-from engram.agents.candidacy import identifiers, opening_head, same_format
+from engram.agents.candidacy import identifiers, same_format
+from engram.agents.holders import opening_head
 from engram.agents.statements import RARE, YOUNG, labels
 from engram.runtime import Memory
 

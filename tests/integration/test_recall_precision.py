@@ -18,6 +18,7 @@ import pytest
 import engram
 from engram.agents import statements
 from engram.agents.folding import retold
+from engram.agents.memory import AgentMemory
 from engram.agents.quoted import identifier, quoted_ids
 from engram.projections import supersession
 from engram.runtime import Memory
@@ -37,11 +38,28 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
         yield opened
 
 
-def _replaced(memory: Memory, old: str, new: str) -> bool:
-    """Observe ``old`` then, a month later, ``new``; say whether detection replaced it."""
+def _filled(memory: Memory) -> AgentMemory:
+    """Return ana's memory with :data:`FILLER` observed first, a day apart."""
     ana = memory.agent("ana")
     for i, text in enumerate(FILLER):
         ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    return ana
+
+
+def _capped(ana: AgentMemory, question: str, position: int) -> None:
+    """Say that ``question`` is answered by nothing under the default floor, and with
+    ``min_score=0`` by the memory at ``position`` first, capped at NO_VALUE (ADR 0120)."""
+    from engram.agents.typed import NO_VALUE
+
+    assert ana.recall(question, 5, record=False).items == []
+    every = ana.recall(question, 5, record=False, min_score=0)
+    assert every.items[0].event.position == position
+    assert every.items[0].relevance <= NO_VALUE
+
+
+def _replaced(memory: Memory, old: str, new: str) -> bool:
+    """Observe ``old`` then, a month later, ``new``; say whether detection replaced it."""
+    ana = _filled(memory)
     first = ana.observe(old, at=NOW - 40 * DAY)
     ana.observe(new, at=NOW - 10 * DAY)
     memory.engine.wait_for(memory.ledger.head())
@@ -203,9 +221,7 @@ def test_retold_is_the_same_text_but_for_misspellings() -> None:
 
 
 def test_a_copy_is_served_in_one_item_and_never_replaced_by_itself(memory: Memory) -> None:
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     texts = [
         "The Q2 marketing budget is $15,000.",
         "The Q2 marketing budget is $15000.",
@@ -230,9 +246,7 @@ def test_an_identifier_without_digits_is_quoted_and_singles_out_its_holder(
         assert not identifier(prose), prose
     for written in ("flow_log_retention_days", "hydrateCartSummary", "/etc/nginx/api.conf"):
         assert identifier(written), written
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     holder = ana.observe(
         "The sync agent logs E_CONN_RESET when the corporate proxy drops idle connections.",
         at=NOW - 30 * DAY,
@@ -257,9 +271,7 @@ def test_a_code_goes_on_through_a_joining_mark_and_a_key_keeps_its_case() -> Non
 
 
 def test_the_holder_of_a_quoted_key_or_path_comes_first(memory: Memory) -> None:
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     key = ana.observe("Stripe customer cus_Nf8XkQ2pLm3z belongs to Brightline.", at=NOW - 9 * DAY)
     ana.observe("Stripe customer cus_nf8XkQ2pLm3z switched to the annual plan.", at=NOW - DAY)
     path = ana.observe("/etc/nginx/api.conf sets client_max_body_size to 25m.", at=NOW - 8 * DAY)
@@ -279,9 +291,7 @@ def test_the_holder_comes_first_where_the_question_s_other_words_are_a_near_id_s
     # and came first; a long number was no id at all (ADR 0122).
     assert quoted_ids("Is 985112004317256 Pepper's microchip?") == ("985112004317256",)
     assert quoted_ids("The budget is 15,000,000 and the year 2024") == ()
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     chip = ana.observe("Biscuit's microchip number is 985112004317256.", at=NOW - 9 * DAY)
     near = ana.observe("Pepper's microchip number is 985112004317265.", at=NOW - 8 * DAY)
     ticket = ana.observe(
@@ -300,9 +310,7 @@ def test_the_holder_comes_first_where_the_question_s_other_words_are_a_near_id_s
 
 def test_texts_quoting_other_ids_are_no_copies(memory: Memory) -> None:
     # Word for word one inside the other, but of two files: not one memory told twice.
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     one = ana.observe(r"C:\ProgramData\Acme\dgent\config.yaml stores the updater channel.")
     two = ana.observe(r"C:\ProgramData\Acme\updater\config.yaml stores the updater channel.")
     result = ana.recall("Which config.yaml stores the updater channel?", 5, record=False)
@@ -315,19 +323,14 @@ def test_a_question_for_a_phone_number_is_answered_only_by_one_that_holds_a_numb
     memory: Memory,
 ) -> None:
     # ADR 0120: "What is Priya's phone number?" of a memory that holds Priya's city only.
-    from engram.agents.typed import NO_VALUE, asked
+    from engram.agents.typed import asked
 
     assert asked("What is Priya Raman's phone number?") is not None
     assert asked("Did she change her phone?") is None
     assert asked("Where is the IP team?") is None
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     city = ana.observe("Priya Raman lives in Pune and works for the logistics team.")
-    assert ana.recall("What is Priya Raman's phone number?", 5, record=False).items == []
-    every = ana.recall("What is Priya Raman's phone number?", 5, record=False, min_score=0)
-    assert every.items[0].event.position == city
-    assert every.items[0].relevance <= NO_VALUE
+    _capped(ana, "What is Priya Raman's phone number?", city)
     phone = ana.observe("Priya Raman's phone number is +91 98450 12345.")
     found = ana.recall("What is Priya Raman's phone number?", 5, record=False)
     assert [r.event.position for r in found.items][:1] == [phone]
@@ -337,19 +340,14 @@ def test_a_question_for_a_phone_number_is_answered_only_by_one_that_holds_a_numb
 
 def test_a_question_of_one_numbered_thing_is_not_answered_by_another(memory: Memory) -> None:
     # ADR 0159: "Does Van 12 have a tail lift?" of a store that knows only Van 7's.
-    from engram.agents.typed import NO_VALUE, Numbered, asked
+    from engram.agents.typed import Numbered, asked
 
     assert asked("Does Van 12 have a tail lift?") == Numbered("numbered thing", "van", "12")
     for plain in ("What did Caroline do in May 2023?", "How many beds does the ward have?"):
         assert asked(plain) is None  # a month, a count: nothing numbered
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     seven = ana.observe("Van 7 has a tail lift fitted for the pallet runs.")
-    assert ana.recall("Does Van 12 have a tail lift?", 5, record=False).items == []
-    every = ana.recall("Does Van 12 have a tail lift?", 5, record=False, min_score=0)
-    assert every.items[0].event.position == seven
-    assert every.items[0].relevance <= NO_VALUE
+    _capped(ana, "Does Van 12 have a tail lift?", seven)
     found = ana.recall("Does Van 7 have a tail lift?", 5, record=False)
     assert [r.event.position for r in found.items][:1] == [seven]
     # A memory numbering no van is left as it is.
@@ -387,16 +385,10 @@ def test_a_question_of_one_numbered_thing_is_not_answered_by_another(memory: Mem
 def test_a_question_of_one_labelled_thing_is_not_answered_by_a_sibling(
     memory: Memory, question: str, sibling: str, own: str
 ) -> None:
-    from engram.agents.typed import NO_VALUE
 
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     other = ana.observe(sibling)
-    assert ana.recall(question, 5, record=False).items == []
-    every = ana.recall(question, 5, record=False, min_score=0)
-    assert every.items[0].event.position == other
-    assert every.items[0].relevance <= NO_VALUE
+    _capped(ana, question, other)
     mine = ana.observe(own)
     found = ana.recall(question, 5, record=False)
     assert [r.event.position for r in found.items][:1] == [mine]
@@ -405,19 +397,14 @@ def test_a_question_of_one_labelled_thing_is_not_answered_by_a_sibling(
 def test_a_question_of_one_attribute_is_not_answered_by_another(memory: Memory) -> None:
     # ADR 0164: "When is Oscar Brennan's birthday?" was answered at 0.52 (hash) by "Oscar
     # Brennan's car is a black Ford Ranger.": the name was all the two shared.
-    from engram.agents.typed import NO_VALUE, Attributed, asked
+    from engram.agents.typed import Attributed, asked
 
     assert asked("When is Oscar Brennan's birthday?") == Attributed("attribute", ("birthday",))
     assert asked("What's the plan?") is None  # a contraction, no possessive
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     car = ana.observe("Oscar Brennan's car is a black Ford Ranger.")
     question = "When is Oscar Brennan's birthday?"
-    assert ana.recall(question, 5, record=False).items == []
-    every = ana.recall(question, 5, record=False, min_score=0)
-    assert every.items[0].event.position == car
-    assert every.items[0].relevance <= NO_VALUE
+    _capped(ana, question, car)
     both = ana.observe("Oscar Brennan's van is white and his birthday is on 3 May.")
     found = ana.recall(question, 5, record=False)
     assert [r.event.position for r in found.items][:1] == [both]
@@ -448,21 +435,16 @@ def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
 ) -> None:
     # ADR 0131: "What is the parking fee at the Reno warehouse?" was answered at 0.52 by
     # "Reno warehouse cutoff is now 2pm", another fact of the same place.
-    from engram.agents.typed import MONEY, NO_VALUE, asked, same_kind
+    from engram.agents.typed import MONEY, asked, same_kind
 
     assert asked("What is the parking fee at the Reno warehouse?") is MONEY
     assert asked("How much did we pay for the forklift repair?") is MONEY
     assert asked("How much time does onboarding take?") is None
     assert not same_kind("Set aside $370 for car repairs", "Set aside $160 for a weekend away")
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     cutoff = ana.observe("Reno warehouse cutoff for same-day orders is 2pm.")
     question = "What is the parking fee at the Reno warehouse?"
-    assert ana.recall(question, 5, record=False).items == []
-    every = ana.recall(question, 5, record=False, min_score=0)
-    assert every.items[0].event.position == cutoff
-    assert every.items[0].relevance <= NO_VALUE
+    _capped(ana, question, cutoff)
     fee = ana.observe("Parking at the Reno warehouse costs $12 a day.")
     assert [r.event.position for r in ana.recall(question, 5, record=False).items][:1] == [fee]
     # ADR 0139: an amount in other currency words is a sum too.
@@ -489,9 +471,7 @@ def test_a_question_naming_money_but_asking_for_something_else_is_answered(
         "What is the rent day?",
     ):
         assert asked(question) is None, question
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     rent = ana.observe("Hannah Berg pays rent on the 1st of each month.")
     order = ana.observe("Tenants at Oakfield Court pay their rent by standing order.")
     for question, answer in (("When does Hannah Berg pay rent?", rent),
@@ -523,9 +503,7 @@ def test_values_of_one_kind_tell_which_attribute_two_texts_give() -> None:
 def test_a_replaced_memory_holding_the_quoted_id_stays_first(memory: Memory) -> None:
     # ADR 0136: "What returned 0xA9B4DDBE?" served the memory that replaced its holder (it
     # took the holder's relevance) first; the holder asked about is served first, labelled.
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     held = ana.observe("The nightly import on kiln-3 failed with 0xA9B4DDBE.", at=NOW - 9 * DAY)
     newer = ana.observe("The nightly import on kiln-3 now fails with 0x143A5F61.", at=NOW - 2 * DAY)
     served = ana.recall("What failed with 0xA9B4DDBE?", 5, record=False).items
@@ -556,9 +534,7 @@ def test_a_sum_a_site_or_a_line_asked_in_other_words_is_asked_for(memory: Memory
                      "What is the phone line policy?", "Who hosts the website?"):  # fmt: skip
         assert asked(question) is None, question
     assert asked("How much is the stipend?") is MONEY
-    ana = memory.agent("ana")
-    for i, text in enumerate(FILLER):
-        ana.observe(text, at=NOW - 90 * DAY + i * DAY)
+    ana = _filled(memory)
     ana.observe("The night-shift allowance is paid with the monthly salary.")
     question = "How much is the night-shift allowance?"
     assert ana.recall(question, 5, record=False).items == []
