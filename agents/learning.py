@@ -309,8 +309,14 @@ def _grouped(
 def _representative(
     scars: Sequence[suggestions.Waiting], embedder: Embedder | None
 ) -> suggestions.Waiting:
-    """Return the scar a group's suggestion is drafted from: the most important, then the one
-    whose lesson shares the most content words with the others' (the group's centre)."""
+    """Return the scar a group's suggestion is drafted from: one whose lesson fits a rule's
+    line where any does, then the most important, then the one whose lesson shares the most
+    content words with the others' (the group's centre).
+
+    The tellings of one mistake teach one lesson in different words; a wording that fits a
+    rule is served when a task calls for it, a longer one is only written to the
+    instructions file no context frame reads, and the group's short tellings were lost
+    with it (ADR 0165)."""
     if len(scars) == 1:
         return scars[0]
     words = [content_words(s.lesson) for s in scars]
@@ -318,7 +324,13 @@ def _representative(
     def centrality(i: int) -> float:
         return sum(overlap(words[i], w) for j, w in enumerate(words) if j != i)
 
-    best = max(range(len(scars)), key=lambda i: (scars[i].importance, centrality(i), -i))
+    def fits(i: int) -> bool:
+        # The offline draft's length: the lesson on one line, and a full stop it may gain.
+        return len(one_line(scars[i].lesson)) < MAX_RULE
+
+    best = max(
+        range(len(scars)), key=lambda i: (fits(i), scars[i].importance, centrality(i), -i)
+    )
     return scars[best]
 
 

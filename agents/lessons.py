@@ -45,6 +45,7 @@ from engram.ledger.catalog import (
 )
 from engram.ledger.events import Expectation
 from engram.projections import rules, suggestions
+from engram.projections import scars as scar_table
 from engram.projections.counts import check_count
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
@@ -154,6 +155,19 @@ class Lessons:
         self._caught_up()
         with self.engine.read() as conn:
             return suggestions.ignored(conn, suggestion)
+
+    def told(self, suggestion: str) -> list[scar_table.Scar]:
+        """Return the scars a suggestion cites, in the order it cites them: each telling of
+        the mistake (who told it, what happened, the lesson), as a reviewer reads them before
+        deciding; a scar the ledger no longer holds is left out.
+
+        Raises:
+            SuggestionInputError, UnknownSuggestionError: as :meth:`suggestion`.
+        """
+        found = self.suggestion(suggestion)
+        with self.engine.read() as conn:
+            every = [scar_table.get(conn, scar) for scar in found.scars]
+        return [s for s in every if s is not None]
 
     def rules(self) -> list[Rule]:
         """Return the rules every session loads, in the order they were applied."""

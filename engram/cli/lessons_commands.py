@@ -11,6 +11,7 @@ from typing import IO, Any, cast
 import click
 
 from engram.agents.completion import CompletionConfigWarning
+from engram.agents.guidance import stands_apart
 from engram.agents.learning import DEFAULT_BATCH, routed_drafter
 from engram.agents.lessons import DESTINATIONS, Lessons
 from engram.cli.app import cli, examples
@@ -20,7 +21,10 @@ from engram.ledger.catalog import Destination
 from engram.projections.rules import Rule
 from engram.projections.suggestions import STATUSES, Suggestion
 
-_LIST_COLUMNS = ["id", "status", "destination", "text", "drafter", "reviewer", "final_text"]
+_LIST_COLUMNS = [
+    "id", "status", "destination", "tellings", "text", "drafter", "reviewer", "final_text"
+]  # fmt: skip
+_SHOW_COLUMNS = ["id", "status", "destination", "text", "reviewer", "final_text", "written_path"]
 
 
 @contextmanager
@@ -34,6 +38,12 @@ def _lessons(settings: Settings, *, learning: bool = False) -> Iterator[Lessons]
                 completer = routed_drafter(settings.routing or None)
             for warning in caught:
                 note(f"warning: {warning.message}")
+            if not stands_apart(memory.embedder):
+                note(
+                    "note: no neural embedder (hash vectors): repeats of a mistake are merged "
+                    "by their lessons' shared words only; install the 'embeddings' or 'onnx' "
+                    "extra to merge paraphrases (docs/learning.md)"
+                )
         yield Lessons(
             memory.ledger,
             memory.engine,
@@ -53,6 +63,7 @@ def _record(s: Suggestion) -> dict[str, Any]:
         "text": s.text,
         "drafter": s.drafter,
         "scars": s.scars,
+        "tellings": len(s.scars),  # the scars it cites: one mistake told this many times
         "diff": s.diff,
         "reviewer": s.reviewer,
         "note": s.note,
@@ -120,8 +131,22 @@ def show(suggestion: str, fmt: str) -> None:
     with _lessons(out.settings()) as lessons:
         found = lessons.suggestion(suggestion)
         ignored = lessons.ignored(found.id)
-    record = _record(found)
-    out.render([record], fmt, columns=list(record))
+        told = lessons.told(found.id)
+    tellings = [
+        {"scar": s.id, "agent": s.agent, "what": s.what, "lesson": s.lesson} for s in told
+    ]
+    record = {**_record(found), "told": tellings}
+    if fmt != "table":
+        out.render([record], fmt, columns=list(record))
+    else:  # the suggestion, then each telling of its mistake on its own row
+        del record["told"], record["scars"]
+        out.render([record], fmt, columns=list(record), table_columns=_SHOW_COLUMNS)
+        out.render(
+            tellings,
+            fmt,
+            columns=["scar", "agent", "what", "lesson"],
+            widths={"scar": 36, "what": 60, "lesson": 60},
+        )
     for position, kind, reason in ignored:
         note(f"ignored {kind} at position {position}: {reason}")
 

@@ -83,6 +83,8 @@ def test_learn_review_and_rules(
     ]
     assert "would draft 2" in err
     assert "2 personal-data items scrubbed" in err
+    # The tests run on hash vectors: the user is told paraphrases are not merged.
+    assert "repeats of a mistake are merged by their lessons' shared words only" in err
     code, out, err = run(capsys, *base, "learn", "--format", "json")
     drafted = json.loads(out)
     assert [d["text"] for d in drafted] == [
@@ -128,6 +130,14 @@ def test_learn_review_and_rules(
     (shown,) = json.loads(out)
     assert shown["status"] == "applied"
     assert shown["written_position"] is not None
+    # a reviewer reads each telling of the mistake: who told it, what happened, the lesson
+    assert shown["tellings"] == 1
+    assert [(t["agent"], t["what"]) for t in shown["told"]] == [("inner", "bisect found it")]
+    code, out, _ = run(capsys, *base, "suggestions", "show", skill_id)
+    assert code == 0
+    assert "bisect found it" in out and "Bisecting the lockfile" in out
+    code, out, _ = run(capsys, *base, "suggestions", "list")
+    assert "tellings" in out.splitlines()[0]
 
 
 def test_usage_errors(setup: tuple[list[str], Path], capsys: pytest.CaptureFixture[str]) -> None:

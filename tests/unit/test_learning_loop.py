@@ -165,6 +165,30 @@ def test_a_later_repeat_joins_the_suggestion_and_a_refused_one_stays_refused(
     ]
 
 
+def test_a_group_is_drafted_from_a_telling_that_fits_a_rule(
+    memory: Memory, lessons: Lessons
+) -> None:
+    long_lesson = (
+        "Snapshot the database before every migration, and keep the snapshot until the "
+        "migration has been checked on real traffic; " + "write down where it is kept. " * 9
+    ).strip()
+    assert len(long_lesson) > 300
+    first = memory.scars("ops").record(
+        "failure", "Orders lost a column.", long_lesson, importance=9
+    )
+    memory.scars("dev").record(
+        "failure", "Invoices wiped.", "Snapshot the database before a migration.", importance=3
+    )
+    (drafted,) = lessons.learn().drafted
+    assert len(drafted.scars) == 2  # one mistake, one suggestion
+    # The short telling is the suggestion: a rule, served where a task calls for it; the
+    # most important telling, too long for a rule, would have gone to a file no frame reads.
+    assert drafted.destination == "rules"
+    assert drafted.text == "Snapshot the database before a migration."
+    (event,) = memory.ledger.get([first])
+    assert event.id in drafted.scars
+
+
 def test_a_dry_run_joins_nothing(memory: Memory, lessons: Lessons) -> None:
     scar(memory, "ops", "Orders lost a column.", "Snapshot the database before a migration.")
     lessons.learn()
