@@ -105,14 +105,19 @@ def search(
             # turn speaks of its speaker in the first person alone, which the speaker's path
             # below compares (ADR 0126).
             labelled = bool(subject) and subject in lexical.tokens(speakers.label(text))
-            held = [] if labelled else _of_subject(memory, conn, position, said, subject)
+            # A public memory may replace any agent's public ones: a team's shared memory is
+            # corrected by whoever learns of the change (ADR 0166); a private one, its own.
+            shared = memory.ledger.get([position])[0].payload.visibility == "public"
+            held = (
+                [] if labelled else _of_subject(memory, conn, position, said, subject, shared)
+            )
             if not held and not labelled and subject and said.change:
                 # The name a change gives may be its new value, not what changed ("From 1
                 # January lashing is contracted to PortCrew Marine"): where nothing earlier
                 # names it, what changed is looked for as an unnamed thing's, by the words
                 # both memories share (ADR 0149).
                 unnamed = _Said(text, said.change, said.values, "")
-                held = _of_subject(memory, conn, position, unnamed, "")
+                held = _of_subject(memory, conn, position, unnamed, "", shared)
                 if held:
                     said, subject = unnamed, ""
             # Spoken of in the first person, and of nothing the memories name alike ("We
@@ -338,9 +343,11 @@ def _of_subject(
     position: int,
     said: _Said,
     subject: str | None,
+    shared: bool = False,
 ) -> list[_Held]:
     """Return the earlier memories that name the subject of the new one (a name, or an
-    unnamed thing by the words both name it by) and may be replaced by it."""
+    unnamed thing by the words both name it by) and may be replaced by it: the agent's own,
+    and, ``shared`` (the new memory is public), other agents' public ones."""
     # Unnamed, the new memory must say that something changed, give a state's value anew
     # ("is on release 2.5.0"; ADR 0109), or be an earlier memory with one value given anew
     # ("The open playtest has 500 slots" of "... 200 slots"; ADR 0123).
@@ -357,7 +364,7 @@ def _of_subject(
     hits = [h._replace(text=as_stated(h.text)) for h in hits]  # (ADR 0158)
     held: list[_Held] = [
         h for h in hits
-        if h.agent == memory.agent
+        if (h.agent == memory.agent or (shared and h.visibility == "public"))
         # ... or give a value of one kind in place of another ("Emergency contact: 07700
         # 900835" of "... number is 07700 900461"; ADR 0158).
         and (not plain or said.anew(h.text) or same_kind(said.text, h.text))

@@ -120,14 +120,21 @@ HOLDER = -1.0
 JUDGED = 3
 
 
-def _checked(memory: AgentMemory, positions: Sequence[int], what: str) -> list[int]:
-    """Return ``positions`` if each holds a live memory of this agent; else raise."""
-    return memory.own_memories(positions, "supersedes", f"{what}: ")
+def _checked(
+    memory: AgentMemory, positions: Sequence[int], what: str, shared: bool = False
+) -> list[int]:
+    """Return ``positions`` if each holds a live memory of this agent (or, ``shared``, a
+    public memory of any agent); else raise."""
+    return memory.own_memories(positions, "supersedes", f"{what}: ", shared=shared)
 
 
-def check_supersedes(memory: AgentMemory, replaces: Sequence[int]) -> list[int]:
-    """Check ``replaces`` before a memory is observed to replace them; return them."""
-    return _checked(memory, replaces, "supersedes")
+def check_supersedes(
+    memory: AgentMemory, replaces: Sequence[int], *, public: bool = False
+) -> list[int]:
+    """Check ``replaces`` before a memory is observed to replace them; return them. A
+    ``public`` memory may replace other agents' public memories (ADR 0166); a private one
+    replaces only its agent's own (the others' readers could not read what replaced theirs)."""
+    return _checked(memory, replaces, "supersedes", shared=public)
 
 
 def check_valid_from(valid_from: object, replaces: Sequence[int]) -> datetime | None:
@@ -171,7 +178,8 @@ def supersede(
     refused (one revert undoes one supersession).
     """
     (new,) = _checked(memory, [position], "position")
-    olds = _checked(memory, replaces, "replaces")
+    public = memory.ledger.get([new])[0].payload.visibility == "public"
+    olds = _checked(memory, replaces, "replaces", shared=public)
     if any(old >= new for old in olds):
         raise QueryError(f"a memory replaces only earlier ones: {olds} are not all before {new}")
     valid_from = check_valid_from(valid_from, olds)

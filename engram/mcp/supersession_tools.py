@@ -2,9 +2,10 @@
 detection proposed, review a proposal and revert a supersession (ADRs 0052, 0075).
 
 Every tool acts as the calling agent, over the same Python API as every other interface
-(:class:`~engram.agents.memory.AgentMemory`): an agent supersedes only its own memories,
-sees and reviews only the proposals about its own memories, and reverts only supersessions
-of its own memories; it is the review's or the revert's ``reviewer``. Every argument is
+(:class:`~engram.agents.memory.AgentMemory`): an agent's memory supersedes its own
+memories and, being public, other agents' public ones (ADR 0166); the agent sees and
+reviews only the proposals its own observations raised, and reverts only the supersessions
+they made; it is the review's or the revert's ``reviewer``. Every argument is
 checked before anything is appended, so a refused call writes nothing.
 """
 
@@ -175,7 +176,11 @@ def register(
         position: Annotated[Position, Field(description="Your newer memory's position.")],
         replaces: Annotated[
             list[Position],
-            Field(min_length=1, description="Your earlier memories it replaces (positions)."),
+            Field(
+                min_length=1,
+                description="The earlier memories it replaces (positions): yours, or, yours"
+                " being public, other agents' public ones.",
+            ),
         ],
         valid_from: Annotated[
             str | None,

@@ -302,17 +302,54 @@ def test_a_bad_supersedes_writes_nothing(
     assert memory.ledger.head() == head
 
 
-def test_an_agent_supersedes_only_its_own_earlier_memories(memory: Memory) -> None:
-    theirs = memory.agent("bob").observe("Bob lives in Rome.")
-    ana = memory.agent("ana")
+def test_an_agent_supersedes_its_own_earlier_memories_and_others_public_ones(
+    memory: Memory,
+) -> None:
+    bob, ana = memory.agent("bob"), memory.agent("ana")
+    private = bob.observe("Bob lives in Rome.", visibility="private")
+    public = bob.observe("Bob's desk is on floor 2.")
     mine = ana.observe("Ana lives in Oslo.")
     head = memory.ledger.head()
     with pytest.raises(MemoryOwnerError, match="supersedes only its own"):
-        ana.observe("Bob moved to Lima.", supersedes=[theirs])
+        ana.observe("Bob moved to Lima.", supersedes=[private])
+    # A private memory replaces no memory others read: they could not read what replaced it.
+    with pytest.raises(MemoryOwnerError, match="public ones by a public memory"):
+        ana.observe("Bob's desk moved to floor 3.", supersedes=[public], visibility="private")
+    quiet = ana.observe("Bob's desk moved to floor 4.", visibility="private")
+    with pytest.raises(MemoryOwnerError, match="holds a public memory of agent 'bob'"):
+        ana.supersede(quiet, [public])
     later = ana.observe("Ana likes tea.")
     with pytest.raises(QueryError, match="only earlier ones"):
         ana.supersede(mine, [later])
-    assert memory.ledger.head() == head + 1  # the one observation, nothing else
+    assert memory.ledger.head() == head + 2  # the two observations, nothing else
+    # A public memory replaces another agent's public one: a team corrects its memory.
+    moved = ana.observe("Bob's desk moved to floor 3.", supersedes=[public])
+    items = bob.recall("Which floor is Bob's desk on?", 2, record=False, min_score=0).items
+    assert [i.event.position for i in items] == [moved, public]
+    assert items[1].replaced_by == moved
+
+
+def test_detection_replaces_another_agents_public_memory_by_a_public_one(
+    memory: Memory,
+) -> None:
+    secretary, treasurer = memory.agent("secretary"), memory.agent("treasurer")
+    _filled(memory)
+    old = secretary.observe("Ruth Bailey is the club treasurer.", at=NOW - 60 * DAY)
+    hidden = secretary.observe("Ines Duarte lives in Leeds.", at=NOW - 60 * DAY,
+                               visibility="private")  # fmt: skip
+    new = treasurer.observe(
+        "Ruth Bailey stepped down at the AGM; Dev Mistry is the new treasurer.",
+        at=NOW - 30 * DAY,
+    )
+    treasurer.observe("Ines Duarte moved to York.", at=NOW - 30 * DAY)
+    events = [e for e in memory.ledger.read(0) if e.kind == "memory.superseded"]
+    # The private memory is no candidate: its agent alone reads it.
+    assert [(e.payload.agent, e.payload.position, e.payload.replaces) for e in events] == [
+        ("treasurer", new, [old])
+    ]
+    assert hidden not in {p for e in events for p in e.payload.replaces}
+    item = secretary.recall("Who is the club treasurer?", 1, record=False).items[0]
+    assert item.event.position == new
 
 
 def test_detection_applies_a_replacement_by_default_and_measures_it(memory: Memory) -> None:
