@@ -151,6 +151,39 @@ _FROM_ON = (
 )
 #: :data:`_FROM_ON` alone: what comes before it is the value, not what changed.
 FROM_ON = re.compile(_FROM_ON, re.IGNORECASE)
+#: A thing or a person working again: back in use, on the roster, returned to service,
+#: repaired (ADR 0167).
+_RETURNED = (
+    r"\bback\s+(?:in\s+use|in\s+action|on\s+the\s+(?:roster|rota|road)|at\s+work|to\s+work"
+    r"|on\s+duty|up\s+and\s+running)\b"
+    r"|\b(?:returned|returns|return)\s+to\s+(?:service|work|use|duty)\b"
+    r"|\b(?:was|were|has\s+been|have\s+been|got|is\s+now|are\s+now)\s+"
+    r"(?:fixed|repaired|mended)\b(?!\s+(?:at|for|to|rate|term|price)\b)"
+    r"|\b(?:fit|well|working)\s+again\b"
+)
+RETURNED = re.compile(_RETURNED, re.IGNORECASE)
+#: A thing or a person out of action: what a return to work replaces, whatever else the two
+#: memories say (ADR 0167).
+OUT_OF_ACTION = re.compile(
+    r"\b(?:broken|broke\s+down|out\s+of\s+(?:service|order|action|use)|not\s+working|faulty"
+    r"|leaking|(?:is|are|was|were|went)\s+down\b|offline|in\s+(?:heavy\s+)?maintenance"
+    r"|in\s+for\s+(?:repair|service)|awaiting\s+(?:repair|parts|a\s+part)"
+    r"|(?:on|off)\s+sick(?:\s+leave)?|off\s+work|signed\s+off)\b",
+    re.IGNORECASE,
+)
+
+
+def back_in_action(new: str, old: str) -> bool:
+    """Say whether ``new`` tells a thing or a person working again (:data:`RETURNED`) and
+    ``old`` told it out of action (:data:`OUT_OF_ACTION`): one attribute's two values,
+    however little else the two say alike ("The ice machine is broken; an engineer is
+    booked for Thursday" / "The ice machine was fixed this morning, it needed a new pump";
+    ADR 0167)."""
+    return bool(RETURNED.search(new)) and bool(OUT_OF_ACTION.search(old)) and not (
+        RETURNED.search(old)
+    )
+
+
 #: Phrases that announce a change where no one word does: "gave up the harp for the
 #: saxophone", "sold the old car", "these days prefers amber", "used to live in Lyon" (ADR
 #: 0119), a hand-over (ADR 0143). "The old" alone does not ("a leftover from the old
@@ -183,6 +216,14 @@ CHANGE_PHRASES = re.compile(
     # A state returned to, and a status reached, no object after it: "SC-12 is back in
     # service", "the claim has settled", "the lease has expired" (ADR 0151).
     r"|\bback\s+(?:in\s+service|in\s+stock|online|in\s+operation|to\s+normal)\b"
+    # ... and a thing or a person working again (ADR 0167): "is back in use", "back on the
+    # roster", "returned to service", "the ice machine was fixed this morning", "has been
+    # repaired" (not "the rate was fixed at 4%"), an amount put up or down ("put the cat
+    # dental price up to 245", "we're up to 78 members"), a plan changed ("Change of plan:").
+    rf"|{_RETURNED}"
+    r"|\b(?:put|puts|putting)\s+(?:[\w'-]+\s+){0,5}?(?:up|down)\s+(?:to|by)\s+\W?\d"
+    r"|(?:'|\u2019)(?:re|s)\s+(?:up|down)\s+(?:to|by)\s+\W?\d"
+    r"|\bchange\s+of\s+plans?\b"
     r"|\b(?:has|have)\s+(?:settled|closed|reopened|resumed|ended|expired|lapsed)\b"
     r"(?!\s+(?:the|a|an|its|their|his|her|our|my|this|that|these|those|\d)\b)"
     # A status given in the passive: "the order was cancelled", "RFI-051 has been closed".

@@ -307,7 +307,10 @@ class _Said:
             old.position != position and statements.statement(old.text)
             and statements.differs(self.content, statements.content(old.text), change)
             and same_occurrences(self.ids, self.labels, old.text, change, self.values)
-            and self.named <= {*codes(old.text), *theirs}
+            and all(
+                n in theirs or n in codes(old.text) or _written_apart(n, old.text)
+                for n in self.named
+            )
             and self.numbered <= statements.labels(old.text)
             and same_keys(self.text, old.text)
             and (change or theirs == self.identifiers)
@@ -496,6 +499,15 @@ def same_keys(text: str, old: str) -> bool:
 #: write it ("image-resizer", "cart-api"); "eu-west-1" is a value's notation, and a part of
 #: an address ("ap@umbrella-health.io") is the address's (ADR 0122).
 _KEBAB = re.compile(r"(?<![\w@./-])[a-z]{2,}(?:-[a-z]{2,})+(?![\w-]|\.\w)")
+
+
+def _written_apart(name: str, text: str) -> bool:
+    """Say whether ``text`` writes the hyphenated ``name`` as words apart: "free-delivery"
+    is the "free delivery" of "Minimum order for free delivery" (ADR 0167)."""
+    parts = name.split("-")
+    if len(parts) < 2 or any(not p.isalpha() for p in parts):
+        return False
+    return re.search(r"\b" + r"[\s-]+".join(map(re.escape, parts)) + r"\b", text, re.I) is not None
 
 
 def identifiers(text: str) -> frozenset[str]:

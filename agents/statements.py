@@ -75,6 +75,9 @@ CHANGE_FORMS = frozenset(
         "cut", "halved", "doubled", "extended", "shortened", "revised", "amended", "adjusted",
         # A date set anew and a post left or taken up (ADR 0160).
         "rebooked", "delayed", "retired", "resigned", "promoted",
+        # A date or a plan set anew (ADR 0167): "The Ashby fixture has been rearranged for 21
+        # June".
+        "rearranged",
     )
 )  # fmt: skip
 #: The stems of :data:`CHANGE_FORMS` (:func:`stem`): "moves", "moving" meet "moved".
@@ -157,8 +160,20 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
         # written as: "Kasia gets 3 pounds a week", "Kasia's pocket money went up to 4"
         # were no one's in a store of two (ADR 0160).
         rare = weights.get(named[0], 0.0) >= RARE
-        return named[0] if rare or lexical.row_count(conn) < YOUNG else None
+        if rare or lexical.row_count(conn) < YOUNG:
+            return named[0]
+        # A word the store writes capitalised inside a sentence is a name, however many
+        # memories hold it: "Greenfields' free-delivery minimum has gone up" of a supplier
+        # named in a dozen notes ("an invoice from Greenfields"; ADR 0167).
+        written = _WRITTEN.match(words[0])
+        if written and lexical.written_inside(conn, named[0], written.group()):
+            return named[0]
+        return None
     return ""
+
+
+#: A word as written, its possessive and punctuation left out: "Greenfields'" -> "Greenfields".
+_WRITTEN = re.compile(r"[A-Z][\w-]*?(?=(?:'s|\u2019s|'|\u2019)?\W*$)")
 
 
 #: The words after which a sentence's first name is what is said of an unnamed thing, not

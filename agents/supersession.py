@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
 
+from engram.agents.announcing import back_in_action
 from engram.agents.arguments import check_name
 from engram.agents.candidacy import (
     Candidate,
@@ -298,7 +299,9 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
     best = next(
         (
             c for c in found
-            if c.said >= threshold(memory, text, c.text)
+            # A return to work replaces the memory that told its subject out of action,
+            # however little else the two say alike (ADR 0167).
+            if (c.said >= threshold(memory, text, c.text) or back_in_action(text, c.text))
             and (change or not instances_apart(text, c.text))
             and (
                 change or c.shared or announces(c.text) or value_anew(text, c.text)

@@ -56,6 +56,7 @@ from engram.projections.lexical.read import (
     terms,
     texts,
     visible_to,
+    written_inside,
 )
 
 __all__ = [
@@ -100,4 +101,5 @@ __all__ = [
     "texts",
     "tokens",
     "visible_to",
+    "written_inside",
 ]

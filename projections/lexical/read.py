@@ -15,6 +15,7 @@ scale depends on the query and the corpus.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -422,6 +423,21 @@ def _content_rows(
 def row_count(conn: sqlite3.Connection) -> int:
     """Return how many rows the index holds (FTS5's own count, one small read)."""
     return averages(conn, _table(conn))[0]
+
+
+def written_inside(conn: sqlite3.Connection, word: str, written: str, limit: int = 50) -> bool:
+    """Say whether one of the first ``limit`` rows holding ``word`` (a term as :func:`terms`
+    gives it) writes it as ``written`` (capitalised) inside a sentence: after a word in
+    lower case, a digit or a comma, where no sentence capitalises it ("invoice from
+    Greenfields"). A store that writes a word so takes it for a name (ADR 0167)."""
+    if not written or not word:
+        return False
+    table = _table(conn)
+    inside = re.compile(rf"[a-z0-9,;)]\s+{re.escape(written)}(?![\w-])")
+    rows = conn.execute(
+        f"SELECT text FROM {table} WHERE {table} MATCH ? LIMIT ?", [f'"{word}"', limit]
+    )
+    return any(inside.search(str(text)) for (text,) in rows)
 
 
 def seen_by(conn: sqlite3.Connection, words: Sequence[str], agent: str) -> tuple[str, ...]:
