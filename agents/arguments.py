@@ -82,6 +82,11 @@ def check_query(query: object, what: str = "query") -> str:
     return query
 
 
+class DetectionWarning(UserWarning):
+    """A memory was stored, but finding what it replaces failed (the projections could not
+    be read): the observation stands, unlinked; a retry would store it twice (ADR 0168)."""
+
+
 class LongTextWarning(UserWarning):
     """A memory's text is longer than recall reads of it: its first :data:`MAX_TEXT`
     characters are searched and embedded, the rest kept in the ledger only (ADR 0131)."""
@@ -92,6 +97,9 @@ def check_text(text: object, what: str = "text") -> None:
     characters, or that holds a NUL character (a text of another type is the ledger's to
     refuse, naming the field). Warn
     (:class:`LongTextWarning`) of a text longer than recall reads."""
+    if isinstance(text, bytes | bytearray | memoryview):
+        # The ledger would encode them as base64 and say they do not read back (ADR 0168).
+        raise QueryError(f"{what} must be a string, got {type(text).__name__}: decode it first")
     if isinstance(text, str) and len(text) > MAX_TEXT:
         warnings.warn(
             LongTextWarning(

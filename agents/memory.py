@@ -25,6 +25,7 @@ do not apply; ``valid_at=T`` asks what was true at ``T``.
 from __future__ import annotations
 
 import sqlite3
+import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ from msgspec import UNSET
 
 from engram.agents import scopes
 from engram.agents.arguments import (
+    DetectionWarning,
     check_agent,
     check_query,
     check_text,
@@ -78,6 +80,7 @@ from engram.ledger.catalog import (
     RecalledItem,
     Visibility,
 )
+from engram.ledger.errors import EngramError
 from engram.projections import lexical, salience, supersession, timetravel
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
@@ -252,7 +255,18 @@ class AgentMemory(Gathering):
         )
         position = self.ledger.append(event)[0]
         if not replaces and self.supersede_policy != "off":
-            supersession.propose_or_apply(self, position, text)
+            try:
+                supersession.propose_or_apply(self, position, text)
+            except (EngramError, sqlite3.Error) as error:
+                # The memory is stored: a failure to find what it replaces does not make
+                # the observation fail, or each retry would store it again (ADR 0168).
+                warnings.warn(
+                    DetectionWarning(
+                        f"memory stored at position {position}; finding what it replaces"
+                        f" failed: {error}"
+                    ),
+                    stacklevel=2,
+                )
         return position
 
     def archive(self, positions: Sequence[int], *, reason: str | None = None) -> int:

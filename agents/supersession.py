@@ -315,6 +315,12 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
     return Finding([best.position], best.said, "overlap", _evidence(best))
 
 
+def _unquoted(found: Finding) -> str:
+    """Return a reason for ``found`` that quotes no word of the memories (one is private)."""
+    how = "a model judged" if found.method == "model" else f"cosine {found.similarity:.2f}"
+    return f"{how}; the words of a private memory are not quoted"
+
+
 def _evidence(c: Candidate) -> str:
     shared = ", ".join(sorted(c.attribute)) or "no word beyond the subject"
     old, new = (", ".join(sorted(v)) for v in c.values)
@@ -382,6 +388,10 @@ def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | Non
     stream = f"agent:{memory.agent}"
     similarity = round(found.similarity, 6)
     new = position if found.by is None else found.by
+    # A reason quotes both memories' words; where one is private, the event (which the log,
+    # the hub and every reader of the ledger show) quotes neither (ADR 0168).
+    if any(e.payload.visibility != "public" for e in memory.ledger.get([new, *found.replaces])):
+        found = found._replace(reason=_unquoted(found))
     if memory.supersede_policy == "apply":
         at = memory.ledger.get([new])[0].at
         applied = MemorySuperseded(

@@ -208,6 +208,11 @@ def sign(
     if target.exists():
         existing = _decode(target)
         if existing.hash == last and existing.ledger == first:
+            # Returned as signed only where it reads as signed: an edited file is no
+            # checkpoint, and is kept as the evidence it is (ADR 0168).
+            public = key.public_key()
+            same_key = existing.key == key_id(public)
+            _check_file(target, existing, head, public if same_key else None)
             return existing, target
         what = "another ledger" if existing.ledger != first else "another hash"
         raise CheckpointError(
@@ -247,6 +252,22 @@ def sign(
     return checkpoint, target
 
 
+def _check_file(
+    path: Path, checkpoint: Checkpoint, position: int, public: Ed25519PublicKey | None
+) -> None:
+    """Refuse a checkpoint file holding another position than its name says, or (``public``
+    given: the key it was signed by) whose signature does not match its content."""
+    if checkpoint.position != position:
+        raise CheckpointError(f"{path}: names position {position} but holds {checkpoint.position}")
+    if public is None:
+        return
+    try:
+        signature = base64.b64decode(checkpoint.signature, validate=True)
+        public.verify(signature, checkpoint.message())
+    except (InvalidSignature, ValueError):
+        raise CheckpointError(f"{path}: the signature does not match its content") from None
+
+
 def load_checkpoints(
     directory: str | os.PathLike[str], public: Ed25519PublicKey
 ) -> list[Checkpoint]:
@@ -265,19 +286,11 @@ def load_checkpoints(
         if match is None:
             continue
         checkpoint = _decode(path)
-        if checkpoint.position != int(match.group(1)):
-            raise CheckpointError(
-                f"{path}: names position {int(match.group(1))} but holds {checkpoint.position}"
-            )
         if checkpoint.key != expected_key:
             raise CheckpointError(
                 f"{path}: signed by key {checkpoint.key}, not by the key given ({expected_key})"
             )
-        try:
-            signature = base64.b64decode(checkpoint.signature, validate=True)
-            public.verify(signature, checkpoint.message())
-        except (InvalidSignature, ValueError):
-            raise CheckpointError(f"{path}: the signature does not match its content") from None
+        _check_file(path, checkpoint, int(match.group(1)), public)
         found.append(checkpoint)
     if not found:
         raise CheckpointError(f"no checkpoint files (checkpoint-*.json) in {folder}")

@@ -25,6 +25,7 @@ from engram.ledger.collector import collector_paused
 from engram.ledger.errors import (
     ConfigError,
     DamagedEventError,
+    DamagedLedgerError,
     LedgerClosedError,
     LedgerError,
     ReadOnlyLedgerError,
@@ -368,6 +369,15 @@ class Ledger:
             found = {event.position: event for event in self._events(rows)}
         missing = [p for p in unique if p not in found]
         if missing:
+            # Positions are dense: one at or below the head that holds nothing was deleted
+            # outside engram, no argument's fault (ADR 0168).
+            gone = [p for p in missing if p <= self.head()]
+            if gone:
+                raise DamagedLedgerError(
+                    f"no event at position(s) {', '.join(map(str, gone[:10]))}, below the head:"
+                    " rows were deleted outside engram; `engram verify` names the first"
+                    " damaged position"
+                )
             raise ConfigError(f"no event at position(s) {', '.join(map(str, missing[:10]))}")
         return [found[p] for p in wanted]
 

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 import click
 
-from engram.agents.arguments import LongTextWarning
+from engram.agents.arguments import DetectionWarning, LongTextWarning
 from engram.agents.recalled import RecallResult
 from engram.agents.scopes import SCOPES, item_author, item_text, item_type
 from engram.cli.app import cli, examples
@@ -103,6 +103,7 @@ def observe(
         warnings.catch_warnings(record=True) as told,
     ):
         warnings.simplefilter("always", LongTextWarning)
+        warnings.simplefilter("always", DetectionWarning)
         position = memory.agent(agent).observe(
             text,
             type=memory_type,  # type: ignore[arg-type]

@@ -269,6 +269,25 @@ def test_signing_twice_at_one_head_keeps_one_checkpoint(tmp_path: Path, key: Pat
     assert [p.name for p in (tmp_path / "a").iterdir()] == [path.name]
 
 
+def test_an_edited_checkpoint_at_the_head_is_not_taken_as_signed(
+    tmp_path: Path, key: Path
+) -> None:
+    with ledger_with(tmp_path / "l.db", history(3)) as ledger:
+        _, path = sign(ledger, load_private_key(key), tmp_path / "a")
+        signed = path.read_bytes()
+        path.write_bytes(signed.replace(b'"position": 3', b'"position": 2'))
+        with pytest.raises(CheckpointError, match="names position 3 but holds 2"):
+            sign(ledger, load_private_key(key), tmp_path / "a")
+        edited = json.loads(signed)
+        edited["signed_at"] = "2020-01-01T00:00:00Z"  # the signature no longer matches
+        path.write_text(json.dumps(edited))
+        with pytest.raises(CheckpointError, match="signature does not match"):
+            sign(ledger, load_private_key(key), tmp_path / "a")
+        assert json.loads(path.read_text()) == edited  # kept as the evidence it is
+        path.write_bytes(signed)
+        assert sign(ledger, load_private_key(key), tmp_path / "a")[1] == path
+
+
 def test_an_empty_ledger_has_nothing_to_sign(tmp_path: Path, key: Path) -> None:
     with (
         Ledger.open(str(tmp_path / "e.db"), default_registry()) as ledger,
