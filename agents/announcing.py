@@ -179,8 +179,10 @@ def back_in_action(new: str, old: str) -> bool:
     however little else the two say alike ("The ice machine is broken; an engineer is
     booked for Thursday" / "The ice machine was fixed this morning, it needed a new pump";
     ADR 0167)."""
-    return bool(RETURNED.search(new)) and bool(OUT_OF_ACTION.search(old)) and not (
-        RETURNED.search(old)
+    return (
+        bool(RETURNED.search(new))
+        and bool(OUT_OF_ACTION.search(old))
+        and not (RETURNED.search(old))
     )
 
 

@@ -108,9 +108,7 @@ def search(
             # A public memory may replace any agent's public ones: a team's shared memory is
             # corrected by whoever learns of the change (ADR 0166); a private one, its own.
             shared = memory.ledger.get([position])[0].payload.visibility == "public"
-            held = (
-                [] if labelled else _of_subject(memory, conn, position, said, subject, shared)
-            )
+            held = [] if labelled else _of_subject(memory, conn, position, said, subject, shared)
             if not held and not labelled and subject and said.change:
                 # The name a change gives may be its new value, not what changed ("From 1
                 # January lashing is contracted to PortCrew Marine"): where nothing earlier

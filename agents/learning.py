@@ -328,9 +328,7 @@ def _representative(
         # The offline draft's length: the lesson on one line, and a full stop it may gain.
         return len(one_line(scars[i].lesson)) < MAX_RULE
 
-    best = max(
-        range(len(scars)), key=lambda i: (fits(i), scars[i].importance, centrality(i), -i)
-    )
+    best = max(range(len(scars)), key=lambda i: (fits(i), scars[i].importance, centrality(i), -i))
     return scars[best]
 
 

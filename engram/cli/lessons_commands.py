@@ -132,9 +132,7 @@ def show(suggestion: str, fmt: str) -> None:
         found = lessons.suggestion(suggestion)
         ignored = lessons.ignored(found.id)
         told = lessons.told(found.id)
-    tellings = [
-        {"scar": s.id, "agent": s.agent, "what": s.what, "lesson": s.lesson} for s in told
-    ]
+    tellings = [{"scar": s.id, "agent": s.agent, "what": s.what, "lesson": s.lesson} for s in told]
     record = {**_record(found), "told": tellings}
     if fmt != "table":
         out.render([record], fmt, columns=list(record))

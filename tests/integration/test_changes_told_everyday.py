@@ -81,9 +81,15 @@ def test_a_return_to_work_meets_only_what_was_out_of_action() -> None:
             "The ice machine is broken; an engineer is booked for Thursday.",
             "The ice machine was fixed this morning, it needed a new pump.",
         ),
-        ("The heavy roller is broken again.", "The heavy roller has been repaired and is back in use."),
+        (
+            "The heavy roller is broken again.",
+            "The heavy roller has been repaired and is back in use.",
+        ),
         # An amount put up.
-        ("Adult membership is £120 for the season.", "The AGM voted to put adult membership up to £135."),
+        (
+            "Adult membership is £120 for the season.",
+            "The AGM voted to put adult membership up to £135.",
+        ),
         # A name the store writes inside its sentences, opening one; a compound written apart.
         (
             "Minimum order for free delivery from Greenfields is £150.",

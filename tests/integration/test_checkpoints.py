@@ -269,9 +269,7 @@ def test_signing_twice_at_one_head_keeps_one_checkpoint(tmp_path: Path, key: Pat
     assert [p.name for p in (tmp_path / "a").iterdir()] == [path.name]
 
 
-def test_an_edited_checkpoint_at_the_head_is_not_taken_as_signed(
-    tmp_path: Path, key: Path
-) -> None:
+def test_an_edited_checkpoint_at_the_head_is_not_taken_as_signed(tmp_path: Path, key: Path) -> None:
     with ledger_with(tmp_path / "l.db", history(3)) as ledger:
         _, path = sign(ledger, load_private_key(key), tmp_path / "a")
         signed = path.read_bytes()

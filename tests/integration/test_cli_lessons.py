@@ -135,7 +135,8 @@ def test_learn_review_and_rules(
     assert [(t["agent"], t["what"]) for t in shown["told"]] == [("inner", "bisect found it")]
     code, out, _ = run(capsys, *base, "suggestions", "show", skill_id)
     assert code == 0
-    assert "bisect found it" in out and "Bisecting the lockfile" in out
+    assert "bisect found it" in out
+    assert "Bisecting the lockfile" in out
     code, out, _ = run(capsys, *base, "suggestions", "list")
     assert "tellings" in out.splitlines()[0]
 

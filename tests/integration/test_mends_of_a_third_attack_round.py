@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import engram
-from engram.cli import main
 from engram.agents.arguments import DetectionWarning
+from engram.cli import main
 from engram.ledger import ConfigError, DamagedLedgerError, Ledger
 from engram.projections.errors import QueryError
 
