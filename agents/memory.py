@@ -70,7 +70,7 @@ from engram.agents.ordering import (
 )
 from engram.agents.quoted import held, id_floors
 from engram.agents.recalled import Recalled, RecallResult
-from engram.agents.typed import NO_VALUE, asked, kind_texts
+from engram.agents.typed import NO_VALUE, asked, kind_texts, owned
 from engram.ledger import Ledger, NewEvent
 from engram.ledger.catalog import (
     MemoryArchived,
@@ -503,6 +503,8 @@ class AgentMemory(Gathering):
         # one holding no value of the kind it asks for is no answer (ADR 0120).
         floors = id_floors(positions, matching) if matching is not None else {}
         kind = asked(ask.query) if matching is not None else None
+        # An attribute asked of a named owner is not given by another owner's (ADR 0169).
+        other = owned(ask.query) if matching is not None else None
         # One holding the ids quoted, which its replacement does not, is asked about (ADR 0136).
         demoted = {p: n for p, n in replaced.items() if not held(floors, p) or held(floors, n)}
 
@@ -511,7 +513,7 @@ class AgentMemory(Gathering):
             texts: Mapping[int, str] = {}
             if matching is not None:
                 work_out(ranked, batch, matching)
-                texts = kind_texts(kind, batch, matching)
+                texts = kind_texts(kind or other, batch, matching)
             for p in batch:
                 c = ranked[p]
                 if calibration is None:
@@ -521,6 +523,8 @@ class AgentMemory(Gathering):
                 if p in floors:  # (the least, the share kept)
                     relevance[p] = max(relevance[p], floors[p][0]) * floors[p][1]
                 if kind is not None and not kind.held(texts.get(p, "")):
+                    relevance[p] = min(relevance[p], NO_VALUE)
+                if other is not None and other.apart(texts.get(p, "")):
                     relevance[p] = min(relevance[p], NO_VALUE)
                 total[p] = scored(relevance[p] ** w["relevance"], p)
 

@@ -20,6 +20,7 @@ from engram.agents.statements import (
     CHANGE_WORDS,
     COPULA_WORDS,
     NAME,
+    TITLES,
     VALUE_HEADS,
     content,
     content_stems,
@@ -42,6 +43,7 @@ __all__ = [
     "instances_apart",
     "keeps_names",
     "many_valued",
+    "owner",
     "planned",
     "planned_change",
     "recorded_occurrence",
@@ -357,6 +359,24 @@ _CONTRACTED = frozenset(
 def _owned(text: str) -> re.Match[str] | None:
     """Return the first possessive's "'s" in ``text`` (a contraction's is none)."""
     return next((m for m in _OWNED.finditer(text) if m[1].lower() not in _CONTRACTED), None)
+
+
+#: A name before a possessive: its run of capitalised words ("Dr Hale's", "Mrs Okafor's").
+_OWNER = re.compile(r"((?:[A-Z][\w'-]*\s+){0,3}[A-Z][\w-]*)['\u2019]s\s(?![A-Z])")
+
+
+def owner(text: str) -> frozenset[str]:
+    """Return the words naming whose attribute the first possessive of ``text`` gives, where
+    a name does ("What is Dr Hale's mobile number?" -> {"hale"}; titles and function words
+    aside), empty where a common word owns it ("the account's carrier"; ADR 0169)."""
+    found = _owned(text)
+    if found is None:
+        return frozenset()
+    run = _OWNER.search(text, max(found.start() - 80, 0), found.end())
+    if run is None or run.end() != found.end():
+        return frozenset()
+    words = [w for w in lexical.tokens(run.group(1)) if w not in STOPWORDS and w not in TITLES]
+    return frozenset(words)
 
 
 #: The most words an attribute is given in ("the level's target frame rate is 60 fps").

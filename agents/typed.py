@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from engram.agents import shapes
 from engram.agents.matching import stems_of
+from engram.projections import lexical
 
 if TYPE_CHECKING:
     from engram.agents.matching import Matching
@@ -38,10 +39,12 @@ __all__ = [
     "Attributed",
     "Kind",
     "Numbered",
+    "Owned",
     "asked",
     "kind_texts",
     "lettered",
     "numbered",
+    "owned",
     "same_kind",
 ]
 
@@ -265,6 +268,32 @@ class Attributed(NamedTuple):
         return self.words[-1] in stems_of(text).every
 
 
+class Owned(NamedTuple):
+    """An attribute a question asks of a named owner ("What is Dr Hale's mobile number?"):
+    a memory giving the same attribute of another named owner ("Mrs Okafor's mobile number
+    is 07700 900312") and naming the asked one nowhere does not answer it (ADR 0169)."""
+
+    owner: frozenset[str]  # the owner's name words ("hale")
+    words: tuple[str, ...]  # the attribute's stems, the head last
+
+    def apart(self, text: str) -> bool:
+        """Say whether ``text`` gives this attribute of another owner, and not of this one."""
+        given = shapes.given_attribute(text)
+        if not given or shapes.words_apart(list(self.words), given):
+            return False  # no attribute, or another one: ADR 0164's to weigh
+        theirs = shapes.owner(text)
+        if not theirs or theirs & self.owner:
+            return False
+        return not self.owner & set(lexical.tokens(text))
+
+
+def owned(query: str) -> Owned | None:
+    """Return the attribute ``query`` asks of a named owner, if it asks one (ADR 0169)."""
+    words = shapes.asked_attribute(query)
+    owner = shapes.owner(query) if words else frozenset()
+    return Owned(owner, tuple(words)) if owner else None
+
+
 def lettered(text: str) -> frozenset[tuple[str, str]]:
     """Return the (word, letter) labels ``text`` gives ("Block A"), lower-cased."""
     return frozenset(
@@ -305,7 +334,7 @@ def asked(query: str) -> Kind | Numbered | Attributed | None:
 
 
 def kind_texts(
-    kind: Kind | Numbered | Attributed | None, positions: Sequence[int], m: Matching
+    kind: Kind | Numbered | Attributed | Owned | None, positions: Sequence[int], m: Matching
 ) -> dict[int, str]:
     """Return ``m.texts``, with the texts of ``positions`` read where ``kind`` is asked for
     (a value is looked for in them)."""

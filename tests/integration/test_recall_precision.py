@@ -410,6 +410,31 @@ def test_a_question_of_one_attribute_is_not_answered_by_another(memory: Memory) 
     assert [r.event.position for r in found.items][:1] == [both]
 
 
+def test_an_attribute_of_one_owner_is_not_answered_by_another_owner_s(memory: Memory) -> None:
+    # ADR 0169: "What is Dr Hale's mobile number?" was answered at 0.49 (hash) by "Mrs
+    # Okafor's mobile number is 07700 900312.": the attribute was all the two shared.
+    from engram.agents.typed import Owned, owned
+
+    assert owned("What is Dr Hale's mobile number?") == Owned(
+        frozenset({"hale"}), ("mobil", "number")
+    )
+    assert owned("What is the account's carrier?") is None  # no name owns it
+    ana = _filled(memory)
+    theirs = ana.observe("Mrs Okafor's mobile number is 07700 900312.")
+    question = "What is Dr Hale's mobile number?"
+    _capped(ana, question, theirs)
+    mine = ana.observe("Dr Hale's mobile number is 07700 900455.")
+    found = ana.recall(question, 5, record=False)
+    assert [r.event.position for r in found.items][:1] == [mine]
+    # A memory naming the asked owner anywhere may answer: it is not capped.
+    from engram.agents.typed import NO_VALUE
+
+    both = ana.observe("Mrs Okafor's mobile number is 07700 900312, the one Dr Hale uses on call.")
+    every = ana.recall(question, 5, record=False, min_score=0)
+    (item,) = [r for r in every.items if r.event.position == both]
+    assert item.relevance > NO_VALUE
+
+
 def test_what_labels_a_thing_in_a_question() -> None:
     from engram.agents.typed import Numbered, asked
 
