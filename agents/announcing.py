@@ -155,7 +155,7 @@ FROM_ON = re.compile(_FROM_ON, re.IGNORECASE)
 #: repaired (ADR 0167).
 _RETURNED = (
     r"\bback\s+(?:in\s+use|in\s+action|on\s+the\s+(?:roster|rota|road)|at\s+work|to\s+work"
-    r"|on\s+duty|up\s+and\s+running)\b"
+    r"|on\s+duty|up\s+and\s+running|in\s+service|in\s+operation|online)\b"
     r"|\b(?:returned|returns|return)\s+to\s+(?:service|work|use|duty)\b"
     r"|\b(?:was|were|has\s+been|have\s+been|got|is\s+now|are\s+now)\s+"
     r"(?:fixed|repaired|mended)\b(?!\s+(?:at|for|to|rate|term|price)\b)"

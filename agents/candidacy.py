@@ -380,6 +380,9 @@ def _of_subject(
             or holders.opening_head(said.text, h.text)
             # A role handed over, whose holder alone the old memory gives (ADR 0160).
             or (holders.held_role(said.text, h.text) if said.change else ())
+            # A code of letters and digits both quote names what both speak of: "Flight
+            # NS412 departs at 06:50" / "From 30 March NS412 departs at 07:15" (ADR 0170).
+            or _shared_codes(said.text, h.text)
             for h in held
         })  # fmt: skip
     # Two things named by the same words with their own modifiers stay two things: the
@@ -497,6 +500,12 @@ def same_keys(text: str, old: str) -> bool:
 #: write it ("image-resizer", "cart-api"); "eu-west-1" is a value's notation, and a part of
 #: an address ("ap@umbrella-health.io") is the address's (ADR 0122).
 _KEBAB = re.compile(r"(?<![\w@./-])[a-z]{2,}(?:-[a-z]{2,})+(?![\w-]|\.\w)")
+
+
+def _shared_codes(text: str, other: str) -> tuple[str, ...]:
+    """Return the codes of letters and digits both texts quote ("ns412"), sorted."""
+    both = set(codes(text)) & set(codes(other))
+    return tuple(sorted(c for c in both if any(ch.isalpha() for ch in c)))
 
 
 def _written_apart(name: str, text: str) -> bool:

@@ -78,6 +78,9 @@ CHANGE_FORMS = frozenset(
         # A date or a plan set anew (ADR 0167): "The Ashby fixture has been rearranged for 21
         # June".
         "rearranged",
+        # An event called off (ADR 0170): "The Saturday 23 May matinee is cancelled", "Group
+        # away day cancelled, the funding was pulled".
+        "cancelled", "canceled",
     )
 )  # fmt: skip
 #: The stems of :data:`CHANGE_FORMS` (:func:`stem`): "moves", "moving" meet "moved".

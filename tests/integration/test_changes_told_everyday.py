@@ -43,6 +43,8 @@ def filled_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Me
         "The ice machine was fixed this morning, it needed a new pump.",
         "Change of plan: the summer holiday will be in Sicily, not Crete.",
         "Tariq Hassan is fit again and back on the roster from 3 March.",
+        "The Saturday 23 May matinee is cancelled, the venue double booked.",
+        "Group away day cancelled, the funding was pulled.",
     ],
 )
 def test_everyday_changes_are_announced(text: str) -> None:
@@ -68,6 +70,10 @@ def test_a_return_to_work_meets_only_what_was_out_of_action() -> None:
     assert back_in_action(
         "Tariq Hassan is fit again and back on the roster from 3 March.",
         "Senior cabin crew member Tariq Hassan is on sick leave.",
+    )
+    assert back_in_action(
+        "Bladder scanner back in service.",
+        "The bladder scanner is broken and waiting for medical physics.",
     )
     assert not back_in_action(fixed, "The ice machine makes 20 kg of ice a day.")
     assert not back_in_action("The ice machine is broken.", "The ice machine was fixed.")
@@ -115,3 +121,17 @@ def test_everyday_changes_replace_what_they_change(memory: Memory, old: str, new
 )
 def test_what_changes_nothing_replaces_nothing(memory: Memory, old: str, new: str) -> None:
     assert not replaced(memory, old, new)
+
+
+def test_a_code_both_quote_names_what_two_unnamed_memories_speak_of(memory: Memory) -> None:
+    # ADR 0170: no subject, no shared run of content words; the flight's code is shared.
+    assert replaced(
+        memory,
+        "Flight NS412 departs Aberdeen at 06:50 on weekdays.",
+        "From 30 March NS412 departs at 07:15.",
+    )
+    assert not replaced(
+        memory,
+        "Flight NS412 departs Aberdeen at 06:50 on weekdays.",
+        "From 30 March NS418 departs at 07:15.",
+    )
