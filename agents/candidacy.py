@@ -115,7 +115,7 @@ def search(
                 # names it, what changed is looked for as an unnamed thing's, by the words
                 # both memories share (ADR 0149).
                 unnamed = _Said(text, said.change, said.values, "")
-                held = _of_subject(memory, conn, position, unnamed, "", shared)
+                held = _of_subject(memory, conn, position, unnamed, "", shared, False)
                 if held:
                     said, subject = unnamed, ""
             # Spoken of in the first person, and of nothing the memories name alike ("We
@@ -345,10 +345,14 @@ def _of_subject(
     said: _Said,
     subject: str | None,
     shared: bool = False,
+    by_codes: bool = True,
 ) -> list[_Held]:
     """Return the earlier memories that name the subject of the new one (a name, or an
     unnamed thing by the words both name it by) and may be replaced by it: the agent's own,
-    and, ``shared`` (the new memory is public), other agents' public ones."""
+    and, ``shared`` (the new memory is public), other agents' public ones. With
+    ``by_codes``, a code both quote names what two unnamed memories speak of; not where the
+    memory was named, by the value its change gives (ADR 0170: "Samir Nasser replaced the
+    work laptop with a ThinkPad X1" speaks of no X1 another memory uses)."""
     # Unnamed, the new memory must say that something changed, give a state's value anew
     # ("is on release 2.5.0"; ADR 0109), or be an earlier memory with one value given anew
     # ("The open playtest has 500 slots" of "... 200 slots"; ADR 0123).
@@ -382,7 +386,7 @@ def _of_subject(
             or (holders.held_role(said.text, h.text) if said.change else ())
             # A code of letters and digits both quote names what both speak of: "Flight
             # NS412 departs at 06:50" / "From 30 March NS412 departs at 07:15" (ADR 0170).
-            or _shared_codes(said.text, h.text)
+            or (_shared_codes(said.text, h.text) if by_codes else ())
             for h in held
         })  # fmt: skip
     # Two things named by the same words with their own modifiers stay two things: the

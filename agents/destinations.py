@@ -101,6 +101,9 @@ def commit(write: Write) -> None:
     try:
         with os.fdopen(fd, "wb") as file:
             file.write(write.content)
+            # The file keeps its mode, a new one 0644: mkstemp's 0600 had made an
+            # instructions file private to whoever applied a lesson (ADR 0171).
+            os.fchmod(file.fileno(), _mode_of(write.path))
             file.flush()
             os.fsync(file.fileno())
         os.replace(temporary, write.path)
@@ -111,6 +114,15 @@ def commit(write: Write) -> None:
                 f"cannot write {write.path}: {error.strerror or error}"
             ) from None
         raise
+
+
+def _mode_of(path: Path) -> int:
+    """Return the permission bits ``path`` has, or 0644 for a new file (a project's text,
+    as an editor would write it; reading the umask would set it, process-wide)."""
+    try:
+        return os.stat(path).st_mode & 0o7777
+    except OSError:
+        return 0o644
 
 
 def _check_writable(folder: Path) -> None:

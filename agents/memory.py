@@ -216,9 +216,8 @@ class AgentMemory(Gathering):
         Bad values (empty text, importance outside 1..10, unknown type or visibility) are
         refused by the ledger with an error naming the field; nothing is written.
 
-        ``supersedes`` names earlier memories the new one replaces (this agent's, or, by a
-        public memory, any agent's public ones: a team's memory is corrected by whoever
-        learns of the change; ADR 0166), no longer
+        ``supersedes`` names earlier memories of this agent the new one replaces (another
+        agent's public memories are replaced by detection alone; ADR 0166, 0171), no longer
         true from ``valid_from`` (default: the new memory's time), said in the observation's
         own event (ADR 0121), checked first: a bad position writes nothing. Without it,
         detection may propose or apply a replacement, as the agent's policy says (ADR 0052).
@@ -226,11 +225,10 @@ class AgentMemory(Gathering):
         from engram.agents import supersession  # it builds on this module
 
         check_text(text)
-        replaces = (
-            supersession.check_supersedes(self, supersedes, public=visibility == "public")
-            if supersedes
-            else []
-        )
+        # Only an empty list or tuple says "nothing": 0, False or "" are bad values, refused
+        # with the rest (ADR 0171).
+        empty = isinstance(supersedes, list | tuple) and not supersedes
+        replaces = [] if empty else supersession.check_supersedes(self, supersedes)
         valid_from = supersession.check_valid_from(valid_from, replaces)
         tags = checked_tags(tags, source)
         if importance is None and isinstance(text, str) and text and isinstance(type, str):
@@ -302,9 +300,9 @@ class AgentMemory(Gathering):
     def supersede(
         self, position: int, replaces: Sequence[int], *, valid_from: datetime | None = None
     ) -> int:
-        """Say that this agent's memory at ``position`` replaces earlier ones (a revision: its
-        own, or, the memory being public, any agent's public ones); return the
-        ``memory.superseded`` position. Nothing is written on a bad argument."""
+        """Say that this agent's memory at ``position`` replaces earlier ones of its own (a
+        revision); return the ``memory.superseded`` position. Nothing is written on a bad
+        argument."""
         from engram.agents import supersession
 
         return supersession.supersede(self, position, replaces, valid_from=valid_from)
@@ -582,18 +580,14 @@ class AgentMemory(Gathering):
             )
         return items
 
-    def own_memories(
-        self, positions: Sequence[int], verb: str, where: str = "", *, shared: bool = False
-    ) -> list[int]:
-        """Return ``positions`` if each holds a memory this agent observed (or, ``shared``,
-        a public memory of any agent), else raise.
+    def own_memories(self, positions: Sequence[int], verb: str, where: str = "") -> list[int]:
+        """Return ``positions`` if each holds a memory this agent observed, else raise.
 
         ``verb`` and ``where`` word the refusal ("archives", "supersedes"; a prefix).
 
         Raises:
             UnknownMemoryError: a position holds no memory.
-            MemoryOwnerError: a position holds another agent's memory (not public, where
-                ``shared``).
+            MemoryOwnerError: a position holds another agent's memory.
         """
         wanted = checked_positions(positions)
         head = self.ledger.head()
@@ -604,19 +598,10 @@ class AgentMemory(Gathering):
             if event is None or event.kind != "memory.observed":
                 found = "no event" if event is None else f"a {event.kind} event"
                 raise UnknownMemoryError(f"{where}position {position} holds {found}, not a memory")
-            if event.payload.agent != self.agent and not (
-                shared and event.payload.visibility == "public"
-            ):
-                # Supersession alone reaches other agents' public memories (ADR 0166).
-                also = (
-                    ", and other agents' public ones by a public memory"
-                    if verb == "supersedes"
-                    else ""
-                )
+            if event.payload.agent != self.agent:
                 raise MemoryOwnerError(
-                    f"{where}position {position} holds a {event.payload.visibility} memory of"
-                    f" agent {event.payload.agent!r}; agent {self.agent!r} {verb} only its own"
-                    f"{also}"
+                    f"{where}position {position} holds a memory of agent {event.payload.agent!r};"
+                    f" agent {self.agent!r} {verb} only its own"
                 )
         return wanted
 

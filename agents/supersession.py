@@ -60,7 +60,7 @@ from engram.ledger.catalog import (
     SupersessionReverted,
     SupersessionReviewed,
 )
-from engram.projections import salience, supersession
+from engram.projections import lexical, salience, supersession
 from engram.projections.counts import check_count
 from engram.projections.errors import QueryError
 
@@ -121,21 +121,16 @@ HOLDER = -1.0
 JUDGED = 3
 
 
-def _checked(
-    memory: AgentMemory, positions: Sequence[int], what: str, shared: bool = False
-) -> list[int]:
-    """Return ``positions`` if each holds a live memory of this agent (or, ``shared``, a
-    public memory of any agent); else raise."""
-    return memory.own_memories(positions, "supersedes", f"{what}: ", shared=shared)
+def _checked(memory: AgentMemory, positions: Sequence[int], what: str) -> list[int]:
+    """Return ``positions`` if each holds a live memory of this agent; else raise. By hand,
+    an agent replaces its own memories only: detection alone reaches another agent's public
+    ones, by what the two say alike (ADR 0166, 0171)."""
+    return memory.own_memories(positions, "supersedes", f"{what}: ")
 
 
-def check_supersedes(
-    memory: AgentMemory, replaces: Sequence[int], *, public: bool = False
-) -> list[int]:
-    """Check ``replaces`` before a memory is observed to replace them; return them. A
-    ``public`` memory may replace other agents' public memories (ADR 0166); a private one
-    replaces only its agent's own (the others' readers could not read what replaced theirs)."""
-    return _checked(memory, replaces, "supersedes", shared=public)
+def check_supersedes(memory: AgentMemory, replaces: Sequence[int]) -> list[int]:
+    """Check ``replaces`` before a memory is observed to replace them; return them."""
+    return _checked(memory, replaces, "supersedes")
 
 
 def check_valid_from(valid_from: object, replaces: Sequence[int]) -> datetime | None:
@@ -179,8 +174,7 @@ def supersede(
     refused (one revert undoes one supersession).
     """
     (new,) = _checked(memory, [position], "position")
-    public = memory.ledger.get([new])[0].payload.visibility == "public"
-    olds = _checked(memory, replaces, "replaces", shared=public)
+    olds = _checked(memory, replaces, "replaces")
     if any(old >= new for old in olds):
         raise QueryError(f"a memory replaces only earlier ones: {olds} are not all before {new}")
     valid_from = check_valid_from(valid_from, olds)
@@ -318,7 +312,7 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
 def _unquoted(found: Finding) -> str:
     """Return a reason for ``found`` that quotes no word of the memories (one is private)."""
     how = "a model judged" if found.method == "model" else f"cosine {found.similarity:.2f}"
-    return f"{how}; the words of a private memory are not quoted"
+    return f"{how}; the words of a private memory, or of another agent's, are not quoted"
 
 
 def _evidence(c: Candidate) -> str:
@@ -389,8 +383,11 @@ def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | Non
     similarity = round(found.similarity, 6)
     new = position if found.by is None else found.by
     # A reason quotes both memories' words; where one is private, the event (which the log,
-    # the hub and every reader of the ledger show) quotes neither (ADR 0168).
-    if any(e.payload.visibility != "public" for e in memory.ledger.get([new, *found.replaces])):
+    # the hub and every reader of the ledger show) quotes neither (ADR 0168); nor where they
+    # are two agents': the event is sealed under its own agent's key, so forgetting the
+    # other would leave its words here (ADR 0171).
+    joined = memory.ledger.get([new, *found.replaces])
+    if any(e.payload.visibility != "public" or e.payload.agent != memory.agent for e in joined):
         found = found._replace(reason=_unquoted(found))
     if memory.supersede_policy == "apply":
         at = memory.ledger.get([new])[0].at
@@ -443,8 +440,8 @@ def revert(
     memory: AgentMemory, event: int, *, reviewer: str, note: str = "", own: bool = False
 ) -> int:
     """Undo the supersession applied at ``event``, whoever's memories it joins (appended to
-    their agent's stream; with ``own``, only one of ``memory``'s agent's memories); return
-    the revert's position."""
+    their agent's stream; with ``own``, only one ``memory``'s agent made, or one replacing
+    a memory of that agent's: ADR 0171); return the revert's position."""
     _check_reviewer(reviewer)
     check_count(event, "event", "a ledger position")
     _check_note(note)
@@ -452,7 +449,10 @@ def revert(
     with memory.engine.read() as conn:
         found = supersession.of_event(conn, event)
         live = supersession.applied(conn, event)
-    if found is None or not live or (own and found.agent != memory.agent):
+        # The agent whose memory another's replaced may undo it: detection reaches other
+        # agents' public memories, and their owner has the say over them too (ADR 0171).
+        mine = found is not None and bool(lexical.own_texts(conn, found.replaces, memory.agent))
+    if found is None or not live or (own and found.agent != memory.agent and not mine):
         whose = f" of {memory.agent}'s memories" if own else ""
         raise UnknownMemoryError(f"position {event} holds no supersession in force{whose}")
     payload = SupersessionReverted(supersession=event, reviewer=reviewer, note=note)

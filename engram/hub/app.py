@@ -217,6 +217,9 @@ def create_app(config: HubConfig) -> Guard:
             raise BadRequestError(f"{action!r}: a supersession is reviewed or reverted")
         reviewer, note = form.get("reviewer", ""), form.get("note", "")
         decision = form.get("decision", "") if action == "review" else "reverted"
+        if action == "review" and decision not in ("applied", "refused"):
+            # A review applies or refuses; reverting is its own action (ADR 0171).
+            raise BadRequestError(f"decision must be 'applied' or 'refused', got {decision!r}")
         position = await hub.run(_supersession, event, decision, reviewer, note)
         return RedirectResponse(f"/review?done={position}", 303)
 

@@ -2,11 +2,11 @@
 detection proposed, review a proposal and revert a supersession (ADRs 0052, 0075).
 
 Every tool acts as the calling agent, over the same Python API as every other interface
-(:class:`~engram.agents.memory.AgentMemory`): an agent's memory supersedes its own
-memories and, being public, other agents' public ones (ADR 0166); the agent sees and
-reviews only the proposals its own observations raised, and reverts only the supersessions
-they made; it is the review's or the revert's ``reviewer``. Every argument is
-checked before anything is appended, so a refused call writes nothing.
+(:class:`~engram.agents.memory.AgentMemory`): an agent supersedes only its own memories
+(detection alone reaches other agents' public ones, ADR 0166, 0171), sees and reviews only
+the proposals its own observations raised, and reverts the supersessions they made and
+those that replaced one of its memories; it is the review's or the revert's ``reviewer``.
+Every argument is checked before anything is appended, so a refused call writes nothing.
 """
 
 from __future__ import annotations
@@ -176,11 +176,7 @@ def register(
         position: Annotated[Position, Field(description="Your newer memory's position.")],
         replaces: Annotated[
             list[Position],
-            Field(
-                min_length=1,
-                description="The earlier memories it replaces (positions): yours, or, yours"
-                " being public, other agents' public ones.",
-            ),
+            Field(min_length=1, description="Your earlier memories it replaces (positions)."),
         ],
         valid_from: Annotated[
             str | None,

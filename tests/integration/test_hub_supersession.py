@@ -114,6 +114,8 @@ def test_bad_supersession_forms_are_refused_and_append_nothing(tmp_path: Path) -
         assert c.post(moved, data={**good, "csrf": "0" * 64}).status_code == 403
         for url, form, needle in (
             (moved, {**good, "decision": "maybe"}, "decision must be"),
+            # A review applies or refuses: reverting is its own action (ADR 0171).
+            (moved, {**good, "decision": "reverted"}, "decision must be"),
             (moved, {**good, "reviewer": "  "}, "reviewer must be a non-empty name"),
             (moved, {**good, "reviewer": "r" * 600}, "reviewer"),
             (f"/review/supersession/{seeded['paris']}/review", good, "no supersession proposal"),

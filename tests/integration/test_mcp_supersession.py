@@ -42,7 +42,7 @@ def test_supersession_tools_act_as_the_calling_agent(tmp_path: Path) -> None:
         berlin = alice.observe("Alice Moreau moved to Berlin.")
         volvo = alice.observe("Alice Moreau drives a red Volvo.")
         fiat = alice.observe("Alice Moreau now drives a blue Fiat.")
-        rome = bob.observe("Bob Rossi lives in Rome.", visibility="private")
+        rome = bob.observe("Bob Rossi lives in Rome.")
         lima = bob.observe("Bob Rossi moved to Lima.")
     moved = _proposal(db, "alice", berlin, paris)
     car = _proposal(db, "alice", fiat, volvo)
