@@ -48,6 +48,7 @@ from engram.agents.completion import (
     load_completion_routing,
 )
 from engram.agents.errors import UnknownMemoryError
+from engram.agents.folding import same_numbers
 from engram.agents.holders import holder_anew
 from engram.agents.notes import as_stated
 from engram.agents.relations import same_relation
@@ -301,12 +302,23 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
                 change or c.shared or announces(c.text) or value_anew(text, c.text)
                 or same_format(text, c.text) or same_kind(text, c.text)
             )
+            # Unannounced, the same numbers told in other words are a retelling, or another
+            # event of that day and hour, no value given anew ("18 rooms for the wedding,
+            # arriving 12 June" / "The wedding party checks in 12 June with 18 rooms";
+            # "Costume fitting: 12 April, 11am" / "a wig fitting on 12 April at 11am"; ADR
+            # 0172): one value said anew in the same words still is (ADR 0123).
+            and (change or value_anew(text, c.text) or not _numbers_retold(text, c.text))
         ),
         None,
     )  # fmt: skip
     if best is None:
         return None
     return Finding([best.position], best.said, "overlap", _evidence(best))
+
+
+def _numbers_retold(text: str, old: str) -> bool:
+    """Say whether ``text`` gives numbers, and the same ones as ``old``, as often each."""
+    return any(ch.isdigit() for ch in text) and same_numbers(text, old)
 
 
 def _unquoted(found: Finding) -> str:

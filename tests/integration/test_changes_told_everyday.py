@@ -135,3 +135,26 @@ def test_a_code_both_quote_names_what_two_unnamed_memories_speak_of(memory: Memo
         "Flight NS412 departs Aberdeen at 06:50 on weekdays.",
         "From 30 March NS418 departs at 07:15.",
     )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # ADR 0172: the same numbers told in other words, no change announced.
+        (
+            "18 rooms for the Hughes-Bamford wedding, arriving Fri 12 June.",
+            "The Hughes-Bamford wedding party checks in 12 June with 18 rooms.",
+        ),
+        (
+            "Costume fitting for Jess Tran: 12 April, 11am.",
+            "Jess Tran needs a wig fitting on 12 April at 11am.",
+        ),
+    ],
+)  # fmt: skip
+def test_the_same_numbers_retold_replace_nothing(memory: Memory, old: str, new: str) -> None:
+    assert not replaced(memory, old, new)
+
+
+def test_one_value_said_anew_with_the_same_numbers_still_replaces(memory: Memory) -> None:
+    old, new = "The 10k race is run by Sarah Kent.", "The 10k race is run by Mo Farrow."
+    assert replaced(memory, old, new)
