@@ -322,7 +322,8 @@ def _numbers_retold(text: str, old: str) -> bool:
 
 
 def _unquoted(found: Finding) -> str:
-    """Return a reason for ``found`` that quotes no word of the memories (one is private)."""
+    """Return a reason for ``found`` that quotes no word of the memories (one is private, or
+    another agent's: ADR 0168, 0171)."""
     how = "a model judged" if found.method == "model" else f"cosine {found.similarity:.2f}"
     return f"{how}; the words of a private memory, or of another agent's, are not quoted"
 
