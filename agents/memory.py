@@ -25,7 +25,6 @@ do not apply; ``valid_at=T`` asks what was true at ``T``.
 from __future__ import annotations
 
 import sqlite3
-import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import nullcontext
 from datetime import UTC, datetime
@@ -35,7 +34,6 @@ from msgspec import UNSET
 
 from engram.agents import scopes
 from engram.agents.arguments import (
-    DetectionWarning,
     check_agent,
     check_query,
     check_text,
@@ -80,7 +78,6 @@ from engram.ledger.catalog import (
     RecalledItem,
     Visibility,
 )
-from engram.ledger.errors import EngramError
 from engram.projections import lexical, salience, supersession, timetravel
 from engram.projections.embedding import Embedder
 from engram.projections.engine import ProjectionEngine
@@ -225,10 +222,7 @@ class AgentMemory(Gathering):
         from engram.agents import supersession  # it builds on this module
 
         check_text(text)
-        # Only an empty list or tuple says "nothing": 0, False or "" are bad values, refused
-        # with the rest (ADR 0171).
-        empty = isinstance(supersedes, list | tuple) and not supersedes
-        replaces = [] if empty else supersession.check_supersedes(self, supersedes)
+        replaces = supersession.check_supersedes(self, supersedes)
         valid_from = supersession.check_valid_from(valid_from, replaces)
         tags = checked_tags(tags, source)
         if importance is None and isinstance(text, str) and text and isinstance(type, str):
@@ -252,19 +246,8 @@ class AgentMemory(Gathering):
             at=at,
         )
         position = self.ledger.append(event)[0]
-        if not replaces and self.supersede_policy != "off":
-            try:
-                supersession.propose_or_apply(self, position, text)
-            except (EngramError, sqlite3.Error) as error:
-                # The memory is stored: a failure to find what it replaces does not make
-                # the observation fail, or each retry would store it again (ADR 0168).
-                warnings.warn(
-                    DetectionWarning(
-                        f"memory stored at position {position}; finding what it replaces"
-                        f" failed: {error}"
-                    ),
-                    stacklevel=2,
-                )
+        if not replaces:
+            supersession.after_observe(self, position, text)
         return position
 
     def archive(self, positions: Sequence[int], *, reason: str | None = None) -> int:
@@ -301,8 +284,7 @@ class AgentMemory(Gathering):
         self, position: int, replaces: Sequence[int], *, valid_from: datetime | None = None
     ) -> int:
         """Say that this agent's memory at ``position`` replaces earlier ones of its own (a
-        revision); return the ``memory.superseded`` position. Nothing is written on a bad
-        argument."""
+        revision); return the ``memory.superseded`` position. A bad argument writes nothing."""
         from engram.agents import supersession
 
         return supersession.supersede(self, position, replaces, valid_from=valid_from)
@@ -501,8 +483,7 @@ class AgentMemory(Gathering):
         # one holding no value of the kind it asks for is no answer (ADR 0120).
         floors = id_floors(positions, matching) if matching is not None else {}
         kind = asked(ask.query) if matching is not None else None
-        # An attribute asked of a named owner is not given by another owner's (ADR 0169).
-        other = owned(ask.query) if matching is not None else None
+        other = owned(ask.query) if matching is not None else None  # another owner's (0169)
         # One holding the ids quoted, which its replacement does not, is asked about (ADR 0136).
         demoted = {p: n for p, n in replaced.items() if not held(floors, p) or held(floors, n)}
 

@@ -20,7 +20,6 @@ from engram.agents.statements import (
     CHANGE_WORDS,
     COPULA_WORDS,
     NAME,
-    TITLES,
     VALUE_HEADS,
     content,
     content_stems,
@@ -43,9 +42,9 @@ __all__ = [
     "instances_apart",
     "keeps_names",
     "many_valued",
-    "owner",
     "planned",
     "planned_change",
+    "possessive",
     "recorded_occurrence",
     "said_of_another",
     "same_value",
@@ -356,27 +355,9 @@ _CONTRACTED = frozenset(
 )
 
 
-def _owned(text: str) -> re.Match[str] | None:
+def possessive(text: str) -> re.Match[str] | None:
     """Return the first possessive's "'s" in ``text`` (a contraction's is none)."""
     return next((m for m in _OWNED.finditer(text) if m[1].lower() not in _CONTRACTED), None)
-
-
-#: A name before a possessive: its run of capitalised words ("Dr Hale's", "Mrs Okafor's").
-_OWNER = re.compile(r"((?:[A-Z][\w'-]*\s+){0,3}[A-Z][\w-]*)['\u2019]s\s(?![A-Z])")
-
-
-def owner(text: str) -> frozenset[str]:
-    """Return the words naming whose attribute the first possessive of ``text`` gives, where
-    a name does ("What is Dr Hale's mobile number?" -> {"hale"}; titles and function words
-    aside), empty where a common word owns it ("the account's carrier"; ADR 0169)."""
-    found = _owned(text)
-    if found is None:
-        return frozenset()
-    run = _OWNER.search(text, max(found.start() - 80, 0), found.end())
-    if run is None or run.end() != found.end():
-        return frozenset()
-    words = [w for w in lexical.tokens(run.group(1)) if w not in STOPWORDS and w not in TITLES]
-    return frozenset(words)
 
 
 #: The most words an attribute is given in ("the level's target frame rate is 60 fps").
@@ -387,7 +368,7 @@ def _attribute_words(text: str, *, contractions: bool = True) -> list[str]:
     """Return :func:`attribute`'s stems in their order (the last is the attribute's head
     noun: "billing contact", "billing address"); without ``contractions``, a contraction's
     "'s" ("there's") opens none (detection reads it as it did, ADR 0164)."""
-    found = _OWNED.search(text) if contractions else _owned(text)
+    found = _OWNED.search(text) if contractions else possessive(text)
     if found is None:
         return []
     words = lexical.tokens(text[found.end() :])
@@ -414,7 +395,7 @@ def asked_attribute(question: str) -> list[str]:
     """Return the attribute a question asks of a possessive, stemmed, its head last ("What
     is Beatrice Hale's shoe size?" -> ["shoe", "size"]): at most :data:`_ATTRIBUTE_WORDS`
     content words after it, to a function word or the question's end (ADR 0164)."""
-    found = _owned(question)
+    found = possessive(question)
     if found is None:
         return []
     words: list[str] = []

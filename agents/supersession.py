@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Literal, NamedTuple
 import msgspec
 
 from engram.agents.announcing import back_in_action
-from engram.agents.arguments import check_name
+from engram.agents.arguments import DetectionWarning, check_name
 from engram.agents.candidacy import (
     Candidate,
     announced,
@@ -61,6 +61,7 @@ from engram.ledger.catalog import (
     SupersessionReverted,
     SupersessionReviewed,
 )
+from engram.ledger.errors import EngramError
 from engram.projections import lexical, salience, supersession
 from engram.projections.counts import check_count
 from engram.projections.errors import QueryError
@@ -130,7 +131,10 @@ def _checked(memory: AgentMemory, positions: Sequence[int], what: str) -> list[i
 
 
 def check_supersedes(memory: AgentMemory, replaces: Sequence[int]) -> list[int]:
-    """Check ``replaces`` before a memory is observed to replace them; return them."""
+    """Check ``replaces`` before a memory is observed to replace them; return them. Only an
+    empty list or tuple says "nothing": 0, False or "" are bad values (ADR 0171)."""
+    if isinstance(replaces, list | tuple) and not replaces:
+        return []
     return _checked(memory, replaces, "supersedes")
 
 
@@ -382,6 +386,22 @@ def routed_judge(routing: str | os.PathLike[str] | None) -> Completer | None:
     if isinstance(table.route("supersede"), OfflineRoute):
         return None
     return completer_for("supersede", table)
+
+
+def after_observe(memory: AgentMemory, position: int, text: str) -> int | None:
+    """Run :func:`propose_or_apply` for a memory just stored. A failure is a
+    :class:`DetectionWarning`, not an error: the memory is stored, and an error would have
+    each retry store it again (ADR 0168)."""
+    try:
+        return propose_or_apply(memory, position, text)
+    except (EngramError, sqlite3.Error) as error:
+        warnings.warn(
+            DetectionWarning(
+                f"memory stored at position {position}; finding what it replaces failed: {error}"
+            ),
+            stacklevel=3,
+        )
+        return None
 
 
 def propose_or_apply(memory: AgentMemory, position: int, text: str) -> int | None:

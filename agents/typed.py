@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from engram.agents import shapes
-from engram.agents.matching import stems_of
+from engram.agents.matching import STOPWORDS, stems_of
+from engram.agents.statements import TITLES
 from engram.projections import lexical
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ __all__ = [
     "lettered",
     "numbered",
     "owned",
+    "owner",
     "same_kind",
 ]
 
@@ -281,17 +283,35 @@ class Owned(NamedTuple):
         given = shapes.given_attribute(text)
         if not given or shapes.words_apart(list(self.words), given):
             return False  # no attribute, or another one: ADR 0164's to weigh
-        theirs = shapes.owner(text)
+        theirs = owner(text)
         if not theirs or theirs & self.owner:
             return False
         return not self.owner & set(lexical.tokens(text))
 
 
+#: A name before a possessive: its run of capitalised words ("Dr Hale's", "Mrs Okafor's").
+_OWNER = re.compile(r"((?:[A-Z][\w'-]*\s+){0,3}[A-Z][\w-]*)['\u2019]s\s(?![A-Z])")
+
+
+def owner(text: str) -> frozenset[str]:
+    """Return the words naming whose attribute the first possessive of ``text`` gives, where
+    a name does ("What is Dr Hale's mobile number?" -> {"hale"}; titles and function words
+    aside), empty where a common word owns it ("the account's carrier"; ADR 0169)."""
+    found = shapes.possessive(text)
+    if found is None:
+        return frozenset()
+    run = _OWNER.search(text, max(found.start() - 80, 0), found.end())
+    if run is None or run.end() != found.end():
+        return frozenset()
+    words = [w for w in lexical.tokens(run.group(1)) if w not in STOPWORDS and w not in TITLES]
+    return frozenset(words)
+
+
 def owned(query: str) -> Owned | None:
     """Return the attribute ``query`` asks of a named owner, if it asks one (ADR 0169)."""
     words = shapes.asked_attribute(query)
-    owner = shapes.owner(query) if words else frozenset()
-    return Owned(owner, tuple(words)) if owner else None
+    named = owner(query) if words else frozenset()
+    return Owned(named, tuple(words)) if named else None
 
 
 def lettered(text: str) -> frozenset[tuple[str, str]]:

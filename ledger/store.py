@@ -8,7 +8,6 @@ every caller still gets its own positions or its own error (ADR 0006).
 
 from __future__ import annotations
 
-import math
 import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 import msgspec
 
 from engram.ledger import backends, erasure
+from engram.ledger.arguments import check_position, check_timeout, check_utf8, checked_names
 from engram.ledger.backend import AuditTarget, Backend, InsertConflictError, Row, checked_identity
 from engram.ledger.chunks import chunked
 from engram.ledger.codec import decode_payload
@@ -255,7 +255,7 @@ class Ledger:
         if not isinstance(actor, str) or not actor or actor != actor.strip() or len(actor) > 512:
             raise ConfigError(f"actor must be a name of 1..512 characters, got {actor!r}")
         for name, text in (("subject", subject), ("reason", reason), ("actor", actor)):
-            _check_utf8(text, name)
+            check_utf8(text, name)
         if self.backend.readonly:
             raise ReadOnlyLedgerError("this ledger was opened read-only; open it to write")
         # The event is made first and kept with the keys' destruction, so a process killed
@@ -321,13 +321,13 @@ class Ledger:
     ) -> Iterator[Event]:
         """Yield events with position > ``after`` in position order, a page at a time."""
         self._check_open()
-        _check_position(after, "after")
+        check_position(after, "after")
         if limit is not None:
-            _check_position(limit, "limit")
+            check_position(limit, "limit")
         if upto is not None:
-            _check_position(upto, "upto")
-        kinds = _names(kinds, "kinds")
-        streams = _names(streams, "streams")
+            check_position(upto, "upto")
+        kinds = checked_names(kinds, "kinds")
+        streams = checked_names(streams, "streams")
         remaining = limit
         size = self.backend.page_rows
         while remaining is None or remaining > 0:
@@ -354,13 +354,14 @@ class Ledger:
 
         Raises:
             ConfigError: a position is not a positive integer, or holds no event.
+            DamagedLedgerError: one at or below the head holds nothing (deleted outside).
         """
         self._check_open()
         if isinstance(positions, str | bytes) or not isinstance(positions, Iterable):
             raise ConfigError(f"positions must be a sequence of ints, got {positions!r}")
         wanted = list(positions)
         for position in wanted:
-            _check_position(position, "position")
+            check_position(position, "position")
             if position < 1:
                 raise ConfigError(f"position must be at least 1, got {position}")
         unique = list(dict.fromkeys(wanted))
@@ -384,8 +385,8 @@ class Ledger:
     def wait(self, after: int, timeout: float) -> int:
         """Block until the head passes ``after`` or ``timeout`` seconds pass; return the head."""
         self._check_open()
-        _check_position(after, "after")
-        _check_timeout(timeout)
+        check_position(after, "after")
+        check_timeout(timeout)
         return self.backend.wait(after, timeout)
 
     def versions(self, streams: Sequence[str]) -> dict[str, int]:
@@ -401,7 +402,7 @@ class Ledger:
         for stream in wanted:
             if not isinstance(stream, str) or not stream:
                 raise ConfigError(f"stream must be a non-empty string, got {stream!r}")
-            _check_utf8(stream, "stream")
+            check_utf8(stream, "stream")
         with collector_paused():
             found = self.backend.stream_heads(list(dict.fromkeys(wanted)))
         return {stream: found.get(stream, 0) for stream in wanted}
@@ -409,10 +410,10 @@ class Ledger:
     def read_stream(self, stream: str, after_version: int = 0) -> Iterator[Event]:
         """Yield the events of one stream in version order."""
         self._check_open()
-        _check_position(after_version, "after_version")
+        check_position(after_version, "after_version")
         if not isinstance(stream, str):
             raise ConfigError(f"stream must be a string, got {stream!r}")
-        _check_utf8(stream, "stream")
+        check_utf8(stream, "stream")
         while True:
             with collector_paused():
                 rows = self.backend.read_stream_rows(stream, after_version, _PAGE)
@@ -437,11 +438,11 @@ class Ledger:
         ``stop`` is set (checked at least once a second).
         """
         self._check_open()
-        _check_position(after, "after")
-        kinds = _names(kinds, "kinds")
-        streams = _names(streams, "streams")
+        check_position(after, "after")
+        kinds = checked_names(kinds, "kinds")
+        streams = checked_names(streams, "streams")
         if timeout is not None:
-            _check_timeout(timeout)
+            check_timeout(timeout)
         idle_since = time.monotonic()
         seen = after
         while stop is None or not stop.is_set():
@@ -539,7 +540,7 @@ class Ledger:
         """
         self._check_open()
         if expect_head is not None:
-            _check_position(expect_head, "expect_head")
+            check_position(expect_head, "expect_head")
         return verify_chain(
             self.backend, expect_head=expect_head, expect_hash=expect_hash, progress=progress
         )
@@ -569,41 +570,3 @@ class Ledger:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _check_position(value: object, name: str) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
-    if value > _POSITION_MAX:  # the driver would raise OverflowError binding it
-        raise ConfigError(f"{name} must be at most {_POSITION_MAX} (a 64-bit int), got {value}")
-
-
-#: The largest position either database binds or stores.
-_POSITION_MAX = 2**63 - 1
-
-
-def _names(values: Sequence[str] | None, what: str) -> list[str] | None:
-    if values is None:
-        return None
-    if isinstance(values, str):
-        out = [values]
-    else:
-        out = list(values) if isinstance(values, Iterable) else []
-    if not out or not all(isinstance(v, str) for v in out):
-        raise ConfigError(f"{what} must be a non-empty list of strings, got {values!r}")
-    for value in out:
-        _check_utf8(value, what)
-    return out
-
-
-def _check_utf8(value: str, name: str) -> None:
-    """Refuse a string no database can store: one with a lone surrogate (not UTF-8)."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ConfigError(f"{name} must be valid UTF-8 text, got {value!r}") from None
-
-
-def _check_timeout(value: object) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < math.inf:
-        raise ConfigError(f"timeout must be a number of seconds >= 0, got {value!r}")

@@ -29,6 +29,7 @@ from engram.projections.lexical.index import (
     memory_types,
     tokens,
 )
+from engram.projections.lexical.memories import written_inside
 from engram.projections.lexical.read import (
     BM25_B,
     BM25_K1,
@@ -56,7 +57,6 @@ from engram.projections.lexical.read import (
     terms,
     texts,
     visible_to,
-    written_inside,
 )
 
 __all__ = [

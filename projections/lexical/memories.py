@@ -1,13 +1,16 @@
-"""Reads over the lexical index's memory rows: duplicate groups and the memories' authors.
+"""Reads over the lexical index's memory rows: duplicate groups, the memories' authors, and
+how the rows write a word.
 
 The hygiene job and ``engram dream`` ask for memories of one agent whose indexed texts are
-byte-identical; the reflection job and the hub ask which agents authored memories. Every
+byte-identical; the reflection job and the hub ask which agents authored memories;
+detection asks whether the store writes a word as a name (:func:`written_inside`). Every
 function takes a connection from :meth:`ProjectionEngine.read` and writes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
 from typing import NamedTuple
 
@@ -27,6 +30,14 @@ class DuplicateGroup(NamedTuple):
     private: bool = False
 
 
+def live_table(conn: sqlite3.Connection) -> str:
+    """Return the live lexical table's name (UnknownProjectionError: no lexical index)."""
+    generation = ProjectionStore.live_generation(conn, "lexical")
+    if generation is None:
+        raise UnknownProjectionError("projection 'lexical' is not in this store")
+    return physical(generation, "lexical")
+
+
 def content_hash(text: str) -> str:
     """Return the hex sha256 of a text's UTF-8 bytes: what makes two memories duplicates."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -40,10 +51,7 @@ def duplicate_memories(conn: sqlite3.Connection, as_of_us: int) -> list[Duplicat
     agent then first position; positions ascend. The index holds a text's first 16,000
     characters: callers that need longer texts told apart re-hash them from the ledger.
     """
-    generation = ProjectionStore.live_generation(conn, "lexical")
-    if generation is None:
-        raise UnknownProjectionError("projection 'lexical' is not in this store")
-    table = physical(generation, "lexical")
+    table = live_table(conn)
     marks = ",".join("?" * len(MEMORY_TYPES))
     groups: dict[tuple[str, str], list[int]] = {}
     texts: dict[tuple[str, str], str] = {}
@@ -80,3 +88,18 @@ def memory_authors(conn: sqlite3.Connection) -> list[str]:
             MEMORY_TYPES,
         )
     )
+
+
+def written_inside(conn: sqlite3.Connection, word: str, written: str, limit: int = 50) -> bool:
+    """Say whether one of the first ``limit`` rows holding ``word`` (a term as :func:`terms`
+    gives it) writes it as ``written`` (capitalised) inside a sentence: after a word in
+    lower case, a digit or a comma, where no sentence capitalises it ("invoice from
+    Greenfields"). A store that writes a word so takes it for a name (ADR 0167)."""
+    if not written or not word:
+        return False
+    table = live_table(conn)
+    inside = re.compile(rf"[a-z0-9,;)]\s+{re.escape(written)}(?![\w-])")
+    rows = conn.execute(
+        f"SELECT text FROM {table} WHERE {table} MATCH ? LIMIT ?", [f'"{word}"', limit]
+    )
+    return any(inside.search(str(text)) for (text,) in rows)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from engram.projections.lexical.read import _table, _visible
+from engram.projections.lexical.memories import live_table
+from engram.projections.lexical.read import _visible
 
 __all__ = ["completions"]
 
@@ -24,7 +25,7 @@ def completions(
     none is, or more than ``limit`` rows would have to be read."""
     if not prefix.isalnum() or not prefix.isascii():
         return ()
-    table = _table(conn)
+    table = live_table(conn)
     visible, shown = _visible(agent, None, None)
     rows = conn.execute(
         f"SELECT text FROM {table} WHERE {table} MATCH ?{visible} LIMIT ?",

@@ -15,7 +15,6 @@ scale depends on the query and the corpus.
 from __future__ import annotations
 
 import math
-import re
 import sqlite3
 from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
@@ -27,6 +26,7 @@ from engram.projections.lexical.index import (
     lowered_words,
     tokens,
 )
+from engram.projections.lexical.memories import live_table as _table
 from engram.projections.lexical.vocabulary import (
     averages,
     frequencies,
@@ -425,21 +425,6 @@ def row_count(conn: sqlite3.Connection) -> int:
     return averages(conn, _table(conn))[0]
 
 
-def written_inside(conn: sqlite3.Connection, word: str, written: str, limit: int = 50) -> bool:
-    """Say whether one of the first ``limit`` rows holding ``word`` (a term as :func:`terms`
-    gives it) writes it as ``written`` (capitalised) inside a sentence: after a word in
-    lower case, a digit or a comma, where no sentence capitalises it ("invoice from
-    Greenfields"). A store that writes a word so takes it for a name (ADR 0167)."""
-    if not written or not word:
-        return False
-    table = _table(conn)
-    inside = re.compile(rf"[a-z0-9,;)]\s+{re.escape(written)}(?![\w-])")
-    rows = conn.execute(
-        f"SELECT text FROM {table} WHERE {table} MATCH ? LIMIT ?", [f'"{word}"', limit]
-    )
-    return any(inside.search(str(text)) for (text,) in rows)
-
-
 def seen_by(conn: sqlite3.Connection, words: Sequence[str], agent: str) -> tuple[str, ...]:
     """Return those of ``words`` (as :func:`terms` gives them) that a row ``agent`` may see
     holds: public rows and its own, archived included, as the index's vocabulary counts
@@ -584,13 +569,6 @@ def _visible(
         sql += f" AND {type_} IN ({','.join('?' * len(types))})"
         params += list(types)
     return sql, params
-
-
-def _table(conn: sqlite3.Connection) -> str:
-    generation = ProjectionStore.live_generation(conn, "lexical")
-    if generation is None:
-        raise UnknownProjectionError("projection 'lexical' is not in this store")
-    return physical(generation, "lexical")
 
 
 def concept_ids(conn: sqlite3.Connection, positions: Sequence[int]) -> dict[int, str]:
