@@ -413,13 +413,16 @@ def _written(text: str) -> str:
     "am" or "pm" kept on its number ("6:40 am" and "6:40 pm" are two times; "am" alone is a
     function word, and folding would read the first inside the second)."""
     # Each pass runs only where the text holds a word it rewrites (recall writes every
-    # candidate it folds, so a pass with nothing to do cost every recall its time).
+    # candidate it folds); a stamp goes first, or its date written one way is none (0173).
+    text = copies.without_stamps(text)
     words = set(_LETTERS.findall(text.casefold()))
     plain = _CLOCK_RANGE.sub(r"\1 to \2", copies.times_one_way(copies.dates_one_way(text)))
     if not words.isdisjoint(_SAME):
         plain = _ALIKE.sub(_alike, plain)
     if not words.isdisjoint(_SHORTENED):
         plain = _SHORT.sub(_unshortened, plain)
+        if "st" in words:
+            plain = _STREET.sub(r"\1Street", plain)
         words = set(_LETTERS.findall(plain.casefold()))
     if not words.isdisjoint(_VALUE):
         plain = _SPELT.sub(_number, plain)
@@ -460,6 +463,8 @@ _LONG = {
     "Oct": "October", "Nov": "November", "Dec": "December",
 }  # fmt: skip
 _SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?|\bMax(?=\s+\d)")
+#: "St" after a name, before none, is a street ("Canal St"); "St Mary's" is a saint (0173).
+_STREET = re.compile(r"\b([A-Z][a-z]+\s+)St\b\.?(?!\s*[A-Z])")
 
 
 def _unshortened(match: re.Match[str]) -> str:
@@ -470,7 +475,7 @@ _MERIDIEM = re.compile(r"(\d)\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
 
 _LETTERS = re.compile(r"[a-z]+")
 #: Every word a pass of :func:`_written` rewrites.
-_SHORTENED = frozenset(w.casefold() for w in _LONG)
+_SHORTENED = frozenset(w.casefold() for w in _LONG) | {"st"}
 _REWRITTEN = frozenset(_SAME) | _SHORTENED | frozenset(_VALUE)
 
 
@@ -525,14 +530,18 @@ def retold(a: str, b: str) -> bool:
 def misspelt(a: str, b: str) -> bool:
     """Say whether two different words, as spelt, are one word and its misspelling: two
     neighbouring letters swapped ("hnederson", "henderson"), in words of four letters or
-    more; or one letter changed, added or dropped, in words of six or more. Numbers never
-    are: "2.4" and "2.5" are two values (ADR 0117); nor are codes kept whole (ADR 0119)."""
+    more; one letter changed, added or dropped, in words of six or more; or two letters
+    dropped after the first two from a word of nine or more ("derailer", "derailleur"; ADR
+    0173). Numbers never are: "2.4" and "2.5" are two values (ADR 0117); nor are codes kept
+    whole (ADR 0119)."""
     if a.startswith(_CODE_MARK) or b.startswith(_CODE_MARK):
         return False
     la, lb = len(a), len(b)
-    if a == b or abs(la - lb) > 1 or min(la, lb) < 4:
-        return False
     if any(c.isdigit() for c in a) or any(c.isdigit() for c in b):
+        return False
+    if abs(la - lb) == 2 and max(la, lb) >= 9 and a[:2] == b[:2]:
+        return _dropped(a, b) if la < lb else _dropped(b, a)
+    if a == b or abs(la - lb) > 1 or min(la, lb) < 4:
         return False
     if la == lb:
         diff = [i for i in range(la) if a[i] != b[i]]
@@ -545,6 +554,12 @@ def misspelt(a: str, b: str) -> bool:
         return False
     i = next((k for k in range(len(short)) if short[k] != long[k]), len(short))
     return short[i:] == long[i + 1 :]
+
+
+def _dropped(short: str, long: str) -> bool:
+    """Say whether ``short`` is ``long`` with letters dropped (its letters in their order)."""
+    rest = iter(long)
+    return all(letter in rest for letter in short)
 
 
 def _content(text: str) -> frozenset[str]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 from engram.agents import statements
+from engram.agents.attributes import named_attribute
 from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
 from engram.agents.quoted import references
 from engram.agents.statements import (
@@ -386,9 +387,13 @@ def attributes_apart(text: str, other: str) -> bool:
     MSC", "the account's delivery address is Shed 7"; "the billing contact", "the billing
     address"): each names one after a possessive, and the two share no word or end in two
     head nouns, or one head noun each modifies by words the other does not hold ("the work
-    email", "the personal email"; ADR 0139). Two attributes of one thing both stay true
-    (ADR 0123)."""
-    return words_apart(_attribute_words(text), _attribute_words(other))
+    email", "the personal email"; ADR 0139); or without a possessive ("The door code for Elm
+    block is 7720": :func:`~engram.agents.attributes.named_attribute`, ADR 0173). Two
+    attributes of one thing both stay true (ADR 0123)."""
+    return words_apart(
+        _attribute_words(text) or named_attribute(text),
+        _attribute_words(other) or named_attribute(other),
+    )
 
 
 def asked_attribute(question: str) -> list[str]:

@@ -38,10 +38,12 @@ __all__ = [
     "MONEY",
     "NO_VALUE",
     "Attributed",
+    "Both",
     "Kind",
     "Numbered",
     "Owned",
     "asked",
+    "joined",
     "kind_texts",
     "lettered",
     "numbered",
@@ -158,7 +160,10 @@ MONEY = Kind(
         r"|gbp|chf|cad|aud|k|quid|bucks|cents?|pence|p|kroner|kronor|krona|kronur|zloty|zł"
         r"|yuan|rmb|won|rand|pesos?|reais|real|lira|liras|dirhams?|rupiah|ringgit|baht|forint"
         r"|sek|nok|dkk|pln|jpy|inr|cny|mxn|brl|zar|nzd|sgd|hkd)\b"
-        r"|\b(?:free|no charge|nothing|waived)\b",
+        r"|\b(?:free|no charge|nothing|waived)\b"
+        # A share of a price is one ("Deposit is 25% on booking", "commission is 10 per
+        # cent"; ADR 0173).
+        r"|\d\s?(?:%|per\s?cent\b)",
         re.IGNORECASE,
     ),
 )
@@ -192,12 +197,15 @@ class Numbered(NamedTuple):
     name: str
     word: str
     number: str
-    way: str = "after"  # "after" the word ("Van 12"), "before" it ("16 Larch"), "title", "named"
+    #: "after" the word ("Van 12"), "before" it ("16 Larch"), "title", "named", "joined"
+    way: str = "after"
 
     def held(self, text: str) -> bool:
         """Say whether ``text`` may speak of this numbered thing."""
         if self.way == "after":
             found = {n for w, n in numbered(text) | lettered(text) if w == self.word}
+        elif self.way == "joined":
+            found = {n for n, w in joined(text) if w == self.word}
         elif self.way == "named":
             if re.search(rf"\b{re.escape(self.number)}\b", text, re.IGNORECASE):
                 return True
@@ -219,15 +227,25 @@ class Numbered(NamedTuple):
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z'-]{1,30})\s+#?(\d+[A-Za-z]?)\b")
 #: A capitalised word and the capital letter it labels ("Block A", "Plan B", "Group C"), not
 #: "I", nor an initial ("J.K. Rowling").
-_LETTERED = re.compile(r"\b([A-Z][a-z]{2,30})\s+([A-HJ-Z])\b(?![.'\u2019-]?\w)")
+_LETTERED = re.compile(r"\b([A-Za-z][a-z]{2,30})\s+([A-HJ-Z])\b(?![.'\u2019-]?\w)")
 #: A number before a name ("16 Larch Avenue", "221B Baker Street") and a title before a
 #: surname ("Mr Patel", "Mrs. Patel"): the labels :meth:`Numbered.held` reads beside a name.
 _BEFORE = r"\b(\d{1,5}[A-Za-z]?)"
 _TITLED = r"\b(mr|mrs|ms|miss|mx)\.?"
 _NAMED_AT = re.compile(r"\b(\d{1,5}[A-Za-z]?)\s+([A-Z][a-z]{2,30})\b")
 #: A name given to a kind of thing after "the" ("the Whitcombe probate", "the Hartley
-#: divorce"): another name given to that kind names another of them (ADR 0161).
-_THE_NAMED = re.compile(r"\b[Tt]he\s+([A-Z][a-z]{2,30})\s+([a-z]{3,30})\b")
+#: divorce") or a preposition ("the door code for Rowan block"): another name given to that
+#: kind names another of them (ADR 0161, 0173).
+_THE_NAMED = re.compile(
+    r"\b(?:[Tt]he|of|for|in|at|on|from)\s+([A-Z][a-z]{2,30})\s+([a-z]{3,30})\b(?!['\u2019-])"
+)
+#: A number joined to a noun ("a three-bedroom flat", "the 2-litre jug"): another number so
+#: joined to it is another of them (ADR 0173).
+_JOINED = re.compile(
+    r"\b(\d{1,3}|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)-([a-z]{3,30})\b"
+    r"(?!-)",
+    re.IGNORECASE,
+)
 _TITLE_OF = re.compile(r"\b(Mr|Mrs|Ms|Miss|Mx)\.?\s+([A-Z][a-z]{1,30})\b")
 
 
@@ -251,6 +269,18 @@ def numbered(text: str) -> frozenset[tuple[str, str]]:
             continue
         out.add((w, number.lower()))
     return frozenset(out)
+
+
+class Both(NamedTuple):
+    """A kind of value asked of one labelled thing: a memory must hold a value of the kind
+    and may not speak of a sibling of the thing (ADR 0173)."""
+
+    kind: Kind
+    label: Numbered
+
+    def held(self, text: str) -> bool:
+        """Say whether ``text`` may answer: a value of the kind, of this thing."""
+        return self.kind.held(text) and self.label.held(text)
 
 
 class Attributed(NamedTuple):
@@ -314,6 +344,23 @@ def owned(query: str) -> Owned | None:
     return Owned(named, tuple(words)) if named else None
 
 
+def joined(text: str) -> frozenset[tuple[str, str]]:
+    """Return the (number, noun) pairs ``text`` joins ("three-bedroom" -> ("3", "bedroom")),
+    the number in digits, lower-cased."""
+    return frozenset(
+        (_DIGITS.get(n.lower(), n.lstrip("0") or "0"), w.lower()) for n, w in _JOINED.findall(text)
+    )
+
+
+_DIGITS = {
+    w: str(i + 1)
+    for i, w in enumerate(
+        ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+         "eleven", "twelve")
+    )
+}  # fmt: skip
+
+
 def lettered(text: str) -> frozenset[tuple[str, str]]:
     """Return the (word, letter) labels ``text`` gives ("Block A"), lower-cased."""
     return frozenset(
@@ -327,14 +374,12 @@ def lettered(text: str) -> frozenset[tuple[str, str]]:
 _ASKING = frozenset(("what", "which", "who", "whom", "whose", "when", "where", "why", "how"))
 
 
-def asked(query: str) -> Kind | Numbered | Attributed | None:
+def asked(query: str) -> Kind | Both | Numbered | Attributed | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
     named, when it names several), else the one numbered, lettered, titled or named thing
     it asks of, if it labels exactly one (ADR 0159, 0161), else the attribute it asks of a
     possessive (ADR 0164), else None."""
     found = [(m.start(), k) for k in ASKED if (m := k.question.search(query))]
-    if found:
-        return min(found, key=lambda f: f[0])[1]
     labels = [(w, n, "after") for w, n in sorted(numbered(query) | lettered(query))]
     labels += [
         (name.lower(), n.lower(), "before")
@@ -342,11 +387,17 @@ def asked(query: str) -> Kind | Numbered | Attributed | None:
         if name.lower() not in _NOT_LABELS
     ]
     labels += [(name.lower(), t.lower(), "title") for t, name in _TITLE_OF.findall(query)]
+    labels += [(w, n, "joined") for n, w in sorted(joined(query))]
     labels += [
         (kind, name.lower(), "named")
         for name, kind in _THE_NAMED.findall(query)
         if name.lower() not in _NOT_LABELS
     ]
+    if found:
+        kind = min(found, key=lambda f: f[0])[1]
+        # A value asked of one labelled thing: of the value's kind, and of that thing ("What
+        # is the rent for a three-bedroom flat?"; ADR 0173).
+        return Both(kind, Numbered("numbered thing", *labels[0])) if len(labels) == 1 else kind
     if len(labels) == 1:
         return Numbered("numbered thing", *labels[0])
     attribute = shapes.asked_attribute(query)
@@ -354,7 +405,9 @@ def asked(query: str) -> Kind | Numbered | Attributed | None:
 
 
 def kind_texts(
-    kind: Kind | Numbered | Attributed | Owned | None, positions: Sequence[int], m: Matching
+    kind: Kind | Both | Numbered | Attributed | Owned | None,
+    positions: Sequence[int],
+    m: Matching,
 ) -> dict[int, str]:
     """Return ``m.texts``, with the texts of ``positions`` read where ``kind`` is asked for
     (a value is looked for in them)."""

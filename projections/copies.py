@@ -96,17 +96,30 @@ _APOSTROPHE = re.compile(r"(?<=[^\W\d_])['\u2019](?=[^\W\d_])")
 
 #: An ordinal's suffix: "5th March" is "5 March" (version 4).
 _ORDINAL = re.compile(r"(?<=\d)(?:st|nd|rd|th)\b", re.IGNORECASE)
+#: The words a stamp opens with: a note written down, sent or received at a time.
+_STAMPED = (
+    r"(?:logged|noted|recorded|written|updated|added|posted|saved|edited|entered|sent"
+    r"|received|emailed|texted|messaged)"
+)
 #: A time stamp in brackets: a date and time written as logs write them ("[2025-03-01
-#: 14:05]"), or a time after a word of writing down ("(logged 09:12)", "(noted 21:40)"):
-#: when a note was taken, which its event keeps, not what it says (version 4). A time in
-#: brackets alone ("Standup (09:30)") is what a note says and stays.
+#: 14:05]", "[13/10 07:02]", "[13/10/2026 07:02]"), or a time after a word of writing down
+#: or sending ("(logged 09:12)", "(noted 21:40)", "(sent 09:14)"): when a note was taken,
+#: which its event keeps, not what it says (version 4; sending and a day and month before a
+#: time, version 6). A time in brackets alone ("Standup (09:30)") is what a note says and
+#: stays; so does a date alone ("(13/10)").
 _STAMP = re.compile(
-    r"[(\[]\s*(?:(?:logged|noted|recorded|written|updated|added|posted|saved|edited|entered)"
-    r"\s+(?:at\s+|on\s+)?)?\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?Z?)?\s*[)\]]"
-    r"|[(\[]\s*(?:logged|noted|recorded|written|updated|added|posted|saved|edited|entered)"
+    rf"[(\[]\s*(?:{_STAMPED}\s+(?:at\s+|on\s+)?)?"
+    r"(?:\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?Z?)?"
+    r"|\d{1,2}/\d{1,2}(?:/\d{2}(?:\d{2})?)?,?\s+\d{1,2}:\d{2}(?::\d{2})?)\s*[)\]]"
+    rf"|[(\[]\s*{_STAMPED}"
     r"\s+(?:at\s+)?\d{1,2}:\d{2}(?::\d{2})?(?:\s*[ap]m)?(?:\s*UTC)?\s*[)\]]",
     re.IGNORECASE,
 )
+
+
+def without_stamps(text: str) -> str:
+    """Return ``text`` with its time stamps in brackets set aside (:data:`_STAMP`)."""
+    return _STAMP.sub(" ", text) if "(" in text or "[" in text else text
 
 
 def _joined(match: re.Match[str]) -> str:
@@ -287,7 +300,7 @@ class Copies(Projection):
     name = "copies"
     # 2: digit groups, thousands, hyphens, keys' case; 3: units; 4: apostrophes in words;
     # 5: times of day on one clock
-    version = 5
+    version = 6
     kinds = (MemoryObserved, MemoryArchived, SubjectForgotten)
     tables = ("copies",)
 

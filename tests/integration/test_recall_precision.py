@@ -460,9 +460,13 @@ def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
 ) -> None:
     # ADR 0131: "What is the parking fee at the Reno warehouse?" was answered at 0.52 by
     # "Reno warehouse cutoff is now 2pm", another fact of the same place.
-    from engram.agents.typed import MONEY, asked, same_kind
+    from engram.agents.typed import MONEY, Both, asked, same_kind
 
-    assert asked("What is the parking fee at the Reno warehouse?") is MONEY
+    # A sum asked of one named thing: a sum, and of that warehouse (ADR 0173).
+    reno = asked("What is the parking fee at the Reno warehouse?")
+    assert isinstance(reno, Both)
+    assert reno.kind is MONEY
+    assert reno.label.number == "reno"
     assert asked("How much did we pay for the forklift repair?") is MONEY
     assert asked("How much time does onboarding take?") is None
     assert not same_kind("Set aside $370 for car repairs", "Set aside $160 for a weekend away")
