@@ -200,6 +200,9 @@ CHANGE_PHRASES = re.compile(
     r"|\b(?:is|are|was|were|now|went|gone|goes|go)\s+(?:up|down)\b"
     r"|\b(?:rises|rose|risen|falls|fell|fallen|drops|dropped|climbs|climbed|grew|grown|shrank)"
     r"\s+(?:to|by|from)\b"
+    # Their plain form before an amount: "two-bedroom rents rise to £815" (ADR 0174), not
+    # "rise to the occasion".
+    r"|\b(?:rise|fall|drop|climb)\s+(?:to|by)\s+(?:[$\u00a3\u20ac]\s?)?\d"
     r"|\bfrom\s+(?:this|next|today|tomorrow|now\s+on)\b|\bas\s+of\s+(?:today|now|this|next)\b"
     r"|\bstarting\s+(?:today|tomorrow|this|next)\b"
     # A hand-over (ADR 0143): "ownership of the service passed to Lucia", "Imogen passed the

@@ -12,6 +12,10 @@ forms, which this module reads:
 
 Either way a copula (or "now", or a word announcing a change) follows within a few words,
 so a verb after the name ("Alice lives in Paris") gives no attribute.
+
+How often a thing is done is an attribute of its own (:func:`tells_how_often`): "The lift in
+Rowan block is inspected twice a year" tells nothing of "The lift in Rowan block is out of
+order" (ADR 0174).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from engram.agents.matching import STOPWORDS, stem
 from engram.agents.statements import CHANGE_WORDS, COPULA_WORDS
 from engram.projections import lexical
 
-__all__ = ["named_attribute"]
+__all__ = ["named_attribute", "tells_how_often"]
 
 #: The most words an attribute is given in, as after a possessive.
 _WORDS = 6
@@ -68,3 +72,17 @@ def named_attribute(text: str) -> list[str]:
             return []  # a name, a number or a clause's end before any copula
         nouns.append(bare)
     return []
+
+
+#: How often: "twice a year", "3 times a week", "every 6 months", "annually".
+_HOW_OFTEN = re.compile(
+    r"\b(?:once|twice|\d+\s+times|(?:three|four|five|six)\s+times)\s+(?:a|an|per|each)\s+"
+    r"(?:day|week|fortnight|month|quarter|year)\b|\bevery\s+\d+\s+(?:days|weeks|months|years)\b"
+    r"|\b(?:annually|quarterly|fortnightly)\b",
+    re.IGNORECASE,
+)
+
+
+def tells_how_often(text: str) -> bool:
+    """Say whether ``text`` tells how often something is done (:data:`_HOW_OFTEN`)."""
+    return _HOW_OFTEN.search(text) is not None

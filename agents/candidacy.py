@@ -23,6 +23,7 @@ from engram.agents.announcing import (
     announced_at,
     announces,
 )
+from engram.agents.attributes import tells_how_often
 from engram.agents.folding import folds, retold
 from engram.agents.matching import STOPWORDS, cased, codes, stem, stems_of
 from engram.agents.notes import as_stated
@@ -288,6 +289,8 @@ class _Said:
             or shapes.counted_apart(self.text, old)
             or shapes.keeps_names(self.text, old)
             or shapes.additive(self.text)
+            # How often a thing is done beside a state of it (ADR 0174).
+            or tells_how_often(self.text) != tells_how_often(old)
             or (
                 shapes.attribute_one_sided(self.text, old)
                 and not announces(old)

@@ -464,7 +464,7 @@ _LONG = {
 }  # fmt: skip
 _SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?|\bMax(?=\s+\d)")
 #: "St" after a name, before none, is a street ("Canal St"); "St Mary's" is a saint (0173).
-_STREET = re.compile(r"\b([A-Z][a-z]+\s+)St\b\.?(?!\s*[A-Z])")
+_STREET = re.compile(r"\b([A-Za-z]{2,}\s+)(?:St|st|ST)\b\.?(?!\s*[A-Z])")
 
 
 def _unshortened(match: re.Match[str]) -> str:

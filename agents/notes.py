@@ -30,7 +30,13 @@ def as_stated(text: str) -> str:
     """Return a note written as a label and its value as the sentence it stands for: "Gate
     code 7314" and "Gate code: 7314" say "The gate code is 7314." (a value of a few words,
     holding a digit or one word alone); any other text as it is. Detection reads a terse note
-    so beside "The gate code is 2580": one sentence with its value given anew (ADR 0158)."""
+    so beside "The gate code is 2580": one sentence with its value given anew (ADR 0158).
+    A participle's clause opening it is set aside: "Following the AGM, two-bedroom rents
+    rise to £815" states what the clause after it says (ADR 0174)."""
+    lead = _LEADING.match(text)
+    if lead is not None:
+        rest = text[lead.end() :].lstrip()
+        text = rest[:1].upper() + rest[1:]
     found = _COLON_NOTE.match(text) or _CODE_NOTE.match(text)
     if found is None:
         return text
@@ -47,6 +53,11 @@ def as_stated(text: str) -> str:
     return f"The {label} is {value}."
 
 
+#: A participle opening a sentence before a determiner, its clause to the first comma
+#: within eight words: "Following the committee meeting, ", "Pending a review, ".
+_LEADING = re.compile(
+    r"[A-Z][a-z]+ing\s+(?:the|a|an|this|that|next|last|our|their|its)\b(?:\s+[^\s,]+){0,6},\s*"
+)
 #: Words a label holds none of: a copula, an auxiliary or a pronoun makes it a sentence.
 _NOT_STATED = frozenset(
     ("is", "are", "was", "were", "be", "been", "has", "have", "had", "will", "would", "can",

@@ -169,3 +169,45 @@ def test_a_share_of_a_price_answers_a_question_of_a_price(memory: Memory) -> Non
     deposit = ana.observe("Deposit is 25% on booking, the balance 14 days before the event.")
     items = ana.recall("What's the deposit on booking?", record=False).items
     assert [r.event.position for r in items][:1] == [deposit]
+
+
+def test_an_amount_rising_to_a_value_announces_a_change() -> None:
+    from engram.agents.announcing import announced
+
+    assert announced("Following the AGM, two-bedroom rents rise to £815 a month.")
+    assert announced("Fees fall to 20 euros from May.")
+    assert not announced("The team will rise to the occasion.")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "replaces"),
+    [
+        # A participle's clause opening the change is set aside (ADR 0174).
+        (
+            "The clubhouse bar closes at 11pm.",
+            "Following the committee meeting, the clubhouse bar closes at 10pm.",
+            True,
+        ),
+        # How often a thing is done beside a state of it: two attributes.
+        (
+            "The lift in Rowan block is out of order.",
+            "The lift in Rowan block is inspected twice a year.",
+            False,
+        ),
+        # How often, changed: one attribute.
+        ("The boiler is serviced once a year.", "The boiler is now serviced twice a year.", True),
+    ],
+)
+def test_a_clause_before_a_change_and_how_often_a_thing_is_done(
+    memory: Memory, old: str, new: str, replaces: bool
+) -> None:
+    assert replaced(memory, old, new) is replaces
+
+
+def test_a_participle_clause_is_read_past_and_a_note_still_as_stated() -> None:
+    from engram.agents.notes import as_stated
+
+    assert as_stated("Following the AGM, the bar closes at 10pm.") == "The bar closes at 10pm."
+    assert as_stated("Gate code: 7314") == "The gate code is 7314."
+    # No determiner after it: a word ending in "ing" that opens the sentence stays.
+    assert as_stated("Parking costs £4, pay at the kiosk.") == "Parking costs £4, pay at the kiosk."
