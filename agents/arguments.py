@@ -175,9 +175,19 @@ def _unwritable(value: str) -> bool:
 def check_name(name: object, what: str) -> None:
     """Refuse a name (an agent's, a reviewer's; QueryError) that holds a control character:
     a terminal would run an escape sequence in it ("ev\\x1b[31mil") where a listing shows
-    it, and no one could type it to name it again (ADR 0160)."""
-    if isinstance(name, str) and any(unicodedata.category(c) == "Cc" for c in name):
+    it, and no one could type it to name it again (ADR 0160); nor a character that reorders
+    the text around it ("\\u202e", a right-to-left override: a listing would show the name
+    otherwise than it is typed; ADR 0175)."""
+    if isinstance(name, str) and any(
+        unicodedata.category(c) == "Cc" or c in BIDI_CONTROLS for c in name
+    ):
         raise QueryError(f"{what} holds a control character: {name[:40]!r}; nothing was written")
+
+
+#: The characters that reorder the text around them: marks, embeddings, overrides, isolates.
+BIDI_CONTROLS = frozenset(
+    "\u200e\u200f\u061c\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
 
 
 def check_nul(text: object, what: str) -> None:

@@ -178,7 +178,9 @@ class Lessons:
     def rules_for_query(self, query: str, k: int = 5) -> list[Rule]:
         """Return the ``k`` rules that best meet ``query`` by meaning, as context frames rank
         them (:func:`engram.agents.guidance.lookup`: this memory's embedder and the content
-        words), each with ``match`` how surely it applies (0..1).
+        words), each with ``match`` how surely its best piece of evidence applies (0..1);
+        they are ordered by ``score``, how the rule's tellings meet the query together, not
+        by ``match``.
 
         Raises:
             QueryError: ``query`` is not a non-empty str (:func:`check_query`), or ``k`` not

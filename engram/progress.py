@@ -37,6 +37,7 @@ class ProgressBar:
         self.every = every
         self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
         self._start = time.monotonic()
+        self._from = 0  # what the step had done when it started: a resumed step's offset
         self._last = 0.0
         self._drawn = False
         self._open_line = 0  # length of a terminal line drawn without its newline
@@ -50,6 +51,7 @@ class ProgressBar:
         with self._lock:
             self._start = self._last = time.monotonic()
             self._state = (label, 0, total)
+            self._from = -1  # set by the step's first report
         if self._ticker is None:
             self._ticker = threading.Thread(target=self._tick, name="progress", daemon=True)
             self._ticker.start()
@@ -60,6 +62,11 @@ class ProgressBar:
             before, was, _ = self._state
             if label != before or done < was:  # a new step: its rate is its own
                 self._start = time.monotonic()
+                self._from = -1
+            if self._from < 0:
+                # A step resumed where an interrupted one stopped reports its first count
+                # with what was done before it: the rate counts only what it did (ADR 0175).
+                self._from = 0 if done == 0 or time.monotonic() - self._start > 1.0 else done
             self._state = (label, done, total)
             self._draw(time.monotonic(), forced=False)
 
@@ -121,7 +128,7 @@ class ProgressBar:
             return f"{label}… {spent}"
         filled = int(self.width * min(done / total, 1.0))
         bar = "#" * filled + "." * (self.width - filled)
-        rate = done / elapsed
+        rate = max(done - max(self._from, 0), 0) / elapsed
         if done == 0:
             return f"{label} [{bar}] 0/{total:,}  {spent}"
         eta = (total - done) / rate if rate > 0 else float("inf")

@@ -166,7 +166,7 @@ def open_embedder(settings: Settings, use: str = "recall") -> Embedder:
     the store's write lock.
     """
     routing = load_routing(os.path.expanduser(settings.routing) if settings.routing else None)
-    Path(settings.projection_store).mkdir(parents=True, exist_ok=True)
+    Path(settings.projection_store).mkdir(mode=0o700, parents=True, exist_ok=True)
     cache = EmbeddingCache(Path(settings.projection_store, EMBEDDING_CACHE))
     return embedder_for(use, routing, cache=cache)
 

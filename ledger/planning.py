@@ -9,6 +9,7 @@ nothing is inserted before every request has been decided.
 from __future__ import annotations
 
 import hashlib
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -107,6 +108,11 @@ _good_names: set[str] = set()  # streams and actors repeat: check each once
 _new_tuple = tuple.__new__  # builds a Prepared without the Python-level NamedTuple.__new__
 
 
+#: What no stream, kind or actor holds: a control character (a terminal runs an escape in
+#: a listing, no one types it) or one reordering the text around it (ADR 0175).
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]")
+
+
 def _name(value: object, field_name: str, index: int) -> str:
     if type(value) is str and value in _good_names:
         return value
@@ -117,11 +123,12 @@ def _name(value: object, field_name: str, index: int) -> str:
         or value != value.strip()
         or "\x00" in value
         or not _encodable(value)
+        or _CONTROLS.search(value) is not None
     ):
         raise EnvelopeError(
             f"event #{index}: field `{field_name}` must be a non-empty string of at most "
-            f"{MAX_NAME} characters without surrounding spaces, NUL or invalid unicode, "
-            f"got {value!r}",
+            f"{MAX_NAME} characters without surrounding spaces, control characters or invalid"
+            f" unicode, got {value!r}",
             index=index,
             field=field_name,
         )

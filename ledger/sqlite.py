@@ -280,7 +280,7 @@ class SQLiteBackend(Backend):
         parent = os.path.dirname(self.path)
         if not os.path.isdir(parent):
             try:
-                os.makedirs(parent, exist_ok=True)
+                os.makedirs(parent, mode=0o700, exist_ok=True)  # its user's alone (ADR 0175)
             except OSError as exc:
                 raise ConfigError(f"cannot create the ledger directory {parent}: {exc}") from None
         synchronous = "FULL" if durability == "full" else "NORMAL"

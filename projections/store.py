@@ -111,7 +111,9 @@ class ProjectionStore:
         if self.directory.exists() and not self.directory.is_dir():
             raise ProjectionConfigError(f"store {self.directory} exists and is not a directory")
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            # The store holds every memory's text in the clear: a folder it creates is its
+            # user's alone, as the key store is (ADR 0175); one that exists keeps its mode.
+            self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise ProjectionConfigError(f"cannot create store {self.directory}: {exc}") from exc
         self.path = self.directory / STORE_FILE

@@ -13,6 +13,7 @@ from typing import IO, Any
 import click
 import msgspec
 
+from engram.agents.arguments import check_name
 from engram.cli.app import cli, examples
 from engram.cli.base import CliError, Finite, note, opened, output_format, redacted, state
 from engram.cli.base import open_ledger as _open_ledger
@@ -28,6 +29,7 @@ from engram.ledger import (
     NewEvent,
 )
 from engram.ledger.personal import masked, personal_fields, retracted, retracted_positions
+from engram.projections.errors import QueryError
 from engram.runtime import Memory, registry_for
 
 
@@ -247,6 +249,16 @@ def append(file: IO[bytes], expect: Expectation, fmt: str) -> None:
     out = state()
     settings = out.settings(create=True)
     events, numbers = parse_lines(_bounded_lines(file, settings.max_payload_bytes))
+    for event, number in zip(events, numbers, strict=False):
+        # The agent a memory's event names is refused as `observe` refuses it (ADR 0175).
+        payload = event.payload
+        agent = (
+            payload.get("agent") if isinstance(payload, dict) else getattr(payload, "agent", None)
+        )
+        try:
+            check_name(agent, "payload agent")
+        except QueryError as exc:
+            raise CliError(f"line {number}: {exc}") from None
     erasing = any(e.kind == "subject.forgotten" for e in events)
     with opened(settings) if erasing else _open_ledger(settings) as handle:
         try:

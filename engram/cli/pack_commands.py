@@ -14,7 +14,7 @@ import click
 
 from engram.agents.packs import Manifest, PackKey, export_pack, import_nodes, peek, read_pack
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, opened, output_format, state
+from engram.cli.base import CliError, note, opened, output_format, state
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -161,3 +161,5 @@ def show(path: str, fmt: str) -> None:
     except OSError as exc:  # pragma: no cover - peek translates read errors
         raise CliError(str(exc)) from None
     state().render([_manifest(manifest)], fmt)
+    # Printed as read, so say so where a reader may take it for checked (ADR 0175).
+    note("the manifest is not verified: read without the pack's key (engram pack import checks it)")

@@ -238,8 +238,9 @@ def test_the_cli_reads_the_key_from_the_environment_or_a_file(
                          "--key-env", "TEAM_PACK_KEY")  # fmt: skip
     assert code == 0, err
     assert json.loads(out)[0]["appended"] == 2
-    code, out, _ = run(capsys, "pack", "show", pack, "--format", "json")
+    code, out, err = run(capsys, "pack", "show", pack, "--format", "json")
     assert json.loads(out)[0]["name"] == "idioms"
+    assert "the manifest is not verified" in err  # read without the key (ADR 0175)
     code, _, err = run(capsys, "--ledger", db, "pack", "export", pack, "--name", "x",
                        "--version", "1")  # fmt: skip
     assert code == 2
