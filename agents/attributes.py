@@ -26,8 +26,14 @@ from engram.agents.matching import STOPWORDS, stem
 from engram.agents.statements import CHANGE_WORDS, COPULA_WORDS
 from engram.projections import lexical
 
-__all__ = ["named_attribute", "tells_how_often"]
+__all__ = ["PREDICATES", "named_attribute", "tells_how_often"]
 
+#: Words a question puts after the attribute it asks of, saying what it asks of it ("When is
+#: the van's insurance due?": the insurance, not a "due"; ADR 0176).
+PREDICATES = frozenset(
+    ("due", "ready", "valid", "open", "closed", "available", "done", "finished", "expired",
+     "expiring", "booked", "paid", "late", "back", "over", "free", "up", "renewed", "fixed")
+)  # fmt: skip
 #: The most words an attribute is given in, as after a possessive.
 _WORDS = 6
 #: What ends the attribute's words: a copula, "has" ("has been fixed"), "now".

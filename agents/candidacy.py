@@ -433,6 +433,8 @@ def _speaks_of(conn: sqlite3.Connection, old: str, text: str, subject: str) -> b
     own = statements.subject(conn, old)
     if not own or own in lexical.tokens(statements.name_run(text, subject)):
         return True
+    if subject in lexical.tokens(statements.name_run(old, own)):
+        return True  # the subject's fuller name: "Hybrid H3" of "H3" (ADR 0176)
     # Another subject of its own: a name the new memory writes beside its subject, or does
     # not write at all ("Farid has a dog called Pepper" is not "I have a cat called Pepper");
     # a word the new memory writes as a plain word was never a name ("Send ...").

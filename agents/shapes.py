@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from engram.agents import statements
-from engram.agents.attributes import named_attribute
+from engram.agents.attributes import PREDICATES, named_attribute
 from engram.agents.matching import CLITICS, STOPWORDS, codes, stem
 from engram.agents.quoted import references
 from engram.agents.statements import (
@@ -348,8 +348,8 @@ def _past(word: str) -> bool:
     return word in _IRREGULAR_PAST or (len(word) > 4 and word.endswith("ed"))
 
 
-#: A possessive: what follows it is an attribute of what precedes it ("the account's carrier").
-_OWNED = re.compile(r"(\w+)['\u2019]s\s(?![A-Z])")
+#: A possessive: what follows is an attribute of what precedes ("the van's MOT"; ADR 0176).
+_OWNED = re.compile(r"(\w+)['\u2019]s\s(?![A-Z][a-z])")
 #: Words whose "'s" is "is" or "has", no possessive ("there's something new", "it's done").
 _CONTRACTED = frozenset(
     ("it", "that", "there", "here", "what", "who", "where", "when", "how", "he", "she", "let")
@@ -405,7 +405,7 @@ def asked_attribute(question: str) -> list[str]:
         return []
     words: list[str] = []
     for word in lexical.tokens(question[found.end() :])[:_ATTRIBUTE_WORDS]:
-        if word in STOPWORDS or word in CLITICS or not word.isalpha():
+        if word in STOPWORDS or word in CLITICS or not word.isalpha() or word in PREDICATES:
             break
         words.append(stem(word))
     return words

@@ -272,11 +272,18 @@ def numbered(text: str) -> frozenset[tuple[str, str]]:
 
 
 class Both(NamedTuple):
-    """A kind of value asked of one labelled thing: a memory must hold a value of the kind
-    and may not speak of a sibling of the thing (ADR 0173)."""
+    """A kind of value asked of one labelled thing, or of an attribute of a possessive: a
+    memory must hold a value of the kind and may not speak of a sibling of the thing (ADR
+    0173), nor give another attribute of the owner ("When is the van's insurance due?", "The
+    van's MOT is due in March"; ADR 0176)."""
 
     kind: Kind
-    label: Numbered
+    label: Numbered | Attributed
+
+    @property
+    def name(self) -> str:
+        """The kind of value's name, as a :class:`Kind`'s."""
+        return self.kind.name
 
     def held(self, text: str) -> bool:
         """Say whether ``text`` may answer: a value of the kind, of this thing."""
@@ -393,15 +400,20 @@ def asked(query: str) -> Kind | Both | Numbered | Attributed | None:
         for name, kind in _THE_NAMED.findall(query)
         if name.lower() not in _NOT_LABELS
     ]
-    if found:
-        kind = min(found, key=lambda f: f[0])[1]
-        # A value asked of one labelled thing: of the value's kind, and of that thing ("What
-        # is the rent for a three-bedroom flat?"; ADR 0173).
-        return Both(kind, Numbered("numbered thing", *labels[0])) if len(labels) == 1 else kind
-    if len(labels) == 1:
-        return Numbered("numbered thing", *labels[0])
+    kind = min(found, key=lambda f: f[0])[1] if found else None
     attribute = shapes.asked_attribute(query)
-    return Attributed("attribute", tuple(attribute)) if attribute else None
+    other: Numbered | Attributed | None = (
+        Numbered("numbered thing", *labels[0])
+        if len(labels) == 1
+        else Attributed("attribute", tuple(attribute))
+        if attribute
+        else None
+    )
+    # A value asked of one labelled thing, or of an owner's attribute: of the value's kind,
+    # and of that thing ("What is the rent for a three-bedroom flat?"; ADR 0173, 0176).
+    if kind is not None:
+        return Both(kind, other) if other is not None else kind
+    return other
 
 
 def kind_texts(

@@ -211,3 +211,28 @@ def test_a_participle_clause_is_read_past_and_a_note_still_as_stated() -> None:
     assert as_stated("Gate code: 7314") == "The gate code is 7314."
     # No determiner after it: a word ending in "ing" that opens the sentence stays.
     assert as_stated("Parking costs £4, pay at the kiosk.") == "Parking costs £4, pay at the kiosk."
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # The subject told by a shorter form of the old memory's name (ADR 0176).
+        ("Hybrid H3 out of service, cracked frame.", "H3 back in service after the frame swap."),
+        ("Dr Anna Patel works at the Leeds clinic.", "Patel moved to the York clinic."),
+    ],
+)
+def test_a_change_of_a_thing_named_shorter_replaces_it(memory: Memory, old: str, new: str) -> None:
+    assert replaced(memory, old, new)
+
+
+def test_an_owner_s_attribute_asked_with_a_kind_of_value_needs_both() -> None:
+    from engram.agents.typed import Attributed
+
+    van = asked("When is the van's insurance due?")
+    assert van == Attributed("attribute", ("insuranc",))  # "due" says what is asked of it
+    assert not van.held("The van's MOT is due in March.")
+    assert van.held("The van's insurance is due on 3 May.")
+    phone = asked("What is Hana's phone number?")
+    assert isinstance(phone, Both)
+    assert phone.held("Hana's phone number is 07700 900123.")
+    assert not phone.held("Hana's locker number is 12.")  # another attribute, a number all the same
