@@ -225,7 +225,7 @@ class Numbered(NamedTuple):
 #: id's, ADR 0117): a function word, a month or a day, or a plural or a verb in the third
 #: person ("has 4", "costs 180", "runs 2") labels nothing.
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z'-]{1,30})\s+#?(\d+[A-Za-z]?)\b")
-#: A capitalised word and the capital letter it labels ("Block A", "Plan B", "Group C"), not
+#: A word and the capital letter it labels ("Block A", "Plan B", "rack D"; ADR 0173), not
 #: "I", nor an initial ("J.K. Rowling").
 _LETTERED = re.compile(r"\b([A-Za-z][a-z]{2,30})\s+([A-HJ-Z])\b(?![.'\u2019-]?\w)")
 #: A number before a name ("16 Larch Avenue", "221B Baker Street") and a title before a
@@ -385,7 +385,8 @@ def asked(query: str) -> Kind | Both | Numbered | Attributed | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
     named, when it names several), else the one numbered, lettered, titled or named thing
     it asks of, if it labels exactly one (ADR 0159, 0161), else the attribute it asks of a
-    possessive (ADR 0164), else None."""
+    possessive (ADR 0164), else None; a kind asked of such a thing or attribute is a
+    :class:`Both` of the two (ADR 0173, 0176)."""
     found = [(m.start(), k) for k in ASKED if (m := k.question.search(query))]
     labels = [(w, n, "after") for w, n in sorted(numbered(query) | lettered(query))]
     labels += [
