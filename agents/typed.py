@@ -39,10 +39,13 @@ __all__ = [
     "NO_VALUE",
     "Attributed",
     "Both",
+    "Joint",
     "Kind",
     "Numbered",
     "Owned",
+    "Week",
     "asked",
+    "days_of",
     "joined",
     "kind_texts",
     "lettered",
@@ -290,6 +293,66 @@ class Both(NamedTuple):
         return self.kind.held(text) and self.label.held(text)
 
 
+#: The days of the week, as written alone, plural or shortened ("Saturdays", "Sat"), and the
+#: two parts of the week ("weekdays", "weekends"), each the days it stands for.
+_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEK = re.compile(
+    r"\b(?:((?i:mon|tues|wednes|thurs|fri|satur|sun))days?|(?-i:(Mon|Tue|Wed|Thu|Fri|Sat|Sun))"
+    r"(?:s|es|rs|urs)?\.?|((?i:week(?:day|end)))s?)\b"
+)
+#: A span or every day: a memory giving one answers any day's question, as ranges do.
+_EVERY_DAY = re.compile(
+    r"\b(?:daily|every\s+day|each\s+day|7\s+days|seven\s+days)\b"
+    r"|\b(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*\s*(?:-|\u2013|to|till|until|through)\s*"
+    r"(?:mon|tue|wed|thu|fri|sat|sun)",
+    re.IGNORECASE,
+)
+
+
+def days_of(text: str) -> frozenset[str]:
+    """Return the days of the week ``text`` names ("weekends": Saturday and Sunday), empty
+    where it names none or a span or every day ("Mon-Fri", "daily"; ADR 0177)."""
+    if _EVERY_DAY.search(text):
+        return frozenset()
+    found: set[str] = set()
+    for day, short, part in _WEEK.findall(text):
+        if part:
+            found.update(_DAYS[5:] if part.lower() == "weekend" else _DAYS[:5])
+        else:
+            found.add(next(d for d in _DAYS if d.startswith((day or short).lower()[:3])))
+    return frozenset(found)
+
+
+class Week(NamedTuple):
+    """The days of the week a question asks of ("When does the canteen close on
+    weekdays?"): a memory naming only other days speaks of another part of the week
+    ("Canteen closes 14:00 weekends."; ADR 0177). A memory naming no day, a span or every
+    day is left as it is."""
+
+    days: frozenset[str]
+
+    def held(self, text: str) -> bool:
+        """Say whether ``text`` may speak of these days."""
+        theirs = days_of(text)
+        return not theirs or bool(theirs & self.days)
+
+
+class Joint(NamedTuple):
+    """Two things a question asks, each of which a memory must hold (ADR 0177)."""
+
+    first: Kind | Both | Numbered | Attributed
+    second: Week
+
+    @property
+    def name(self) -> str:
+        """The first's name."""
+        return self.first.name
+
+    def held(self, text: str) -> bool:
+        """Say whether ``text`` may answer both."""
+        return self.first.held(text) and self.second.held(text)
+
+
 class Attributed(NamedTuple):
     """An attribute a question asks of a possessive ("When is Oscar Brennan's birthday?"):
     a memory giving another attribute after a possessive ("Oscar Brennan's car is a black
@@ -381,12 +444,13 @@ def lettered(text: str) -> frozenset[tuple[str, str]]:
 _ASKING = frozenset(("what", "which", "who", "whom", "whose", "when", "where", "why", "how"))
 
 
-def asked(query: str) -> Kind | Both | Numbered | Attributed | None:
+def asked(query: str) -> Kind | Both | Numbered | Attributed | Week | Joint | None:
     """Return the kind of value ``query`` asks for, if it names one plainly (the first
     named, when it names several), else the one numbered, lettered, titled or named thing
     it asks of, if it labels exactly one (ADR 0159, 0161), else the attribute it asks of a
     possessive (ADR 0164), else None; a kind asked of such a thing or attribute is a
-    :class:`Both` of the two (ADR 0173, 0176)."""
+    :class:`Both` of the two (ADR 0173, 0176); the days of the week it asks of are a
+    :class:`Week`, beside the rest a :class:`Joint` (ADR 0177)."""
     found = [(m.start(), k) for k in ASKED if (m := k.question.search(query))]
     labels = [(w, n, "after") for w, n in sorted(numbered(query) | lettered(query))]
     labels += [
@@ -412,13 +476,15 @@ def asked(query: str) -> Kind | Both | Numbered | Attributed | None:
     )
     # A value asked of one labelled thing, or of an owner's attribute: of the value's kind,
     # and of that thing ("What is the rent for a three-bedroom flat?"; ADR 0173, 0176).
-    if kind is not None:
-        return Both(kind, other) if other is not None else kind
-    return other
+    first = other if kind is None else Both(kind, other) if other is not None else kind
+    days = days_of(query)
+    if not days:
+        return first
+    return Week(days) if first is None else Joint(first, Week(days))  # ADR 0177
 
 
 def kind_texts(
-    kind: Kind | Both | Numbered | Attributed | Owned | None,
+    kind: Kind | Both | Numbered | Attributed | Week | Joint | Owned | None,
     positions: Sequence[int],
     m: Matching,
 ) -> dict[int, str]:

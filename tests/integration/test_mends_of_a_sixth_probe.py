@@ -236,3 +236,27 @@ def test_an_owner_s_attribute_asked_with_a_kind_of_value_needs_both() -> None:
     assert isinstance(phone, Both)
     assert phone.held("Hana's phone number is 07700 900123.")
     assert not phone.held("Hana's locker number is 12.")  # another attribute, a number all the same
+
+
+def test_the_days_a_question_asks_of() -> None:
+    from engram.agents.typed import Week, days_of
+
+    assert days_of("Canteen closes 14:00 weekends.") == {"saturday", "sunday"}
+    assert days_of("Open Sat and Sun, Saturday's match at 3") == {"saturday", "sunday"}
+    # A span or every day names no part of the week; a word that is no day is none.
+    for none in ("Open Mon-Fri 7-16.", "Open daily.", "I sat in the sun.", "We wed in June."):
+        assert days_of(none) == frozenset(), none
+    weekdays = asked("When does the canteen close on weekdays?")
+    assert isinstance(weekdays, Week)
+    assert not weekdays.held("Canteen closes 14:00 weekends.")
+    assert weekdays.held("The canteen closes at 4pm on Mondays.")
+    assert weekdays.held("The canteen closes at 4pm.")
+
+
+def test_another_part_of_the_week_does_not_answer(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    weekends = ana.observe("Canteen closes 14:00 weekends.", at=NOW - timedelta(days=5))
+    question = "When does the canteen close on weekdays?"
+    assert weekends not in [r.event.position for r in ana.recall(question, record=False).items]
+    weekdays = ana.observe("Canteen closes 16:30 on weekdays.", at=NOW - timedelta(days=4))
+    assert [r.event.position for r in ana.recall(question, record=False).items][:1] == [weekdays]

@@ -446,13 +446,13 @@ def test_what_labels_a_thing_in_a_question() -> None:
     assert asked("Who handles the Hartley divorce?") == Numbered(
         "numbered thing", "divorce", "hartley", "named"
     )
-    # Not labels: a pronoun, an initial, a day, a question word.
-    for plain in (
-        "Yesterday I went where?",
-        "What J.K. Rowling quote does Tim like?",
-        "What happened on the Sunday before?",
-    ):
+    # Not labels: a pronoun, an initial, a question word.
+    for plain in ("Yesterday I went where?", "What J.K. Rowling quote does Tim like?"):
         assert asked(plain) is None, plain
+    # A day is no label but the part of the week asked of (ADR 0177).
+    from engram.agents.typed import Week
+
+    assert asked("What happened on the Sunday before?") == Week(frozenset({"sunday"}))
 
 
 def test_a_question_for_a_price_is_answered_only_by_a_memory_holding_a_sum(
