@@ -25,9 +25,10 @@ from engram.agents.announcing import (
 )
 from engram.agents.attributes import tells_how_often
 from engram.agents.folding import folds, retold
+from engram.agents.formats import same_format, value_format
 from engram.agents.matching import STOPWORDS, cased, codes, stem, stems_of
-from engram.agents.notes import as_stated
-from engram.agents.occurrences import TIME_OF_DAY, same_occurrences
+from engram.agents.notes import as_stated, is_task
+from engram.agents.occurrences import same_occurrences
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
@@ -246,6 +247,24 @@ class _Said:
         before = [w for w in statements.content_stems(self.text[: self.given_at]) if w]
         return self.given_at if set(phrase) <= set(before) <= set(phrase) | {before[0]} else None
 
+    def given_as_value(self, phrase: tuple[str, ...]) -> bool:
+        """Say whether the change gives ``phrase`` as its value, never naming it before its
+        change word: "graphic novels have been moved to the ground floor" shares "ground
+        floor" with "large print books are on the ground floor", where both put it, not
+        what both speak of (ADR 0178)."""
+        if self.given_at is None or not phrase:
+            return False
+        if set(phrase) <= set(statements.content_stems(self.text[: self.given_at])):
+            return False
+        # The value follows its change word after a preposition ("moved to the ground
+        # floor"); right after the change word the phrase is what changed ("put adult
+        # membership up to £135"), further on what it says of something else ("is back in
+        # service after its motor repair").
+        after = lexical.tokens(self.text[self.given_at :])
+        at = next((i for i, w in enumerate(after) if stem(w) == phrase[0]), len(after))
+        between = [w for w in after[1:at] if w not in _ARTICLES]
+        return len(between) == 1 and _VALUE_AT.fullmatch(between[0]) is not None
+
     def named_by(self, old: str) -> bool:
         """Say whether ``old`` names the subject by the new memory's full name ("Marta
         Silva"): one person, whatever other names each gives (ADR 0122)."""
@@ -327,6 +346,7 @@ class _Said:
             and not (change and shapes.attribute_unsaid(self.text, old.text))
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
             and not retold(self.text, old.text)
+            and not is_task(self.text)  # a task to do changes nothing yet (ADR 0178)
             and not folds(self.text, old.text)  # recall's copies (ADR 0143)
         )  # fmt: skip
 
@@ -383,7 +403,7 @@ def _of_subject(
         # the one noun both open with as their subject ("The trial is on 3 June", "The trial
         # was pushed back to 12 June"; ADR 0155).
         said.phrases.update({
-            h.position: statements.shared_phrase(said.text, h.text)
+            h.position: _subject_phrase(said, statements.shared_phrase(said.text, h.text))
             or holders.opening_head(said.text, h.text)
             # A role handed over, whose holder alone the old memory gives (ADR 0160).
             or (holders.held_role(said.text, h.text) if said.change else ())
@@ -420,6 +440,12 @@ def _of_subject(
         )
         and not statements.topic_only(h.text, named or said.phrases[h.position])
     ]  # fmt: skip
+
+
+def _subject_phrase(said: _Said, phrase: tuple[str, ...]) -> tuple[str, ...]:
+    """Return ``phrase``, the run of words two unnamed memories share, unless the change
+    gives it as its value (:meth:`_Said.given_as_value`)."""
+    return () if said.given_as_value(phrase) else phrase
 
 
 def _speaks_of(conn: sqlite3.Connection, old: str, text: str, subject: str) -> bool:
@@ -541,42 +567,7 @@ def identifiers(text: str) -> frozenset[str]:
     )
 
 
-def same_format(text: str, old: str) -> bool:
-    """Say whether ``text`` gives one value in place of one of ``old``'s, written in the same
-    structured format (:func:`value_format`): "eu-west-1" for "ap-south-1", "2.5.0" for
-    "3.1.0", "02:30" for "05:15". Each quotes exactly one code the other does not: one value
-    of one attribute replaced (ADR 0115)."""
-    mine, theirs = set(codes(text)), set(codes(old))
-    if len(mine - theirs) != 1 or len(theirs - mine) != 1:
-        return False
-    (given,), (gone,) = mine - theirs, theirs - mine
-    shape = value_format(given)
-    return shape is not None and shape == value_format(gone)
-
-
-_CLOCK = re.compile(r"\d{1,2}:\d{2}")
-_SHAPE_RUN = re.compile(r"[^\W\d_]+|\d+")
-
-
-def value_format(code: str) -> str | None:
-    """Return the format ``code`` is written in, or None where it is not a value's notation.
-
-    The format is the code's shape (each run of letters "a", of digits "9", separators kept:
-    "eu-west-1" is "a-a-9") up to its second separator, so a release's pre-release tag is
-    still a release ("4.0.0-rc1" and "2.4.1" are "9.9."). A value's notation has structure:
-    two separators (a region, a release, a date, an address) or a clock's colon. A code with
-    one separator is a word of prose as often ("15-minute", "13-14", an id like "HE-85"),
-    and says nothing of which attribute it gives (ADR 0115). A time of day is "9:" however
-    written ("6pm", "5:30pm", "17:30"; ADR 0160)."""
-    if TIME_OF_DAY.fullmatch(code.lower()) or _CLOCK.fullmatch(code):
-        return "9:"  # "6pm" is a time as "5:30pm" and "17:30" are (ADR 0160)
-    shape = _SHAPE_RUN.sub(lambda m: "9" if m.group()[0].isdigit() else "a", code)
-    separators = [i for i, c in enumerate(shape) if c not in "a9"]
-    if len(separators) < 2 and ":" not in shape:
-        return None
-    return shape if len(separators) < 2 else shape[: separators[1] + 1]
-
-
+_ARTICLES = frozenset(("the", "a", "an"))
 #: Where a change's value starts after its object: "... to FV2", "... into tank 3".
 _VALUE_AT = re.compile(r"\b(?:to|into|onto|from|over|at|as)\b", re.IGNORECASE)
 

@@ -9,7 +9,6 @@ every visible copy of its digest and what it folded.
 
 from __future__ import annotations
 
-import functools
 import re
 import sqlite3
 from collections import Counter
@@ -18,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from engram.agents.announcing import announces
 from engram.agents.matching import STOPWORDS, Matching, stem, stems_of
 from engram.agents.quoted import quoted_codes, runs
+from engram.agents.written import rewritten, written
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
@@ -202,9 +202,9 @@ class Folder:
         if (
             text.isascii()
             and not self._may_share(text.lower())
-            and (not _rewritten(text) or not self._may_share(_written(text).lower()))
+            and (not rewritten(text) or not self._may_share(written(text).lower()))
         ):
-            return None  # the text as written, and as :func:`_written` writes it, cannot fold
+            return None  # the text as written, and as written() writes it, cannot fold
         return self._into(row, _content(text), text)
 
     def _may_share(self, lowered: str) -> bool:
@@ -265,8 +265,8 @@ def same_ids(a_text: str, b_text: str) -> bool:
     if not a_text or not b_text:
         return True
     # A number is one however written ("1,800 kg", "1800kg"): compared as written alike.
-    a_codes = quoted_codes(_written(a_text))
-    return set(a_codes) == set(quoted_codes(_written(b_text)))
+    a_codes = quoted_codes(written(a_text))
+    return set(a_codes) == set(quoted_codes(written(b_text)))
 
 
 #: The words that turn a statement into its opposite: "no longer interested", "isn't".
@@ -279,8 +279,15 @@ def same_polarity(a_text: str, b_text: str) -> bool:
     opposite things, so they are never copies (ADR 0123). Texts not given agree."""
     if not a_text or not b_text:
         return True
-    found = [{m.group().lower() for m in _NEGATION.finditer(t)} for t in (a_text, b_text)]
+    found = [
+        {_NOT.get(m.group().lower(), m.group().lower()) for m in _NEGATION.finditer(t)}
+        for t in (a_text, b_text)
+    ]
     return found[0] == found[1]
+
+
+#: A negation written two ways: "don't" is "do not" (ADR 0178).
+_NOT = {"n't": "not", "n\u2019t": "not"}
 
 
 def same_tidings(a_text: str, b_text: str) -> bool:
@@ -301,13 +308,13 @@ def same_numbers(a_text: str, b_text: str) -> bool:
     if not a_text or not b_text:
         return True
     mine, theirs = (
-        Counter(n.lstrip("0") or "0" for n in _NUMBER.findall(_written(t)))
-        for t in (a_text, b_text)
+        Counter(n.lstrip("0") or "0" for n in _NUMBER.findall(written(t))) for t in (a_text, b_text)
     )
     return mine == theirs
 
 
-#: A number as :func:`_written` writes it, with what is written on it ("15000", "4:45pm").
+#: A number as :func:`~engram.agents.written.written` writes it, with what is written on it
+#: ("15000", "4:45pm").
 _NUMBER = re.compile(r"\d+(?:[.:]\d+)*[^\W\d_]*")
 
 
@@ -359,139 +366,13 @@ def _joined(word: str, others: frozenset[str]) -> bool:
     return any(word == a + b for a in others for b in others if a != b and min(len(a), len(b)) >= 3)
 
 
-#: Numbers spelt out, as a copy may write them in digits ("twenty minutes", "20 minutes";
-#: "the first of every month", "the 1st"): compared as digits. "one" is left as it is (the
-#: one on the left), and an ordinal only as a day of a month ("the first of"): "the second
-#: schema" is no number.
-_UNITS = (
-    "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
-    "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen",
-)  # fmt: skip
-_TENS = ("twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety")
-_ORDINALS = (
-    "first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
-    "tenth", "eleventh", "twelfth",
-)  # fmt: skip
-_VALUE = {w: i + 1 for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
-_VALUE |= {w: i + 1 for i, w in enumerate(_ORDINALS)}
-_TENS_RUN, _UNIT_RUN = "|".join(_TENS), "|".join(_UNITS[:9])
-_DAYS = (
-    r"mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:rs(?:day)?)?|fri(?:day)?|sat(?:urday)?"
-    r"|sun(?:day)?|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
-    r"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
-)
-_SPELT = re.compile(
-    rf"\b(?:({_TENS_RUN})(?:[- ]({_UNIT_RUN}))?|({'|'.join(_UNITS[1:])})"
-    # An ordinal before "of", a day or a month names a date ("the first Monday", "1st
-    # Monday"); elsewhere it is a word ("at first", "the first time").
-    rf"|({'|'.join(_ORDINALS)})(?=\s+(?:of|{_DAYS})\b))\b",
-    re.IGNORECASE,
-)
-
-
-def _number(match: re.Match[str]) -> str:
-    """Return the number ``match`` spells, in digits; a match the case-blind pattern made of
-    letters only alike in case ("ſecond", "fıve") is left as written."""
-    tens, unit, *alone = match.groups()
-    word = next((w for w in alone if w is not None), None)
-    if word is not None:
-        value = _VALUE.get(word.lower())
-        return match[0] if value is None else str(value)
-    first, then = _VALUE.get(tens.lower()), _VALUE.get(unit.lower()) if unit else 0
-    return match[0] if first is None or then is None else str(first + then)
-
-
-#: Two times of day joined as a span ("15:30-18:30", "9:00 – 17:00"): "from ... to ..." in
-#: one copy is the dash in another (ADR 0162).
-_CLOCK_RANGE = re.compile(r"\b(\d{1,2}:\d{2})\s*[-\u2013]\s*(\d{1,2}:\d{2})\b")
-
-
-@functools.lru_cache(maxsize=8192)
-def _written(text: str) -> str:
-    """Return ``text`` with its numbers written alike: spelt ones in digits ("twenty",
-    "first"), then as :func:`~engram.projections.copies.numbers_apart` writes them, a time's
-    "am" or "pm" kept on its number ("6:40 am" and "6:40 pm" are two times; "am" alone is a
-    function word, and folding would read the first inside the second)."""
-    # Each pass runs only where the text holds a word it rewrites (recall writes every
-    # candidate it folds); a stamp goes first, or its date written one way is none (0173).
-    text = copies.without_stamps(text)
-    words = set(_LETTERS.findall(text.casefold()))
-    plain = _CLOCK_RANGE.sub(r"\1 to \2", copies.times_one_way(copies.dates_one_way(text)))
-    if not words.isdisjoint(_SAME):
-        plain = _ALIKE.sub(_alike, plain)
-    if not words.isdisjoint(_SHORTENED):
-        plain = _SHORT.sub(_unshortened, plain)
-        if "st" in words:
-            plain = _STREET.sub(r"\1Street", plain)
-        words = set(_LETTERS.findall(plain.casefold()))
-    if not words.isdisjoint(_VALUE):
-        plain = _SPELT.sub(_number, plain)
-    written = copies.numbers_apart(plain)
-    if not copies.holds_digit(written):
-        return written
-    return _MERIDIEM.sub(lambda m: f"{m[1]}{m[2].lower()}m", written)
-
-
-#: Words written two ways for one meaning: a title and its abbreviation ("Doctor Okafor",
-#: "Dr. Okafor"), "every" and "each" before a unit of time (ADR 0139).
-_SAME = {
-    "doctor": "Dr", "professor": "Prof", "mister": "Mr", "every": "each",
-    # How often, in one word or two ("daily", "every day"; ADR 0160).
-    "daily": "each day", "nightly": "each night", "weekly": "each week",
-    "monthly": "each month", "yearly": "each year", "annually": "each year",
-}  # fmt: skip
-_ALIKE = re.compile(rf"\b(?:{'|'.join(_SAME)})\b", re.IGNORECASE)
-
-
-def _alike(match: re.Match[str]) -> str:
-    return _SAME.get(match[0].lower(), match[0])
-
-
-#: Common abbreviations, written lowercase ("Max" is a name, "max" is "maximum"; ADR 0143):
-#: "Arrive 10 mins before" is "Arrive 10 minutes before".
-_LONG = {
-    "mins": "minutes", "hrs": "hours", "hr": "hour", "secs": "seconds", "wks": "weeks",
-    "yrs": "years", "approx": "approximately", "max": "maximum", "dept": "department",
-    "appt": "appointment", "appts": "appointments", "mgr": "manager", "info": "information",
-    "repo": "repository", "repos": "repositories", "thru": "through",
-    # Capitalised: the kind of street after its name ("Mill Ln", "Mill Lane"), and "Max"
-    # before a number ("Max 2 dogs a class"), where "Max" alone is a name (ADR 0148).
-    "Ln": "Lane", "Rd": "Road", "Ave": "Avenue", "Ct": "Court", "Blvd": "Boulevard",
-    # A month shortened, capitalised ("from Nov to March"; ADR 0160).
-    "Jan": "January", "Feb": "February", "Mar": "March", "Apr": "April", "Jun": "June",
-    "Jul": "July", "Aug": "August", "Sep": "September", "Sept": "September",
-    "Oct": "October", "Nov": "November", "Dec": "December",
-}  # fmt: skip
-_SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?|\bMax(?=\s+\d)")
-#: "St" after a name, before none, is a street ("Canal St"); "St Mary's" is a saint (0173).
-_STREET = re.compile(r"\b([A-Za-z]{2,}\s+)(?:St|st|ST)\b\.?(?!\s*[A-Z])")
-
-
-def _unshortened(match: re.Match[str]) -> str:
-    return _LONG.get(match[0].rstrip("."), "maximum")
-
-
-_MERIDIEM = re.compile(r"(\d)\s*([ap])\.?\s?m\b\.?", re.IGNORECASE)
-
-_LETTERS = re.compile(r"[a-z]+")
-#: Every word a pass of :func:`_written` rewrites.
-_SHORTENED = frozenset(w.casefold() for w in _LONG) | {"st"}
-_REWRITTEN = frozenset(_SAME) | _SHORTENED | frozenset(_VALUE)
-
-
-def _rewritten(text: str) -> bool:
-    """Say whether :func:`_written` may write ``text`` otherwise (a digit, or a word it
-    rewrites), at a fraction of its cost."""
-    return copies.holds_digit(text) or not _REWRITTEN.isdisjoint(_LETTERS.findall(text.casefold()))
-
-
 def _spelt(text: str) -> frozenset[str]:
     """Return ``text``'s content words, lower-cased, as spelt (not stemmed); a code, an id or
     a path (a run with digits, "_", "/", "\\", ":" or an inner capital: ``E_CONN_RESKT``,
     ``C:\\ProgramData``) as one word, as written, which no misspelling matches: one
     character apart, it is another thing (ADR 0119)."""
     out: set[str] = set()
-    for token in runs(_written(text)):
+    for token in runs(written(text)):
         if _WORDS.fullmatch(token) and not _INNER_CAPITAL.search(token):
             out.update(
                 w for w in lexical.tokens(token) if w not in STOPWORDS and w not in copies.FILLERS
@@ -565,7 +446,7 @@ def _dropped(short: str, long: str) -> bool:
 def _content(text: str) -> frozenset[str]:
     """Return the stems of ``text``'s content words (function and filler words set aside),
     its numbers written alike (:func:`~engram.projections.copies.numbers_apart`)."""
-    return stems_of(_written(text)).content
+    return stems_of(written(text)).content
 
 
 def grouped(

@@ -32,11 +32,14 @@ def as_stated(text: str) -> str:
     holding a digit or one word alone); any other text as it is. Detection reads a terse note
     so beside "The gate code is 2580": one sentence with its value given anew (ADR 0158).
     A participle's clause opening it is set aside: "Following the AGM, two-bedroom rents
-    rise to £815" states what the clause after it says (ADR 0174)."""
-    lead = _LEADING.match(text)
-    if lead is not None:
-        rest = text[lead.end() :].lstrip()
-        text = rest[:1].upper() + rest[1:]
+    rise to £815" states what the clause after it says (ADR 0174); so are a greeting, an
+    email's or minutes' heading ("Hi all, ", "Subject: wardrobe - ", "Noted: ", "Item 3: ",
+    "FYI "; ADR 0178)."""
+    lead = _OPENER.match(text) or _LEADING.match(text)
+    while lead is not None and lead.end() < len(text):
+        # The rest as written: a common word it opens with is not capitalised into a name.
+        text = text[lead.end() :].lstrip()
+        lead = _OPENER.match(text) or _LEADING.match(text)
     found = _COLON_NOTE.match(text) or _CODE_NOTE.match(text)
     if found is None:
         return text
@@ -58,6 +61,32 @@ def as_stated(text: str) -> str:
 _LEADING = re.compile(
     r"[A-Z][a-z]+ing\s+(?:the|a|an|this|that|next|last|our|their|its)\b(?:\s+[^\s,]+){0,6},\s*"
 )
+#: What opens a note without being what it says: a greeting, an email's heading (a subject
+#: line to its dash), a minutes' or a log's marker (ADR 0178); an action's stays (a task).
+_OPENER = re.compile(
+    r"\s*(?:(?:hi|hello|hey|morning|afternoon|evening|dear)\s+(?:all|team|everyone|folks|both"
+    r"|guys)\b\s*[,!.:;\u2013\u2014-]\s*"
+    r"|(?:re|fw|fwd|subject|subj)\s*:\s*(?:[^:\n]{1,60}?\s[-\u2013\u2014]\s)?"
+    r"|(?:noted|agreed|resolved|decided|decision|update|note|nb|reminder|aob|fyi"
+    r"|(?:item|point|agenda\s+item)\s+\d+[a-z]?)\s*(?::|\s[-\u2013\u2014])\s*"
+    r"|fyi\s+)",
+    re.IGNORECASE,
+)
+#: A task given to someone, as minutes and logs write one: "Action: Derek to chase the
+#: council", "TODO - Sue Lambert to get quotes" (ADR 0178).
+_TASK = re.compile(
+    r"\s*(?:actions?|todo|to\s+do|task)\s*(?::|\s[-\u2013\u2014])\s*"
+    r"[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?\s+to\s+[a-z]+\b",
+    re.IGNORECASE,
+)
+
+
+def is_task(text: str) -> bool:
+    """Say whether ``text`` is a task marked as one and given to someone: what is still to
+    be done changes nothing, so it replaces no memory (ADR 0178)."""
+    return _TASK.match(text) is not None
+
+
 #: Words a label holds none of: a copula, an auxiliary or a pronoun makes it a sentence.
 _NOT_STATED = frozenset(
     ("is", "are", "was", "were", "be", "been", "has", "have", "had", "will", "would", "can",

@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from engram.agents.matching import STOPWORDS, Matching, cased, codes, holds
+from engram.projections import copies
 
 __all__ = [
     "ID_HELD",
@@ -38,7 +39,8 @@ __all__ = [
 #: candidate that does: as likely as not to be what is asked for (ADR 0117). Where several
 #: hold them (at most :data:`ID_HOLDERS`), each has its share of it.
 ID_HELD = 0.5
-#: The most candidates that may hold a query's ids for the ids to single them out.
+#: The most things (copies of one memory count once) that may hold a query's ids for the ids
+#: to single them out.
 ID_HOLDERS = 3
 #: The fewest characters of a code that names one thing: "inc0012345", "9f2c4e1",
 #: "err-4471-b"; shorter codes are ordinals and measures as often ("18th", "5k", "ga4").
@@ -170,16 +172,17 @@ def id_floors(positions: Sequence[int], m: Matching) -> dict[int, tuple[float, f
         if (text := m.texts.get(p))
         and all(holds(i, text, text.casefold()) for i in m.ids)
     ]  # fmt: skip
-    if not holders or len(holders) > ID_HOLDERS:
+    # Copies of one memory are one thing holding the ids, however many (ADR 0178): five
+    # copies of "ALERT: CRAH-A4 high return temp" single out what "CRAH-A4" names.
+    things = len({copies.digest(m.texts[p]) for p in holders})
+    if not holders or things > ID_HOLDERS:
         return {}
     shapes = {_shape(i) for i in m.ids}
     rivals = [
         p for p in positions
         if p not in holders and any(_shape(r) in shapes for r in runs(m.texts.get(p, "")))
     ]  # fmt: skip
-    return dict.fromkeys(rivals, (0.0, ID_RIVAL)) | dict.fromkeys(
-        holders, (ID_HELD / len(holders), 1.0)
-    )
+    return dict.fromkeys(rivals, (0.0, ID_RIVAL)) | dict.fromkeys(holders, (ID_HELD / things, 1.0))
 
 
 def held(floors: Mapping[int, tuple[float, float]], position: int) -> bool:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import engram
-from engram.agents.folding import _written
+from engram.agents.written import written as _written
 from engram.projections.copies import dates_one_way
 from engram.runtime import Memory
 

@@ -207,7 +207,7 @@ def test_a_clause_before_a_change_and_how_often_a_thing_is_done(
 def test_a_participle_clause_is_read_past_and_a_note_still_as_stated() -> None:
     from engram.agents.notes import as_stated
 
-    assert as_stated("Following the AGM, the bar closes at 10pm.") == "The bar closes at 10pm."
+    assert as_stated("Following the AGM, the bar closes at 10pm.") == "the bar closes at 10pm."
     assert as_stated("Gate code: 7314") == "The gate code is 7314."
     # No determiner after it: a word ending in "ing" that opens the sentence stays.
     assert as_stated("Parking costs £4, pay at the kiosk.") == "Parking costs £4, pay at the kiosk."
@@ -260,3 +260,61 @@ def test_another_part_of_the_week_does_not_answer(memory: Memory) -> None:
     assert weekends not in [r.event.position for r in ana.recall(question, record=False).items]
     weekdays = ana.observe("Canteen closes 16:30 on weekdays.", at=NOW - timedelta(days=4))
     assert [r.event.position for r in ana.recall(question, record=False).items][:1] == [weekdays]
+
+
+def test_a_greeting_or_a_heading_opening_a_note_is_read_past() -> None:
+    from engram.agents.notes import as_stated
+
+    assert as_stated("Noted: the lift is out of order.") == "the lift is out of order."
+    assert as_stated("Item 3: graphic novels have moved.") == "graphic novels have moved."
+    assert as_stated("Subject: wardrobe - wardrobe has moved.") == "wardrobe has moved."
+    assert as_stated("Hi all, the bar closes at 10pm.") == "the bar closes at 10pm."
+    assert as_stated("FYI Kestrel engineers on site Sat.") == "Kestrel engineers on site Sat."
+    assert as_stated("Noted") == "Noted"  # nothing after it: the note is the word
+
+
+def test_a_change_in_minutes_replaces_what_it_changes(memory: Memory) -> None:
+    assert replaced(
+        memory,
+        "Noted: the lift is out of order awaiting a part.",
+        "Item 5: the lift was repaired on Monday and is working again.",
+    )
+
+
+@pytest.mark.parametrize(
+    "copies",
+    [
+        ["Please do not launch when the red flag is flying.",
+         "Please don't launch when the red flag is flying."],
+        ["Gas engineer coming Tues 10am, let him in the back door.",
+         "Gas engineer coming Tuesday 10am, let him in the back door."],
+        ["Derek to replace the broken blind in the Garden Room.",
+         "ACTION - Derek to replace the broken blind in Garden Rm"],
+        ["Tomás Reyes has a nut allergy, no nuts on set.",
+         "Tomas Reyes has a nut allergy, no nuts on set."],
+    ],
+)  # fmt: skip
+def test_copies_contracted_shortened_or_unaccented_are_one_item(
+    memory: Memory, copies: list[str]
+) -> None:
+    ana = memory.agent("ana")
+    written = [ana.observe(text, at=NOW - timedelta(days=9 - i)) for i, text in enumerate(copies)]
+    items = ana.recall(copies[0], 10, record=False, min_score=0.0).items
+    served = [r for r in items if r.event.position in written]
+    assert len(served) == 1, [r.event.payload.text for r in served]
+    assert not any(r.replaced_by for r in items)
+
+
+def test_copies_of_one_memory_single_out_the_id_they_quote(memory: Memory) -> None:
+    ana = memory.agent("ana")
+    alerts = [
+        "ALERT: CRAH-A4 high return temp, engineer dispatched.",
+        "alert: CRAH-A4 high return temp - engineer dispatched",
+        "ALERT: CRAH-A4 high return temp, engineer dispatched [13/05 02:14]",
+        "ALERT CRAH-A4 high return temperature, engineer dispatched.",
+        "ALERT: CRAH-A4 high return temp, eng dispatched.",
+    ]
+    held = [ana.observe(text, at=NOW - timedelta(days=9 - i)) for i, text in enumerate(alerts)]
+    served = ana.recall("What happened with CRAH-A4?", record=False).items
+    assert served, "the copies quoting the id are served"
+    assert served[0].event.position in held

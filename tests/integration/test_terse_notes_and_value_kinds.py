@@ -36,7 +36,6 @@ def test_a_label_and_its_value_read_as_the_sentence_they_stand_for(note: str, st
     [
         "Caroline: I went hiking 2 days ago",  # a speaker's line
         "Dr Shah: back at 2pm",  # a speaker with a title
-        "Note: ring the plumber",  # a heading
         "Room 214",  # a name by its number
         "We met at 10: a good talk",  # a sentence
         "The alarm code is 3307.",  # a sentence already
@@ -45,6 +44,11 @@ def test_a_label_and_its_value_read_as_the_sentence_they_stand_for(note: str, st
 )
 def test_anything_else_is_read_as_written(text: str) -> None:
     assert as_stated(text) == text
+
+
+def test_a_heading_is_read_past_not_as_a_label() -> None:
+    # A heading names no attribute: read past (ADR 0178), never "The note is ...".
+    assert as_stated("Note: ring the plumber") == "ring the plumber"
 
 
 @pytest.mark.parametrize(
