@@ -1,8 +1,10 @@
-"""What a sixth memory probe found (ADR 0173): copies stamped when sent, or naming a street
-shortened, served as one item; a copy misspelt by two letters replaces nothing; two
-attributes of one named thing told without a possessive both stay true; a question of one
-named, lettered or numbered thing is not answered by a sibling's memory, a value of the kind
-it asks for or not; a share of a price answers a question of a price."""
+"""What the sixth and seventh memory probes found (ADR 0173-0178): copies stamped when sent,
+naming a street shortened, contracted, a day or a room shortened, a name unaccented, served as
+one item; a copy misspelt by two letters replaces nothing; two attributes of one named thing
+told without a possessive both stay true, and how often a thing is done beside a state of it;
+a change read past a participle's clause, a greeting or a heading, a task replacing nothing;
+a question of one named, lettered, numbered thing, or of one part of the week, is not
+answered by a sibling's memory; a share of a price answers a question of a price."""
 
 from __future__ import annotations
 
