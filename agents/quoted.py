@@ -156,8 +156,9 @@ def _shape(code: str) -> str:
 def id_floors(positions: Sequence[int], m: Matching) -> dict[int, tuple[float, float]]:
     """Return, for the candidates an id the query quotes singles out, the least relevance
     and the share of it kept: at least :data:`ID_HELD` (shared among them) for each holding
-    every id, where at most :data:`ID_HOLDERS` do; :data:`ID_RIVAL` of it, at most that, for
-    each quoting, in place of one, another id written alike, where one does; {} otherwise.
+    every id, where at most :data:`ID_HOLDERS` things do (copies of one memory count once);
+    :data:`ID_RIVAL` of it, at most that, for each quoting, in place of one, another id
+    written alike, where one does; {} otherwise.
 
     An id names one thing: the memory holding it verbatim is what the query asks about,
     whatever else their words and meanings share (a vector-near id, "9f2c4e7" for
@@ -173,9 +174,15 @@ def id_floors(positions: Sequence[int], m: Matching) -> dict[int, tuple[float, f
         and all(holds(i, text, text.casefold()) for i in m.ids)
     ]  # fmt: skip
     # Copies of one memory are one thing holding the ids, however many (ADR 0178): five
-    # copies of "ALERT: CRAH-A4 high return temp" single out what "CRAH-A4" names.
-    things = len({copies.digest(m.texts[p]) for p in holders})
-    if not holders or things > ID_HOLDERS:
+    # copies of "ALERT: CRAH-A4 high return temp" single out what "CRAH-A4" names. Counted
+    # only as far as it matters: an id many things hold singles out none.
+    digests: set[str] = set()
+    for p in holders:
+        digests.add(copies.digest(m.texts[p]))
+        if len(digests) > ID_HOLDERS:
+            return {}
+    things = len(digests)
+    if not holders:
         return {}
     shapes = {_shape(i) for i in m.ids}
     rivals = [
