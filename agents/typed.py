@@ -228,9 +228,9 @@ class Numbered(NamedTuple):
 #: id's, ADR 0117): a function word, a month or a day, or a plural or a verb in the third
 #: person ("has 4", "costs 180", "runs 2") labels nothing.
 _NUMBERED = re.compile(r"\b([A-Za-z][A-Za-z'-]{1,30})\s+#?(\d+[A-Za-z]?)\b")
-#: A word and the capital letter it labels ("Block A", "Plan B", "rack D"; ADR 0173), not
-#: "I", nor an initial ("J.K. Rowling").
-_LETTERED = re.compile(r"\b([A-Za-z][a-z]{2,30})\s+([A-HJ-Z])\b(?![.'\u2019-]?\w)")
+#: A word and the capital letter it labels ("Block A", "Plan B", "rack D", "Hall A's PUE";
+#: ADR 0173, 0179), not "I", nor an initial ("J.K. Rowling").
+_LETTERED = re.compile(r"\b([A-Za-z][a-z]{2,30})\s+([A-HJ-Z])\b(?![.-]?\w|['\u2019](?!s\b)\w)")
 #: A number before a name ("16 Larch Avenue", "221B Baker Street") and a title before a
 #: surname ("Mr Patel", "Mrs. Patel"): the labels :meth:`Numbered.held` reads beside a name.
 _BEFORE = r"\b(\d{1,5}[A-Za-z]?)"

@@ -320,3 +320,11 @@ def test_copies_of_one_memory_single_out_the_id_they_quote(memory: Memory) -> No
     served = ana.recall("What happened with CRAH-A4?", record=False).items
     assert served, "the copies quoting the id are served"
     assert served[0].event.position in held
+
+
+def test_a_lettered_thing_s_possessive_labels_it() -> None:
+    hall = asked("What is Hall A's PUE?")
+    assert hall == Numbered("numbered thing", "hall", "a", "after")
+    assert not hall.held("Hall B PUE last month 1.38.")
+    assert hall.held("Hall A PUE last month 1.41.")
+    assert asked("What is Hall B's IT capacity?") == Numbered("numbered thing", "hall", "b")
