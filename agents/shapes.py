@@ -366,15 +366,15 @@ _ATTRIBUTE_WORDS = 6
 
 
 def _attribute_words(text: str, *, contractions: bool = True) -> list[str]:
-    """Return :func:`attribute`'s stems in their order (the last is the attribute's head
-    noun: "billing contact", "billing address"); without ``contractions``, a contraction's
-    "'s" ("there's") opens none (detection reads it as it did, ADR 0164)."""
+    """Return the attribute's stems after a possessive, head last; recall's reading (without
+    ``contractions``) opens none at "there's", ends at a past verb or a number (0164, 0179)."""
     found = _OWNED.search(text) if contractions else possessive(text)
     if found is None:
         return []
     words = lexical.tokens(text[found.end() :])
     for i, word in enumerate(words[: _ATTRIBUTE_WORDS + 1]):
-        if word in COPULA_WORDS or word == "now" or stem(word) in CHANGE_WORDS:
+        past = not contractions and i and (_past(word) or word[:1].isdigit())  # its value
+        if past or word in COPULA_WORDS or word == "now" or stem(word) in CHANGE_WORDS:
             return [
                 stem(w) for w in words[:i]
                 if w not in STOPWORDS and w not in copies.FILLERS and w not in CLITICS

@@ -328,3 +328,16 @@ def test_a_lettered_thing_s_possessive_labels_it() -> None:
     assert not hall.held("Hall B PUE last month 1.38.")
     assert hall.held("Hall A PUE last month 1.41.")
     assert asked("What is Hall B's IT capacity?") == Numbered("numbered thing", "hall", "b")
+
+
+def test_an_attribute_given_before_a_past_verb_or_its_value_is_read() -> None:
+    from engram.agents.typed import owned
+
+    birthday = asked("When is Dr Lindqvist's birthday?")
+    assert not birthday.held("Dr Lindqvist's parking permit displayed in his car.")
+    assert birthday.held("Dr Lindqvist's birthday is on 4 May.")
+    # A terse note gives its value at once: another owner's birthday is no answer.
+    theirs = owned("When is Dr Lindqvist's birthday?")
+    assert theirs is not None
+    assert theirs.apart("Dr Ambrose's birthday 12 May - card in the drawer.")
+    assert not theirs.apart("Dr Lindqvist's birthday 3 June.")
