@@ -188,7 +188,7 @@ def search(
                 (mine & theirs) - names - statements.names(old_text),
                 (theirs - mine, mine - theirs),
                 (mine & theirs) - own - frozenset(said.phrases.get(old, ()))
-                - statements.content(" ".join(quoted)),
+                - statements.content(" ".join(quoted)) - _modal(text, old_text),
             )
         )  # fmt: skip
     return sorted(found, key=lambda c: (-c.said, -c.similarity, -c.position)), after
@@ -440,6 +440,13 @@ def _of_subject(
         )
         and not statements.topic_only(h.text, named or said.phrases[h.position])
     ]  # fmt: skip
+
+
+def _modal(text: str, old: str) -> frozenset[str]:
+    """Return "may" where both texts write it as the modal only, no month ("Members may hire
+    the clubhouse", "Members may keep trailers"): a word both share that names no attribute
+    (ADR 0180)."""
+    return frozenset() if "May" in text or "May" in old else frozenset({"may"})
 
 
 def _subject_phrase(said: _Said, phrase: tuple[str, ...]) -> tuple[str, ...]:

@@ -341,3 +341,11 @@ def test_an_attribute_given_before_a_past_verb_or_its_value_is_read() -> None:
     assert theirs is not None
     assert theirs.apart("Dr Ambrose's birthday 12 May - card in the drawer.")
     assert not theirs.apart("Dr Lindqvist's birthday 3 June.")
+
+
+def test_two_rules_sharing_a_modal_both_stay_true(memory: Memory) -> None:
+    assert not replaced(
+        memory,
+        "Members may keep their trailers in the dinghy park.",
+        "Members may hire the clubhouse for private parties.",
+    )
