@@ -17,6 +17,7 @@ from detection_store import EMBEDDERS, FILLER, NOW, detecting, replaced
 
 from engram.agents.attributes import named_attribute
 from engram.agents.folding import misspelt
+from engram.agents.recalled import Recalled
 from engram.agents.typed import MONEY, Both, Numbered, asked, joined
 from engram.runtime import Memory
 
@@ -52,14 +53,20 @@ def filled_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Me
 def test_copies_stamped_shortened_or_misspelt_are_one_item(
     memory: Memory, copies: list[str]
 ) -> None:
-    ana = memory.agent("ana")
-    written = [ana.observe(text, at=NOW - timedelta(days=20 - i)) for i, text in enumerate(copies)]
-    items = ana.recall(copies[0], 10, record=False, min_score=0.0).items
-    served = [r for r in items if r.event.position in written]
+    served, items = _served_copies(memory, copies)
     assert len(served) == 1, [r.event.payload.text for r in served]
     assert served[0].copies == len(copies)
     # A copy is no change: none replaced another.
     assert not any(r.replaced_by for r in items)
+
+
+def _served_copies(memory: Memory, copies: list[str]) -> tuple[list[Recalled], list[Recalled]]:
+    """Observe ``copies`` a day apart; return the items of a recall of the first that hold
+    one of them, and every item served."""
+    ana = memory.agent("ana")
+    written = [ana.observe(text, at=NOW - timedelta(days=20 - i)) for i, text in enumerate(copies)]
+    items = ana.recall(copies[0], 10, record=False, min_score=0.0).items
+    return [r for r in items if r.event.position in written], items
 
 
 def test_what_a_copy_folds_still_tells_things_apart() -> None:
@@ -299,10 +306,7 @@ def test_a_change_in_minutes_replaces_what_it_changes(memory: Memory) -> None:
 def test_copies_contracted_shortened_or_unaccented_are_one_item(
     memory: Memory, copies: list[str]
 ) -> None:
-    ana = memory.agent("ana")
-    written = [ana.observe(text, at=NOW - timedelta(days=9 - i)) for i, text in enumerate(copies)]
-    items = ana.recall(copies[0], 10, record=False, min_score=0.0).items
-    served = [r for r in items if r.event.position in written]
+    served, items = _served_copies(memory, copies)
     assert len(served) == 1, [r.event.payload.text for r in served]
     assert not any(r.replaced_by for r in items)
 
