@@ -97,7 +97,15 @@ _INSTRUCTION = re.compile(
     r"before|after|when|if)\b|\b(?:must|should|need to|has to|have to)\b",
     re.IGNORECASE,
 )
-_TASK = re.compile(r"\b(?:todo|follow[- ]up|investigate|still need|later|open question)\b", re.I)
+#: What marks a lesson as work still to do: a to-do or an open question anywhere, or a
+#: lesson that opens with the work ("Follow up with the vendor", "Investigate why ...").
+#: An instruction that speaks of following up or of later ("otherwise say we will follow
+#: up", "retry later") is a rule, not a task (ADR 0181).
+_TASK = re.compile(
+    r"\b(?:todo|to-do|open question|still need to|still have to)\b"
+    r"|^(?:follow[- ]up|investigate|look into|find out)\b",
+    re.I,
+)
 
 
 def draft_offline(scar: ScarPrompt) -> Draft:

@@ -474,6 +474,25 @@ def test_places_must_be_file_destinations(memory: Memory) -> None:
             "Still need to investigate the flaky parser test. (from: what)",
         ),
         (
+            "failure",
+            "Follow up with the vendor about the broken webhook",
+            "task",
+            "Follow up with the vendor about the broken webhook. (from: what)",
+        ),
+        # An instruction speaking of a follow-up or of later is a rule, not work to do.
+        (
+            "failure",
+            "Only commit to timelines after engineering signs off; otherwise say we will follow up",
+            "rules",
+            "Only commit to timelines after engineering signs off; otherwise say we will follow up.",
+        ),
+        (
+            "failure",
+            "Never promise a delivery date to a customer; confirm it later with the team",
+            "rules",
+            "Never promise a delivery date to a customer; confirm it later with the team.",
+        ),
+        (
             "victory",
             "Bisecting the lockfile found the bad pin",
             "skill",
