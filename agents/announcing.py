@@ -203,6 +203,8 @@ CHANGE_PHRASES = re.compile(
     # Their plain form before an amount: "two-bedroom rents rise to £815" (ADR 0174), not
     # "rise to the occasion".
     r"|\b(?:rise|fall|drop|climb)\s+(?:to|by)\s+(?:[$\u00a3\u20ac]\s?)?\d"
+    # ... and told as under way: "day pass going up to £13.50", "rising to 62" (ADR 0182).
+    r"|\b(?:going|rising|falling|dropping|climbing)\s+(?:(?:up|down)\s+)?(?:to|by)\s+\W?\d"
     r"|\bfrom\s+(?:this|next|today|tomorrow|now\s+on)\b|\bas\s+of\s+(?:today|now|this|next)\b"
     r"|\bstarting\s+(?:today|tomorrow|this|next)\b"
     # A hand-over (ADR 0143): "ownership of the service passed to Lucia", "Imogen passed the

@@ -130,6 +130,12 @@ def held_role(text: str, old: str) -> tuple[str, ...]:
         phrase = tuple(content_stems(role[1]))
     if not phrase or any(w not in phrase for w in left):
         return ()
+    # The old holder is a name, not a label numbering its thing: "The Glen Sannox is IMO
+    # 9794513" gives no holder of the Glen Sannox (ADR 0182).
+    given = [m for m in statements.NAME_RUN.finditer(_unnamed_days(old))
+             if any(w not in phrase for w in content_stems(m.group()) if w)]  # fmt: skip
+    if given and all(_NUMBERED.match(old, m.end()) for m in given):
+        return ()
     # A holder is a name beside the role's words: "Okafor" in "Okafor hearing postponed" is
     # the thing's own name, no holder given anew.
     holders = [
@@ -137,6 +143,9 @@ def held_role(text: str, old: str) -> tuple[str, ...]:
         if any(w not in phrase for w in content_stems(run) if w)
     ]  # fmt: skip
     return phrase if holders else ()
+
+
+_NUMBERED = re.compile(r"\s*#?\d")
 
 
 def _unnamed_days(text: str) -> str:

@@ -70,16 +70,22 @@ def _unquantified(quoted: set[str]) -> set[str]:
 TIME_OF_DAY = _TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d{2})?[ap]\.?m\.?")
 
 
+#: A range of hours: two numbers or times of day of at most two digits, joined by a dash.
+_HOUR = r"\d{1,2}(?::\d{2})?(?:[ap]\.?m\.?)?"
+_RANGE = re.compile(rf"{_HOUR}-{_HOUR}")
+
+
 def _kinds(quoted: set[str] | frozenset[str]) -> frozenset[str]:
     """Return the kinds of ``quoted`` codes: each one's first character's class and its first
     separator ("2.5.0" and "4.0.0-rc1" are "9.", a version; "05:15" is "9:", a time;
     "eu-west-1", "Harbour2023" and "Lantern-88" are "a": "-" and "_" join words, ADR 0126;
-    "9am" is a time as "9:30am" is, ADR 0143).
+    "9am" is a time as "9:30am" is, ADR 0143; so is a range of hours, ADR 0182).
     A value is replaced by a value of its kind: a release by a release, never a time by a
     region (ADR 0109)."""
     return frozenset(
         "9:"
-        if _TIME_OF_DAY.fullmatch(c.lower())
+        # ... and a range of hours is one: "10-12", "9:30-11:30", "8am-4pm" (ADR 0182).
+        if _TIME_OF_DAY.fullmatch(c.lower()) or _RANGE.fullmatch(c.lower())
         else ("9" if c[0].isdigit() else "a") + next((s for s in c if s in "-_./:"), "").strip("-_")
         for c in quoted
     )

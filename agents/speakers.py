@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from engram.agents.matching import stem
 from engram.agents.statements import NAME_RUN, before, opens
 from engram.projections import lexical
 
@@ -40,6 +41,9 @@ _BREAK = re.compile(
 #: A possessive first-person word: what follows it is the speaker's ("my manager", "our
 #: router"), and the statement speaks of the speaker only where it gives what that is.
 _POSSESSIVE = frozenset(("my", "our", "mine", "ours"))
+#: The first person as an object, and a subject a determiner opens before it.
+_OBJECTS = frozenset(("me", "us"))
+_DETERMINED = re.compile(r"\s*(?:the|a|an|this|that|these|those)\s+[a-z]", re.IGNORECASE)
 #: What a possessive gives of its speaker: the thing it names, in at most three words, then a
 #: copula or the "to" of a change ("my manager is Priya", "my new email is ...", "switched
 #: our internet provider to Sonic").
@@ -76,12 +80,30 @@ def first_person(text: str) -> str | None:
         return None
     if pronoun.group().lower() in _POSSESSIVE and not _GIVEN.match(body, pronoun.end()):
         return None  # "my car needs new tyres" speaks of the car, "my manager is Tomasz" of me
+    if pronoun.group().lower() in _OBJECTS and _DETERMINED.match(body, 0, pronoun.start()):
+        return None  # "The church asks us to stack the chairs" speaks of the church (0182)
     for run in NAME_RUN.finditer(body, 0, pronoun.start()):
         if run.group() == "I" or before(body, run.start()).isdigit():
             continue
         if not opens(body, run.start()) or len(run.group().split()) > 1:
             return None
     return label
+
+
+def possessed_unsaid(text: str, old: str) -> bool:
+    """Say whether ``text`` gives an attribute of its speaker by a possessive ("our
+    rehearsals move to Thursdays", "my manager is Priya") and ``old`` holds none of its
+    words ("We're doing the Elgar in the spring"): a change of one attribute of the speaker
+    leaves the others as they were (ADR 0182)."""
+    found = _SPEAKER.match(text)
+    body = text[found.end() :] if found else text
+    pronoun = _PERSON.search(body)
+    if pronoun is None or pronoun.group().lower() not in _POSSESSIVE:
+        return False
+    given = _GIVEN.match(body, pronoun.end())
+    words = lexical.tokens(given.group())[:-1] if given else []
+    theirs = {stem(w) for w in lexical.tokens(old)}
+    return bool(words) and not theirs & {stem(w) for w in words}
 
 
 def label(text: str) -> str:

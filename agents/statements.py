@@ -11,43 +11,24 @@ import math
 import re
 import sqlite3
 
-from engram.agents.matching import CLITICS, STOPWORDS, codes, phrase_words, stem, stems_of
+from engram.agents.matching import (
+    CLITICS,
+    STOPWORDS,
+    UNIT_AFTER,
+    codes,
+    phrase_words,
+    stem,
+    stems_of,
+)
 from engram.projections import copies, lexical
 
 __all__ = [
-    "CALENDAR",
-    "CHANGE_FORMS",
-    "CHANGE_WORDS",
-    "COPULA_WORDS",
-    "DETERMINERS",
-    "NAME",
-    "NAME_RUN",
-    "RARE",
-    "STATEMENT_WORDS",
-    "TITLES",
-    "VALUE_HEADS",
-    "before",
-    "content",
-    "content_stems",
-    "differs",
-    "dropped",
-    "kind",
-    "kinds_apart",
-    "labels",
-    "modified_apart",
-    "name_run",
-    "names",
-    "opens",
-    "others_named",
-    "shared_phrase",
-    "state_values",
-    "statement",
-    "subject",
-    "topic_only",
-    "uncoded",
-    "without",
-    "written_as_name",
-]
+    "CALENDAR", "CHANGE_FORMS", "CHANGE_WORDS", "COPULA_WORDS", "DETERMINERS", "NAME",
+    "NAME_RUN", "RARE", "STATEMENT_WORDS", "TITLES", "VALUE_HEADS", "before", "content",
+    "content_stems", "differs", "dropped", "kind", "kinds_apart", "labels", "modified_apart",
+    "name_run", "names", "opens", "others_named", "shared_phrase", "state_values", "statement",
+    "subject", "topic_only", "uncoded", "without", "written_as_name",
+]  # fmt: skip
 
 #: The most words a memory may hold to replace or be replaced by detection: a statement of
 #: a fact or two. A long memory (a message, a tool's output, a design note) says many
@@ -339,13 +320,13 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
     ADR 0119); a head is a content word right after them
     and right before a copula (ADR 0109)."""
 
-    def around(said: str) -> tuple[str, str]:
+    def around(said: str) -> tuple[str, str, frozenset[str]]:
         tokens = phrase_words(said)
         stems = [stem(t) for t in tokens]
         n = len(words)
         i = _spelled(stems, words)
         if i < 0:
-            return "", ""
+            return "", "", frozenset()
         # The modifier: the content word right before the words, opening a run of content
         # words (a compound: "the partner webhook API") that follows a determiner or opens
         # the text.
@@ -360,15 +341,24 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
             and i + n + 1 < len(tokens) and tokens[i + n + 1] in _COPULA_WORDS
             else ""
         )  # fmt: skip
-        return modifier, head
+        # What a preposition right after the words names: "code for the barrel hall".
+        k = i + n + 1 + (i + n + 1 < len(tokens) and tokens[i + n + 1] in _DETERMINERS)
+        behind = frozenset(stems[k : k + 3]) if after in _OF else frozenset()
+        return modifier, head, behind
 
-    (mine, my_head), (theirs, their_head) = around(text), around(other)
+    (mine, my_head, my_own), (theirs, their_head, their_own) = around(text), around(other)
+    # A modifier the other names after a preposition ("Barrel hall keypad code is 4417",
+    # "New keypad code for the barrel hall: 9052") is no other thing's (ADR 0182).
+    mine, theirs = ("" if mine in their_own else mine), ("" if theirs in my_own else theirs)
     # A head the other text holds too names no other thing (ADR 0139), nor does one naming
     # the kind of value given ("the stage door code is 1357", "Stage door: 8642"; ADR 0158).
     held = my_head in stems_of(other).every if my_head else their_head in stems_of(text).every
     held = held or (my_head or their_head) in VALUE_HEADS
     return (bool(mine) and bool(theirs) and mine != theirs) or (heads and my_head != their_head
                                                                 and not held)  # fmt: skip
+
+
+_OF = frozenset(("for", "of", "at", "in", "on"))
 
 
 def uncoded(text: str) -> str:
@@ -524,6 +514,7 @@ def labels(text: str) -> frozenset[str]:
         and m[1].lower() not in STOPWORDS
         and m[1].lower() not in _AMOUNT_BEFORE
         and not _counts(m[1])
+        and not UNIT_AFTER.match(text, m.end())  # "take 45 minutes" counts (ADR 0182)
     )
 
 
@@ -532,6 +523,7 @@ def labels(text: str) -> frozenset[str]:
 _AMOUNT_BEFORE = frozenset((
     "only", "around", "approximately", "approx", "nearly", "roughly", "almost", "about",
     "least", "exactly", "another", "extra", "total", "under", "over", "circa", "some",
+    "per", "till", "until", "til",  # a rate or a time: "£35 per 250", "9 till 1" (ADR 0182)
 ))  # fmt: skip
 
 
@@ -585,10 +577,17 @@ def opens(text: str, start: int) -> bool:
 def statement(text: str) -> bool:
     """Say whether ``text`` states a thing detection can weigh: short enough to state one
     fact or two (:data:`STATEMENT_WORDS`), and not a question (a question states nothing
-    that could stop being true: "do I need to update my Dockerfile?"; ADR 0106)."""
-    if len(text) > STATEMENT_WORDS * 40 or text.rstrip().endswith("?"):
+    that could stop being true: "do I need to update my Dockerfile?"; ADR 0106), marked or not."""
+    if len(text) > STATEMENT_WORDS * 40 or text.rstrip().endswith("?") or _ASKS.match(text):
         return False  # forty characters a word at the most: longer is not one statement
     return len(lexical.tokens(text)) <= STATEMENT_WORDS
+
+
+#: A question without its mark: "user: How can I balance ...", "Should we ..." (ADR 0182).
+_ASKS = re.compile(
+    r"(?i)\s*(?:\w+:\s+)?(?:(?:how|what|why|where|which|who)\s+)?"
+    r"(?:can|could|should|would|do|does|did|will|shall)\s+(?:i|we|you)\b"
+)
 
 
 def differs(new: frozenset[str], old: frozenset[str], change: bool = False) -> bool:

@@ -159,7 +159,8 @@ MONEY = Kind(
         re.IGNORECASE,
     ),
     re.compile(
-        r"[$€£¥₹]\s?\d|\d[\d,.]*\s?(?:dollars?|euros?|pounds?|yen|rupees?|francs?|usd|eur"
+        # (A number inside a code is none: "GV7K9M2P" holds no 2p; ADR 0182.)
+        r"[$€£¥₹]\s?\d|(?<![^\W\d_])\d[\d,.]*\s?(?:dollars?|euros?|pounds?|yen|rupees?|francs?|usd|eur"
         r"|gbp|chf|cad|aud|k|quid|bucks|cents?|pence|p|kroner|kronor|krona|kronur|zloty|zł"
         r"|yuan|rmb|won|rand|pesos?|reais|real|lira|liras|dirhams?|rupiah|ringgit|baht|forint"
         r"|sek|nok|dkk|pln|jpy|inr|cny|mxn|brl|zar|nzd|sgd|hkd)\b"

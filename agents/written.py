@@ -93,7 +93,15 @@ def written(text: str) -> str:
     out = copies.numbers_apart(plain)
     if not copies.holds_digit(out):
         return out
+    out = _RATE.sub(r"\1 per \2", out)  # "$28/hour" is "$28 an hour" (ADR 0182)
     return _MERIDIEM.sub(lambda m: f"{m[1]}{m[2].lower()}m", out)
+
+
+#: An amount a unit, written three ways: "$28/hour", "$28 an hour", "$28 per hour".
+_RATE = re.compile(
+    r"(\d)\s*(?:/\s*|\s+(?:per|an?)\s+)(hour|day|night|week|month|year|person|head)\b",
+    re.IGNORECASE,
+)
 
 
 #: A negation contracted: "don't", "can't", "won't" (the last two written irregularly).
