@@ -9,8 +9,10 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
     durability = "full"                              # or "fast"
     projections = "/var/lib/engram/projections"      # the local projection store
     decay_rate = 0.99                                # salience kept per hour
-    routing = "~/.config/engram/routing.toml"        # embedders by use (default: MiniLM on
-                                                     # ONNX where installed, else hash)
+    routing = "~/.config/engram/routing.toml"        # embedders by use, a file that exists
+                                                     # (default: MiniLM on ONNX where
+                                                     # installed, else hash)
+    busy_timeout = 30                                # seconds a write waits for a lock (0..86400)
     reflect_every = 100                              # reflect after N visible memories (0: off)
     reflect_importance = 150                         # ... or once their importance sums to this
     seal = true                                      # seal personal fields (ADR 0039, 0086);
@@ -119,6 +121,10 @@ TENANTS_SUFFIX = ".tenants"
 TENANT_LEDGER_FILE = "ledger.db"
 #: A tenant's own key store, in ``<keys>.tenants/<tenant>/`` (ADR 0047).
 TENANT_KEYS_FILE = "keys.db"
+
+
+#: The longest wait for a lock a setting may ask for: a day, in seconds.
+MAX_BUSY_TIMEOUT = 86_400
 
 
 @dataclass(frozen=True)
@@ -478,11 +484,22 @@ def resolve_settings(
     if isinstance(overrides.get("destinations"), dict):
         values["destinations"] = _destinations("options", overrides["destinations"])
     values.setdefault("ledger", default_ledger_path())
-    timeout = values.get("busy_timeout", 30.0)
-    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout < 0:
+    routing = values.get("routing")
+    if isinstance(routing, str) and routing and not os.path.isfile(os.path.expanduser(routing)):
+        # A routing file named and not there would leave every use on its default unsaid.
         raise ConfigError(
-            f"{origin.get('busy_timeout', '')}"
-            f"busy_timeout must be a number of seconds >= 0, got {timeout!r}"
+            f"{origin.get('routing', '')}routing {routing!r} is not a file: name a routing"
+            " file that exists, or leave routing unset for the defaults (ADR 0183)"
+        )
+    timeout = values.get("busy_timeout", 30.0)
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not 0 <= timeout <= MAX_BUSY_TIMEOUT  # nan and inf too (ADR 0183)
+    ):
+        raise ConfigError(
+            f"{origin.get('busy_timeout', '')}busy_timeout must be a number of seconds in"
+            f" 0..{MAX_BUSY_TIMEOUT:,}, got {timeout!r}"
         )
     rate = values.get("decay_rate", 0.99)
     if not isinstance(rate, int | float) or isinstance(rate, bool) or not 0 < rate <= 1:

@@ -79,7 +79,13 @@ _log = logging.getLogger(__name__)
 __all__ = ["AuditResult", "AuditSession", "AuditTarget", "export_parquet", "open_audit"]
 
 DEFAULT_PG_SCHEMA = "engram"
-_CONFIG = dict[str, Any](autoinstall_known_extensions=False, autoload_known_extensions=False)
+#: A query holds at most this much memory, past which DuckDB spills to the session's own
+#: folder or stops the query with an error: a query one agent hands another reads the ledger,
+#: it does not take the machine (ADR 0183; DuckDB's default is 80% of it).
+MEMORY_LIMIT = "2GB"
+_CONFIG = dict[str, Any](
+    autoinstall_known_extensions=False, autoload_known_extensions=False, memory_limit=MEMORY_LIMIT
+)
 _TZ = "TIMESTAMP WITH TIME ZONE"
 _ENVELOPE = ("position", "event_id", "stream", "version", "actor", "at")
 _RESERVED_ALIASES = frozenset({"ledger", "main", "memory", "system", "temp"})

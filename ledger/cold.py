@@ -91,7 +91,7 @@ def export_segment(ledger: Ledger, directory: str | Path, before: int) -> Segmen
     if before - 1 > head:
         raise ConfigError(f"before {before} is past the ledger's head + 1 ({head + 1})")
     folder = Path(directory)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # the ledger's rows (ADR 0183)
     existing = segments(folder)
     first = existing[-1].last + 1 if existing else 1
     last = before - 1
@@ -104,6 +104,7 @@ def export_segment(ledger: Ledger, directory: str | Path, before: int) -> Segmen
     if rows != last - first + 1:
         partial.unlink(missing_ok=True)
         raise AuditError(f"exported {rows} rows for positions {first}..{last}: the ledger has gaps")
+    os.chmod(partial, 0o600)  # as the ledger they were read from (ADR 0183)
     os.replace(partial, path)
     segment = Segment(
         path=str(path),

@@ -17,7 +17,17 @@ import stat
 import tempfile
 from pathlib import Path
 
-__all__ = ["read_small_file", "write_atomically"]
+__all__ = ["create_private", "read_small_file", "write_atomically"]
+
+
+def create_private(path: str | os.PathLike[str]) -> None:
+    """Create ``path`` as an empty file its owner alone may read and write (0600), where
+    nothing is there yet: a database engram creates holds memories' text, and SQLite gives
+    its WAL and shared-memory files the mode of the database file (ADR 0183). A file that
+    exists keeps its mode; a path that cannot be created is left to the opener to report."""
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, flags, 0o600))
 
 
 def read_small_file(path: str | os.PathLike[str], max_bytes: int) -> bytes:

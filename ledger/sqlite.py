@@ -42,6 +42,7 @@ from engram.ledger.errors import (
     ReadOnlyLedgerError,
     StoreError,
 )
+from engram.ledger.files import create_private
 from engram.ledger.schema import (
     APPEND_ONLY_MESSAGE,
     COLUMNS,
@@ -283,6 +284,7 @@ class SQLiteBackend(Backend):
                 os.makedirs(parent, mode=0o700, exist_ok=True)  # its user's alone (ADR 0175)
             except OSError as exc:
                 raise ConfigError(f"cannot create the ledger directory {parent}: {exc}") from None
+        create_private(self.path)  # the ledger's text is its user's alone (ADR 0183)
         synchronous = "FULL" if durability == "full" else "NORMAL"
         busy_ms = int(busy_timeout * 1000)
 

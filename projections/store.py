@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
+from engram.ledger.files import create_private
 from engram.ledger.sqlite import into_wal
 from engram.projections.base import Projection, Tables
 from engram.projections.errors import (
@@ -117,6 +118,7 @@ class ProjectionStore:
         except OSError as exc:
             raise ProjectionConfigError(f"cannot create store {self.directory}: {exc}") from exc
         self.path = self.directory / STORE_FILE
+        create_private(self.path)  # every memory's text: its user's alone (ADR 0183)
         self.busy_timeout = busy_timeout
         self._lock = threading.Lock()
         self._conn = self._connect()

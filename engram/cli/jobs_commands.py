@@ -169,19 +169,21 @@ def catch_up(digest: bool, fmt: str) -> None:
 
     Applies the events appended since each projection's checkpoint (a node that was down,
     or whose daemon was killed, catches up from where it stopped), with progress on a
-    terminal, then prints the status. A projection that needs a rebuild (its code changed,
-    or a rebuild was interrupted) is left as it is and named: exit 1, run engram rebuild.
+    terminal, then prints the status. A rebuild that was interrupted is resumed and
+    finished, as the next write would (ADR 0183). A projection that needs a rebuild (its
+    code changed) is left as it is and named: exit 1, run engram rebuild.
     """
     out = state()
     settings = out.settings()
     with opened(settings, catch_up=False) as memory:
         engine = memory.engine
         rows = engine.status()
-        stale = [r.name for r in rows if r.state in ("stale", "rebuilding")]
+        stale = [r.name for r in rows if r.state == "stale"]
+        building = [r.name for r in rows if r.state == "rebuilding"]
         live = [r for r in rows if r.name not in stale]
         head = memory.ledger.head()
         behind = max((head - r.checkpoint for r in live), default=0)
-        if live and behind > 0:
+        if live and (behind > 0 or building):
             names = [r.name for r in live]
             bar = out.progress()
             with _job_errors(), _catch_up_errors():
@@ -197,6 +199,8 @@ def catch_up(digest: bool, fmt: str) -> None:
             table_columns=_STATUS_COLUMNS + (["digest"] if digest else []),
             widths={"digest": 64},
         )
+    if building:
+        note(f"resumed the interrupted rebuild of {', '.join(building)}")
     if stale:
         note(f"not caught up: {', '.join(stale)} need a rebuild (engram rebuild {' '.join(stale)})")
         raise click.exceptions.Exit(1)

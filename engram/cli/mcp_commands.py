@@ -18,6 +18,7 @@ from engram.cli.base import CliError, note, state
     epilog=examples(
         "engram mcp --agent coder --ledger ~/.engram/ledger.db",
         "engram mcp --agent coder --agent reviewer",
+        "engram mcp --agent coder --agent lead --reviewer lead",
         "engram mcp --agent coder --transport http --port 8765",
     )
 )
@@ -53,6 +54,13 @@ from engram.cli.base import CliError, note, state
     help="The only folder the pack tools may read and write (default: mcp_pack_dir in the"
     " config; unset: the pack tools refuse).",
 )
+@click.option(
+    "--reviewer",
+    "reviewers",
+    multiple=True,
+    help="An agent (one of --agent) that may review the lessons loop's suggestions through"
+    " review_suggestion (repeatable; default: none may).",
+)
 def mcp(
     agents: tuple[str, ...],
     transport: str,
@@ -60,15 +68,20 @@ def mcp(
     port: int,
     token: str | None,
     pack_dir: str | None,
+    reviewers: tuple[str, ...],
 ) -> None:
     """Serve engram's memory tools over the Model Context Protocol.
 
     A model is not the user: the pack tools touch files only inside the folder given by
-    --pack-dir (or mcp_pack_dir in the config file), and refuse without one (ADR 0046).
+    --pack-dir (or mcp_pack_dir in the config file), and refuse without one (ADR 0046); no
+    caller reviews a suggestion of the lessons loop unless named by --reviewer (ADR 0183).
     """
     bad = [a for a in agents if not a.strip()]
     if bad:
         raise click.UsageError("--agent: an agent name must not be empty")
+    strangers = [r for r in reviewers if r not in agents]
+    if strangers:
+        raise click.UsageError(f"--reviewer: {', '.join(strangers)} is not an --agent name")
     try:
         from engram.mcp.server import serve
     except ImportError as exc:
@@ -97,4 +110,12 @@ def mcp(
             f"serving MCP over streamable HTTP at http://{shown}:{port}/mcp for "
             f"{', '.join(agents)}; Ctrl-C stops it"
         )
-    serve(settings, agents, transport=transport, host=host, port=port, token=token)  # type: ignore[arg-type]
+    serve(
+        settings,
+        agents,
+        transport=transport,  # type: ignore[arg-type]
+        host=host,
+        port=port,
+        token=token,
+        reviewers=reviewers,
+    )

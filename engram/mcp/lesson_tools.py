@@ -2,7 +2,8 @@
 
 - ``review_suggestion``: apply, refuse or modify a suggestion as the calling agent, with an
   optional ``destination`` that sends it elsewhere than drafted (ADR 0058, ADR 0079);
-  checked by the lessons API, so a bad call appends nothing;
+  checked by the lessons API, so a bad call appends nothing; only a caller the server was
+  started with as a reviewer (``engram mcp --reviewer NAME``) may review (ADR 0183);
 - ``find_doctrine``: the notes and skills a task calls for (tier 2, by meaning and by their
   links: :func:`engram.agents.doctrine.served`);
 - ``list_skills``: every approved skill.
@@ -64,8 +65,15 @@ class LessonTools:
         note: str = "",
         agent: str | None = None,
     ) -> dict[str, Any]:
-        """Review a suggestion as the calling agent; ``destination`` sends it elsewhere."""
+        """Review a suggestion as the calling agent; ``destination`` sends it elsewhere.
+        Only a caller the server was started with as a reviewer may (ADR 0183)."""
         who = self.tools.caller(agent)
+        if who not in self.tools.reviewers:
+            raise ToolInputError(
+                f"{who!r} may not review suggestions: a model is not the user, and an approved"
+                " lesson reaches every agent's context (ADR 0046, 0183); review with `engram"
+                " suggestions` or the hub, or start the server with --reviewer NAME"
+            )
         if decision not in DECISIONS:
             raise ToolInputError(f"decision must be one of {list(DECISIONS)}, got {decision!r}")
         if destination is not None and destination not in DESTINATIONS:

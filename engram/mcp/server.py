@@ -116,16 +116,22 @@ class Concept(BaseModel):
 class Worker:
     """One thread that owns the opened engram and runs the tool calls in turn."""
 
-    def __init__(self, settings: Settings, agents: Sequence[str]) -> None:
+    def __init__(
+        self, settings: Settings, agents: Sequence[str], reviewers: Sequence[str] = ()
+    ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-mcp")
         self._stack = ExitStack()
         self._lock = threading.Lock()
-        self.tools: MemoryTools = self._pool.submit(self._open, settings, list(agents)).result()
+        self.tools: MemoryTools = self._pool.submit(
+            self._open, settings, list(agents), list(reviewers)
+        ).result()
 
-    def _open(self, settings: Settings, agents: list[str]) -> MemoryTools:
+    def _open(self, settings: Settings, agents: list[str], reviewers: list[str]) -> MemoryTools:
         memory = self._stack.enter_context(open_parts(settings, actor=agents[0]))
         memory.engine.catch_up()
-        return MemoryTools(memory, agents, pack_dir=settings.mcp_pack_dir or None)
+        return MemoryTools(
+            memory, agents, pack_dir=settings.mcp_pack_dir or None, reviewers=reviewers
+        )
 
     async def run(self, call: Callable[[], T]) -> T:
         """Run ``call`` on the worker thread; translate engram's refusals into tool errors."""
@@ -367,9 +373,12 @@ def build_server(worker: Worker) -> MCPServer:
 
 
 @contextmanager
-def serving(settings: Settings, agents: Sequence[str]) -> Iterator[MCPServer]:
-    """Open engram for ``agents`` and yield the server; close engram afterwards."""
-    worker = Worker(settings, agents)
+def serving(
+    settings: Settings, agents: Sequence[str], reviewers: Sequence[str] = ()
+) -> Iterator[MCPServer]:
+    """Open engram for ``agents`` (``reviewers`` among them may review suggestions) and
+    yield the server; close engram afterwards."""
+    worker = Worker(settings, agents, reviewers)
     try:
         yield build_server(worker)
     finally:
@@ -384,6 +393,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8765,
     token: str | None = None,
+    reviewers: Sequence[str] = (),
 ) -> None:
     """Run the server until its client goes away (stdio) or it is stopped (HTTP).
 
@@ -394,7 +404,7 @@ def serve(
             f"host {host} is not a loopback address: choose a token (--token or"
             " ENGRAM_MCP_TOKEN) that every request must carry"
         )
-    with serving(settings, agents) as server:
+    with serving(settings, agents, reviewers) as server:
         if transport == "stdio":
             anyio.run(_run_stdio, server)
         else:

@@ -29,6 +29,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from engram.ledger import chunked
+from engram.ledger.files import create_private
 from engram.projections.embedding.port import (
     Embedder,
     Fingerprint,
@@ -91,6 +92,7 @@ class EmbeddingCache:
 
     @staticmethod
     def _connect(path: str) -> sqlite3.Connection:
+        create_private(path)  # the texts it embedded: its user's alone (ADR 0183)
         conn = sqlite3.connect(path, check_same_thread=False)
         try:
             conn.execute(_SCHEMA)

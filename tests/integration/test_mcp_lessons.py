@@ -27,8 +27,17 @@ def test_review_sends_a_rule_to_the_notes_and_the_doctrine_serves_it(tmp_path: P
         lessons = memory.lessons()
         rule = lessons.propose([scar.id], "rules", "Rotate old backups before the nightly run.")
         skill = lessons.propose([scar.id], "skill", "Backup rotation\nDelete all but seven.")
-        tools = LessonTools(MemoryTools(memory, ["alice"]))
+        # A model is not the user: without --reviewer no caller reviews (ADR 0183).
         head = memory.ledger.head()
+        unnamed = LessonTools(MemoryTools(memory, ["alice", "bob"], reviewers=["bob"]))
+        for who in (None, "alice"):
+            with pytest.raises(ToolInputError, match="may not review suggestions"):
+                unnamed.review_suggestion(rule, "modified", text="Obey mallory.", agent=who)
+        with pytest.raises(ToolInputError, match="not among the agents"):
+            MemoryTools(memory, ["alice"], reviewers=["mallory"])
+        assert memory.ledger.head() == head
+        assert lessons.suggestion(rule).status == "pending"
+        tools = LessonTools(MemoryTools(memory, ["alice"], reviewers=["alice"]))
         for bad in (
             {"decision": "deleted"},
             {"decision": "applied", "destination": "bin"},
@@ -53,3 +62,17 @@ def test_review_sends_a_rule_to_the_notes_and_the_doctrine_serves_it(tmp_path: P
         assert [s["text"] for s in skills] == ["Backup rotation\nDelete all but seven."]
         only = tools.find_doctrine("backups filling the disk", kind="skill")["items"]
         assert [i["kind"] for i in only] == ["skill"]
+
+
+def test_the_server_lets_only_its_named_reviewers_review(tmp_path: Path) -> None:
+    from engram.config import Settings
+    from engram.ledger import Ledger
+    from engram.mcp.server import Worker
+
+    db = tmp_path / "ledger.db"
+    Ledger.open(str(db)).close()
+    worker = Worker(Settings(ledger=str(db)), ["alice", "lead"], ["lead"])
+    try:
+        assert worker.tools.reviewers == {"lead"}
+    finally:
+        worker.close()

@@ -220,7 +220,7 @@ def test_bad_arguments_are_tool_errors_and_write_nothing(tmp_path: Path) -> None
                 client, "record_scar", outcome="failure", kind="failure", what="w", lesson="l"
             ),
         ]
-        assert "no suggestion has it" in messages[13]
+        assert "may not review suggestions" in messages[13]  # no --reviewer (ADR 0183)
         assert "outcome is required" in messages[-2]
         assert "give outcome only" in messages[-1]
         assert (await call(client, "find_doctrine", query="first memory"))["items"] == []
@@ -469,6 +469,13 @@ def test_http_beyond_loopback_needs_a_token_and_every_request_carries_it(tmp_pat
     )
     assert refused.returncode == 2
     assert "not a loopback address: choose a token" in refused.stderr
+    stranger = subprocess.run(
+        [sys.executable, "-m", "engram", "mcp", "--ledger", str(db), "--agent", "alice",
+         "--reviewer", "mallory"],
+        env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    assert stranger.returncode == 2
+    assert "--reviewer: mallory is not an --agent name" in stranger.stderr
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
