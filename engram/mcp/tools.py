@@ -61,13 +61,9 @@ class MemoryTools:
     """The server's tools, acting for ``agents`` (the first is the default caller)."""
 
     def __init__(
-        self,
-        memory: Memory,
-        agents: Sequence[str],
-        *,
-        pack_dir: str | None = None,
+        self, memory: Memory, agents: Sequence[str], *, pack_dir: str | None = None,
         reviewers: Sequence[str] = (),
-    ) -> None:
+    ) -> None:  # fmt: skip
         names = [a for a in agents if isinstance(a, str) and a.strip()]
         if not names or len(names) != len(agents):
             raise ToolInputError(f"give one or more agent names, got {list(agents)!r}")
@@ -76,8 +72,7 @@ class MemoryTools:
         strangers = [r for r in reviewers if r not in self.agents]
         if strangers:
             raise ToolInputError(f"reviewers {strangers} are not among the agents {self.agents}")
-        #: The callers that may review the lessons loop's suggestions (ADR 0183): none by
-        #: default, since a lesson approved reaches every agent's frames and may write a file.
+        #: Who may review suggestions: none by default, a lesson reaching every frame (0183).
         self.reviewers = frozenset(reviewers)
         #: The only folder the pack tools read and write (ADR 0046); None: they refuse.
         self.pack_dir = os.path.realpath(os.path.expanduser(pack_dir)) if pack_dir else None
