@@ -225,10 +225,11 @@ CHANGE_PHRASES = re.compile(
     r"|\bback\s+(?:in\s+service|in\s+stock|online|in\s+operation|to\s+normal)\b"
     # ... and a thing or a person working again (ADR 0167): "is back in use", "back on the
     # roster", "returned to service", "the ice machine was fixed this morning", "has been
-    # repaired" (not "the rate was fixed at 4%"), an amount put up or down ("put the cat
-    # dental price up to 245", "we're up to 78 members"), a plan changed ("Change of plan:").
+    # repaired" (not "the rate was fixed at 4%"), an amount put or turned up or down ("put the
+    # cat dental price up to 245", "turned the cold store down to 3°C", "we're up to 78
+    # members"; ADR 0184), a plan changed ("Change of plan:").
     rf"|{_RETURNED}"
-    r"|\b(?:put|puts|putting)\s+(?:[\w'-]+\s+){0,5}?(?:up|down)\s+(?:to|by)\s+\W?\d"
+    r"|\b(?:put|puts|putting|turned|turns|turning)\s+(?:[\w'-]+\s+){0,5}?(?:up|down)\s+(?:to|by)\s+\W?\d"
     r"|(?:'|\u2019)(?:re|s)\s+(?:up|down)\s+(?:to|by)\s+\W?\d"
     r"|\bchange\s+of\s+plans?\b"
     r"|\b(?:has|have)\s+(?:settled|closed|reopened|resumed|ended|expired|lapsed)\b"

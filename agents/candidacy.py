@@ -407,6 +407,7 @@ def _of_subject(
             or holders.opening_head(said.text, h.text)
             # A role handed over, whose holder alone the old memory gives (ADR 0160).
             or (holders.held_role(said.text, h.text) if said.change else ())
+            or speakers.changed_object(said.text, h.text)  # "We moved the van ..." (0184)
             # A code of letters and digits both quote names what both speak of: "Flight
             # NS412 departs at 06:50" / "From 30 March NS412 departs at 07:15" (ADR 0170).
             or (_shared_codes(said.text, h.text) if by_codes else ())

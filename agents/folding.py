@@ -348,16 +348,21 @@ def _inside(small: frozenset[str], large: frozenset[str], small_text: str, large
     misspelt word apart from its right one ("rasies" stems to "ras", "raises" to "rais")."""
     if small <= large:
         return True
-    if len(small - large) > TYPOS or not small_text or not large_text:
-        return False
+    if len(small - large) > TYPOS + 1 or not small_text or not large_text:
+        return False  # one misspelt word, and one more where a compound is written apart
     mine, theirs = _spelt(small_text), _spelt(large_text)
     # The words whose stems the larger lacks: "shipper" beside "shippers" is no misspelling
     # standing in for "Momart" beside "Constantine" (ADR 0155).
     only_mine = frozenset(w for w in mine - theirs if stem(w) not in large)
     only_theirs = theirs - mine
-    if only_mine and all(_joined(word, only_theirs) for word in only_mine):
-        return True  # "flowerpot" is "flower pot" written as one word
-    return any(misspelt(word, other) for word in only_mine for other in only_theirs)
+    # "flowerpot" is "flower pot" written as one word, "overnight" "over night", either way
+    # round (a function word may be a part; ADR 0184); of the rest one word may be misspelt.
+    parts = only_theirs | frozenset(lexical.tokens(large_text.lower()))
+    joined = {w for w in only_theirs if _joined(w, frozenset(lexical.tokens(small_text.lower())))}
+    rest = {w for w in only_mine if not _joined(w, parts) and not any(w in j for j in joined)}
+    if not rest and (only_mine or joined):
+        return True
+    return len(rest) <= TYPOS and any(misspelt(w, o) for w in rest for o in only_theirs - joined)
 
 
 def _joined(word: str, others: frozenset[str]) -> bool:

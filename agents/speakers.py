@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from engram.agents.matching import stem
+from engram.agents.matching import STOPWORDS, stem
 from engram.agents.statements import NAME_RUN, before, opens
 from engram.projections import lexical
 
@@ -91,19 +91,63 @@ def first_person(text: str) -> str | None:
 
 
 def possessed_unsaid(text: str, old: str) -> bool:
-    """Say whether ``text`` gives an attribute of its speaker by a possessive ("our
-    rehearsals move to Thursdays", "my manager is Priya") and ``old`` holds none of its
-    words ("We're doing the Elgar in the spring"): a change of one attribute of the speaker
-    leaves the others as they were (ADR 0182)."""
+    """Say whether ``text`` and ``old``, both spoken in the first person, speak of two things:
+    one gives an attribute of its speaker by a possessive ("our rehearsals move to
+    Thursdays", "Our PMR system is ProScript Connect") or changes a thing it names after
+    the change's verb ("We moved the fuel cards over to Shell Fleet", "I've put the lesson
+    price up to £42"), and the other holds none of its words (not every word of the thing
+    changed): a change of one thing of the speaker's leaves the others as they were (ADR
+    0182, 0184)."""
+    theirs, mine = _stems(old), _stems(text)
+    changed = {stem(w) for w in _changed(text)}  # the thing changed, named whole
+    return (
+        _unsaid(_possessed(text), theirs)
+        or _unsaid(_possessed(old), mine)
+        or (bool(changed) and not changed <= theirs)
+    )
+
+
+def _stems(text: str) -> set[str]:
+    return {stem(w) for w in lexical.tokens(text)}
+
+
+def _unsaid(words: list[str], other: set[str]) -> bool:
+    return bool(words) and not other & {stem(w) for w in words}
+
+
+def _possessed(text: str) -> list[str]:
+    """Return the words of the attribute ``text`` gives of its speaker by a possessive."""
     found = _SPEAKER.match(text)
     body = text[found.end() :] if found else text
     pronoun = _PERSON.search(body)
     if pronoun is None or pronoun.group().lower() not in _POSSESSIVE:
-        return False
+        return []
     given = _GIVEN.match(body, pronoun.end())
-    words = lexical.tokens(given.group())[:-1] if given else []
-    theirs = {stem(w) for w in lexical.tokens(old)}
-    return bool(words) and not theirs & {stem(w) for w in words}
+    return lexical.tokens(given.group())[:-1] if given else []
+
+
+#: A change and the thing it changes, named after its verb up to where the change's value
+#: starts: "moved the fuel cards over to", "changed the cancellation policy:", "put the
+#: manual lesson price up to" (ADR 0184).
+_CHANGED = re.compile(
+    r"(?i)\b(?:moved|changed|switched|put|turned|migrated|raised|lowered|cut|increased"
+    r"|reduced|swapped|updated|extended|shortened)\s+(?:the|our|my|their|its)\s+"
+    r"((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)"
+    r"(?=\s+(?:to|from|up|down|over|into|by|for|off|on|at)\b|\s*[:;,.\u2013\u2014-]|\s*$)"
+)
+
+
+def changed_object(text: str, old: str) -> tuple[str, ...]:
+    """Return the thing ``text`` changes, named after the change's verb ("We moved the van to
+    bay 7": "van"), as stems, where ``old`` names it whole, every word of it; else ()."""
+    words = tuple(stem(w) for w in _changed(text))
+    return words if words and set(words) <= _stems(old) else ()
+
+
+def _changed(text: str) -> list[str]:
+    """Return the words of the thing ``text`` changes, named after the change's verb."""
+    found = _CHANGED.search(text)
+    return [w for w in lexical.tokens(found.group(1)) if w not in STOPWORDS] if found else []
 
 
 def label(text: str) -> str:

@@ -119,11 +119,11 @@ KINDS = (
 )
 
 
-#: The words that name a sum of money.
+#: The words that name a sum of money (not an allowance or a budget, which may be of pints,
+#: days or minutes as often: "the staff drink allowance", "the error budget"; ADR 0184).
 _SUM = (
     r"(?:price|prices|priced|cost|costs|fee|fees|fare|fares|rent|salary|salaries|wage|wages"
-    r"|budget|deposit|refund|charge|charges|tuition|allowance|allowances|stipend|bonus"
-    r"|bonuses)"
+    r"|deposit|refund|charge|charges|tuition|stipend|bonus|bonuses)"
 )
 #: What may follow a sum's word in a question that asks for it: the question's end, or a
 #: word that opens the rest of the clause ("the fee for", "the rent now", "the deposit we
