@@ -482,9 +482,9 @@ def test_places_must_be_file_destinations(memory: Memory) -> None:
         # An instruction speaking of a follow-up or of later is a rule, not work to do.
         (
             "failure",
-            "Only commit to timelines after engineering signs off; otherwise say we will follow up",
+            "Only commit to dates after engineering signs off; otherwise say we will follow up",
             "rules",
-            "Only commit to timelines after engineering signs off; otherwise say we will follow up.",
+            "Only commit to dates after engineering signs off; otherwise say we will follow up.",
         ),
         (
             "failure",
