@@ -521,7 +521,7 @@ def _of_speaker(
     return [
         h for h in spoken
         if speakers.first_person(h.text) == person and said.may_replace(position, h)
-        and not speakers.possessed_unsaid(said.text, h.text)  # another attribute (0182)
+        and not speakers.possessed_unsaid(said.text, h.text)  # another thing (0182, 0184)
         and (said.change or said.values or said.anew(h.text))
     ]  # fmt: skip
 

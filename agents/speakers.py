@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from engram.agents.matching import STOPWORDS, stem
+from engram.agents.matching import STOPWORDS, stem, stems_of
 from engram.agents.statements import NAME_RUN, before, opens
 from engram.projections import lexical
 
@@ -107,11 +107,11 @@ def possessed_unsaid(text: str, old: str) -> bool:
     )
 
 
-def _stems(text: str) -> set[str]:
-    return {stem(w) for w in lexical.tokens(text)}
+def _stems(text: str) -> frozenset[str]:
+    return stems_of(text).every
 
 
-def _unsaid(words: list[str], other: set[str]) -> bool:
+def _unsaid(words: list[str], other: frozenset[str]) -> bool:
     return bool(words) and not other & {stem(w) for w in words}
 
 

@@ -25,6 +25,8 @@ def create_private(path: str | os.PathLike[str]) -> None:
     nothing is there yet: a database engram creates holds memories' text, and SQLite gives
     its WAL and shared-memory files the mode of the database file (ADR 0183). A file that
     exists keeps its mode; a path that cannot be created is left to the opener to report."""
+    if os.fspath(path) in ("", ":memory:"):
+        return  # SQLite's names for a database no file holds
     flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0)
     with contextlib.suppress(OSError):
         os.close(os.open(path, flags, 0o600))

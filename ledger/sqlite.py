@@ -284,7 +284,6 @@ class SQLiteBackend(Backend):
                 os.makedirs(parent, mode=0o700, exist_ok=True)  # its user's alone (ADR 0175)
             except OSError as exc:
                 raise ConfigError(f"cannot create the ledger directory {parent}: {exc}") from None
-        create_private(self.path)  # the ledger's text is its user's alone (ADR 0183)
         synchronous = "FULL" if durability == "full" else "NORMAL"
         busy_ms = int(busy_timeout * 1000)
 
@@ -302,6 +301,9 @@ class SQLiteBackend(Backend):
                 max_overflow=8,
                 connect_args={"check_same_thread": False, "timeout": busy_timeout},
             )
+            # Created where SQLite would create it, at the first connection (an open refused
+            # before it writes nothing), its user's alone (ADR 0183).
+            sa_event.listen(eng, "do_connect", lambda *_: create_private(self.path))
             sa_event.listen(eng, "connect", on_connect)
             return eng
 

@@ -4,23 +4,17 @@ too; an allowance is not asked as a sum of money; "turned ... down to" announces
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
-from detection_store import EMBEDDERS, FILLER, detecting, replaced
+from detection_store import (
+    detecting_memory,  # noqa: F401 (the memory fixture)
+    replaced,
+)
 
 from engram.agents.announcing import announced
 from engram.agents.folding import folds
 from engram.agents.speakers import changed_object, possessed_unsaid
 from engram.agents.typed import MONEY, asked
 from engram.runtime import Memory
-
-
-@pytest.fixture(name="memory", params=EMBEDDERS)
-def filled_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    with detecting(request.param, tmp_path, FILLER) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize(

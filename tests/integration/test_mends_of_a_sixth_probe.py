@@ -8,24 +8,20 @@ answered by a sibling's memory; a share of a price answers a question of a price
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from detection_store import EMBEDDERS, FILLER, NOW, detecting, replaced
+from detection_store import (
+    NOW,
+    detecting_memory,  # noqa: F401 (the memory fixture)
+    replaced,
+)
 
 from engram.agents.attributes import named_attribute
 from engram.agents.folding import misspelt
 from engram.agents.recalled import Recalled
 from engram.agents.typed import MONEY, Both, Numbered, asked, joined
 from engram.runtime import Memory
-
-
-@pytest.fixture(name="memory", params=EMBEDDERS)
-def filled_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    with detecting(request.param, tmp_path, FILLER) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,14 @@ its mark replace nothing; a rate written three ways is one copy; a code holds no
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from detection_store import EMBEDDERS, FILLER, NOW, detecting, replaced
+from detection_store import (
+    NOW,
+    detecting_memory,  # noqa: F401 (the memory fixture)
+    replaced,
+)
 
 from engram.agents import holders, speakers
 from engram.agents.announcing import announced
@@ -19,12 +21,6 @@ from engram.agents.statements import labels, modified_apart, statement
 from engram.agents.typed import MONEY
 from engram.agents.written import written
 from engram.runtime import Memory
-
-
-@pytest.fixture(name="memory", params=EMBEDDERS)
-def filled_memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
-    with detecting(request.param, tmp_path, FILLER) as opened:
-        yield opened
 
 
 @pytest.mark.parametrize(
