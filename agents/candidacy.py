@@ -28,7 +28,7 @@ from engram.agents.folding import folds, retold
 from engram.agents.formats import same_format, value_format
 from engram.agents.matching import STOPWORDS, cased, codes, stem, stems_of
 from engram.agents.notes import as_stated, is_task
-from engram.agents.occurrences import same_occurrences
+from engram.agents.occurrences import same_occurrences, spaced_times
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
@@ -39,17 +39,9 @@ if TYPE_CHECKING:
     from engram.agents.memory import AgentMemory
 
 __all__ = [
-    "CHANGE_WORDS",
-    "COMPARED",
-    "Candidate",
-    "announced",
-    "announces",
-    "candidates",
-    "same_format",
-    "same_keys",
-    "search",
-    "value_format",
-]
+    "CHANGE_WORDS", "COMPARED", "Candidate", "announced", "announces", "candidates",
+    "same_format", "same_keys", "search", "value_format",
+]  # fmt: skip
 
 #: How many candidates, most similar first, are compared without the name.
 COMPARED = 5
@@ -118,6 +110,12 @@ def search(
                 # both memories share (ADR 0149).
                 unnamed = _Said(text, said.change, said.values, "")
                 held = _of_subject(memory, conn, position, unnamed, "", shared, False)
+                # Named before the change word, it is what changed (or who took a role over):
+                # "Extractor hire is now £8" is not of "the wax melter is £3" (ADR 0185).
+                ph = unnamed.phrases
+                held = [
+                    h for h in held if holders.of_changed(text, h.text, subject, ph[h.position])
+                ]
                 if held:
                     said, subject = unnamed, ""
             # Spoken of in the first person, and of nothing the memories name alike ("We
@@ -205,6 +203,7 @@ class _Said:
         self.text, self.change, self.values = text, change, values
         self.content = statements.content(text)
         self.ids, self.labels = set(codes(text)), statements.labels(text)
+        self.timed = self.ids | spaced_times(text)  # "11 am" is a time as "10:30" is (0185)
         # The ids before the word announcing the change name what changed ("Commit 355b349
         # bumped the logging library"), where the ones after it may be the values it gives
         # ("moved the gateway to port 9090"): an old memory without them is another thing.
@@ -326,7 +325,7 @@ class _Said:
         return (
             old.position != position and statements.statement(old.text)
             and statements.differs(self.content, statements.content(old.text), change)
-            and same_occurrences(self.ids, self.labels, old.text, change, self.values)
+            and same_occurrences(self.timed, self.labels, old.text, change, self.values)
             and all(
                 n in theirs or n in codes(old.text) or _written_apart(n, old.text)
                 for n in self.named

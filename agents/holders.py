@@ -8,12 +8,12 @@ from __future__ import annotations
 import re
 
 from engram.agents import shapes, statements
-from engram.agents.announcing import CHANGE_PHRASES, changes
-from engram.agents.matching import stem
+from engram.agents.announcing import CHANGE_PHRASES, announced_at, changes
+from engram.agents.matching import stem, stems_of
 from engram.agents.statements import CALENDAR, content_stems, uncoded
 from engram.projections import lexical
 
-__all__ = ["held_role", "holder_anew", "opening_head", "other_things"]
+__all__ = ["held_role", "holder_anew", "of_changed", "opening_head", "other_things"]
 
 
 #: What may follow a sentence's opening noun for the noun to be its subject: a copula or an
@@ -171,3 +171,21 @@ def _sieved(text: str, *, keep_days: bool) -> str:
 
 #: Ordinals that pick a day of a period ("the first Tuesday", "the last Friday").
 _NTH = frozenset(stem(w) for w in ("first", "second", "third", "fourth", "fifth", "last"))
+
+
+def of_changed(text: str, old: str, subject: str, phrase: tuple[str, ...]) -> bool:
+    """Say whether ``old`` may speak of what ``text`` changes where ``text`` names its
+    ``subject`` before its change word ("Extractor hire is now £8 per weekend"): ``old``
+    names the subject, the ``phrase`` both share stands before the change word too ("Alice
+    Moreau" of "SECRETWORD Alice Moreau moved to Zurich"), or ``old`` holds the role ``text``
+    hands over ("Nadia Quinn has taken over as fleet coordinator" of "The fleet coordinator
+    is Owen Pryce"). A phrase shared only after the change word is the value both give ("£8
+    per weekend", "£3 per weekend"), not the thing (ADR 0185). A subject named after the
+    change word may be its new value (ADR 0149): any ``old`` may."""
+    named = stems_of(text[: announced_at(text)]).every
+    return (
+        stem(subject) not in named
+        or stem(subject) in stems_of(old).every
+        or (bool(phrase) and set(phrase) <= named)
+        or bool(held_role(text, old))
+    )

@@ -306,12 +306,16 @@ def _grouped(
     """Group the waiting scars of one outcome with the drafted ones they repeat."""
     told = [(m.suggestion, repeats.Told(m.scar, m.position, m.what, m.lesson)) for m in drafted]
     waiting = [repeats.Told(w.id, w.position, w.what, w.lesson) for w in queue]
-    vectors = lessons = None
+    vectors = lessons = happened = None
     calibration = calibration_for(embedder)
     if embedder is not None and waiting:
-        vectors, lessons = repeats.embedded([t for _, t in told] + waiting, embedder)
+        every = [t for _, t in told] + waiting
+        vectors, lessons = repeats.embedded(every, embedder)
+        happened = repeats.situations(every, embedder)
     settled = frozenset(m.suggestion for m in drafted if m.status == "applied")
-    return repeats.group(told, waiting, vectors, calibration, lessons=lessons, settled=settled)
+    return repeats.group(
+        told, waiting, vectors, calibration, lessons=lessons, settled=settled, happened=happened
+    )
 
 
 def _representative(

@@ -273,6 +273,26 @@ UNIT_AFTER = re.compile(
 )
 
 
+#: Words before a number that make it no label (ADR 0185): a verb counting it ("we've got 8
+#: fermenters", "bought 3", "need 5"), or a day or month dating it ("Starting June 1").
+NOT_LABELLING = frozenset((
+    "got", "get", "gets", "have", "had", "need", "needed", "bought", "buy", "added", "add",
+    "hired", "lost", "sold", "kept", "keep", "made", "make", "took", "take", "gave", "give",
+    "want", "received", "ordered", "jan", "january", "feb", "february", "mar", "march",
+    "apr", "april", "may", "jun", "june", "jul", "july", "aug", "august", "sep", "sept",
+    "september", "oct", "october", "nov", "november", "dec", "december",
+))  # fmt: skip
+#: "new" right before a label's word: its number is the value given anew ("Showroom alarm
+#: has been reset, new code 8034"), not an occurrence the memory names (ADR 0185).
+_GIVEN_ANEW = re.compile(r"\bnew\s+$", re.IGNORECASE)
+
+
+def labelling(text: str, word: str, start: int) -> bool:
+    """Say whether ``word``, at ``start`` in ``text`` before a number, may label it: not a
+    verb counting it, a day or month dating it, nor a word the value is given anew for."""
+    return word.lower() not in NOT_LABELLING and not _GIVEN_ANEW.search(text, 0, start)
+
+
 def codes(query: str) -> tuple[str, ...]:
     """Return the ids and codes ``query`` quotes (words with digits, or joined by - . / :)."""
     return tuple(

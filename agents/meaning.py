@@ -167,15 +167,21 @@ def repeat_score(
     calibration: Calibration | None = None,
     lesson_a: npt.NDArray[np.float32] | None = None,
     lesson_b: npt.NDArray[np.float32] | None = None,
+    what_a: npt.NDArray[np.float32] | None = None,
+    what_b: npt.NDArray[np.float32] | None = None,
 ) -> float:
     """Return how surely two scars tell one mistake (0..1), from their lessons' content words
-    (``words_*``), their whole vectors (what happened and the lesson) and their lessons'.
+    (``words_*``), their whole vectors (what happened and the lesson), their lessons' and
+    what happened in each (``what_*``).
 
     Either view may carry a paraphrase (ADR 0067): the larger of the whole scars' and the
     lessons' calibrated cosines counts, provided the lessons are not unrelated (their cosine
     above the calibration's floor; without lesson vectors, one content word shared) — two
-    lessons drawn from one situation stay apart. Half the lessons' content words shared (two
-    at least) is a repeat whatever the vectors say.
+    lessons drawn from one situation stay apart. The lessons alone carry it only where what
+    happened is not unrelated either: one lesson drawn from two unrelated situations ("put
+    new stock behind the old", "ship patches in the quiet window", both "do it in the right
+    order") tells two mistakes (ADR 0185). Half the lessons' content words shared (two at
+    least) is a repeat whatever the vectors say.
     """
     shared = len(words_a & words_b)
     # Half the words (Dice) reaches REPEAT, no fewer (two shared of seven and four did, ADR 0145).
@@ -185,6 +191,13 @@ def repeat_score(
     whole = mapped(_cosine(vector_a, vector_b), calibration)
     if lesson_a is not None and lesson_b is not None:
         agree = mapped(_cosine(lesson_a, lesson_b), calibration)
+        unrelated = (
+            what_a is not None
+            and what_b is not None
+            and mapped(_cosine(what_a, what_b), calibration) <= 0.0
+        )
+        if unrelated:
+            agree = min(agree, whole)  # unrelated situations: the whole scars decide
         semantic = max(whole, agree) if agree > 0 else 0.0
     else:
         semantic = whole if shared else 0.0

@@ -10,7 +10,7 @@ import re
 from engram.agents.matching import codes
 from engram.agents.statements import labels, state_values
 
-__all__ = ["TIME_OF_DAY", "same_occurrences"]
+__all__ = ["TIME_OF_DAY", "same_occurrences", "spaced_times"]
 
 
 def same_occurrences(
@@ -31,7 +31,7 @@ def same_occurrences(
     memory says of a state that holds now (:func:`state_values`), and the old memory's
     codes after its copula may differ from them where every other code is the same ("The
     gateway is on release 2.5.0" of "was upgraded to version 2.4.1"; ADR 0109)."""
-    theirs, their_labels = set(codes(old_text)), labels(old_text)
+    theirs, their_labels = set(codes(old_text)) | spaced_times(old_text), labels(old_text)
     if theirs == ids and their_labels == numbered:
         return True
     if change:
@@ -66,8 +66,21 @@ def _unquantified(quoted: set[str]) -> set[str]:
     }
 
 
-#: A time of day, written with its minutes or without: "9am" is a time as "9:30am" is.
-TIME_OF_DAY = _TIME_OF_DAY = re.compile(r"\d{1,2}(?::\d{2})?[ap]\.?m\.?")
+#: An hour written apart from its "am" or "pm" ("11 am", "7 p.m."): the time "11am" is, which
+#: no code quotes (ADR 0185); "10:30 am" quotes "10:30" already.
+_SPACED = re.compile(r"(?<![\d:.,])\b(\d{1,2})\s+([ap])\.?m\b\.?", re.IGNORECASE)
+
+
+def spaced_times(text: str) -> set[str]:
+    """Return the hours ``text`` writes apart from their "am" or "pm", as "11am" (ADR 0185):
+    "Weekday service starts at 11 am" gives a time as "... at 10:30 am" does, so a change of
+    one to the other gives a value of one kind in place of another."""
+    return {f"{m[1]}{m[2].lower()}m" for m in _SPACED.finditer(text)}
+
+
+#: A time of day, written with its minutes or without: "9am" is a time as "9:30am" is, and
+#: as "9.30am" is, written the British way (ADR 0185).
+TIME_OF_DAY = _TIME_OF_DAY = re.compile(r"\d{1,2}(?:[:.]\d{2})?[ap]\.?m\.?")
 
 
 #: A range of hours: two numbers or times of day of at most two digits, joined by a dash.

@@ -177,11 +177,13 @@ def _groups(
     if not scars:
         return []
     told = [repeats.Told(s.id, s.position, s.what, s.lesson) for s in scars]
-    vectors = lessons = None
+    vectors = lessons = happened = None
     if embedder is not None:
         vectors, lessons = repeats.embedded(told, embedder)
+        happened = repeats.situations(told, embedder)
     by_id = {s.id: s for s in scars}
-    found = repeats.group([], told, vectors, calibration_for(embedder), lessons=lessons)
+    calibration = calibration_for(embedder)
+    found = repeats.group([], told, vectors, calibration, lessons=lessons, happened=happened)
     groups = [[by_id[t.id] for t in g.joined] for g in found]
     groups.sort(key=lambda g: (-len(g), -max(s.importance for s in g), g[0].position))
     return groups

@@ -30,7 +30,7 @@ import numpy.typing as npt
 from engram.agents.meaning import COHESION, REPEAT, Calibration, content_words, repeat_score
 from engram.projections.embedding import Embedder
 
-__all__ = ["Group", "Told", "Vectors", "embedded", "group", "scar_text"]
+__all__ = ["Group", "Told", "Vectors", "embedded", "group", "scar_text", "situations"]
 
 #: Vectors by scar id.
 Vectors = dict[str, npt.NDArray[np.float32]]
@@ -62,6 +62,13 @@ def embedded(scars: Sequence[Told], embedder: Embedder) -> tuple[Vectors, Vector
     )
 
 
+def situations(scars: Sequence[Told], embedder: Embedder) -> Vectors:
+    """Return the vectors of what happened in each of ``scars``: the lessons alone make a
+    repeat only where these are not unrelated (ADR 0185)."""
+    found = embedder.embed([t.what for t in scars])
+    return {t.id: np.asarray(v, dtype=np.float32) for t, v in zip(scars, found, strict=True)}
+
+
 @dataclass
 class Group:
     """Scars that tell one mistake; ``suggestion`` is the one drafted from them, if any."""
@@ -80,6 +87,7 @@ def group(
     lessons: dict[str, npt.NDArray[np.float32]] | None = None,
     cohesion: float = COHESION,
     settled: frozenset[str] = frozenset(),
+    happened: Vectors | None = None,
 ) -> list[Group]:
     """Return the groups: the drafted suggestions' (``(suggestion id, scar)`` pairs) with the
     waiting scars that joined them, then the new groups of waiting scars, oldest first.
@@ -87,7 +95,8 @@ def group(
     ``vectors`` maps scar ids to the embeddings of the whole scars (:func:`scar_text`),
     ``lessons`` to their lessons' (with ``calibration``: see
     :func:`~engram.agents.meaning.repeat_score`); without vectors the content words alone
-    decide. A waiting scar joins a ``settled`` suggestion (a rule in force) only where its
+    decide; ``happened`` maps them to what happened in each (:func:`situations`). A waiting
+    scar joins a ``settled`` suggestion (a rule in force) only where its
     lesson agrees with the suggestion's too, on average as a repeat does: joining changes
     the evidence a reviewer approved, and a scar of a like situation teaching another
     lesson is drafted on its own (ADR 0127).
@@ -106,7 +115,7 @@ def group(
         return clusters
     scars = [m for g in clusters for m in g.members + g.joined]
     owner = [c for c, g in enumerate(clusters) for _ in g.members + g.joined]
-    pair = _scores(scars, vectors, calibration, lessons)
+    pair = _scores(scars, vectors, calibration, lessons, happened)
     k = len(clusters)
     onehot = np.zeros((len(scars), k))
     onehot[np.arange(len(scars)), owner] = 1.0
@@ -182,6 +191,7 @@ def _scores(
     vectors: dict[str, npt.NDArray[np.float32]] | None,
     calibration: Calibration | None,
     lessons: dict[str, npt.NDArray[np.float32]] | None,
+    happened: Vectors | None = None,
 ) -> npt.NDArray[np.float64]:
     """Return the matrix of :func:`~engram.agents.meaning.repeat_score` between ``scars``."""
     # The lesson's words: scars of one situation may teach different lessons.
@@ -191,8 +201,12 @@ def _scores(
     for i in range(n):
         vi = None if vectors is None else vectors.get(scars[i].id)
         li = None if lessons is None else lessons.get(scars[i].id)
+        hi = None if happened is None else happened.get(scars[i].id)
         for j in range(i + 1, n):
             vj = None if vectors is None else vectors.get(scars[j].id)
             lj = None if lessons is None else lessons.get(scars[j].id)
-            out[i, j] = out[j, i] = repeat_score(words[i], words[j], vi, vj, calibration, li, lj)
+            hj = None if happened is None else happened.get(scars[j].id)
+            out[i, j] = out[j, i] = repeat_score(
+                words[i], words[j], vi, vj, calibration, li, lj, hi, hj
+            )
     return out

@@ -100,11 +100,35 @@ def possessed_unsaid(text: str, old: str) -> bool:
     0182, 0184)."""
     theirs, mine = _stems(old), _stems(text)
     changed = {stem(w) for w in _changed(text)}  # the thing changed, named whole
+    counted, counted_old = _counted(text), _counted(old)
     return (
         _unsaid(_possessed(text), theirs)
         or _unsaid(_possessed(old), mine)
         or (bool(changed) and not changed <= theirs)
+        # Counts of two things: "We have 3 bright tanks", "we've got 8 fermenters" (0185).
+        or (bool(counted) and bool(counted_old) and not counted & counted_old)
     )
+
+
+#: A number and up to three words after it, the first plural among them the thing counted.
+_COUNT = re.compile(
+    r"\b(?:\d+|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+    r"((?:\s+[A-Za-z][\w-]*){1,3})",
+    re.IGNORECASE,
+)
+
+
+def _counted(text: str) -> frozenset[str]:
+    """Return the stems of the things ``text`` counts ("3 bright tanks" -> {"tank"})."""
+    found = set()
+    for m in _COUNT.finditer(text):
+        for word in m[1].lower().split():
+            if word in STOPWORDS:
+                break  # "12 on Saturdays" counts no Saturdays
+            if word.endswith("s") and not word.endswith(("ss", "us", "is")):
+                found.add(stem(word))
+                break
+    return frozenset(found)
 
 
 def _stems(text: str) -> frozenset[str]:

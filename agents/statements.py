@@ -16,6 +16,7 @@ from engram.agents.matching import (
     STOPWORDS,
     UNIT_AFTER,
     codes,
+    labelling,
     phrase_words,
     stem,
     stems_of,
@@ -513,6 +514,7 @@ def labels(text: str) -> frozenset[str]:
         if (m[1][0].islower() or opens(text, m.start()) or m.start() < said_of)
         and m[1].lower() not in STOPWORDS
         and m[1].lower() not in _AMOUNT_BEFORE
+        and labelling(text, m[1], m.start())  # "got 8", "June 1", "new code 8034" (0185)
         and not _counts(m[1])
         and not UNIT_AFTER.match(text, m.end())  # "take 45 minutes" counts (ADR 0182)
     )

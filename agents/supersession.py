@@ -53,7 +53,7 @@ from engram.agents.holders import holder_anew
 from engram.agents.notes import as_stated
 from engram.agents.relations import same_relation
 from engram.agents.shapes import instances_apart, value_anew
-from engram.agents.typed import same_kind
+from engram.agents.typed import measures_apart, same_kind
 from engram.ledger import NewEvent
 from engram.ledger.catalog import (
     MemorySuperseded,
@@ -302,6 +302,7 @@ def _decide(memory: AgentMemory, text: str, found: list[Candidate]) -> Finding |
             # however little else the two say alike (ADR 0167).
             if (c.said >= threshold(memory, text, c.text) or back_in_action(text, c.text))
             and (change or not instances_apart(text, c.text))
+            and (change or not measures_apart(text, c.text))  # 5.8%, £5.10 (ADR 0185)
             and (
                 change or c.shared or announces(c.text) or value_anew(text, c.text)
                 or same_format(text, c.text) or same_kind(text, c.text)

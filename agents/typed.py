@@ -49,6 +49,7 @@ __all__ = [
     "joined",
     "kind_texts",
     "lettered",
+    "measures_apart",
     "numbered",
     "owned",
     "owner",
@@ -173,6 +174,21 @@ MONEY = Kind(
 )
 #: The kinds a question may ask for.
 ASKED = (*KINDS, MONEY)
+#: A share ("5.8%", "10 per cent") and a sum in a currency ("£5.10", "12 dollars").
+_SHARE = re.compile(r"\d\s?(?:%|per\s?cent\b)", re.IGNORECASE)
+_CURRENCY = re.compile(
+    r"[$€£¥₹]\s?\d|(?<![^\W\d_])\d[\d,.]*\s?(?:dollars?|euros?|pounds?|quid|bucks|pence)\b",
+    re.IGNORECASE,
+)
+
+
+def measures_apart(text: str, other: str) -> bool:
+    """Say whether one text gives a share and no sum, the other a sum and no share ("Furnace
+    is our 5.8% oatmeal stout", "A pint of Furnace stout is £5.10"): told without a change,
+    two attributes, a strength and a price (ADR 0185)."""
+    mine = (_SHARE.search(text) is not None, _CURRENCY.search(text) is not None)
+    theirs = (_SHARE.search(other) is not None, _CURRENCY.search(other) is not None)
+    return {mine, theirs} == {(True, False), (False, True)}
 
 
 def same_kind(text: str, other: str, *, exact: bool = False) -> bool:
@@ -290,8 +306,23 @@ class Both(NamedTuple):
         return self.kind.name
 
     def held(self, text: str) -> bool:
-        """Say whether ``text`` may answer: a value of the kind, of this thing."""
-        return self.kind.held(text) and self.label.held(text)
+        """Say whether ``text`` may answer: a value of the kind, of this thing. A phone asked
+        by any of its names is answered by a phone number given under any of them ("What is
+        Maria's cell number?", "Maria's mobile is 07700 900587"; ADR 0185)."""
+        if not self.kind.held(text):
+            return False
+        return self.label.held(text)
+
+
+#: The stems naming one attribute, a phone ("phone", "mobile number", "cell"): a landline
+#: and a fax are other lines (ADR 0185).
+_PHONES = frozenset(("phon", "mobil", "cell", "telephon", "number", "no"))
+
+
+def _one_phone(asked: Sequence[str], given: Sequence[str]) -> bool:
+    """Say whether two attributes (stems) both name a phone, by any of its names ("cell
+    number", "mobile"; ADR 0185)."""
+    return bool(given) and _PHONES.issuperset(asked) and _PHONES.issuperset(given)
 
 
 #: The days of the week, as written alone, plural or shortened ("Saturdays", "Sat"), and the
@@ -368,7 +399,7 @@ class Attributed(NamedTuple):
         given = shapes.given_attribute(text)
         if not given or not shapes.words_apart(list(self.words), given):
             return True
-        return self.words[-1] in stems_of(text).every
+        return self.words[-1] in stems_of(text).every or _one_phone(self.words, given)
 
 
 class Owned(NamedTuple):
@@ -382,7 +413,9 @@ class Owned(NamedTuple):
     def apart(self, text: str) -> bool:
         """Say whether ``text`` gives this attribute of another owner, and not of this one."""
         given = shapes.given_attribute(text)
-        if not given or shapes.words_apart(list(self.words), given):
+        if not given or (
+            shapes.words_apart(list(self.words), given) and not _one_phone(self.words, given)
+        ):
             return False  # no attribute, or another one: ADR 0164's to weigh
         theirs = owner(text)
         if not theirs or theirs & self.owner:
@@ -404,8 +437,9 @@ def owner(text: str) -> frozenset[str]:
     run = _OWNER.search(text, max(found.start() - 80, 0), found.end())
     if run is None or run.end() != found.end():
         return frozenset()
+    # A clitic is no name: "What's Siobhan Keane's ..." is owned by Siobhan Keane (ADR 0185).
     words = [w for w in lexical.tokens(run.group(1)) if w not in STOPWORDS and w not in TITLES]
-    return frozenset(words)
+    return frozenset(w for w in words if len(w) > 1)
 
 
 def owned(query: str) -> Owned | None:

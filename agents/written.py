@@ -64,6 +64,11 @@ def _number(match: re.Match[str]) -> str:
 _CLOCK_RANGE = re.compile(r"\b(\d{1,2}:\d{2})\s*[-\u2013]\s*(\d{1,2}:\d{2})\b")
 
 
+#: A code's letters and its number joined by a hyphen ("WD-40"): a copy writes it joined as
+#: often ("WD40"; ADR 0185).
+_CODE_HYPHEN = re.compile(r"(?<![\w-])([A-Za-z]{1,5})-(\d{1,5})\b")
+
+
 @functools.lru_cache(maxsize=8192)
 def written(text: str) -> str:
     """Return ``text`` with its numbers written alike: spelt ones in digits ("twenty",
@@ -90,6 +95,8 @@ def written(text: str) -> str:
         words = set(_LETTERS.findall(plain.casefold()))
     if not words.isdisjoint(_VALUE):
         plain = _SPELT.sub(_number, plain)
+    if "-" in plain:  # "WD-40" is "WD40" (ADR 0185)
+        plain = _CODE_HYPHEN.sub(r"\1\2", plain)
     out = copies.numbers_apart(plain)
     if not copies.holds_digit(out):
         return out

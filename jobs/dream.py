@@ -107,13 +107,16 @@ def cluster(
     by_id = {c.id: c for c in candidates}
     told = [repeats.Told(c.id, c.position, c.what, c.lesson) for c in candidates]
     vectors = {c.id: np.asarray(c.vector, dtype=np.float32) for c in candidates}
-    lessons = None
+    lessons = happened = None
     if embedder is not None and candidates:
         embedded = embedder.embed([c.lesson for c in candidates])
         lessons = {
             c.id: np.asarray(v, dtype=np.float32) for c, v in zip(candidates, embedded, strict=True)
         }
-    groups = repeats.group([], told, vectors, calibration, threshold, lessons=lessons)
+        happened = repeats.situations(told, embedder)
+    groups = repeats.group(
+        [], told, vectors, calibration, threshold, lessons=lessons, happened=happened
+    )
     return [[by_id[t.id] for t in sorted(g.joined, key=lambda t: t.position)] for g in groups]
 
 

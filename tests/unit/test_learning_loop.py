@@ -110,6 +110,23 @@ def test_repeat_score_takes_the_stronger_of_vector_and_words() -> None:
     assert repeat_score(a, unrelated, near, close, calibration, near, near * 0 + [0, 1]) == 0.0
 
 
+def test_one_lesson_of_two_unrelated_situations_is_not_a_repeat() -> None:
+    # ADR 0185: "put new stock behind the old" and "ship patches in the quiet window" both
+    # read as "do it in the right order"; what happened (stale cream, a hotfix in a raid)
+    # is unrelated, so the lessons alone do not make the scars one mistake.
+    calibration = Calibration(floor=0.2, paraphrase=0.6)
+    words = content_words("Do it in the right order.")
+    other = content_words("Mind the sequence.")
+    same = np.array([1.0, 0.0], dtype=np.float32)
+    far = np.array([0.3, 0.9539392], dtype=np.float32)  # cosine 0.3: mapped 0.25
+    apart = np.array([0.0, 1.0], dtype=np.float32)  # cosine 0: unrelated
+    related = np.array([0.6, 0.8], dtype=np.float32)  # cosine 0.6
+    score = repeat_score(words, other, same, far, calibration, same, same, same, apart)
+    assert score == pytest.approx(0.25, abs=1e-6)  # the whole scars decide
+    assert repeat_score(words, other, same, far, calibration, same, same, same, related) == 1.0
+    assert repeat_score(words, other, same, far, calibration, same, same) == 1.0  # none given
+
+
 # -- repeats found before drafting ------------------------------------------------------------
 
 
