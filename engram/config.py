@@ -4,7 +4,7 @@ Config files are TOML, read from ``--config``, ``ENGRAM_CONFIG``, ``./engram.tom
 ``$XDG_CONFIG_HOME/engram/config.toml`` (first found)::
 
     ledger = "postgresql://127.0.0.1:5432/engram"   # or a SQLite file path
-    pg_schema = "engram"
+    pg_schema = "engram"                             # not information_schema or pg_* (ADR 0186)
     tenant = "acme"                                  # this process's tenant (ADR 0040; optional)
     durability = "full"                              # or "fast"
     projections = "/var/lib/engram/projections"      # the local projection store

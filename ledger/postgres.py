@@ -109,6 +109,10 @@ class PostgresBackend(Backend):
                 f"PostgreSQL schema {schema!r} is invalid: lowercase letters, digits and _, "
                 "at most 48 characters"
             )
+        if schema == "information_schema" or schema.startswith("pg_"):
+            # The server's own catalogs: a ledger's tables and triggers do not belong there
+            # (ADR 0185).
+            raise ConfigError(f"PostgreSQL schema {schema!r} is the server's own; choose another")
         try:
             parsed = make_url(url)
         except sa.exc.ArgumentError as exc:

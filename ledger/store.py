@@ -38,7 +38,7 @@ from engram.ledger.kinds import KindRegistry
 from engram.ledger.links import Links
 from engram.ledger.planning import GroupPlan, Request, VersionCache, prepare
 from engram.ledger.shred import Sealer
-from engram.ledger.verify import VerifyReport, verify_chain
+from engram.ledger.verify import VerifyReport, head_unlinked, verify_chain
 
 DEFAULT_MAX_PAYLOAD = 1 << 20
 #: Rows per query of ``read_stream``. Larger pages cost memory and save little once a
@@ -92,6 +92,7 @@ class Ledger:
         self._committer = GroupCommitter(self._commit)
         self._versions = VersionCache()
         self._closed = False
+        self._head_linked = False
         backend.create()
         self.finish_forgets()
 
@@ -194,6 +195,16 @@ class Ledger:
 
     def _commit(self, group: list[Request]) -> None:
         try:
+            if not self._head_linked:
+                # Chained onto a row planted or changed outside engram, a writer's events
+                # would carry the tamper on: checked once, before the first (ADR 0185).
+                reason = head_unlinked(self.backend)
+                if reason is not None:
+                    raise DamagedEventError(
+                        f"{reason}: the ledger was changed outside engram, so nothing was"
+                        " appended; `engram verify` names the first damaged position"
+                    )
+                self._head_linked = True
             try:
                 self._place(group, careful=False)
             except InsertConflictError:

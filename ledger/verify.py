@@ -15,7 +15,7 @@ from engram.ledger.codec import GENESIS_HASH, canonical, chain
 from engram.ledger.errors import ConfigError
 from engram.ledger.schema import Column
 
-__all__ = ["VerifyReport", "verify_chain"]
+__all__ = ["VerifyReport", "head_unlinked", "verify_chain"]
 
 _POSITION = Column.POSITION.value
 _SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
@@ -125,7 +125,35 @@ def verify_chain(
     return VerifyReport(ok=True, checked=head, head=head, head_hash=previous.hex())
 
 
+def head_unlinked(backend: Backend) -> str | None:
+    """Say why the head row does not link to the row before it, if it does not: a position
+    missing below it, or a hash its content and its predecessor's do not give (a row planted
+    or changed outside engram). None when it links, or the ledger is empty. A writer checks
+    this once before it chains its first event onto the head (ADR 0185): two rows read, not
+    the whole chain."""
+    head = backend.head()
+    if head < 1:
+        return None
+    wanted = [head - 1, head] if head > 1 else [head]
+    rows = list(backend.scan(after=wanted[0] - 1))[: len(wanted)]
+    if [r[_POSITION] for r in rows] != wanted:
+        return f"position {head - 1} is missing below the head {head}"
+    previous = rows[0][Column.HASH] if head > 1 else GENESIS_HASH
+    row = rows[-1]
+    try:
+        computed = chain(bytes(previous), _canonical_row(backend, row))
+    except Exception as exc:  # a tampered cell may not even parse
+        return f"the head {head} cannot be read: {exc}"
+    if computed != bytes(row[Column.HASH]):
+        return f"the head {head} does not link to position {head - 1}: its hash does not match"
+    return None
+
+
 def _canonical_row(backend: Backend, row: Row) -> bytes:
+    if not isinstance(row[Column.PAYLOAD], bytes | bytearray | memoryview):
+        # SQLite keeps a cell's storage class: engram writes the payload as a BLOB (ADR 0185).
+        kind = type(row[Column.PAYLOAD]).__name__
+        raise ValueError(f"its payload cell holds a {kind}, not the bytes engram writes")
     at = backend.at_text(row[Column.AT])
     fields = (
         *row[: Column.AT],

@@ -59,6 +59,9 @@ MAX_SCRYPT_WORK = 4 * SCRYPT_N * SCRYPT_R * SCRYPT_P
 MAX_HEADER = 1 << 20
 #: The largest pack file read; larger ones are refused before a byte of them is read.
 MAX_PACK_BYTES = 256 << 20
+#: The most nodes a pack may hold (about 1.5 GB to decode): a forged manifest cannot make
+#: an import build more (ADR 0185).
+MAX_NODES = 1_000_000
 #: A key file holds a key or a passphrase: anything longer is not one.
 _MAX_KEY_FILE = 4096
 #: What the zip inside may unpack to, as a multiple of the file's size limit.
@@ -112,7 +115,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=
     dimension: Annotated[int, msgspec.Meta(ge=1, le=65536)] | None = None
     created_at: datetime
     checksum: Sha256
-    nodes: Annotated[int, msgspec.Meta(ge=0)]
+    nodes: Annotated[int, msgspec.Meta(ge=0, le=MAX_NODES)]
     format: int = FORMAT
 
 
@@ -410,6 +413,15 @@ def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Nod
     The lines are decoded as one JSON array (a tenth of the time of a decode per line);
     only when that fails are they decoded one by one, to name the line that is wrong.
     """
+    # Counted before a line is split out: a pack of empty lines, or of more lines than its
+    # manifest says, is refused without building a list of them (ADR 0185).
+    count = nodes_jsonl.count(b"\n") + (not nodes_jsonl.endswith(b"\n"))
+    if nodes_jsonl and count != manifest.nodes:
+        raise PackFormatError(
+            f"{where}: nodes.jsonl holds {count:,} nodes, pack.json says {manifest.nodes:,}"
+        )
+    if nodes_jsonl.startswith(b"\n") or b"\n\n" in nodes_jsonl:
+        raise PackFormatError(f"{where}: nodes.jsonl holds an empty line")
     lines = nodes_jsonl.splitlines()
     with collector_paused():
         try:

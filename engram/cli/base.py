@@ -187,7 +187,11 @@ def global_options() -> list[click.Parameter]:
     return [
         option("--ledger", metavar="PATH|URL", help="SQLite path or postgresql:// URL."),
         option("--config", metavar="FILE", help="TOML config file (env ENGRAM_CONFIG)."),
-        option("--pg-schema", metavar="NAME", help="PostgreSQL schema (default engram)."),
+        option(
+            "--pg-schema",
+            metavar="NAME",
+            help="PostgreSQL schema (default engram; not information_schema or pg_*).",
+        ),
         option("--tenant", metavar="NAME", help="Tenant namespace (env ENGRAM_TENANT)."),
         option("--durability", type=click.Choice(["full", "fast"]), help="Default full."),
         option("-q", "--quiet", is_flag=True, default=None, help="Print errors only."),

@@ -10,7 +10,7 @@ from typing import IO, Any
 
 import msgspec
 
-from engram.agents.arguments import check_name
+from engram.agents.arguments import check_name, refuse_unwritable
 from engram.cli.base import CliError
 from engram.ledger import NewEvent
 from engram.projections.errors import QueryError
@@ -64,6 +64,8 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
             raise CliError(f"line {number}: the JSON is nested too deeply") from None
         try:  # the agent a memory's event names is refused as `observe` refuses it (0175)
             check_name(line.payload.get("agent"), "payload agent")
+            if line.kind == "memory.observed":  # ... and its text (ADR 0185)
+                refuse_unwritable(line.payload.get("text"), "payload text")
         except QueryError as exc:
             raise CliError(f"line {number}: {exc}") from None
         events.append(NewEvent(**msgspec.structs.asdict(line)))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import warnings
 from collections.abc import Iterable
 from datetime import datetime
-from typing import IO, Any
+from typing import Any
 
 import click
 
@@ -28,6 +29,7 @@ from engram.cli.base import (
     sync_vectors,
 )
 from engram.ledger import Event
+from engram.ledger.files import write_atomically
 from engram.ledger.personal import masked
 from engram.projections.engine import ProjectionStatus
 from engram.projections.errors import ProjectionStoreDamagedError
@@ -360,20 +362,29 @@ def graph() -> None:
 
 
 @graph.command(
-    epilog=examples("engram graph export > graph.json", "engram graph export --as-of now | head")
+    epilog=examples(
+        "engram graph export > graph.json",
+        "engram graph export --out graph.json --force",
+        "engram graph export --as-of now | head",
+    )
 )
 @as_of_option
 @click.option(
     "--out",
     "target",
-    type=click.File("w", encoding="utf-8", lazy=True),
-    help="Write to this file instead of stdout.",
+    type=click.Path(dir_okay=False, allow_dash=False),
+    help="Write to this file instead of stdout (a new file, unless --force).",
 )
-def export(as_of: datetime | None, target: IO[str] | None) -> None:
+@click.option("--force", is_flag=True, help="Replace the --out file if it exists.")
+def export(as_of: datetime | None, target: str | None, force: bool) -> None:
     """Print the graph as JSON in the agents' format.
 
-    Neurons with their salience and connections, and metadata.
+    Neurons with their salience and connections, and metadata. ``--out`` writes a new file
+    whole or not at all; an existing one (or a link) is replaced only with ``--force``, and
+    then the link itself, never the file it points to.
     """
+    if target is not None and os.path.lexists(target) and not force:
+        raise click.BadParameter(f"{target} exists; pass --force to replace it", param_hint="--out")
     out = state()
     with opened(out.settings()) as memory:
         data = memory.network.export(as_of=as_of)
@@ -381,9 +392,11 @@ def export(as_of: datetime | None, target: IO[str] | None) -> None:
     if target is None:
         out.echo(text)
         return
-    with target:
-        target.write(text + "\n")
-    note(f"wrote {len(data['neurons'])} neurons to {target.name}")
+    try:
+        write_atomically(target, (text + "\n").encode("utf-8"))
+    except OSError as exc:
+        raise click.FileError(target, exc.strerror or str(exc)) from None
+    note(f"wrote {len(data['neurons'])} neurons to {target}")
 
 
 @graph.command(

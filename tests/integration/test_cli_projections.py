@@ -83,6 +83,22 @@ def test_graph_export_has_the_documented_shape(
     assert (code, out) == (0, "")
     assert "wrote 3 neurons" in err
     assert json.loads(target.read_text())["neurons"] == graph["neurons"]
+    # ADR 0185: an existing file, or a link to one, is replaced only with --force, and then
+    # the link itself: the file it points to is left as it was.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    link = tmp_path / "link.json"
+    link.symlink_to(victim)
+    for path in (victim, link):
+        code, out, err = run(capsys, "--ledger", db, "graph", "export", "--out", str(path))
+        assert code == 2
+        assert "exists; pass --force" in err
+    assert victim.read_text() == "keep me\n"
+    code, _, _ = run(capsys, "--ledger", db, "graph", "export", "--out", str(link), "--force")
+    assert code == 0
+    assert victim.read_text() == "keep me\n"
+    assert not link.is_symlink()
+    assert json.loads(link.read_text())["neurons"] == graph["neurons"]
 
 
 def test_graph_propagate(db: str, capsys: pytest.CaptureFixture[str]) -> None:

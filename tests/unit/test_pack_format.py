@@ -28,7 +28,7 @@ from engram.agents.packs import (
     read_pack,
     write_pack,
 )
-from engram.agents.packs.format import MAGIC, encode_nodes, encode_vector
+from engram.agents.packs.format import MAGIC, MAX_NODES, encode_nodes, encode_vector
 
 RAW = PackKey(bytes(range(32)), True, "test key")
 PASSPHRASE = PackKey(b"correct horse battery staple", False, "test passphrase")
@@ -352,3 +352,20 @@ def test_an_authentic_pack_with_a_damaged_archive_is_a_format_error(
     _resealed(path, inner)
     with pytest.raises(PackFormatError, match=r"not a pack archive|not a pack's manifest"):
         read_pack(path, RAW)
+
+
+def test_a_pack_of_empty_lines_or_too_many_nodes_is_refused_before_it_is_split(
+    tmp_path: Path,
+) -> None:
+    # ADR 0185: 100 MiB of newlines in a 458 KB pack took 9 GB to refuse; the lines are
+    # counted before one is split out, and a manifest may claim at most MAX_NODES nodes.
+    jsonl = b"\n" * 50_000
+    write_pack(tmp_path / "p.pack", _manifest(jsonl, 0), jsonl, RAW)
+    with pytest.raises(PackFormatError, match=r"holds 50,000 nodes, pack\.json says 0"):
+        read_pack(tmp_path / "p.pack", RAW)
+    write_pack(tmp_path / "q.pack", _manifest(jsonl, 50_000), jsonl, RAW)
+    with pytest.raises(PackFormatError, match="an empty line"):
+        read_pack(tmp_path / "q.pack", RAW)
+    claimed = msgspec.json.encode(_manifest(jsonl, MAX_NODES + 1))
+    with pytest.raises(msgspec.ValidationError, match="nodes"):
+        msgspec.json.decode(claimed, type=Manifest)
