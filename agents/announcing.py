@@ -212,6 +212,8 @@ CHANGE_PHRASES = re.compile(
     # "stepped down".
     r"|\b(?:passed|passes|handed|hands)\s+(?:(?!(?:to|through|by|along|across|past|on|in|at|around)\b)[\w'-]+\s+){0,6}?(?:over\s+)?to\b"
     r"|\b(?:handed|hands|took|takes|taken|taking)\s+over\b|\bstep(?:ped|s)?\s+down\b"
+    # A named thing sold to a named buyer: "Tom Hadley sold Ashworth Aero to Skyworks" (0185).
+    r"|\b(?:sold|sells)\s+(?:the\s+)?(?-i:[A-Z])[\w&'.-]*(?:\s+[\w&'.-]+){0,5}?\s+to\s+(?-i:[A-Z])"
     # A date moved: "was pushed back to 31 July", "brought forward to Monday"; a value
     # from a day on, opening its clause: "From March the shop opens at 9am" (not "runs from
     # March to May").

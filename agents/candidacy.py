@@ -26,7 +26,7 @@ from engram.agents.announcing import (
 from engram.agents.attributes import tells_how_often
 from engram.agents.folding import folds, retold
 from engram.agents.formats import same_format, value_format
-from engram.agents.matching import STOPWORDS, cased, codes, stem, stems_of
+from engram.agents.matching import STOPWORDS, cased, codes, sold_thing, stem, stems_of
 from engram.agents.notes import as_stated, is_task
 from engram.agents.occurrences import same_occurrences, spaced_times
 from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
@@ -103,7 +103,8 @@ def search(
             # corrected by whoever learns of the change (ADR 0166); a private one, its own.
             shared = memory.ledger.get([position])[0].payload.visibility == "public"
             held = [] if labelled else _of_subject(memory, conn, position, said, subject, shared)
-            if not held and not labelled and subject and said.change:
+            # A sale names the thing sold, never a value given (ADR 0185).
+            if not held and not labelled and subject and said.change and not sold_thing(text):
                 # The name a change gives may be its new value, not what changed ("From 1
                 # January lashing is contracted to PortCrew Marine"): where nothing earlier
                 # names it, what changed is looked for as an unnamed thing's, by the words

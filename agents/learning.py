@@ -312,7 +312,9 @@ def _grouped(
         every = [t for _, t in told] + waiting
         vectors, lessons = repeats.embedded(every, embedder)
         happened = repeats.situations(every, embedder)
-    settled = frozenset(m.suggestion for m in drafted if m.status == "applied")
+    # A reviewer's decision, applied or refused, was on a lesson: a scar joins it only where
+    # its lesson agrees too; one teaching another is drafted, not refused unread (ADR 0185).
+    settled = frozenset(m.suggestion for m in drafted if m.status in ("applied", "refused"))
     return repeats.group(
         told, waiting, vectors, calibration, lessons=lessons, settled=settled, happened=happened
     )

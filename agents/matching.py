@@ -293,6 +293,19 @@ def labelling(text: str, word: str, start: int) -> bool:
     return word.lower() not in NOT_LABELLING and not _GIVEN_ANEW.search(text, 0, start)
 
 
+#: A named thing sold to a named buyer ("Dana Brooks sold Pawsh Mobile Grooming to Marcus
+#: Lee"): the sentence speaks of the thing, whose owner changes, not its seller (ADR 0185).
+_SALE = re.compile(
+    r"\b(?:sold|sells|has\s+sold|have\s+sold)\s+(?:the\s+)?"
+    r"(?P<thing>[A-Z][\w&'.-]*(?:\s+(?:[A-Z][\w&'.-]*|of|and|&))*)\s+to\s+(?=[A-Z])"
+)
+
+
+def sold_thing(text: str) -> str | None:
+    """Return the words naming the thing ``text`` says was sold to a named buyer, if any."""
+    return found["thing"] if (found := _SALE.search(text)) else None
+
+
 def codes(query: str) -> tuple[str, ...]:
     """Return the ids and codes ``query`` quotes (words with digits, or joined by - . / :)."""
     return tuple(

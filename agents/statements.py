@@ -11,12 +11,12 @@ import math
 import re
 import sqlite3
 
+from engram.agents import matching
 from engram.agents.matching import (
     CLITICS,
     STOPWORDS,
     UNIT_AFTER,
     codes,
-    labelling,
     phrase_words,
     stem,
     stems_of,
@@ -31,11 +31,10 @@ __all__ = [
     "subject", "topic_only", "uncoded", "without", "written_as_name",
 ]  # fmt: skip
 
-#: The most words a memory may hold to replace or be replaced by detection: a statement of
-#: a fact or two. A long memory (a message, a tool's output, a design note) says many
-#: things, and one of them changing does not make the rest untrue; its cosine with a short
-#: fact does not say whether they speak of one thing. Over BEAM's long chats, detection
-#: replaced about a third of the messages without this bound (ADR 0106).
+#: The most words a memory may hold to replace or be replaced by detection: a fact or two.
+#: A long memory (a message, a tool's output) says many things, and one changing does not
+#: make the rest untrue; its cosine with a short fact says nothing of one thing. Over BEAM's
+#: long chats, detection replaced a third of the messages without this bound (ADR 0106).
 STATEMENT_WORDS = 50
 _NAME = re.compile(r"\b[A-Z][\w'-]*")
 NAME = _NAME  # a capitalised word: a name's (:mod:`engram.agents.shapes` reads it too)
@@ -80,7 +79,7 @@ NAME_RUN = _RUN
 #: A number right after a word labels an occurrence of it: "round 26", "shard 4". The word
 #: is at most 64 characters: a word may start at every hyphen of a long hyphenated run, and
 #: an unbounded one scanned the rest of the run from each (time quadratic in its length).
-_LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) #?(\d+)\b")
+_LABEL = re.compile(r"\b([A-Za-z][\w'-]{0,63}) (?:#|(?<=[A-Z] )-)?(\d+)\b")  # "AAE -9173"
 #: The IDF from which a capitalised word names something: ln(4), held by at most about a
 #: fifth of the memories ("Deploy" opening every other report is a topic, not a name); a
 #: tenth (ln 9) left out a young store's people: four facts among forty (ADR 0075).
@@ -116,6 +115,8 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
     passed over ("Ownership of the Atlas search service": ADR 0109). A capitalised word
     after a number is its unit ("05:15 UTC", "40 GB"), not a name (ADR 0106).
     """
+    if (sold := matching.sold_thing(text)) and (thing := _name_words(sold)):
+        return thing[0]  # what was sold, not who sold it (ADR 0185)
     for run in _RUN.finditer(text):
         # "Margaret Okoye became Nikos Pappas's new manager": the attribute is the owner's.
         if text.startswith(("'s", "\u2019s"), run.end()) and not opens(text, run.start()):
@@ -514,7 +515,7 @@ def labels(text: str) -> frozenset[str]:
         if (m[1][0].islower() or opens(text, m.start()) or m.start() < said_of)
         and m[1].lower() not in STOPWORDS
         and m[1].lower() not in _AMOUNT_BEFORE
-        and labelling(text, m[1], m.start())  # "got 8", "June 1", "new code 8034" (0185)
+        and matching.labelling(text, m[1], m.start())  # "got 8", "June 1", "new code 8034" (0185)
         and not _counts(m[1])
         and not UNIT_AFTER.match(text, m.end())  # "take 45 minutes" counts (ADR 0182)
     )
@@ -559,10 +560,7 @@ def state_values(text: str, *, now: bool = False) -> frozenset[str]:
 
 def before(text: str, start: int) -> str:
     """Return the character before ``text[start:]``, blanks skipped ("" at the start)."""
-    i = start - 1
-    while i >= 0 and text[i].isspace():
-        i -= 1
-    return text[i] if i >= 0 else ""
+    return text[:start].rstrip()[-1:]
 
 
 def opens(text: str, start: int) -> bool:

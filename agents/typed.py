@@ -147,7 +147,11 @@ _SUM_ENDS = (
 MONEY = Kind(
     "sum of money",
     re.compile(
-        r"\bhow much\b[^?]*\b(?:pay|paid|spend|spent|owe|owed|earn|earns|earned|charge|charged"
+        # ... not "How much notice is needed to get a refund?", which names what it measures
+        # ("notice") before its verb (ADR 0185).
+        rf"\bhow much\b(?!\s+(?!{_SUM}\b|money\b|cash\b)[a-z]+\s+(?:is|are|was|were|do|does|did"
+        r"|will|would|should|can|could|must|has|have|had)\b)"
+        r"[^?]*\b(?:pay|paid|spend|spent|owe|owed|earn|earns|earned|charge|charged"
         rf"|{_SUM})\b"
         # "How much is the allowance?", "How much are tickets?": a price, where "How much
         # time is left?" names what it measures before its verb (ADR 0148).
@@ -184,11 +188,16 @@ _CURRENCY = re.compile(
 
 def measures_apart(text: str, other: str) -> bool:
     """Say whether one text gives a share and no sum, the other a sum and no share ("Furnace
-    is our 5.8% oatmeal stout", "A pint of Furnace stout is £5.10"): told without a change,
-    two attributes, a strength and a price (ADR 0185)."""
+    is our 5.8% oatmeal stout", "A pint of Furnace stout is £5.10"), or one a sum in a
+    currency and the other no value of money at all ("Studio C mix sessions are $85 an hour",
+    "Studio C is the mix room"): told without a change, two attributes (ADR 0185)."""
     mine = (_SHARE.search(text) is not None, _CURRENCY.search(text) is not None)
     theirs = (_SHARE.search(other) is not None, _CURRENCY.search(other) is not None)
-    return {mine, theirs} == {(True, False), (False, True)}
+    if {mine, theirs} == {(True, False), (False, True)}:
+        return True
+    return (mine[1] and not MONEY.value.search(other)) or (
+        theirs[1] and not MONEY.value.search(text)
+    )
 
 
 def same_kind(text: str, other: str, *, exact: bool = False) -> bool:

@@ -47,6 +47,15 @@ _SPELT = re.compile(
 )
 
 
+#: An ordinal in digits that dates nothing ("before the 1st flight"): a copy spells it as
+#: often; one before "of", a day or a month is a date's, read as such (ADR 0185).
+_ORDINAL_DIGITS = re.compile(
+    rf"\b(1[0-2]|[1-9])(?:st|nd|rd|th)\b(?!\s+(?:of|{_DAYS})\b)", re.IGNORECASE
+)
+#: A decimal written without its leading zero (".125 inch").
+_BARE_DECIMAL = re.compile(r"(?<![\w.])\.(\d)")
+
+
 def _number(match: re.Match[str]) -> str:
     """Return the number ``match`` spells, in digits; a match the case-blind pattern made of
     letters only alike in case ("ſecond", "fıve") is left as written."""
@@ -93,8 +102,13 @@ def written(text: str) -> str:
         if "st" in words:
             plain = _STREET.sub(r"\1Street", plain)
         words = set(_LETTERS.findall(plain.casefold()))
+    if _ORDINAL_DIGITS.search(plain):  # "the 1st flight" is "the first flight" (ADR 0185)
+        plain = _ORDINAL_DIGITS.sub(lambda m: _ORDINALS[int(m[1]) - 1], plain)
+        words = set(_LETTERS.findall(plain.casefold()))
     if not words.isdisjoint(_VALUE):
         plain = _SPELT.sub(_number, plain)
+    if "." in plain:  # ".125" is "0.125" (ADR 0185)
+        plain = _BARE_DECIMAL.sub(r"0.\1", plain)
     if "-" in plain:  # "WD-40" is "WD40" (ADR 0185)
         plain = _CODE_HYPHEN.sub(r"\1\2", plain)
     out = copies.numbers_apart(plain)
@@ -153,7 +167,7 @@ _LONG = {
     # room, a station, "please" (ADR 0178).
     "Mon": "Monday", "Tue": "Tuesday", "Tues": "Tuesday", "Wed": "Wednesday",
     "Thu": "Thursday", "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday",
-    "Sat": "Saturday", "Sun": "Sunday", "tues": "Tuesday", "weds": "Wednesday",
+    "Sat": "Saturday", "Sun": "Sunday", "tues": "Tuesday", "weds": "Wednesday", "Weds": "Wednesday",
     "thurs": "Thursday", "Rm": "Room", "stn": "station", "pls": "please", "plz": "please",
 }  # fmt: skip
 _SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?|\bMax(?=\s+\d)")

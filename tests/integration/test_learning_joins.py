@@ -1,5 +1,5 @@
 """What may join a suggestion drafted already (ADR 0127): a repeat of its outcome only, and,
-once it is a rule in force, only a repeat teaching its lesson."""
+once it is a rule in force or refused, only a repeat teaching its lesson (ADR 0185)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ def _learned(  # type: ignore[no-untyped-def]
     kind: str = "failure",
     provider: str = "hash",
     first: tuple[str, str] = (WHAT, LESSON),
+    refuse: bool = False,
 ):
     """Draft ``first`` (applied when ``apply``), record one more scar, learn again; return
     the report and the first suggestion's scars."""
@@ -35,6 +36,8 @@ def _learned(  # type: ignore[no-untyped-def]
         (first,) = lessons.learn().drafted
         if apply:
             lessons.apply(first.suggestion, "reviewer")
+        if refuse:
+            lessons.refuse(first.suggestion, "reviewer")
         memory.scars("bo").record(kind, what, lesson, importance=6)  # type: ignore[arg-type]
         report = lessons.learn()
         return report, lessons.suggestion(first.suggestion).scars
@@ -75,6 +78,15 @@ def test_another_lesson_joins_a_draft_but_never_a_rule_in_force(
     report, scars = _learned(tmp_path, apply, *STERILE, provider="onnx", first=PIPETTE)
     assert (len(scars) == 2) is joins
     assert [d.text for d in report.drafted] == ([] if joins else [STERILE[1]])
+
+
+@MINILM
+def test_another_lesson_is_not_refused_unread_by_joining_a_refused_one(tmp_path: Path) -> None:
+    # ADR 0185: an allergen scar joined a refused suggestion about hot food (both a kitchen's)
+    # and was never drafted: a refusal was a decision on a lesson, as an approval is.
+    report, scars = _learned(tmp_path, False, *STERILE, provider="onnx", first=PIPETTE, refuse=True)
+    assert len(scars) == 1
+    assert [d.text for d in report.drafted] == [STERILE[1]]
 
 
 def test_a_victory_never_joins_a_failure_s_suggestion(tmp_path: Path) -> None:
