@@ -179,13 +179,33 @@ def of_changed(text: str, old: str, subject: str, phrase: tuple[str, ...]) -> bo
     names the subject, the ``phrase`` both share stands before the change word too ("Alice
     Moreau" of "SECRETWORD Alice Moreau moved to Zurich"), or ``old`` holds the role ``text``
     hands over ("Nadia Quinn has taken over as fleet coordinator" of "The fleet coordinator
-    is Owen Pryce"). A phrase shared only after the change word is the value both give ("£8
-    per weekend", "£3 per weekend"), not the thing (ADR 0185). A subject named after the
+    is Owen Pryce"). The subject may be who made the change ("The AGM voted to put adult
+    membership up to £135"): then the phrase stands between the change word and the value it
+    gives, and ``old`` names no one of its own ("Adult membership is £120"; "Julia Novak got a
+    new number" is not Oscar Brennan's). A phrase shared only after the value is the value's
+    ("£8 per weekend", "£3 per weekend"), not the thing (ADR 0185). A subject named after the
     change word may be its new value (ADR 0149): any ``old`` may."""
-    named = stems_of(text[: announced_at(text)]).every
+    at = announced_at(text)
+    named = stems_of(text[:at]).every
+    value = _VALUE.search(text, at)
+    changed = stems_of(text[at : value.start() if value else len(text)]).every
     return (
         stem(subject) not in named
         or stem(subject) in stems_of(old).every
         or (bool(phrase) and set(phrase) <= named)
         or bool(held_role(text, old))
+        or (bool(phrase) and set(phrase) <= changed and not _names_someone(old))
+    )
+
+
+#: Where a value starts: a digit, or a currency's sign before one.
+_VALUE = re.compile(r"[$\u00a3\u20ac]?\d")
+
+
+def _names_someone(text: str) -> bool:
+    """Say whether ``text`` names someone or something: a run of two or more capitalised
+    words, or one inside a sentence (a word opening it is capitalised by it alone)."""
+    return any(
+        len(run.split()) > 1 or not statements.opens(text, text.find(run))
+        for run in statements.name_runs(text)
     )

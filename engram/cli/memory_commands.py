@@ -379,8 +379,8 @@ def graph() -> None:
 def export(as_of: datetime | None, target: str | None, force: bool) -> None:
     """Print the graph as JSON in the agents' format.
 
-    Neurons with their salience and connections, and metadata. ``--out`` writes a new file
-    whole or not at all; an existing one (or a link) is replaced only with ``--force``, and
+    Neurons with their salience and connections, and metadata. --out writes a new file
+    whole or not at all; an existing one (or a link) is replaced only with --force, and
     then the link itself, never the file it points to.
     """
     if target is not None and os.path.lexists(target) and not force:
