@@ -232,6 +232,10 @@ CHANGE_PHRASES = re.compile(
     # members"; ADR 0184), a plan changed ("Change of plan:").
     rf"|{_RETURNED}"
     r"|\b(?:put|puts|putting|turned|turns|turning)\s+(?:[\w'-]+\s+){0,5}?(?:up|down)\s+(?:to|by)\s+\W?\d"
+    # ... or dropped, raised, lowered with its object between: "We've dropped the reef display
+    # to 24°C" (ADR 0185).
+    r"|\b(?:dropped|raised|lowered|reduced|increased|cut)\s+(?:the|our|its|their|his|her|my)\s+"
+    r"(?:[\w'-]+\s+){0,5}?(?:to|by)\s+\W?\d"
     r"|(?:'|\u2019)(?:re|s)\s+(?:up|down)\s+(?:to|by)\s+\W?\d"
     r"|\bchange\s+of\s+plans?\b"
     r"|\b(?:has|have)\s+(?:settled|closed|reopened|resumed|ended|expired|lapsed)\b"

@@ -54,7 +54,11 @@ def same_occurrences(
     )
 
 
-_QUANTITY = re.compile(r"\d+(?:\.\d+)?[a-z%]{0,3}")
+#: A quantity: a number with a unit of up to three letters ("1.5", "800k", "40%"), or a rate
+#: written with a slash ("164/month", "28/hr": ADR 0185).
+_QUANTITY = re.compile(
+    r"\d+(?:\.\d+)?(?:[a-z%]{0,3}|/(?:hr|hour|day|night|wk|week|mo|month|yr|year|person|head))"
+)
 
 
 def _unquantified(quoted: set[str]) -> set[str]:

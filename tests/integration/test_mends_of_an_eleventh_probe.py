@@ -1,8 +1,9 @@
 """What the eleventh memory probe found (ADR 0185): a sale to a named buyer speaks of the
 thing sold and replaces who owned it; two error codes an acronym numbers are two things; a
-price beside a memory giving no sum is another attribute; "Weds", "the 1st flight" and
-".125" are copies of "Wednesday", "the first flight" and "0.125"; "how much notice" asks
-for no sum of money."""
+price beside a memory giving no sum is another attribute; a rate ("$164/month") is a
+quantity, and "dropped the reef display to 24°C" announces a change; "Weds", "the 1st
+flight" and ".125" are copies of "Wednesday", "the first flight" and "0.125"; "how much
+notice" asks for no sum of money."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from detection_store import (
     replaced,
 )
 
+from engram.agents.announcing import announced
 from engram.agents.folding import folds
+from engram.agents.occurrences import _unquantified
 from engram.agents.statements import labels
 from engram.agents.typed import MONEY, asked
 from engram.runtime import Memory
@@ -28,6 +31,11 @@ from engram.runtime import Memory
         (
             "Basalt Bouldering is owned by Trevor and Amy Lind.",
             "Trevor and Amy Lind sold Basalt Bouldering to Cascade Climbing Group in August.",
+        ),
+        # A value dropped with its object between announces a change.
+        (
+            "The reef display runs at 25°C.",
+            "We've dropped the reef display to 24°C to slow the algae.",
         ),
     ],
 )
@@ -60,6 +68,12 @@ def test_what_a_memory_does_not_speak_of_is_not_replaced(
     memory: Memory, old: str, new: str
 ) -> None:
     assert not replaced(memory, old, new)
+
+
+def test_a_rate_is_a_quantity_and_a_value_dropped_is_announced() -> None:
+    assert _unquantified({"164/month", "10x10", "28/hr"}) == {"10x10"}
+    assert announced("We've dropped the reef display to 24°C to slow the algae.")
+    assert not announced("We dropped the kids at school on the way in.")
 
 
 def test_an_acronym_numbers_its_code() -> None:
