@@ -96,10 +96,10 @@ def group(
     ``lessons`` to their lessons' (with ``calibration``: see
     :func:`~engram.agents.meaning.repeat_score`); without vectors the content words alone
     decide; ``happened`` maps them to what happened in each (:func:`situations`). A waiting
-    scar joins a ``settled`` suggestion (a rule in force) only where its
-    lesson agrees with the suggestion's too, on average as a repeat does: joining changes
-    the evidence a reviewer approved, and a scar of a like situation teaching another
-    lesson is drafted on its own (ADR 0127).
+    scar joins a ``settled`` suggestion (one a reviewer decided on: a rule in force, or a
+    refused lesson) only where its lesson agrees with the suggestion's too, on average as a
+    repeat does: joining changes the evidence a reviewer judged, and a scar of a like
+    situation teaching another lesson is drafted on its own (ADR 0127, 0185).
     """
     clusters: list[Group] = []
     by_suggestion: dict[str, Group] = {}

@@ -315,12 +315,8 @@ class Both(NamedTuple):
         return self.kind.name
 
     def held(self, text: str) -> bool:
-        """Say whether ``text`` may answer: a value of the kind, of this thing. A phone asked
-        by any of its names is answered by a phone number given under any of them ("What is
-        Maria's cell number?", "Maria's mobile is 07700 900587"; ADR 0185)."""
-        if not self.kind.held(text):
-            return False
-        return self.label.held(text)
+        """Say whether ``text`` may answer: a value of the kind, of this thing."""
+        return self.kind.held(text) and self.label.held(text)
 
 
 #: The stems naming one attribute, a phone ("phone", "mobile number", "cell"): a landline
@@ -398,7 +394,8 @@ class Attributed(NamedTuple):
     """An attribute a question asks of a possessive ("When is Oscar Brennan's birthday?"):
     a memory giving another attribute after a possessive ("Oscar Brennan's car is a black
     Ford Ranger") and naming the asked one nowhere does not answer it (ADR 0164). A memory
-    giving no attribute so is left as it is."""
+    giving no attribute so is left as it is. A phone is one attribute by any of its names
+    ("What is Maria's cell number?" of "Maria's mobile is ..."; ADR 0185)."""
 
     name: str
     words: tuple[str, ...]  # stems, the head last

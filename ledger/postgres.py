@@ -111,7 +111,7 @@ class PostgresBackend(Backend):
             )
         if schema == "information_schema" or schema.startswith("pg_"):
             # The server's own catalogs: a ledger's tables and triggers do not belong there
-            # (ADR 0185).
+            # (ADR 0186).
             raise ConfigError(f"PostgreSQL schema {schema!r} is the server's own; choose another")
         try:
             parsed = make_url(url)

@@ -197,7 +197,7 @@ class Ledger:
         try:
             if not self._head_linked:
                 # Chained onto a row planted or changed outside engram, a writer's events
-                # would carry the tamper on: checked once, before the first (ADR 0185).
+                # would carry the tamper on: checked once, before the first (ADR 0186).
                 reason = head_unlinked(self.backend)
                 if reason is not None:
                     raise DamagedEventError(

@@ -129,7 +129,7 @@ def head_unlinked(backend: Backend) -> str | None:
     """Say why the head row does not link to the row before it, if it does not: a position
     missing below it, or a hash its content and its predecessor's do not give (a row planted
     or changed outside engram). None when it links, or the ledger is empty. A writer checks
-    this once before it chains its first event onto the head (ADR 0185): two rows read, not
+    this once before it chains its first event onto the head (ADR 0186): two rows read, not
     the whole chain."""
     head = backend.head()
     if head < 1:
@@ -151,7 +151,7 @@ def head_unlinked(backend: Backend) -> str | None:
 
 def _canonical_row(backend: Backend, row: Row) -> bytes:
     if not isinstance(row[Column.PAYLOAD], bytes | bytearray | memoryview):
-        # SQLite keeps a cell's storage class: engram writes the payload as a BLOB (ADR 0185).
+        # SQLite keeps a cell's storage class: engram writes the payload as a BLOB (ADR 0186).
         kind = type(row[Column.PAYLOAD]).__name__
         raise ValueError(f"its payload cell holds a {kind}, not the bytes engram writes")
     at = backend.at_text(row[Column.AT])

@@ -60,7 +60,7 @@ MAX_HEADER = 1 << 20
 #: The largest pack file read; larger ones are refused before a byte of them is read.
 MAX_PACK_BYTES = 256 << 20
 #: The most nodes a pack may hold (about 1.5 GB to decode): a forged manifest cannot make
-#: an import build more (ADR 0185).
+#: an import build more (ADR 0186).
 MAX_NODES = 1_000_000
 #: A key file holds a key or a passphrase: anything longer is not one.
 _MAX_KEY_FILE = 4096
@@ -414,7 +414,7 @@ def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Nod
     only when that fails are they decoded one by one, to name the line that is wrong.
     """
     # Counted before a line is split out: a pack of empty lines, or of more lines than its
-    # manifest says, is refused without building a list of them (ADR 0185).
+    # manifest says, is refused without building a list of them (ADR 0186).
     count = nodes_jsonl.count(b"\n") + (not nodes_jsonl.endswith(b"\n"))
     if nodes_jsonl and count != manifest.nodes:
         raise PackFormatError(

@@ -64,7 +64,7 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
             raise CliError(f"line {number}: the JSON is nested too deeply") from None
         try:  # the agent a memory's event names is refused as `observe` refuses it (0175)
             check_name(line.payload.get("agent"), "payload agent")
-            if line.kind == "memory.observed":  # ... and its text (ADR 0185)
+            if line.kind == "memory.observed":  # ... and its text (ADR 0186)
                 refuse_unwritable(line.payload.get("text"), "payload text")
         except QueryError as exc:
             raise CliError(f"line {number}: {exc}") from None

@@ -83,7 +83,7 @@ def test_graph_export_has_the_documented_shape(
     assert (code, out) == (0, "")
     assert "wrote 3 neurons" in err
     assert json.loads(target.read_text())["neurons"] == graph["neurons"]
-    # ADR 0185: an existing file, or a link to one, is replaced only with --force, and then
+    # ADR 0186: an existing file, or a link to one, is replaced only with --force, and then
     # the link itself: the file it points to is left as it was.
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")

@@ -1,4 +1,4 @@
-"""What a seventh attack round found, mended (ADR 0185): a writer chains nothing onto a head
+"""What a seventh attack round found, mended (ADR 0186): a writer chains nothing onto a head
 planted or changed outside engram; `engram append` refuses a memory's text `observe` refuses;
 PostgreSQL's own schemas hold no ledger; `verify` names a payload stored as text plainly (the
 pack bomb and `graph export --out` are tested with the packs' format and the CLI's graph)."""

@@ -357,7 +357,7 @@ def test_an_authentic_pack_with_a_damaged_archive_is_a_format_error(
 def test_a_pack_of_empty_lines_or_too_many_nodes_is_refused_before_it_is_split(
     tmp_path: Path,
 ) -> None:
-    # ADR 0185: 100 MiB of newlines in a 458 KB pack took 9 GB to refuse; the lines are
+    # ADR 0186: 100 MiB of newlines in a 458 KB pack took 9 GB to refuse; the lines are
     # counted before one is split out, and a manifest may claim at most MAX_NODES nodes.
     jsonl = b"\n" * 50_000
     write_pack(tmp_path / "p.pack", _manifest(jsonl, 0), jsonl, RAW)
