@@ -273,28 +273,29 @@ UNIT_AFTER = re.compile(
 )
 
 
+MONTH_WORDS = frozenset((  # the months' names, whole and shortened: a date's before a number
+    "jan", "january", "feb", "february", "mar", "march", "apr", "april", "may", "jun",
+    "june", "jul", "july", "aug", "august", "sep", "sept", "september", "oct", "october",
+    "nov", "november", "dec", "december",
+))  # fmt: skip
 #: Words before a number that make it no label (ADR 0185): a verb counting it ("we've got 8
-#: fermenters", "bought 3", "need 5"), or a day or month dating it ("Starting June 1").
-NOT_LABELLING = frozenset((
+#: fermenters", "bought 3", "need 5"), or a month dating it ("Starting June 1").
+NOT_LABELLING = MONTH_WORDS | frozenset((
     "got", "get", "gets", "have", "had", "need", "needed", "bought", "buy", "added", "add",
     "hired", "lost", "sold", "kept", "keep", "made", "make", "took", "take", "gave", "give",
-    "want", "received", "ordered", "jan", "january", "feb", "february", "mar", "march",
-    "apr", "april", "may", "jun", "june", "jul", "july", "aug", "august", "sep", "sept",
-    "september", "oct", "october", "nov", "november", "dec", "december",
+    "want", "received", "ordered",
 ))  # fmt: skip
-#: "new" right before a label's word: its number is the value given anew ("Showroom alarm
-#: has been reset, new code 8034"), not an occurrence the memory names (ADR 0185).
+#: "new" right before a label's word: its number is the value given anew ("new code 8034").
 _GIVEN_ANEW = re.compile(r"\bnew\s+$", re.IGNORECASE)
 
 
 def labelling(text: str, word: str, start: int) -> bool:
-    """Say whether ``word``, at ``start`` in ``text`` before a number, may label it: not a
-    verb counting it, a day or month dating it, nor a word the value is given anew for."""
+    """Say whether ``word``, at ``start`` in ``text`` before a number, may label it: not a verb
+    counting it, a month dating it, nor a word the value is given anew for (ADR 0185)."""
     return word.lower() not in NOT_LABELLING and not _GIVEN_ANEW.search(text, 0, start)
 
 
-#: A named thing sold to a named buyer ("Dana Brooks sold Pawsh Mobile Grooming to Marcus
-#: Lee"): the sentence speaks of the thing, whose owner changes, not its seller (ADR 0185).
+#: "A sold Y to Z", named each: the sentence speaks of Y, whose owner changes (ADR 0185).
 _SALE = re.compile(
     r"\b(?:sold|sells|has\s+sold|have\s+sold)\s+(?:the\s+)?"
     r"(?P<thing>[A-Z][\w&'.-]*(?:\s+(?:[A-Z][\w&'.-]*|of|and|&))*)\s+to\s+(?=[A-Z])"

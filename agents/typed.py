@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from engram.agents import shapes
-from engram.agents.matching import STOPWORDS, stems_of
+from engram.agents.matching import MONTH_WORDS, STOPWORDS, stems_of
 from engram.agents.statements import TITLES
 from engram.projections import lexical
 
@@ -126,6 +126,8 @@ _SUM = (
     r"(?:price|prices|priced|cost|costs|fee|fees|fare|fares|rent|salary|salaries|wage|wages"
     r"|deposit|refund|charge|charges|tuition|stipend|bonus|bonuses)"
 )
+#: A share: "5.8%", "10 per cent".
+_SHARE_RUN = r"\d\s?(?:%|per\s?cent\b)"
 #: What may follow a sum's word in a question that asks for it: the question's end, or a
 #: word that opens the rest of the clause ("the fee for", "the rent now", "the deposit we
 #: paid"); another word is a noun the sum's word modifies ("the rent day", "the cost
@@ -172,14 +174,14 @@ MONEY = Kind(
         r"|\b(?:free|no charge|nothing|waived)\b"
         # A share of a price is one ("Deposit is 25% on booking", "commission is 10 per
         # cent"; ADR 0173).
-        r"|\d\s?(?:%|per\s?cent\b)",
+        rf"|{_SHARE_RUN}",
         re.IGNORECASE,
     ),
 )
 #: The kinds a question may ask for.
 ASKED = (*KINDS, MONEY)
 #: A share ("5.8%", "10 per cent") and a sum in a currency ("£5.10", "12 dollars").
-_SHARE = re.compile(r"\d\s?(?:%|per\s?cent\b)", re.IGNORECASE)
+_SHARE = re.compile(_SHARE_RUN, re.IGNORECASE)
 _CURRENCY = re.compile(
     r"[$€£¥₹]\s?\d|(?<![^\W\d_])\d[\d,.]*\s?(?:dollars?|euros?|pounds?|quid|bucks|pence)\b",
     re.IGNORECASE,
@@ -191,13 +193,17 @@ def measures_apart(text: str, other: str) -> bool:
     is our 5.8% oatmeal stout", "A pint of Furnace stout is £5.10"), or one a sum in a
     currency and the other no value of money at all ("Studio C mix sessions are $85 an hour",
     "Studio C is the mix room"): told without a change, two attributes (ADR 0185)."""
-    mine = (_SHARE.search(text) is not None, _CURRENCY.search(text) is not None)
-    theirs = (_SHARE.search(other) is not None, _CURRENCY.search(other) is not None)
+    mine, theirs = _measured(text), _measured(other)
     if {mine, theirs} == {(True, False), (False, True)}:
         return True
     return (mine[1] and not MONEY.value.search(other)) or (
         theirs[1] and not MONEY.value.search(text)
     )
+
+
+def _measured(text: str) -> tuple[bool, bool]:
+    """Say whether ``text`` gives a share, and whether it gives a sum in a currency."""
+    return _SHARE.search(text) is not None, _CURRENCY.search(text) is not None
 
 
 def same_kind(text: str, other: str, *, exact: bool = False) -> bool:
@@ -278,14 +284,12 @@ _JOINED = re.compile(
 _TITLE_OF = re.compile(r"\b(Mr|Mrs|Ms|Miss|Mx)\.?\s+([A-Z][a-z]{1,30})\b")
 
 
-_NOT_LABELS = frozenset(
+_NOT_LABELS = MONTH_WORDS | frozenset(
     ("the", "a", "an", "of", "in", "on", "at", "to", "for", "by", "from", "with", "and", "or",
      "is", "are", "was", "were", "be", "has", "have", "had", "about", "around", "over", "under",
      "after", "before", "since", "until", "than", "per", "every", "each", "all", "only", "just",
-     "top", "last", "next", "first", "page", "step", "jan", "january", "feb", "february", "mar",
-     "march", "apr", "april", "may", "jun", "june", "jul", "july", "aug", "august", "sep",
-     "sept", "september", "oct", "october", "nov", "november", "dec", "december", "monday",
-     "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+     "top", "last", "next", "first", "page", "step", "monday", "tuesday", "wednesday",
+     "thursday", "friday", "saturday", "sunday")
 )  # fmt: skip
 
 

@@ -293,6 +293,13 @@ def _silence_stdout() -> None:
 # -- the ledger: found, never created by a reader ---------------------------------------------
 
 
+def refuse_existing(path: str, force: bool, hint: str) -> None:
+    """Refuse to write over ``path`` (a file, or a link, dangling or not) unless ``force``:
+    an export writes a new file (ADR 0186)."""
+    if os.path.lexists(path) and not force:
+        raise click.BadParameter(f"{path} exists; pass --force to replace it", param_hint=hint)
+
+
 def _require_ledger(settings: Settings, *, create: bool = False) -> None:
     target = settings.ledger
     init = f"engram --tenant {settings.tenant} init" if settings.tenant else "engram init"

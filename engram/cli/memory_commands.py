@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import warnings
 from collections.abc import Iterable
 from datetime import datetime
@@ -24,6 +23,7 @@ from engram.cli.base import (
     one_of_renamed,
     opened,
     output_format,
+    refuse_existing,
     renamed_option,
     state,
     sync_vectors,
@@ -383,8 +383,8 @@ def export(as_of: datetime | None, target: str | None, force: bool) -> None:
     whole or not at all; an existing one (or a link) is replaced only with --force, and
     then the link itself, never the file it points to.
     """
-    if target is not None and os.path.lexists(target) and not force:
-        raise click.BadParameter(f"{target} exists; pass --force to replace it", param_hint="--out")
+    if target is not None:
+        refuse_existing(target, force, "--out")
     out = state()
     with opened(out.settings()) as memory:
         data = memory.network.export(as_of=as_of)

@@ -6,7 +6,6 @@ environment variable (``--key-env``, default ``ENGRAM_PACK_KEY``) or a file (``-
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -14,7 +13,7 @@ import click
 
 from engram.agents.packs import Manifest, PackKey, export_pack, import_nodes, peek, read_pack
 from engram.cli.app import cli, examples
-from engram.cli.base import CliError, note, opened, output_format, state
+from engram.cli.base import CliError, note, opened, output_format, refuse_existing, state
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -103,8 +102,7 @@ def export_command(
     """Write the public concepts and memories chosen to the pack file PATH."""
     if query is None and prefix is None and agent is None:
         raise click.UsageError("choose what to export: --select, --concepts or --agent")
-    if os.path.lexists(path) and not force:
-        raise click.BadParameter(f"{path} exists; pass --force to replace it", param_hint="PATH")
+    refuse_existing(path, force, "PATH")
     key = read_key(key_env, key_file)
     out = state()
     with opened(out.settings(), actor=reader) as memory:

@@ -29,6 +29,14 @@ def _rows(path: Path) -> list[int]:
         return [p for (p,) in raw.execute("SELECT position FROM events ORDER BY position")]
 
 
+def _tampered(path: Path, trigger: str, statement: str) -> None:
+    """Drop one of the ledger's append-only triggers and run ``statement`` by hand."""
+    with sqlite3.connect(path) as raw:
+        raw.execute(f"DROP TRIGGER {trigger}")
+        raw.execute(statement)
+    raw.close()
+
+
 def _observed(path: Path, *texts: str) -> None:
     with engram.open_memory(str(path), config="/dev/null") as memory:
         for text in texts:
@@ -38,15 +46,13 @@ def _observed(path: Path, *texts: str) -> None:
 def test_a_writer_appends_nothing_onto_a_planted_or_changed_head(tmp_path: Path) -> None:
     path = tmp_path / "ledger.db"
     _observed(path, "memory one", "memory two", "memory three")
-    raw = sqlite3.connect(path)
-    raw.execute("DROP TRIGGER events_no_replace")
-    raw.execute(
+    _tampered(
+        path,
+        "events_no_replace",
         "INSERT INTO events SELECT 10, '00000000-0000-0000-0000-0000000000aa', stream, 99, kind,"
         " schema, actor, at, payload, causation_id, correlation_id, hash FROM events"
-        " WHERE position = 3"
+        " WHERE position = 3",
     )
-    raw.commit()
-    raw.close()
     planted = "position 9 is missing below the head 10"
     with (
         engram.open_memory(str(path), config="/dev/null") as memory,
@@ -57,11 +63,7 @@ def test_a_writer_appends_nothing_onto_a_planted_or_changed_head(tmp_path: Path)
     # The head changed in place: its hash no longer follows from its content.
     other = tmp_path / "other.db"
     _observed(other, "memory one", "memory two")
-    raw = sqlite3.connect(other)
-    raw.execute("DROP TRIGGER events_no_update")
-    raw.execute("UPDATE events SET actor = 'mallory' WHERE position = 2")
-    raw.commit()
-    raw.close()
+    _tampered(other, "events_no_update", "UPDATE events SET actor = 'mallory' WHERE position = 2")
     note = NewEvent(
         stream="agent:alice", kind="memory.observed", payload={"agent": "alice", "text": "x"}
     )
@@ -114,11 +116,11 @@ def test_verify_names_a_payload_stored_as_text(
 ) -> None:
     path = tmp_path / "ledger.db"
     _observed(path, "note one", "note two")
-    raw = sqlite3.connect(path)
-    raw.execute("DROP TRIGGER events_no_update")
-    raw.execute("UPDATE events SET payload = CAST(payload AS TEXT) WHERE position = 1")
-    raw.commit()
-    raw.close()
+    _tampered(
+        path,
+        "events_no_update",
+        "UPDATE events SET payload = CAST(payload AS TEXT) WHERE position = 1",
+    )
     code, out, _ = run(capsys, "--ledger", str(path), "verify")
     assert code == 1
     assert "FAILED at position 1" in out
