@@ -26,10 +26,11 @@ from engram.agents.announcing import (
 from engram.agents.attributes import tells_how_often
 from engram.agents.folding import folds, retold
 from engram.agents.formats import same_format, value_format
-from engram.agents.matching import STOPWORDS, cased, codes, sold_thing, stem, stems_of
+from engram.agents.matching import codes, sold_thing, stem, stems_of
 from engram.agents.notes import as_stated, is_task
-from engram.agents.occurrences import same_occurrences, spaced_times
-from engram.agents.quoted import keys_apart, names_apart, references, runs, written_ids
+from engram.agents.occurrences import TIME_OF_DAY, same_occurrences, spaced_times
+from engram.agents.quoted import identifiers, keys_apart, names_apart, same_keys
+from engram.agents.relations import relative_unsaid
 from engram.agents.statements import CHANGE_WORDS
 from engram.agents.typed import same_kind
 from engram.projections import copies, lexical, semantic, supersession
@@ -325,7 +326,11 @@ class _Said:
         change = self.change or self.anew(old.text)
         return (
             old.position != position and statements.statement(old.text)
-            and statements.differs(self.content, statements.content(old.text), change)
+            # A time of day is one value: "until 4pm" differs from "until 4:30pm" (0187).
+            and differs(
+                self.content | _times(self.text), statements.content(old.text) | _times(old.text),
+                change,
+            )
             and same_occurrences(self.timed, self.labels, old.text, change, self.values)
             and all(
                 n in theirs or n in codes(old.text) or _written_apart(n, old.text)
@@ -342,6 +347,7 @@ class _Said:
             and not keys_apart(self.text, old.text)  # "Booking BKG-PPJQY", "BKG-PPWQY"
             and not shapes.said_of_another(self.text, old.text)
             and not statements.others_named(self.text, old.text)
+            and not relative_unsaid(self.text, old.text)  # "Kofi's mother" (ADR 0187)
             and not shapes.attributes_apart(self.text, old.text)
             and not (change and shapes.attribute_unsaid(self.text, old.text))
             and copies.digest(old.text) != self.digest  # a copy replaces nothing
@@ -349,6 +355,18 @@ class _Said:
             and not is_task(self.text)  # a task to do changes nothing yet (ADR 0178)
             and not folds(self.text, old.text)  # recall's copies (ADR 0143)
         )  # fmt: skip
+
+
+def differs(new: frozenset[str], old: frozenset[str], change: bool = False) -> bool:
+    """Say whether two memories say different things: each holds content the other lacks,
+    or, when the new one announces a change, it adds to the old ("is no longer allergic to
+    peanuts" of "is allergic to peanuts"; ADR 0106)."""
+    return bool(new - old) and (change or bool(old - new))
+
+
+def _times(text: str) -> frozenset[str]:
+    """Return the times of day ``text`` writes, each one word ("4:30pm", "9am")."""
+    return frozenset(t.lower().replace(".", "") for t in TIME_OF_DAY.findall(text))
 
 
 class _Held(Protocol):
@@ -526,26 +544,6 @@ def _of_speaker(
     ]  # fmt: skip
 
 
-def same_keys(text: str, old: str) -> bool:
-    """Say whether the opaque keys written in both cases (:func:`~engram.agents.matching.cased`)
-    that the two texts share, case aside, are written alike: ``cus_Nf8XkQ2pLm3z`` and
-    ``cus_nf8XkQ2pLm3z`` are two customers (ADR 0119)."""
-    mine = {k for k in runs(text) if cased(k)}
-    theirs = {k for k in runs(old) if cased(k)}
-    if not mine and not theirs:
-        return True
-    folded = {k.casefold() for k in mine} & {k.casefold() for k in theirs}
-    return all(k in theirs for k in mine if k.casefold() in folded) and all(
-        k in mine for k in theirs if k.casefold() in folded
-    )
-
-
-#: Lowercase words joined by hyphens, without digits: a service's or a tool's name as teams
-#: write it ("image-resizer", "cart-api"); "eu-west-1" is a value's notation, and a part of
-#: an address ("ap@umbrella-health.io") is the address's (ADR 0122).
-_KEBAB = re.compile(r"(?<![\w@./-])[a-z]{2,}(?:-[a-z]{2,})+(?![\w-]|\.\w)")
-
-
 def _shared_codes(text: str, other: str) -> tuple[str, ...]:
     """Return the codes of letters and digits both texts quote ("ns412"), sorted."""
     both = set(codes(text)) & set(codes(other))
@@ -559,21 +557,6 @@ def _written_apart(name: str, text: str) -> bool:
     if len(parts) < 2 or any(not p.isalpha() for p in parts):
         return False
     return re.search(r"\b" + r"[\s-]+".join(map(re.escape, parts)) + r"\b", text, re.I) is not None
-
-
-def identifiers(text: str) -> frozenset[str]:
-    """Return the identifiers and opaque keys ``text`` writes
-    (:func:`~engram.agents.quoted.written_ids`: ``E_CONN_RESET``, ``/etc/nginx/api.conf``)
-    and its hyphenated lowercase names (``image-resizer``): like an id, one names one thing,
-    so a memory quoting another is of another thing unless the new one announces a change
-    (ADR 0119, ADR 0122)."""
-    return (
-        frozenset(written_ids(text))
-        # A compound with a function word is a word of prose ("check-up", "out-of-hours",
-        # "on-call"), no name of a service (ADR 0160).
-        | frozenset(k for k in _KEBAB.findall(text) if not STOPWORDS.intersection(k.split("-")))
-        | frozenset(references(text))  # "PR #5209" is another request than "PR #5220"
-    )
 
 
 _ARTICLES = frozenset(("the", "a", "an"))

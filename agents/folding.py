@@ -270,7 +270,9 @@ def same_ids(a_text: str, b_text: str) -> bool:
 
 
 #: The words that turn a statement into its opposite: "no longer interested", "isn't".
-_NEGATION = re.compile(r"\b(?:not|no|never|nor|cannot|without|anymore)\b|n['\u2019]t\b", re.I)
+_NEGATION = re.compile(  # "no" before a number is its word ("acct no: 558"; ADR 0187)
+    r"\b(?:not|no(?!\.?\s*[:#]?\s*\d)|never|nor|cannot|without|anymore)\b|n['\u2019]t\b", re.I
+)
 
 
 def same_polarity(a_text: str, b_text: str) -> bool:

@@ -24,6 +24,7 @@ __all__ = [
     "held",
     "id_floors",
     "identifier",
+    "identifiers",
     "keys_apart",
     "names_apart",
     "quoted_codes",
@@ -31,6 +32,7 @@ __all__ = [
     "quoted_names",
     "references",
     "runs",
+    "same_keys",
     "short_hashes",
     "written_ids",
 ]
@@ -255,3 +257,38 @@ def keys_apart(text: str, old: str) -> bool:
     head (:func:`head_keys`) and they share none (ADR 0139)."""
     mine, theirs = head_keys(text), head_keys(old)
     return bool(mine) and bool(theirs) and not mine & theirs
+
+
+def same_keys(text: str, old: str) -> bool:
+    """Say whether the opaque keys written in both cases (:func:`~engram.agents.matching.cased`)
+    that the two texts share, case aside, are written alike: ``cus_Nf8XkQ2pLm3z`` and
+    ``cus_nf8XkQ2pLm3z`` are two customers (ADR 0119)."""
+    mine = {k for k in runs(text) if cased(k)}
+    theirs = {k for k in runs(old) if cased(k)}
+    if not mine and not theirs:
+        return True
+    folded = {k.casefold() for k in mine} & {k.casefold() for k in theirs}
+    return all(k in theirs for k in mine if k.casefold() in folded) and all(
+        k in mine for k in theirs if k.casefold() in folded
+    )
+
+
+#: Lowercase words joined by hyphens, without digits: a service's or a tool's name as teams
+#: write it ("image-resizer", "cart-api"); "eu-west-1" is a value's notation, and a part of
+#: an address ("ap@umbrella-health.io") is the address's (ADR 0122).
+_KEBAB = re.compile(r"(?<![\w@./-])[a-z]{2,}(?:-[a-z]{2,})+(?![\w-]|\.\w)")
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """Return the identifiers and opaque keys ``text`` writes
+    (:func:`~engram.agents.quoted.written_ids`: ``E_CONN_RESET``, ``/etc/nginx/api.conf``)
+    and its hyphenated lowercase names (``image-resizer``): like an id, one names one thing,
+    so a memory quoting another is of another thing unless the new one announces a change
+    (ADR 0119, ADR 0122)."""
+    return (
+        frozenset(written_ids(text))
+        # A compound with a function word is a word of prose ("check-up", "out-of-hours",
+        # "on-call"), no name of a service (ADR 0160).
+        | frozenset(k for k in _KEBAB.findall(text) if not STOPWORDS.intersection(k.split("-")))
+        | frozenset(references(text))  # "PR #5209" is another request than "PR #5220"
+    )

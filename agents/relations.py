@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FAMILIES", "same_relation"]
+__all__ = ["FAMILIES", "KIN", "relative_unsaid", "same_relation"]
 
 
 def _forms(text: str) -> frozenset[str]:
@@ -91,3 +91,41 @@ def same_relation(text: str, old: str) -> bool:
     named thing ("moved to Porto", "has an apartment in Nairobi")."""
     mine = _relations(text)
     return bool(mine) and bool(mine & _relations(old))
+
+
+#: A person's relatives and the people they live beside: each another person than whose
+#: relative they are ("Kofi's mother", "my flatmate").
+KIN = _forms(
+    """mother mum mom father dad parent parents sister sisters brother brothers sibling
+    siblings wife husband spouse son sons daughter daughters kid kids child children
+    grandmother grandfather grandma grandpa granny grandparents aunt uncle cousin niece
+    nephew fiance fiancee fiancé fiancée girlfriend boyfriend stepmother stepfather stepson
+    stepdaughter flatmate roommate housemate neighbour neighbor in-laws"""
+)
+#: A relative opening a text as what it speaks of: an owner's possessive or a possessive
+#: pronoun, a word at most between, and the relative, not followed by their own name ("my
+#: sister Ana" is Ana).
+_RELATIVE = re.compile(
+    r"^\s*(?:[A-Z][\w-]*(?:\s+[A-Z][\w-]*)*(?:'s|\u2019s)|my|our|his|her|their|your)"
+    rf"\s+(?:[a-z][\w-]*\s+)??({'|'.join(sorted(KIN, key=len, reverse=True))})\b"
+    r"(?!\s+(?-i:[A-Z]))",
+    re.IGNORECASE,
+)
+
+
+def _relative(text: str) -> str:
+    found = _RELATIVE.match(text)
+    return found.group(1).lower() if found else ""
+
+
+def relative_unsaid(text: str, other: str) -> bool:
+    """Say whether one of the two texts speaks of its subject's relative ("Kofi's mother
+    lives in Kumasi, Ghana") and the other names no such relative ("Kofi and the family
+    relocated to Roundhay"): a relative is another person, whose facts a change of the
+    subject's leaves as they were (ADR 0187)."""
+    mine, theirs = _relative(text), _relative(other)
+    words = (frozenset(re.findall(r"[\w-]+", text.lower())),
+             frozenset(re.findall(r"[\w-]+", other.lower())))  # fmt: skip
+    return bool(mine and mine.rstrip("s") not in {w.rstrip("s") for w in words[1]}) or bool(
+        theirs and theirs.rstrip("s") not in {w.rstrip("s") for w in words[0]}
+    )

@@ -28,31 +28,12 @@ from engram.agents.statements import (
 from engram.projections import copies, lexical
 
 __all__ = [
-    "AUXILIARIES",
-    "DETERMINERS",
-    "ONE_AT_A_TIME",
-    "STATING",
-    "STATUSES",
-    "additive",
-    "asked_attribute",
-    "attribute_one_sided",
-    "attribute_unsaid",
-    "attributes_apart",
-    "dated_apart",
-    "given_attribute",
-    "instances_apart",
-    "keeps_names",
-    "many_valued",
-    "planned",
-    "planned_change",
-    "possessive",
-    "recorded_occurrence",
-    "said_of_another",
-    "same_value",
-    "told_event",
-    "value_anew",
-    "words_apart",
-]
+    "AUXILIARIES", "DETERMINERS", "ONE_AT_A_TIME", "STATING", "STATUSES", "additive",
+    "asked_attribute", "attribute_one_sided", "attribute_unsaid", "attributes_apart",
+    "dated_apart", "given_attribute", "instances_apart", "keeps_names", "many_valued", "planned",
+    "planned_change", "possessive", "recorded_occurrence", "said_of_another", "same_value",
+    "told_event", "value_anew", "words_apart",
+]  # fmt: skip
 
 _BARE_COPULA = re.compile(r"\b(?:is|are|was|were)\b", re.IGNORECASE)
 
@@ -374,6 +355,7 @@ def _attribute_words(text: str, *, contractions: bool = True) -> list[str]:
     words = lexical.tokens(text[found.end() :])
     for i, word in enumerate(words[: _ATTRIBUTE_WORDS + 1]):
         past = not contractions and i and (_past(word) or word[:1].isdigit())  # its value
+        past = past or (not i and word[:1].isdigit())  # "it's 555-0199" names none (0187)
         if past or word in COPULA_WORDS or word == "now" or stem(word) in CHANGE_WORDS:
             return [
                 stem(w) for w in words[:i]

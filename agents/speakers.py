@@ -155,9 +155,14 @@ def _possessed(text: str) -> list[str]:
 #: manual lesson price up to" (ADR 0184).
 _CHANGED = re.compile(
     r"(?i)\b(?:moved|changed|switched|put|turned|migrated|raised|lowered|cut|increased"
-    r"|reduced|swapped|updated|extended|shortened)\s+(?:the|our|my|their|its)\s+"
-    r"((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)"
+    r"|reduced|swapped|updated|extended|shortened|sold)\s+(?:"
+    r"(?:the|our|my|their|its)\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)"
     r"(?=\s+(?:to|from|up|down|over|into|by|for|off|on|at)\b|\s*[:;,.\u2013\u2014-]|\s*$)"
+    # Without a determiner, a plural or a mass noun the value follows ("We moved tastings
+    # to the tasting room", "switched linen to Celebration Linens"; ADR 0187).
+    r"|(?!(?:to|from|up|down|over|into|in|on|at|by|for|off|out|back|away|it|them|that"
+    r"|this|everything|all|house|home|jobs?|careers?|teams?|sides?)\b)"
+    r"((?:[a-z][\w'-]*\s+){0,2}?[a-z][\w'-]*)(?=\s+(?:to|into|over)\b))"
 )
 
 
@@ -171,7 +176,8 @@ def changed_object(text: str, old: str) -> tuple[str, ...]:
 def _changed(text: str) -> list[str]:
     """Return the words of the thing ``text`` changes, named after the change's verb."""
     found = _CHANGED.search(text)
-    return [w for w in lexical.tokens(found.group(1)) if w not in STOPWORDS] if found else []
+    thing = found and (found.group(1) or found.group(2))
+    return [w for w in lexical.tokens(thing) if w not in STOPWORDS] if thing else []
 
 
 def label(text: str) -> str:

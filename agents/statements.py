@@ -26,7 +26,7 @@ from engram.projections import copies, lexical
 __all__ = [
     "CALENDAR", "CHANGE_FORMS", "CHANGE_WORDS", "COPULA_WORDS", "DETERMINERS", "NAME",
     "NAME_RUN", "RARE", "STATEMENT_WORDS", "TITLES", "VALUE_HEADS", "before", "content",
-    "content_stems", "differs", "dropped", "kind", "kinds_apart", "labels", "modified_apart",
+    "content_stems", "dropped", "kind", "kinds_apart", "labels", "modified_apart",
     "name_run", "names", "opens", "others_named", "shared_phrase", "state_values", "statement",
     "subject", "topic_only", "uncoded", "without", "written_as_name",
 ]  # fmt: skip
@@ -322,20 +322,21 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
     ADR 0119); a head is a content word right after them
     and right before a copula (ADR 0109)."""
 
-    def around(said: str) -> tuple[str, str, frozenset[str]]:
+    def around(said: str) -> tuple[frozenset[str], str, frozenset[str]]:
         tokens = phrase_words(said)
         stems = [stem(t) for t in tokens]
         n = len(words)
         i = _spelled(stems, words)
         if i < 0:
-            return "", "", frozenset()
-        # The modifier: the content word right before the words, opening a run of content
-        # words (a compound: "the partner webhook API") that follows a determiner or opens
-        # the text.
+            return frozenset(), "", frozenset()
+        # The modifiers: the content words right before the words, a run of them (a
+        # compound: "the partner webhook API", "the staff Wi-Fi network") that follows a
+        # determiner or opens the text.
         j = i - 1
         while j >= 0 and tokens[j].isalpha() and tokens[j] not in STOPWORDS:
             j -= 1
-        modifier = stems[i - 1] if j < i - 1 and (j < 0 or tokens[j] in _DETERMINERS) else ""
+        opened = j < i - 1 and (j < 0 or tokens[j] in _DETERMINERS)
+        modifier = frozenset(stems[j + 1 : i]) if opened else frozenset()
         after = tokens[i + n] if i + n < len(tokens) else ""
         head = (
             stems[i + n]
@@ -350,13 +351,15 @@ def modified_apart(text: str, other: str, words: tuple[str, ...], *, heads: bool
 
     (mine, my_head, my_own), (theirs, their_head, their_own) = around(text), around(other)
     # A modifier the other names after a preposition ("Barrel hall keypad code is 4417",
-    # "New keypad code for the barrel hall: 9052") is no other thing's (ADR 0182).
-    mine, theirs = ("" if mine in their_own else mine), ("" if theirs in my_own else theirs)
+    # "New keypad code for the barrel hall: 9052") is no other thing's (ADR 0182); two
+    # compounds are two things where each holds a word the other does not (ADR 0187).
+    mine, theirs = mine - their_own, theirs - my_own
+    mine, theirs = mine - theirs, theirs - mine
     # A head the other text holds too names no other thing (ADR 0139), nor does one naming
     # the kind of value given ("the stage door code is 1357", "Stage door: 8642"; ADR 0158).
     held = my_head in stems_of(other).every if my_head else their_head in stems_of(text).every
     held = held or (my_head or their_head) in VALUE_HEADS
-    return (bool(mine) and bool(theirs) and mine != theirs) or (heads and my_head != their_head
+    return (bool(mine) and bool(theirs)) or (heads and my_head != their_head
                                                                 and not held)  # fmt: skip
 
 
@@ -588,10 +591,3 @@ _ASKS = re.compile(
     r"(?i)\s*(?:\w+:\s+)?(?:(?:how|what|why|where|which|who)\s+)?"
     r"(?:can|could|should|would|do|does|did|will|shall)\s+(?:i|we|you)\b"
 )
-
-
-def differs(new: frozenset[str], old: frozenset[str], change: bool = False) -> bool:
-    """Say whether two memories say different things: each holds content the other lacks,
-    or, when the new one announces a change, it adds to the old ("is no longer allergic to
-    peanuts" of "is allergic to peanuts"; ADR 0106)."""
-    return bool(new - old) and (change or bool(old - new))

@@ -54,6 +54,32 @@ _ORDINAL_DIGITS = re.compile(
 )
 #: A decimal written without its leading zero (".125 inch").
 _BARE_DECIMAL = re.compile(r"(?<![\w.])\.(\d)")
+#: A sum's pence or cents written as none ("£185.00" is "£185").
+_WHOLE_SUM = re.compile(r"([£$€])\s?(\d[\d,]*)\.00(?!\d)")
+_MONTH_RUN = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
+#: A span of days before their month, written with a dash or a word ("10-24 March", "10th
+#: - 24th Mar", "10 to 24 March"): "10 to 24" each way (ADR 0187).
+_DAY_RANGE = re.compile(
+    r"\b([0-3]?\d)(?:st|nd|rd|th)?\s*(?:-|\u2013|\u2014|to|until|till|through|thru)\s*"
+    rf"([0-3]?\d)(?:st|nd|rd|th)?(?=\s+(?:of\s+)?(?:{_MONTH_RUN})\b)",
+    re.IGNORECASE,
+)
+#: A day and month in two digits each, no year ("13/06"): read as a date only where one of
+#: them is above 12; "24/7" and "16/9" are no dates, their numbers unpadded (ADR 0187).
+_SHORT_DATE = re.compile(r"(?<![\d/.])(\d{2})/(\d{2})(?![\d/])")
+_MONTH_NAMES = (
+    "January", "February", "March", "April", "May", "June", "July", "August", "September",
+    "October", "November", "December",
+)  # fmt: skip
+
+
+def _short_date(match: re.Match[str]) -> str:
+    a, b = int(match[1]), int(match[2])
+    day, month = (a, b) if a > 12 >= b else (b, a) if b > 12 >= a else (0, 0)
+    return f"{day} {_MONTH_NAMES[month - 1]}" if month >= 1 and day <= 31 else match[0]
 
 
 def _number(match: re.Match[str]) -> str:
@@ -78,6 +104,10 @@ _CLOCK_RANGE = re.compile(r"\b(\d{1,2}:\d{2})\s*[-\u2013]\s*(\d{1,2}:\d{2})\b")
 _CODE_HYPHEN = re.compile(r"(?<![\w-])([A-Za-z]{1,5})-(\d{1,5})\b")
 
 
+#: A prefix joined by a hyphen to its word: a copy writes it joined as often ("re-imaging").
+_PREFIX_HYPHEN = re.compile(r"\b(re|pre|co|non|un|sub)-(?=[a-z])", re.IGNORECASE)
+
+
 @functools.lru_cache(maxsize=8192)
 def written(text: str) -> str:
     """Return ``text`` with its numbers written alike: spelt ones in digits ("twenty",
@@ -94,7 +124,10 @@ def written(text: str) -> str:
     if "'t" in text or "\u2019t" in text:  # "don't" is "do not" (ADR 0178)
         text = _CONTRACTION.sub(_uncontracted, text)
     words = set(_LETTERS.findall(text.casefold()))
+    if "/" in text:  # "13/06" is "13 June" (ADR 0187)
+        text = _SHORT_DATE.sub(_short_date, text)
     plain = _CLOCK_RANGE.sub(r"\1 to \2", copies.times_one_way(copies.dates_one_way(text)))
+    plain = _DAY_RANGE.sub(r"\1 to \2", plain)  # "10-24 March" (ADR 0187)
     if not words.isdisjoint(_SAME):
         plain = _ALIKE.sub(_alike, plain)
     if not words.isdisjoint(_SHORTENED):
@@ -107,10 +140,12 @@ def written(text: str) -> str:
         words = set(_LETTERS.findall(plain.casefold()))
     if not words.isdisjoint(_VALUE):
         plain = _SPELT.sub(_number, plain)
-    if "." in plain:  # ".125" is "0.125" (ADR 0185)
-        plain = _BARE_DECIMAL.sub(r"0.\1", plain)
-    if "-" in plain:  # "WD-40" is "WD40" (ADR 0185)
-        plain = _CODE_HYPHEN.sub(r"\1\2", plain)
+    if "." in plain:  # ".125" is "0.125" (ADR 0185), "£185.00" is "£185" (ADR 0187)
+        plain = _WHOLE_SUM.sub(r"\1\2", _BARE_DECIMAL.sub(r"0.\1", plain))
+    if "no" in words:  # "acct no: 558-20417" is its number (ADR 0187)
+        plain = _NUMBER_WORD.sub("number", plain)
+    if "-" in plain:  # "WD-40" is "WD40" (ADR 0185), "re-imaging" "reimaging" (ADR 0187)
+        plain = _PREFIX_HYPHEN.sub(r"\1", _CODE_HYPHEN.sub(r"\1\2", plain))
     out = copies.numbers_apart(plain)
     if not copies.holds_digit(out):
         return out
@@ -118,11 +153,15 @@ def written(text: str) -> str:
     return _MERIDIEM.sub(lambda m: f"{m[1]}{m[2].lower()}m", out)
 
 
-#: An amount a unit, written three ways: "$28/hour", "$28 an hour", "$28 per hour".
+#: An amount a unit, written three ways: "$28/hour", "$28 an hour", "$28 per hour"; a
+#: measure or an item as a time ("£1.15/metre", "£6.50 a pair"; ADR 0187).
 _RATE = re.compile(
-    r"(\d)\s*(?:/\s*|\s+(?:per|an?)\s+)(hour|day|night|week|month|year|person|head)\b",
+    r"(\d)\s*(?:/\s*|\s+(?:per|an?)\s+)(hour|day|night|week|month|year|person|head|mile"
+    r"|metre|meter|km|kg|litre|liter|pair|unit|item|page|guest|seat|ticket|session|lesson)\b",
     re.IGNORECASE,
 )
+#: "No." or "no" before a number is the number's word ("acct no: 558-20417").
+_NUMBER_WORD = re.compile(r"\b[Nn]o\.?(?=\s*[:#]?\s*\d)")
 
 
 #: A negation contracted: "don't", "can't", "won't" (the last two written irregularly).
@@ -169,6 +208,7 @@ _LONG = {
     "Thu": "Thursday", "Thur": "Thursday", "Thurs": "Thursday", "Fri": "Friday",
     "Sat": "Saturday", "Sun": "Sunday", "tues": "Tuesday", "weds": "Wednesday", "Weds": "Wednesday",
     "thurs": "Thursday", "Rm": "Room", "stn": "station", "pls": "please", "plz": "please",
+    "acct": "account", "hols": "holiday",  # (ADR 0187)
 }  # fmt: skip
 _SHORT = re.compile(rf"\b(?:{'|'.join(_LONG)})\b\.?|\bMax(?=\s+\d)")
 #: "St" after a name, before none, is a street ("Canal St"); "St Mary's" is a saint (0173).
