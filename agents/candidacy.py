@@ -403,11 +403,20 @@ def _of_subject(
     # An index small enough to search whole is searched with every word: pruning leaves out
     # the words half its rows hold, which in a young store are the very words the new memory
     # shares with what it replaces (ADR 0112).
-    hits = lexical.search(
-        conn, subject or said.text, _CANDIDATES, agent=memory.agent,
-        types=lexical.MEMORY_TYPES, prune=lexical.row_count(conn) > lexical.MAX_POSTINGS,
-    )  # fmt: skip
-    hits = [h._replace(text=as_stated(h.text)) for h in hits]  # (ADR 0158)
+    # A subject named by many memories is searched with what the new one says of it too:
+    # its name alone ranks twenty of them by chance; the others found so share two words
+    # beyond names with the new one at least (ADR 0187).
+    queries = [subject, f"{subject} {said.text}"] if subject else [said.text]
+    prune = lexical.row_count(conn) > lexical.MAX_POSTINGS
+    beyond = said.content - statements.names(said.text)
+    hits = {
+        h.position: h._replace(text=as_stated(h.text))  # (ADR 0158)
+        for n, query in enumerate(queries)
+        for h in lexical.search(
+            conn, query, _CANDIDATES, agent=memory.agent, types=lexical.MEMORY_TYPES, prune=prune
+        )
+        if not n or len(beyond & statements.content(h.text)) > 1
+    }.values()  # fmt: skip
     held: list[_Held] = [
         h for h in hits
         if (h.agent == memory.agent or (shared and h.visibility == "public"))

@@ -420,6 +420,11 @@ def _read_config(path: Path) -> dict[str, Any]:
             )
         if not isinstance(value, expected) or (isinstance(value, bool) and expected is not bool):
             raise ConfigError(f"config file {path}: {key} has the wrong type ({value!r})")
+    if data.get("max_payload_bytes", 1) < 1:  # said where it was given (ADR 0188)
+        raise ConfigError(
+            f"config file {path}: max_payload_bytes must be a positive int,"
+            f" got {data['max_payload_bytes']!r}"
+        )
     if "kinds" in data:
         data["kinds"] = declarations(path, data["kinds"])
     if "destinations" in data:

@@ -55,6 +55,7 @@ from engram.projections.embedding import (
     load_routing,
 )
 from engram.projections.engine import ProjectionEngine
+from engram.projections.errors import ProjectionConfigError
 from engram.projections.graph import NeuronGraph
 from engram.projections.inbox import Inbox
 from engram.projections.keyvalue import KeyValueStore
@@ -166,7 +167,10 @@ def open_embedder(settings: Settings, use: str = "recall") -> Embedder:
     the store's write lock.
     """
     routing = load_routing(os.path.expanduser(settings.routing) if settings.routing else None)
-    Path(settings.projection_store).mkdir(mode=0o700, parents=True, exist_ok=True)
+    store = Path(settings.projection_store)
+    if store.exists() and not store.is_dir():  # said as the store says it (ADR 0188)
+        raise ProjectionConfigError(f"store {store} exists and is not a directory")
+    store.mkdir(mode=0o700, parents=True, exist_ok=True)
     cache = EmbeddingCache(Path(settings.projection_store, EMBEDDING_CACHE))
     return embedder_for(use, routing, cache=cache)
 

@@ -8,9 +8,13 @@ put. :func:`check_json` refuses what would not, naming the field, before any eve
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
-__all__ = ["JSON_KINDS", "MAX_DEPTH", "check_json", "short", "unicode"]
+__all__ = [
+    "JSON_KINDS", "LONE_SURROGATE", "MAX_DEPTH", "MAX_LINE_DEPTH", "check_json", "nested_deeper",
+    "short", "unicode",
+]  # fmt: skip
 
 #: The deepest a value may nest (dicts and lists): deeper ones would meet Python's recursion
 #: limit in the JSON codecs that write and read them back (a projection decodes them in the
@@ -101,3 +105,39 @@ def _path(entry: tuple[Any, Any, Any, int]) -> str:
         labels.append(f"[{label}]" if type(label) is int else f"[{short(label)}]")
         entry = entry[1]
     return str(entry[2]) + "".join(reversed(labels))
+
+
+#: The deepest nesting a line of JSON handed in whole may have (``engram append``'s lines, a
+#: pack's nodes): far beyond any payload's, and far below the interpreter's recursion limit,
+#: which a decoder, or a reader walking the value later, would otherwise reach (a
+#: 100,000-deep line ended in a RecursionError raised wherever the stack happened to be; a
+#: pack's 600-deep payload broke every ``engram log`` after it; ADR 0188).
+MAX_LINE_DEPTH = 200
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_OPENS = frozenset(b"[{")
+_CLOSES = frozenset(b"]}")
+
+
+def nested_deeper(raw: bytes | str, limit: int = MAX_LINE_DEPTH) -> bool:
+    """Say whether the JSON text ``raw`` nests brackets deeper than ``limit`` (its strings
+    left out), before it is decoded; a text with fewer opening brackets than that is never
+    read twice."""
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw
+    if data.count(b"[") + data.count(b"{") <= limit:
+        return False
+    depth = 0
+    for byte in _STRING.sub(b'""', data):
+        if byte in _OPENS:
+            depth += 1
+            if depth > limit:
+                return True
+        elif byte in _CLOSES:
+            depth -= 1
+    return False
+
+
+#: A JSON escape of a surrogate not in a pair: a high one not followed by a low one, or a
+#: low one not after a high one (read only once a decoder refused the text: it says
+#: "truncated" of some).
+_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+LONE_SURROGATE = re.compile(rf"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")

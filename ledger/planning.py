@@ -35,6 +35,7 @@ from engram.ledger.errors import (
 )
 from engram.ledger.events import Expect, Expectation, NewEvent
 from engram.ledger.ids import new_ids, normalize_id
+from engram.ledger.json_values import short
 from engram.ledger.kinds import KindRegistry, KindSpec
 from engram.ledger.shred import DEFAULT_PERSONAL, Sealer
 
@@ -128,7 +129,8 @@ def _name(value: object, field_name: str, index: int) -> str:
         raise EnvelopeError(
             f"event #{index}: field `{field_name}` must be a non-empty string of at most "
             f"{MAX_NAME} characters without surrounding spaces, control characters or invalid"
-            f" unicode, got {value!r}",
+            f" unicode, got {short(value)}"
+            + (f" ({len(value):,} characters)" if isinstance(value, str) else ""),
             index=index,
             field=field_name,
         )

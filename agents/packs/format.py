@@ -43,6 +43,7 @@ from engram.agents.arguments import refuse_unwritable
 from engram.agents.errors import AgentError
 from engram.ledger.catalog import ConceptId, ConceptLink, ConceptType, MemoryType, Name, Text
 from engram.ledger.collector import collector_paused
+from engram.ledger.json_values import LONE_SURROGATE, MAX_LINE_DEPTH, nested_deeper
 from engram.projections.errors import QueryError
 
 MAGIC = b"ENGRAMPK"
@@ -423,6 +424,14 @@ def decode_nodes(nodes_jsonl: bytes, manifest: Manifest, where: str) -> list[Nod
     if nodes_jsonl.startswith(b"\n") or b"\n\n" in nodes_jsonl:
         raise PackFormatError(f"{where}: nodes.jsonl holds an empty line")
     lines = nodes_jsonl.splitlines()
+    # Nested as deep as append refuses, a payload would break the readers that walk it
+    # (ADR 0188): refused before any line is decoded.
+    for number, line in enumerate(lines, 1):
+        if nested_deeper(line, MAX_LINE_DEPTH):
+            raise PackFormatError(
+                f"{where}: nodes.jsonl line {number}: JSON nested more than {MAX_LINE_DEPTH}"
+                " levels deep (dicts and lists)"
+            )
     with collector_paused():
         try:
             nodes = _NODES.decode(b"[" + b",".join(lines) + b"]")
@@ -461,6 +470,12 @@ def _line(line: bytes, number: int, where: str) -> Node:
     except msgspec.ValidationError as exc:
         raise PackFormatError(f"{where}: nodes.jsonl line {number}: {exc}") from None
     except msgspec.DecodeError as exc:
+        lone = LONE_SURROGATE.search(line.decode("utf-8", "replace"))
+        if lone is not None:  # the decoder says "truncated" of some (ADR 0188)
+            raise PackFormatError(
+                f"{where}: nodes.jsonl line {number}: a lone UTF-16 surrogate escape"
+                f" {lone.group()}: text must be valid Unicode"
+            ) from None
         raise PackFormatError(f"{where}: nodes.jsonl line {number}: not JSON: {exc}") from None
 
 

@@ -3,7 +3,6 @@ refused with its number where it is no event (ADR 0146, 0175)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import IO, Any
@@ -13,6 +12,8 @@ import msgspec
 from engram.agents.arguments import check_name, refuse_unwritable
 from engram.cli.base import CliError
 from engram.ledger import NewEvent
+from engram.ledger.json_values import LONE_SURROGATE, nested_deeper
+from engram.ledger.json_values import MAX_LINE_DEPTH as MAX_DEPTH
 from engram.projections.errors import QueryError
 
 __all__ = ["MAX_DEPTH", "bounded_lines", "parse_lines"]
@@ -46,11 +47,11 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
         try:
             if isinstance(raw, bytes):
                 raw.decode("utf-8")  # a clear message for bytes outside strings too
-            if _too_deep(raw):
+            if nested_deeper(raw, MAX_DEPTH):
                 raise RecursionError  # refused before the decoder nears the interpreter's limit
             line = decoder.decode(raw)
         except msgspec.DecodeError as exc:
-            lone = _LONE_SURROGATE.search(raw if isinstance(raw, str) else raw.decode())
+            lone = LONE_SURROGATE.search(raw if isinstance(raw, str) else raw.decode())
             if lone is not None:  # the decoder says "truncated" of some (ADR 0146)
                 raise CliError(
                     f"line {number}: a lone UTF-16 surrogate escape {lone.group()} at character"
@@ -73,38 +74,6 @@ def parse_lines(lines: Iterable[bytes | str]) -> tuple[list[NewEvent], list[int]
     if not events:
         raise CliError("no events to append: the input is empty")
     return events, numbers
-
-
-#: A JSON escape of a surrogate not in a pair: a high one not followed by a low one, or a
-#: low one not after a high one (read only once the decoder refused the line).
-_HIGH, _LOW = r"\\u[dD][89abAB][0-9a-fA-F]{2}", r"\\u[dD][c-fC-F][0-9a-fA-F]{2}"
-_LONE_SURROGATE = re.compile(rf"{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW}")
-
-
-#: The deepest nesting a line's JSON may have: far beyond any payload's, and far below the
-#: interpreter's recursion limit, which the decoder would otherwise reach (a 100,000-deep
-#: line ended in a RecursionError, raised wherever the stack happened to be).
-MAX_DEPTH = 200
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_OPENS = frozenset(b"[{")
-_CLOSES = frozenset(b"]}")
-
-
-def _too_deep(raw: bytes | str) -> bool:
-    """Say whether the JSON in ``raw`` nests brackets deeper than :data:`MAX_DEPTH` (its
-    strings left out); a line with fewer opening brackets than that is never read twice."""
-    data = raw.encode() if isinstance(raw, str) else raw
-    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
-        return False
-    depth = 0
-    for byte in _STRING.sub(b'""', data):
-        if byte in _OPENS:
-            depth += 1
-            if depth > MAX_DEPTH:
-                return True
-        elif byte in _CLOSES:
-            depth -= 1
-    return False
 
 
 def bounded_lines(file: IO[bytes], max_payload: int) -> Iterator[bytes]:

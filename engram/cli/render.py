@@ -23,7 +23,26 @@ Record = Mapping[str, Any]
 
 
 def plain(value: Any) -> Any:
-    """Return ``value`` as JSON-ready data: times as ISO text, bytes as hex, Structs as dicts."""
+    """Return ``value`` as JSON-ready data: times as ISO text, bytes as hex, Structs as dicts;
+    a value nested too deep for Python to walk (a pack's payload may nest some hundreds of
+    levels) as its JSON text, never an error: what the ledger holds is always shown (a
+    record's fields each on their own)."""
+    if isinstance(value, Mapping):
+        return {str(k): _shown(v) for k, v in value.items()}
+    return _shown(value)
+
+
+def _shown(value: Any) -> Any:
+    try:
+        return _plain(value)
+    except RecursionError:
+        try:
+            return msgspec.json.encode(value).decode()
+        except (RecursionError, TypeError, msgspec.EncodeError):
+            return "(a value nested too deep to show)"
+
+
+def _plain(value: Any) -> Any:
     if value is None or isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, datetime | date | time):
@@ -35,11 +54,11 @@ def plain(value: Any) -> Any:
     if isinstance(value, UUID):
         return str(value)
     if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
-        return [plain(v) for v in value]
+        return [_plain(v) for v in value]
     if isinstance(value, msgspec.Struct):
-        return plain(msgspec.to_builtins(value))
+        return _plain(msgspec.to_builtins(value))
     return str(value)
 
 

@@ -138,6 +138,17 @@ def test_a_checksum_that_does_not_match_is_refused_when_sealing(tmp_path: Path) 
             "1 floats, not 4",
         ),
         (b"not json\n", "not JSON"),
+        # ADR 0188: nested as deep as append refuses (a payload 600 deep broke `engram log`,
+        # 50,000 deep crashed the import), or with a lone surrogate, named as such.
+        (
+            b'{"kind": "concept", "id": "c", "type": "pattern", "label": "x", "payload": {"v": '
+            + b"[" * 600
+            + b"]" * 600
+            + b"}}\n",
+            "line 1: JSON nested more than 200 levels deep",
+        ),
+        (b'{"kind": "concept", "id": "c", "payload": ' + b"[" * 50_000 + b"\n", "200 levels"),
+        (b'{"kind": "memory", "id": "m", "text": "lone \\ud800 x"}\n', r"surrogate escape \\ud800"),
     ],
 )
 def test_a_node_that_does_not_fit_names_its_line(
