@@ -46,6 +46,8 @@ __all__ = [
 
 #: How many candidates, most similar first, are compared without the name.
 COMPARED = 5
+#: The most content words a memory may hold to be searched by them too (ADR 0187).
+ATTRIBUTE_WORDS = 12
 _CANDIDATES = 20
 
 
@@ -405,8 +407,10 @@ def _of_subject(
     # shares with what it replaces (ADR 0112).
     # A subject named by many memories is searched with what the new one says of it too:
     # its name alone ranks twenty of them by chance; the others found so share two words
-    # beyond names with the new one at least (ADR 0187).
-    queries = [subject, f"{subject} {said.text}"] if subject else [said.text]
+    # beyond names with the new one at least. A short memory's words are what it says of
+    # its subject; a long one's, its topic (a chat turn's), found in every turn (ADR 0187).
+    worded = subject and len(said.content) <= ATTRIBUTE_WORDS
+    queries = [subject, f"{subject} {said.text}"] if worded else [subject or said.text]
     prune = lexical.row_count(conn) > lexical.MAX_POSTINGS
     beyond = said.content - statements.names(said.text)
     hits = {

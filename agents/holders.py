@@ -73,10 +73,16 @@ def other_things(
     what follows the other's copula ("Vegan main changed to a harissa aubergine" of "The
     vegan main is a roasted cauliflower steak"; ADR 0160).
     """
+    whole: tuple[str, ...] = ()
     if names_given:
         if _COPULA_ON.search(other) and not _COPULA_ON.search(text) and given_at:
             text, other = text[:given_at], _COPULA_ON.sub("", other)
         elif _COPULA_ON.search(text) and _COPULA_ON.search(other):  # a value beside a value
+            # Where the other gives only a role's holder, a run is another thing's where
+            # the other holds none of its words anywhere: the role one gives after its
+            # copula is what the other names before its own ("Sam Okafor is our new
+            # volunteer coordinator" of "The volunteer coordinator is Priya"; ADR 0187).
+            whole = (_unnamed(text), _unnamed(other)) if held_role(text, other) else ()
             text, other = _COPULA_ON.sub("", text), _COPULA_ON.sub("", other)
         text, other = _unnamed(text), _unnamed(other)
 
@@ -98,7 +104,8 @@ def other_things(
         [w for w in content_stems(uncoded(t)) if w not in CALENDAR and w not in _NTH]
         for t in (text, other)
     )
-    return own(mine, theirs) and own(theirs, mine)
+    my_whole, their_whole = (content_stems(uncoded(t)) for t in whole) if whole else ([], [])
+    return own(mine, [*theirs, *their_whole]) and own(theirs, [*mine, *my_whole])
 
 
 def holder_anew(text: str, old: str) -> bool:
@@ -123,8 +130,11 @@ def held_role(text: str, old: str) -> tuple[str, ...]:
     Park took over as treasurer"; ADR 0160); () where there is none."""
     if not statements.name_runs(_unnamed_days(old)):
         return ()
-    left = [w for w in content_stems(_unnamed(old)) if w]
-    phrase = statements.shared_phrase(text, old)
+    # A verb of holding is the role's own ("Raj owns the billing service"; ADR 0187).
+    left = [w for w in content_stems(_unnamed(old)) if w and w not in _HOLDING]
+    # Names aside: the old holder named again ("Kieran Doyle replaced Sandra Oakes as
+    # practice manager") is no phrase of the role (ADR 0187).
+    phrase = statements.shared_phrase(_unnamed(text), _unnamed(old))
     role = _ROLE_IS.fullmatch(old.strip())
     if not phrase and role and re.search(rf"(?i)\b{re.escape(role[1])}\b", text):
         phrase = tuple(content_stems(role[1]))
@@ -146,6 +156,8 @@ def held_role(text: str, old: str) -> tuple[str, ...]:
 
 
 _NUMBERED = re.compile(r"\s*#?\d")
+#: Verbs whose subject holds their object as a role's holder holds the role (stems).
+_HOLDING = frozenset(("own", "run", "lead", "manag", "head", "chair", "maintain"))
 
 
 def _unnamed_days(text: str) -> str:
@@ -189,13 +201,21 @@ def of_changed(text: str, old: str, subject: str, phrase: tuple[str, ...]) -> bo
     named = stems_of(text[:at]).every
     value = _VALUE.search(text, at)
     changed = stems_of(text[at : value.start() if value else len(text)]).every
+    # Who joins something changes where they belong, no one else's role ("Tom Baker joined
+    # the mobile team" of "Priya leads the mobile team"; ADR 0187).
+    joined = _JOINED.match(text, at) is not None and stem(subject) in named
     return (
         stem(subject) not in named
         or stem(subject) in stems_of(old).every
-        or (bool(phrase) and set(phrase) <= named)
-        or bool(held_role(text, old))
-        or (bool(phrase) and set(phrase) <= changed and not _names_someone(old))
-    )
+        or (not joined and (
+            (bool(phrase) and set(phrase) <= named)
+            or bool(held_role(text, old))
+            or (bool(phrase) and set(phrase) <= changed and not _names_someone(old))
+        ))
+    )  # fmt: skip
+
+
+_JOINED = re.compile(r"(?:has\s+|have\s+)?join(?:ed|s)?\b", re.IGNORECASE)
 
 
 #: Where a value starts: a digit, or a currency's sign before one.

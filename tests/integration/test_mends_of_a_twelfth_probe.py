@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 from detection_store import (
+    DAY,
+    NOW,
     detecting_memory,  # noqa: F401 (the memory fixture)
     replaced,
 )
@@ -39,6 +41,9 @@ from engram.runtime import Memory
             "Quickprint quote for programmes: £185 for 300.",
             "Quickprint quote for programmes: £185.00 for 300",
         ),
+        # Who joins something takes no one's role; another thing owned is another thing.
+        ("Priya leads the mobile team.", "Tom Baker joined the mobile team."),
+        ("Raj owns the billing service.", "Hana owns the checkout service."),
     ],
 )
 def test_what_a_memory_does_not_speak_of_is_not_replaced(
@@ -54,6 +59,17 @@ def test_what_a_memory_does_not_speak_of_is_not_replaced(
         ("The helpdesk is staffed until 4:30pm.", "The helpdesk is staffed until 4pm."),
         ("Kofi's mother lives in Kumasi, Ghana.", "Kofi's mother moved to Accra in May."),
         ("We moved tastings to the tasting room.", "We moved tastings to Brympton House."),
+        # A role handed over, its old holder named again or left by a clause of its own, and
+        # a thing held as a role is (owned, led).
+        (
+            "The practice manager is Sandra Oakes.",
+            "Kieran Doyle replaced Sandra Oakes as practice manager in March.",
+        ),
+        (
+            "The volunteer coordinator is Priya Shah.",
+            "Sam Okafor is our new volunteer coordinator; Priya stepped down.",
+        ),
+        ("Raj owns the billing service.", "Hana took over the billing service from Raj."),
     ],
 )
 def test_a_change_of_what_a_memory_speaks_of_replaces_it(
@@ -110,3 +126,39 @@ def test_copies_written_otherwise_fold(a: str, b: str) -> None:
 )
 def test_values_written_apart_do_not_fold(a: str, b: str) -> None:
     assert not folds(a, b)
+
+
+#: Memories of one person, none of the attribute a change below gives anew.
+KOFI = [
+    "Kofi's daughter Ama is 9 and plays the violin.", "Kofi is a freelance wedding photographer.",
+    "Kofi shoots on a Canon R6.", "Kofi's accountant is Helen Marsh.",
+    "Kofi's self-assessment tax return is due on 31 January.", "Kofi is lactose intolerant.",
+    "Kofi's mother lives in Kumasi, Ghana.", "Kofi calls his mother every Sunday afternoon.",
+    "Kofi supports Leeds United and has a season ticket in the East Stand.",
+    "Kofi and Efua's wedding anniversary is 8 May.", "Kofi edits everything in Lightroom.",
+    "Kofi's studio is a rented unit in Kirkstall.", "Kofi's van is a white Vauxhall Vivaro.",
+    "Kofi's brother Yaw lives in Toronto.", "Kofi's parkrun PB is 23:41.",
+    "Kofi does parkrun at Temple Newsam on Saturday mornings.", "Kofi can't stand coriander.",
+    "Kofi wants to visit Japan next spring.", "Kofi's camera gear is insured with Aaduki.",
+    "Kofi charges £1,800 for a full-day wedding package.", "Kofi's shoe size is 10.",
+    "Kofi backs up his photos to the Synology NAS every Friday.", "Kofi wears size 10 shoes.",
+    "Kofi's mentor is the photographer Rachel Adu.", "Kofi's busiest months are June to September.",
+    "Kofi is thinking about buying a drone for venue shots.", "Kofi's second shooter is Dan Hirst.",
+    "Kofi's mobile number is 07700 900123.", "Kofi's broadband provider is Virgin Media.",
+    "Kofi's second camera body is a Canon 6D.", "Kofi's shoe size is UK 10.",
+    "Kofi and his family live on Otley Road in Headingley.",
+    "Kofi's Adobe Photography plan costs £9.98 a month.",
+    "Kofi prefers clients to email rather than call.",
+]  # fmt: skip
+
+
+def test_a_change_of_a_person_many_memories_name_is_found_by_what_it_says(
+    memory: Memory,
+) -> None:
+    ana = memory.agent("ana")
+    for i, text in enumerate(KOFI):
+        ana.observe(text, at=NOW - 200 * DAY + i * DAY)
+    # The rent is found among them, by its name and by what the change says of it.
+    assert replaced(
+        memory, "Kofi's studio rent is £400 a month.", "Kofi's studio rent went up to £450 a month."
+    )
