@@ -194,7 +194,7 @@ _NO_NAME = frozenset((
     "since", "until", "till", "once", "although", "though", "because", "unless", "whenever",
     "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
     "twelve", "twenty", "hundred", "thousand", "several", "many", "few", "both", "each",
-    "every",
+    "every", "let",  # "Yep John, Let's keep up the good work" (ADR 0187)
 ))  # fmt: skip
 
 
