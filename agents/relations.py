@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["FAMILIES", "KIN", "relative_unsaid", "same_relation"]
+__all__ = ["FAMILIES", "KIN", "owner_given", "relative_unsaid", "same_relation"]
 
 
 def _forms(text: str) -> frozenset[str]:
@@ -129,3 +129,19 @@ def relative_unsaid(text: str, other: str) -> bool:
     return bool(mine and mine.rstrip("s") not in {w.rstrip("s") for w in words[1]}) or bool(
         theirs and theirs.rstrip("s") not in {w.rstrip("s") for w in words[0]}
     )
+
+
+#: Who owns a thing, as a memory gives it: "is owned by Dr Soltani", "The Players own a
+#: Transit van", "belongs to Harbour Trust", "its owner is ...".
+_OWNER = re.compile(
+    r"\b(?:(?:is|are|was|were)\s+(?:\w+ly\s+)?(?:owned|run)\s+by|owns?|belongs?\s+to"
+    r"|owners?\s+(?:is|are))\b",
+    re.IGNORECASE,
+)
+
+
+def owner_given(text: str) -> bool:
+    """Say whether ``text`` gives who owns a thing: a sale of the thing replaces it, whoever
+    the seller is said to be ("The partners sold Hollybrook Vets to IVC Evidensia" of
+    "Hollybrook Vets is independently owned by Dr Soltani and Dr Whitlow"; ADR 0187)."""
+    return _OWNER.search(text) is not None

@@ -50,8 +50,9 @@ from engram.agents.completion import (
 from engram.agents.errors import UnknownMemoryError
 from engram.agents.folding import same_numbers
 from engram.agents.holders import holder_anew
+from engram.agents.matching import sold_thing
 from engram.agents.notes import as_stated
-from engram.agents.relations import same_relation
+from engram.agents.relations import owner_given, same_relation
 from engram.agents.shapes import instances_apart, value_anew
 from engram.agents.typed import measures_apart, same_kind
 from engram.ledger import NewEvent
@@ -242,6 +243,8 @@ def threshold(memory: AgentMemory, text: str = "", old: str | None = None) -> fl
         table = FORMATTED
     elif old is not None and announces(text) and same_relation(text, old):
         return RELATED
+    elif old is not None and sold_thing(text) and owner_given(old):
+        return RELATED  # a sale of what the old one gives the owner of (ADR 0187)
     else:
         table = ANNOUNCED if announces(text) else THRESHOLDS
     return table["hash" if provider == "hash" else "neural"]

@@ -44,6 +44,7 @@ from engram.runtime import Memory
         # Who joins something takes no one's role; another thing owned is another thing.
         ("Priya leads the mobile team.", "Tom Baker joined the mobile team."),
         ("Raj owns the billing service.", "Hana owns the checkout service."),
+        ("Hollybrook Vets opens at 8am.", "The partners sold Hollybrook Vets to IVC Evidensia."),
     ],
 )
 def test_what_a_memory_does_not_speak_of_is_not_replaced(
@@ -70,6 +71,11 @@ def test_what_a_memory_does_not_speak_of_is_not_replaced(
             "Sam Okafor is our new volunteer coordinator; Priya stepped down.",
         ),
         ("Raj owns the billing service.", "Hana took over the billing service from Raj."),
+        # A sale replaces who owned the thing sold, whoever is said to sell it.
+        (
+            "Hollybrook Vets is independently owned by Dr Soltani and Dr Whitlow.",
+            "The partners sold Hollybrook Vets to IVC Evidensia; the sale completed on 1 April.",
+        ),
     ],
 )
 def test_a_change_of_what_a_memory_speaks_of_replaces_it(
