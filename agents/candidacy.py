@@ -350,6 +350,7 @@ class _Said:
             and not shapes.said_of_another(self.text, old.text)
             and not statements.others_named(self.text, old.text)
             and not relative_unsaid(self.text, old.text)  # "Kofi's mother" (ADR 0187)
+            and not speakers.changed_unsaid(self.text, old.text)  # his broadband (0187)
             and not shapes.attributes_apart(self.text, old.text)
             and not (change and shapes.attribute_unsaid(self.text, old.text))
             and copies.digest(old.text) != self.digest  # a copy replaces nothing

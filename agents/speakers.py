@@ -13,7 +13,7 @@ from engram.agents.matching import STOPWORDS, stem, stems_of
 from engram.agents.statements import NAME_RUN, before, opens
 from engram.projections import lexical
 
-__all__ = ["PERSON_WORDS", "first_person", "impersonal", "label"]
+__all__ = ["PERSON_WORDS", "changed_unsaid", "first_person", "impersonal", "label"]
 
 
 #: A speaker's label opening a turn of a transcript: "User: ...", "Caroline: ...", "Dr Lee: ".
@@ -156,7 +156,7 @@ def _possessed(text: str) -> list[str]:
 _CHANGED = re.compile(
     r"(?i)\b(?:moved|changed|switched|put|turned|migrated|raised|lowered|cut|increased"
     r"|reduced|swapped|updated|extended|shortened|sold)\s+(?:"
-    r"(?:the|our|my|their|its)\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)"
+    r"(?:the|our|my|their|its|his|her|your)\s+((?:[a-z][\w'-]*\s+){0,3}?[a-z][\w'-]*)"
     r"(?=\s+(?:to|from|up|down|over|into|by|for|off|on|at)\b|\s*[:;,.\u2013\u2014-]|\s*$)"
     # Without a determiner, a plural or a mass noun the value follows ("We moved tastings
     # to the tasting room", "switched linen to Celebration Linens"; ADR 0187).
@@ -177,7 +177,34 @@ def _changed(text: str) -> list[str]:
     """Return the words of the thing ``text`` changes, named after the change's verb."""
     found = _CHANGED.search(text)
     thing = found and (found.group(1) or found.group(2))
-    return [w for w in lexical.tokens(thing) if w not in STOPWORDS] if thing else []
+    words = [w for w in lexical.tokens(thing) if w not in STOPWORDS] if thing else []
+    while words and words[-1] in _PARTICLES:  # "put adult membership up to £135"
+        words.pop()
+    return words
+
+
+#: Words that end a phrasal verb, not the thing it changes.
+_PARTICLES = frozenset(("up", "down", "back", "over", "out", "off", "away"))
+
+
+def changed_unsaid(text: str, old: str) -> bool:
+    """Say whether ``text`` changes a thing it names after the change's verb ("Kofi switched
+    his broadband to Zen Internet") that ``old`` does not name whole, where ``old`` speaks
+    of another thing of its owner's, by a possessive the new text does not hold ("Kofi wants
+    to redesign his website"; ADR 0184, 0187). An old memory naming no thing of its own
+    may give the changed thing's value without its name ("Loki keeps logs for 14 days", "We
+    cut Loki retention to 7 days")."""
+    changed = {stem(w) for w in _changed(text)}
+    owned = [w for m in _OWNED.finditer(old) for w in lexical.tokens(m[1]) if w not in STOPWORDS]
+    lowered = text.lower()
+    return (
+        bool(changed) and not changed <= _stems(old)
+        and bool(owned) and not any(w in lowered for w in owned)
+    )  # fmt: skip
+
+
+#: A thing of a third person's, named after the possessive: "his website", "their van".
+_OWNED = re.compile(r"\b(?:his|her|their|its)\s+([a-z][\w-]*(?:\s+[a-z][\w-]*)?)", re.I)
 
 
 def label(text: str) -> str:

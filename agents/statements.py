@@ -154,7 +154,10 @@ def subject(conn: sqlite3.Connection, text: str) -> str | None:
         written = _WRITTEN.match(words[0])
         if written and lexical.written_inside(conn, named[0], written.group()):
             return named[0]
-        return None
+        # Nor is a word it never writes in lower case inside one: a person every memory of
+        # whom opens with their name ("Kofi's studio rent ...", "Kofi shoots on ..."; 0187).
+        lower = written and written.group().lower()
+        return named[0] if lower and not lexical.written_inside(conn, named[0], lower) else None
     return ""
 
 

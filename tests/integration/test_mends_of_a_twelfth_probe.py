@@ -164,7 +164,19 @@ def test_a_change_of_a_person_many_memories_name_is_found_by_what_it_says(
     ana = memory.agent("ana")
     for i, text in enumerate(KOFI):
         ana.observe(text, at=NOW - 200 * DAY + i * DAY)
-    # The rent is found among them, by its name and by what the change says of it.
+    # "Kofi" opens every memory of him and is written inside none: a name all the same, never
+    # a word capitalised by its sentence (it took the mobile number for an unnamed thing's).
     assert replaced(
         memory, "Kofi's studio rent is £400 a month.", "Kofi's studio rent went up to £450 a month."
+    )
+    # The change of one thing of his leaves another thing of his (ADR 0187).
+    assert not replaced(
+        memory, "Kofi wants to redesign his website before autumn.",
+        "Kofi switched his broadband to Zen Internet.",
+    )  # fmt: skip
+    mobile = next(e.position for e in memory.ledger.read(0) if "900123" in str(e.payload))
+    new = ana.observe("Kofi has a new number: 07700 900456.", at=NOW - 5 * DAY)
+    assert any(
+        e.payload.position == new and mobile in e.payload.replaces
+        for e in memory.ledger.read(0, kinds=["memory.superseded"])
     )
