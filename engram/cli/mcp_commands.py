@@ -85,6 +85,10 @@ def mcp(
     try:
         from engram.mcp.server import serve
     except ImportError as exc:
+        # Only a missing SDK is the SDK's to install; any other import error is said as is.
+        missing = isinstance(exc, ModuleNotFoundError) and (exc.name or "").split(".")[0] == "mcp"
+        if not missing:
+            raise CliError(f"cannot start the MCP server: {exc}") from None
         raise CliError(f"the MCP SDK is not installed ({exc}); pip install 'engram[mcp]'") from None
     if transport == "http":
         from engram.mcp.auth import check_token, loopback

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,23 @@ def test_a_config_file_s_bad_values_are_named(
     assert code != 0
     assert f"store {afile} exists and is not a directory" in err
     assert not (tmp_path / "l.db").exists() or "Errno" not in err
+
+
+def test_mcp_says_which_import_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ledger = str(tmp_path / "l.db")
+    # A module of engram's own that cannot be imported is no missing SDK.
+    monkeypatch.setitem(sys.modules, "engram.mcp.server", None)
+    code, _, err = run(capsys, "--ledger", ledger, "--config", "/dev/null", "mcp", "--agent", "a")
+    assert code != 0
+    assert "cannot start the MCP server" in err
+    assert "not installed" not in err
+    # The SDK missing is said as such.
+    monkeypatch.delitem(sys.modules, "engram.mcp.server")
+    monkeypatch.setitem(sys.modules, "mcp", None)
+    for name in [m for m in sys.modules if m.startswith("mcp.")]:
+        monkeypatch.delitem(sys.modules, name)
+    code, _, err = run(capsys, "--ledger", ledger, "--config", "/dev/null", "mcp", "--agent", "a")
+    assert code != 0
+    assert "the MCP SDK is not installed" in err
