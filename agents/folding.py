@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from engram.agents.announcing import announces
 from engram.agents.matching import STOPWORDS, Matching, stem, stems_of
 from engram.agents.quoted import quoted_codes, runs
-from engram.agents.written import rewritten, written
+from engram.agents.written import NUMBER_AFTER, rewritten, written
 from engram.projections import copies, lexical, supersession
 from engram.projections.errors import UnknownProjectionError
 
@@ -271,7 +271,7 @@ def same_ids(a_text: str, b_text: str) -> bool:
 
 #: The words that turn a statement into its opposite: "no longer interested", "isn't".
 _NEGATION = re.compile(  # "no" before a number is its word ("acct no: 558"; ADR 0187)
-    r"\b(?:not|no(?!\.?\s*[:#]?\s*\d)|never|nor|cannot|without|anymore)\b|n['\u2019]t\b", re.I
+    rf"\b(?:not|no(?!{NUMBER_AFTER})|never|nor|cannot|without|anymore)\b|n['\u2019]t\b", re.I
 )
 
 

@@ -14,7 +14,7 @@ import unicodedata
 
 from engram.projections import copies
 
-__all__ = ["rewritten", "written"]
+__all__ = ["NUMBER_AFTER", "rewritten", "written"]
 
 
 #: Numbers spelt out, as a copy may write them in digits ("twenty minutes", "20 minutes";
@@ -33,10 +33,13 @@ _ORDINALS = (
 _VALUE = {w: i + 1 for i, w in enumerate(_UNITS)} | {w: 20 + 10 * i for i, w in enumerate(_TENS)}
 _VALUE |= {w: i + 1 for i, w in enumerate(_ORDINALS)}
 _TENS_RUN, _UNIT_RUN = "|".join(_TENS), "|".join(_UNITS[:9])
+_MONTH_RUN = (
+    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+)
 _DAYS = (
     r"mon(?:day)?|tue(?:s(?:day)?)?|wed(?:nesday)?|thu(?:rs(?:day)?)?|fri(?:day)?|sat(?:urday)?"
-    r"|sun(?:day)?|jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?"
-    r"|aug(?:ust)?|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
+    rf"|sun(?:day)?|{_MONTH_RUN}"
 )
 _SPELT = re.compile(
     rf"\b(?:({_TENS_RUN})(?:[- ]({_UNIT_RUN}))?|({'|'.join(_UNITS[1:])})"
@@ -56,10 +59,6 @@ _ORDINAL_DIGITS = re.compile(
 _BARE_DECIMAL = re.compile(r"(?<![\w.])\.(\d)")
 #: A sum's pence or cents written as none ("£185.00" is "£185").
 _WHOLE_SUM = re.compile(r"([£$€])\s?(\d[\d,]*)\.00(?!\d)")
-_MONTH_RUN = (
-    r"jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?"
-)
 #: A span of days before their month, written with a dash or a word ("10-24 March", "10th
 #: - 24th Mar", "10 to 24 March"): "10 to 24" each way (ADR 0187).
 _DAY_RANGE = re.compile(
@@ -70,16 +69,6 @@ _DAY_RANGE = re.compile(
 #: A day and month in two digits each, no year ("13/06"): read as a date only where one of
 #: them is above 12; "24/7" and "16/9" are no dates, their numbers unpadded (ADR 0187).
 _SHORT_DATE = re.compile(r"(?<![\d/.])(\d{2})/(\d{2})(?![\d/])")
-_MONTH_NAMES = (
-    "January", "February", "March", "April", "May", "June", "July", "August", "September",
-    "October", "November", "December",
-)  # fmt: skip
-
-
-def _short_date(match: re.Match[str]) -> str:
-    a, b = int(match[1]), int(match[2])
-    day, month = (a, b) if a > 12 >= b else (b, a) if b > 12 >= a else (0, 0)
-    return f"{day} {_MONTH_NAMES[month - 1]}" if month >= 1 and day <= 31 else match[0]
 
 
 def _number(match: re.Match[str]) -> str:
@@ -125,7 +114,7 @@ def written(text: str) -> str:
         text = _CONTRACTION.sub(_uncontracted, text)
     words = set(_LETTERS.findall(text.casefold()))
     if "/" in text:  # "13/06" is "13 June" (ADR 0187)
-        text = _SHORT_DATE.sub(_short_date, text)
+        text = _SHORT_DATE.sub(lambda m: copies.numeric_date(m[1], m[2]) or m[0], text)
     plain = _CLOCK_RANGE.sub(r"\1 to \2", copies.times_one_way(copies.dates_one_way(text)))
     plain = _DAY_RANGE.sub(r"\1 to \2", plain)  # "10-24 March" (ADR 0187)
     if not words.isdisjoint(_SAME):
@@ -160,8 +149,10 @@ _RATE = re.compile(
     r"|metre|meter|km|kg|litre|liter|pair|unit|item|page|guest|seat|ticket|session|lesson)\b",
     re.IGNORECASE,
 )
-#: "No." or "no" before a number is the number's word ("acct no: 558-20417").
-_NUMBER_WORD = re.compile(r"\b[Nn]o\.?(?=\s*[:#]?\s*\d)")
+#: What follows "no" or "No." when it is a number's word ("acct no: 558-20417"), not a
+#: negation (folding's polarity reads it so too).
+NUMBER_AFTER = r"\.?\s*[:#]?\s*\d"
+_NUMBER_WORD = re.compile(rf"\b[Nn]o(?={NUMBER_AFTER})\.?")
 
 
 #: A negation contracted: "don't", "can't", "won't" (the last two written irregularly).

@@ -39,6 +39,7 @@ __all__ = [
     "normalise",
     "numbers_apart",
     "numbers_whole",
+    "numeric_date",
     "times_one_way",
 ]
 
@@ -219,6 +220,18 @@ def holds_digit(text: str) -> bool:
     return _DIGIT.search(text) is not None
 
 
+def numeric_date(first: str, second: str, year: str | None = None) -> str:
+    """Return the date two numbers give as day and month, in either order, written as
+    :func:`dates_one_way` writes it ("29 November 2026"), where one of them is above 12 and
+    so the day; "" where either order could be meant ("3/4") or none can."""
+    a, b = int(first), int(second)
+    if a > 12 >= b:
+        return _day_month(first, b, year)
+    if b > 12 >= a:
+        return _day_month(second, a, year)
+    return ""
+
+
 def dates_one_way(text: str) -> str:
     """Return ``text`` with its dates written one way, the day first and the month named in
     full ("29 Nov 2026", "November 29th, 2026", "29/11/2026" and "2026-11-29" are all "29
@@ -231,12 +244,7 @@ def dates_one_way(text: str) -> str:
         return _day_month(m[3], int(m[2]), m[1]) or m[0]
 
     def numeric(m: re.Match[str]) -> str:
-        a, b = int(m[1]), int(m[2])
-        if a > 12 >= b:
-            return _day_month(m[1], b, m[3]) or m[0]
-        if b > 12 >= a:
-            return _day_month(m[2], a, m[3]) or m[0]
-        return m[0]
+        return numeric_date(m[1], m[2], m[3]) or m[0]
 
     def month_first(m: re.Match[str]) -> str:
         return _day_month(m[2], _month(m[1]), m[3]) or m[0]
